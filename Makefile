@@ -1,0 +1,125 @@
+# eeb - the edge energy benchmark.
+#
+#   make deps    install the Debian packages eeb needs (apt-get; sudo if not root)
+#   make         build build/eeb
+#   make check   build with gcc and clang, then run the Criterion suite
+#   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make demo    score an example run
+#   make bench   run the benchmarks in tests/bench (BENCH lines on stdout)
+#   make lint    clang-format check and cppcheck
+#
+# BUILD names the output directory, so variants (build/clang, build/asan)
+# never mix objects.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
+CFLAGS  += -std=c11 $(OPT) $(WARN)
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -MMD -MP \
+            -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
+LDLIBS  := -lsqlite3 -ljansson -lm
+
+# Every package the project builds, tests or runs against (DESIGN.md §5).
+DEB_PACKAGES := build-essential clang pkg-config \
+    libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev \
+    libcurl4-openssl-dev libmicrohttpd-dev libsensors-dev lm-sensors \
+    libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
+    libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
+    libdnnl-dev ocl-icd-libopencl1 libopenblas-dev \
+    clang-format cppcheck
+
+LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c)
+CLI_SRC   := $(wildcard harness/*.c)
+TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c
+BENCH_SRC := $(wildcard tests/bench/bench_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB     := $(BUILD)/libeeb.a
+EEB     := $(BUILD)/eeb
+TESTS   := $(BUILD)/tests/eeb-tests
+BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps check test asan demo bench lint clean clang-build
+all: $(EEB)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# .incbin reads the rules file at assembly time; -MMD cannot see that.
+$(BUILD)/obj/scoring/rules_builtin.o: scoring/rules/v1.json
+
+$(LIB): $(call obj,$(LIB_SRC))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(EEB): $(call obj,$(CLI_SRC)) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Tests find their fixtures and the binary under test relative to the top.
+$(call obj,$(TEST_SRC) $(BENCH_SRC)): CPPFLAGS += -Itests -DEEB_TEST_DATA='"tests/data"' \
+    -DEEB_BIN='"$(EEB)"'
+
+$(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -o $@
+
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+test: $(EEB) $(TESTS)
+	$(TESTS) --jobs=2
+
+# The suite runs on the default compiler; the other one must build it all
+# warning-free too.
+check: clang-build test
+
+clang-build:
+	$(MAKE) --no-print-directory BUILD=build/clang CC=clang \
+	    build/clang/eeb build/clang/tests/eeb-tests
+
+# Criterion ignores a worker's exit status once its test has reported, so a
+# leak found at exit would pass silently: the log is searched for it.
+asan:
+	$(MAKE) --no-print-directory BUILD=build/asan \
+	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    LDFLAGS="-fsanitize=address,undefined" build/asan/eeb build/asan/tests/eeb-tests
+	@build/asan/tests/eeb-tests --jobs=2 > build/asan/tests.log 2>&1; rc=$$?; \
+	cat build/asan/tests.log; \
+	if grep -q 'ERROR: LeakSanitizer' build/asan/tests.log; then echo "asan: leaks reported"; exit 1; fi; \
+	exit $$rc
+
+demo: $(EEB)
+	@echo '$$ eeb score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 --time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81'
+	@$(EEB) score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 \
+	    --time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81
+	@echo
+	@echo '$$ eeb score --task det --util tests/data/util/zcu102_placed.rpt --time 600 --tmax 600 --energy 5400 --pmax 10 --metric 0.62'
+	@$(EEB) score --task det --util tests/data/util/zcu102_placed.rpt \
+	    --time 600 --tmax 600 --energy 5400 --pmax 10 --metric 0.62
+
+bench: $(BENCHES)
+	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+
+lint:
+	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) \
+	    $(wildcard */*.h)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -D__GNUC__ $(LIB_SRC) $(CLI_SRC)
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then echo "deps: all $(words $(DEB_PACKAGES)) packages installed"; exit 0; fi; \
+	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	echo "deps: installing" $$missing; \
+	$$sudo apt-get update -q && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,72 @@
+/*
+ * eeb_common.h - what every eeb module shares: status codes, the error-buffer
+ * convention, the two clocks, and run identifiers.
+ *
+ * Convention (DESIGN.md §6): a function that can fail returns 0 or a negative
+ * EEB_E* code and writes one line naming the culprit into a caller-owned
+ * buffer.  Nothing below main() prints or exits.
+ */
+#ifndef EEB_COMMON_H
+#define EEB_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EEB_VERSION "0.1.0"
+
+enum eeb_status {
+    EEB_OK = 0,
+    EEB_EINVAL = -1,   /* bad argument or malformed input */
+    EEB_EIO = -2,      /* read/write failed */
+    EEB_ENOMEM = -3,   /* allocation failed */
+    EEB_EFORMAT = -4,  /* file is not what it claims to be */
+    EEB_EVERSION = -5, /* file written by a newer eeb */
+    EEB_EDB = -6,      /* SQLite reported an error */
+    EEB_EDEVICE = -7,  /* accelerator or meter failed */
+    EEB_ETIMEOUT = -8, /* a deadline passed */
+};
+
+/* The three tasks of seed 004, Table 2. */
+enum eeb_task {
+    EEB_TASK_CLS,   /* image classification, Food-101 layout, top-5 accuracy */
+    EEB_TASK_DET,   /* object detection, Pascal VOC layout, mAP@0.5 */
+    EEB_TASK_VIDEO, /* video classification, UCF-101 layout, top-5 accuracy */
+    EEB_TASK_COUNT
+};
+
+/* "cls", "det", "video". */
+const char *eeb_task_name(enum eeb_task task);
+
+/* The task's metric M_s in words: "top-5 accuracy" or "mAP@0.5". */
+const char *eeb_task_metric(enum eeb_task task);
+
+/* Parses a task name; returns EEB_EINVAL (with the accepted names) if unknown. */
+int eeb_task_parse(const char *name, enum eeb_task *out, char *err, size_t errlen);
+
+/* A short, static description of a status code ("invalid input"). */
+const char *eeb_strerror(int status);
+
+/*
+ * Formats a message into err (if err and errlen are non-zero) and returns
+ * status, so that failures read `return eeb_errf(err, errlen, EEB_EINVAL, ...)`.
+ */
+int eeb_errf(char *err, size_t errlen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Nanoseconds on CLOCK_MONOTONIC: the one clock for events and samples. */
+int64_t eeb_mono_ns(void);
+
+/* Nanoseconds since the Unix epoch, UTC (CLOCK_REALTIME): for people. */
+int64_t eeb_utc_ns(void);
+
+/* Writes a random (version 4) UUID as 36 characters plus NUL into out. */
+int eeb_uuid4(char out[37], char *err, size_t errlen);
+
+/*
+ * Reads a whole file into a newly allocated, NUL-terminated buffer (free it
+ * yourself).  Files larger than max_bytes are refused with EEB_EINVAL.
+ */
+int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
+                  size_t errlen);
+
+#endif

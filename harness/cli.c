@@ -1,0 +1,48 @@
+/*
+ * cli.c - error printing and option-value parsing shared by subcommands.
+ */
+#include "eeb_cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+__attribute__((format(printf, 2, 0))) static void vreport(const char *cmd, const char *fmt,
+                                                         va_list ap)
+{
+    fprintf(stderr, "eeb%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int eeb_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try 'eeb %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    return EEB_EXIT_USAGE;
+}
+
+int eeb_cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return EEB_EXIT_ERROR;
+}
+
+int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v))
+        return eeb_cli_usage_error(cmd, "%s: '%s' is not a number", opt, text);
+    *out = v;
+    return EEB_EXIT_OK;
+}

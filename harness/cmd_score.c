@@ -1,0 +1,223 @@
+/*
+ * cmd_score.c - `eeb score`: the four metrics and S of one run from its raw
+ * figures (utilization, T, E, M_s), as text or JSON.
+ */
+#include "eeb_cli.h"
+#include "eeb_score.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const cmd = "score";
+
+static void help(void)
+{
+    puts("Usage: eeb score --task TASK --util REPORT|SPEC --time T --tmax T_MAX\n"
+         "                 --energy E --pmax P_MAX --metric M_S [options]\n"
+         "\n"
+         "Computes the metrics of seed 004 (Tao et al., eq. 3-5) and the score\n"
+         "  S = 1 - [w_u*M_u + w_t*M_t + w_p*M_p + w_s*(1 - M_s)]\n"
+         "for one run, or the failed verdict if its mean power exceeds P_max.\n"
+         "\n"
+         "Required:\n"
+         "  --task TASK        cls, det or video\n"
+         "  --util REPORT      a Vivado report_utilization text report (UltraScale or\n"
+         "                     7-series), or the four fractions as\n"
+         "                     lut=0.30,ff=0.19,bram=0.49,dsp=0.19\n"
+         "  --time T           fine-tune wall time, seconds (clamped to T_max)\n"
+         "  --tmax T_MAX       time budget, seconds\n"
+         "  --energy E         fine-tune energy, joules\n"
+         "  --pmax P_MAX       power budget, watts\n"
+         "  --metric M_S       top-5 accuracy (cls, video) or mAP@0.5 (det), in [0, 1]\n"
+         "\n"
+         "Options:\n"
+         "  --weights WU,WT,WP,WS  override the rules' weights for the task\n"
+         "                     (each in [0, 1], summing to 1)\n"
+         "  --rules FILE       scoring rules file (default: the built-in v1 rules,\n"
+         "                     scoring/rules/v1.json)\n"
+         "  --json             print one JSON object instead of text\n"
+         "  -h, --help         show this help\n"
+         "\n"
+         "Exit status: 0 scored, 1 error, 2 usage error, 3 failed the power budget.");
+}
+
+struct args {
+    const char *task, *util, *rules, *weights;
+    double t, t_max, energy, p_max, metric;
+    int have; /* bit per required number, in option order */
+    int json;
+};
+
+enum { OPT_TIME = 1, OPT_TMAX = 2, OPT_ENERGY = 4, OPT_PMAX = 8, OPT_METRIC = 16, OPT_ALL = 31 };
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option options[] = {
+        {"task", required_argument, NULL, 'k'},   {"util", required_argument, NULL, 'u'},
+        {"time", required_argument, NULL, 't'},   {"tmax", required_argument, NULL, 'T'},
+        {"energy", required_argument, NULL, 'e'}, {"pmax", required_argument, NULL, 'p'},
+        {"metric", required_argument, NULL, 'm'}, {"weights", required_argument, NULL, 'w'},
+        {"rules", required_argument, NULL, 'r'},  {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int c, rc, idx;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", options, &idx)) != -1) {
+        double *num = NULL;
+        int bit = 0;
+        switch (c) {
+        case 'k': a->task = optarg; break;
+        case 'u': a->util = optarg; break;
+        case 'w': a->weights = optarg; break;
+        case 'r': a->rules = optarg; break;
+        case 'j': a->json = 1; break;
+        case 'h': help(); return -1;
+        case 't': num = &a->t, bit = OPT_TIME; break;
+        case 'T': num = &a->t_max, bit = OPT_TMAX; break;
+        case 'e': num = &a->energy, bit = OPT_ENERGY; break;
+        case 'p': num = &a->p_max, bit = OPT_PMAX; break;
+        case 'm': num = &a->metric, bit = OPT_METRIC; break;
+        case ':': return eeb_cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+        if (num) {
+            char opt[16];
+            snprintf(opt, sizeof opt, "--%s", options[idx].name);
+            if ((rc = eeb_cli_number(cmd, opt, optarg, num)))
+                return rc;
+            a->have |= bit;
+        }
+    }
+    if (optind < argc)
+        return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    static const char *const required[] = {"--time", "--tmax", "--energy", "--pmax", "--metric"};
+    if (!a->task)
+        return eeb_cli_usage_error(cmd, "--task is required (cls, det or video)");
+    if (!a->util)
+        return eeb_cli_usage_error(cmd, "--util is required (a report file or lut=..,ff=..,bram=..,dsp=..)");
+    for (int i = 0; i < 5; i++)
+        if (!(a->have & (1 << i)))
+            return eeb_cli_usage_error(cmd, "%s is required", required[i]);
+    return 0;
+}
+
+/* A report file if one exists by that name, else a lut=..,ff=.. spec. */
+static int load_util(const char *arg, struct eeb_util *u, char *err, size_t errlen)
+{
+    if (access(arg, F_OK) == 0 || !strchr(arg, '='))
+        return eeb_score_util_load(arg, u, err, errlen);
+    return eeb_score_util_from_spec(arg, u, err, errlen);
+}
+
+static void print_text(const struct args *a, enum eeb_task task, const struct eeb_rules *rules,
+                       const struct eeb_util *u, const struct eeb_score_input *in,
+                       const struct eeb_score *s)
+{
+    static const char *const label[EEB_UTIL_COUNT] = {"LUT", "FF", "BRAM", "DSP"};
+    printf("task         %s (M_s = %s), scoring rules v%s\n", eeb_task_name(task),
+           eeb_task_metric(task), rules->version);
+    if (strcmp(u->family, "given") == 0) {
+        printf("utilization  given:");
+        for (int k = 0; k < EEB_UTIL_COUNT; k++)
+            printf(" %s %.4f", label[k], u->frac[k]);
+        printf("\n");
+    } else {
+        printf("utilization  %s (%s%s%s)\n", a->util, u->family, u->device[0] ? ", " : "",
+               u->device);
+        for (int k = 0; k < EEB_UTIL_COUNT; k++)
+            printf("  %-5s      %.4f  %.10g / %.10g, line %d\n", label[k], u->frac[k], u->used[k],
+                   u->available[k], u->line[k]);
+    }
+    printf("M_u          %.6f  mean utilization\n", s->m_u);
+    printf("M_t          %.6f  T %.3f s / T_max %.3f s%s\n", s->m_t, s->t_s, in->t_max_s,
+           s->t_clamped ? " (T clamped to T_max)" : "");
+    printf("M_p          %.6f  E %.3f J / (P_max %.3f W x T %.3f s); mean power %.3f W\n",
+           s->m_p, in->energy_j, in->p_max_w, s->t_s, s->mean_power_w);
+    printf("M_s          %.6f  %s\n", s->m_s, eeb_task_metric(task));
+    printf("weights      w_u %.4f  w_t %.4f  w_p %.4f  w_s %.4f%s\n", in->w.u, in->w.t, in->w.p,
+           in->w.s, a->weights ? " (from --weights)" : "");
+    if (s->pass) {
+        printf("S            %.6f\n", s->s);
+        printf("verdict      PASS\n");
+    } else {
+        printf("S            not computed\n");
+        printf("verdict      FAIL: %s\n", s->reason);
+    }
+}
+
+static int print_json(const struct args *a, enum eeb_task task, const struct eeb_rules *rules,
+                      const struct eeb_util *u, const struct eeb_score_input *in,
+                      const struct eeb_score *s)
+{
+    json_t *util = json_object();
+    for (int k = 0; k < EEB_UTIL_COUNT; k++)
+        json_object_set_new(util, eeb_score_util_name((enum eeb_util_kind)k),
+                            json_real(u->frac[k]));
+    json_object_set_new(util, "source", json_string(strcmp(u->family, "given") ? a->util : "given"));
+    json_object_set_new(util, "family", json_string(u->family));
+    json_object_set_new(util, "device", json_string(u->device));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:{s:f, s:f, s:f, s:f}, s:f, s:b, s:f, s:f, s:f, "
+                          "s:f, s:f, s:f, s:f, s:f, s:s}",
+                          "task", eeb_task_name(task), "metric", eeb_task_metric(task),
+                          "rules_version", rules->version, "utilization", util, "weights", "u",
+                          in->w.u, "t", in->w.t, "p", in->w.p, "s", in->w.s, "t_s", s->t_s,
+                          "t_clamped", s->t_clamped, "t_max_s", in->t_max_s, "energy_j",
+                          in->energy_j, "p_max_w", in->p_max_w, "mean_power_w", s->mean_power_w,
+                          "M_u", s->m_u, "M_t", s->m_t, "M_p", s->m_p, "M_s", s->m_s, "verdict",
+                          s->pass ? "PASS" : "FAIL");
+    if (!o)
+        return eeb_cli_error(cmd, "building the JSON output failed");
+    json_object_set_new(o, "S", s->pass ? json_real(s->s) : json_null());
+    if (!s->pass)
+        json_object_set_new(o, "reason", json_string(s->reason));
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    json_decref(o);
+    putchar('\n');
+    return rc ? eeb_cli_error(cmd, "writing the JSON output failed") : EEB_EXIT_OK;
+}
+
+int eeb_cmd_score(int argc, char **argv)
+{
+    struct args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EEB_EXIT_OK : rc;
+
+    char err[512];
+    enum eeb_task task;
+    struct eeb_rules rules;
+    struct eeb_util util;
+    if (eeb_task_parse(a.task, &task, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "--task: %s", err);
+    if (eeb_score_rules_load(a.rules, &rules, err, sizeof err) ||
+        load_util(a.util, &util, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+
+    struct eeb_score_input in = {
+        .m_u = eeb_score_m_u(&util),
+        .t_s = a.t,
+        .t_max_s = a.t_max,
+        .energy_j = a.energy,
+        .p_max_w = a.p_max,
+        .m_s = a.metric,
+        .w = rules.weights[task],
+    };
+    if (a.weights && eeb_score_weights_parse(a.weights, &in.w, err, sizeof err))
+        return eeb_cli_error(cmd, "--weights: %s", err);
+    struct eeb_score s;
+    if (eeb_score_compute(&in, &s, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+
+    if (a.json)
+        rc = print_json(&a, task, &rules, &util, &in, &s);
+    else
+        print_text(&a, task, &rules, &util, &in, &s);
+    if (rc)
+        return rc;
+    return s.pass ? EEB_EXIT_OK : EEB_EXIT_FAILED;
+}

@@ -1,0 +1,28 @@
+/*
+ * eeb_cli.h - what the eeb command's subcommands share: their entry points,
+ * exit codes, and helpers that print errors the same way everywhere.
+ *
+ * Exit codes: 0 success; 1 an error (one line on stderr naming the culprit);
+ * 2 a usage error (unknown command or option); 3 the run was judged and
+ * failed (e.g. over the power budget).
+ */
+#ifndef EEB_CLI_H
+#define EEB_CLI_H
+
+enum { EEB_EXIT_OK = 0, EEB_EXIT_ERROR = 1, EEB_EXIT_USAGE = 2, EEB_EXIT_FAILED = 3 };
+
+int eeb_cmd_score(int argc, char **argv);
+int eeb_cmd_db(int argc, char **argv);
+
+/* Prints "eeb CMD: message" and a pointer to --help on stderr; returns 2. */
+int eeb_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "eeb CMD: message" on stderr; returns 1. */
+int eeb_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses the whole of text as a finite number for option opt; on failure
+ * prints a usage error and returns 2. */
+int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *out);
+
+#endif

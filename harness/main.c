@@ -1,0 +1,86 @@
+/*
+ * main.c - the eeb command: global options and dispatch to subcommands,
+ * which live one per file in harness/cmd_<name>.c.
+ */
+#include "eeb_cli.h"
+#include "eeb_common.h"
+#include "eeb_rundb.h"
+#include "eeb_score.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
+    {"db", eeb_cmd_db, "create or inspect a run database"},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out)
+{
+    fputs("Usage: eeb <command> [options]\n"
+          "       eeb <command> --help\n"
+          "       eeb --version\n"
+          "\n"
+          "eeb, the edge energy benchmark: scores FPGA fine-tuning accelerators on\n"
+          "resource use, training time, energy and task accuracy (Tao et al., sec. 4).\n"
+          "\n"
+          "Commands:\n",
+          out);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("  help     show a command's help: eeb help score\n"
+          "\n"
+          "Exit status: 0 success, 1 error, 2 usage error, 3 the run failed its budget.\n",
+          out);
+}
+
+static void version(void)
+{
+    printf("eeb %s\n", EEB_VERSION);
+    printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
+    printf("libraries: SQLite %s, jansson %s\n", sqlite3_libversion(), jansson_version_str());
+    printf("accelerator backends: none built in\n");
+    printf("power sources: none built in\n");
+}
+
+static const struct command *find(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr), EEB_EXIT_USAGE;
+    const char *arg = argv[1];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+        return usage(stdout), EEB_EXIT_OK;
+    if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0)
+        return version(), EEB_EXIT_OK;
+    if (strcmp(arg, "help") == 0) {
+        if (argc < 3)
+            return usage(stdout), EEB_EXIT_OK;
+        const struct command *c = find(argv[2]);
+        if (!c)
+            return eeb_cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return c->run(2, help_argv);
+    }
+    if (arg[0] == '-')
+        return eeb_cli_usage_error(NULL, "unknown option '%s'", arg);
+    const struct command *c = find(arg);
+    if (!c)
+        return eeb_cli_usage_error(NULL, "unknown command '%s'", arg);
+    return c->run(argc - 1, argv + 1);
+}

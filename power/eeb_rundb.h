@@ -1,0 +1,115 @@
+/*
+ * eeb_rundb.h - the run database: one SQLite file (WAL, foreign keys on)
+ * holding runs, their events, power samples, predictions and results.
+ *
+ * Every stage boundary is an event and every power reading a sample, both
+ * on CLOCK_MONOTONIC, so energy and compliance can be recomputed from the
+ * file alone.  The schema is versioned with PRAGMA user_version and marked
+ * with PRAGMA application_id; migrations are code (rundb.c).  A file that
+ * is not an eeb database, or was written by a newer eeb, is refused and left
+ * byte-for-byte untouched.
+ */
+#ifndef EEB_RUNDB_H
+#define EEB_RUNDB_H
+
+#include "eeb_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EEB_RUNDB_SCHEMA 1              /* the schema version this eeb writes */
+#define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
+
+struct eeb_rundb; /* opaque */
+
+enum eeb_rundb_mode {
+    EEB_RUNDB_READWRITE, /* create a missing file, migrate an older schema */
+    EEB_RUNDB_READONLY,  /* existing, current-schema files only */
+};
+
+/*
+ * Opens (and in READWRITE mode creates or migrates) a run database.
+ * On success *out is a handle to close with eeb_rundb_close().  Errors name
+ * the file: EEB_EFORMAT for a foreign file, EEB_EVERSION for a newer schema.
+ */
+int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb **out, char *err,
+                   size_t errlen);
+
+void eeb_rundb_close(struct eeb_rundb *db);
+
+/* The run lifecycle (DESIGN.md §4, harness/): state names as stored. */
+enum eeb_run_state {
+    EEB_RUN_INIT,
+    EEB_RUN_DEPLOY,
+    EEB_RUN_FINETUNE,
+    EEB_RUN_STOPPED,
+    EEB_RUN_TEST,
+    EEB_RUN_SCORE,
+    EEB_RUN_SUBMIT,
+    EEB_RUN_DONE,   /* terminal: scored (and submitted, if a server was given) */
+    EEB_RUN_FAILED, /* terminal: an error or a failed budget; see its events */
+    EEB_RUN_STATE_COUNT
+};
+
+const char *eeb_rundb_state_name(enum eeb_run_state state);
+
+struct eeb_run_new {
+    enum eeb_task task;
+    const char *backend;       /* "emu", "xrt", ... */
+    const char *config_json;   /* the whole run configuration; NULL stores {} */
+    double t_max_s;            /* time budget, seconds */
+    double p_max_w;            /* power budget, watts */
+    const char *rules_version; /* scoring rules the run is judged by */
+};
+
+/* Creates a run in state init; fills its row id and a new UUID. */
+int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, int64_t *id,
+                         char uuid[37], char *err, size_t errlen);
+
+/* Moves a run to a state; terminal states also record the finish time. */
+int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state,
+                            char *err, size_t errlen);
+
+/* Appends an event; payload_json may be NULL, otherwise valid JSON. */
+int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
+                        const char *kind, const char *payload_json, char *err, size_t errlen);
+
+struct eeb_sample {
+    int64_t t_mono_ns; /* CLOCK_MONOTONIC, the events' clock */
+    int64_t t_utc_ns;  /* wall clock, for people */
+    double volts;      /* NAN when the source does not give it */
+    double amps;       /* NAN when the source does not give it */
+    double watts;
+    uint32_t flags;    /* source-defined quality flags */
+};
+
+/* Appends n samples from one source in a single transaction. */
+int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
+                          const struct eeb_sample *samples, size_t n, char *err, size_t errlen);
+
+/*
+ * Calls fn for each sample of a run with t0 <= t_mono_ns < t1, in time order.
+ * A non-zero return from fn stops the walk and is returned.
+ */
+int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_t t1,
+                           int (*fn)(void *arg, const char *source, const struct eeb_sample *s),
+                           void *arg, char *err, size_t errlen);
+
+/* Stores (or replaces) the prediction for one test item, as JSON. */
+int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
+                             const char *payload_json, char *err, size_t errlen);
+
+/* Stores (or replaces) a named result; provenance is measured, counter,
+ * modeled or computed. */
+int eeb_rundb_result_set(struct eeb_rundb *db, int64_t run, const char *name, double value,
+                         const char *unit, const char *provenance, char *err, size_t errlen);
+
+struct eeb_rundb_info {
+    int schema;
+    int64_t runs, events, samples, predictions, results;
+    int64_t runs_by_state[EEB_RUN_STATE_COUNT];
+};
+
+int eeb_rundb_info(struct eeb_rundb *db, struct eeb_rundb_info *out, char *err, size_t errlen);
+
+#endif

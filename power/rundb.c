@@ -1,0 +1,504 @@
+/*
+ * rundb.c - the run database (see eeb_rundb.h).
+ *
+ * Sections: the schema and its migrations; opening (recognizing, refusing
+ * or upgrading a file); writes; reads.  Only prepared statements with bound
+ * parameters touch user data.
+ */
+#include "eeb_rundb.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Schema ------------------------------------------------------------
+ *
+ * migrations[v] takes a database from user_version v to v + 1.  Append a
+ * migration to change the schema; never edit a released one.
+ */
+static const char *const migrations[EEB_RUNDB_SCHEMA] = {
+    /* v0 -> v1: the initial schema. */
+    "CREATE TABLE runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  uuid TEXT NOT NULL UNIQUE CHECK (length(uuid) = 36),"
+    "  task TEXT NOT NULL CHECK (task IN ('cls', 'det', 'video')),"
+    "  backend TEXT NOT NULL,"
+    "  config TEXT NOT NULL CHECK (json_valid(config)),"
+    "  t_max_s REAL NOT NULL CHECK (t_max_s > 0),"
+    "  p_max_w REAL NOT NULL CHECK (p_max_w > 0),"
+    "  rules_version TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('init', 'deploy', 'finetune', 'stopped', 'test',"
+    "                                       'score', 'submit', 'done', 'failed')),"
+    "  created_utc_ns INTEGER NOT NULL,"
+    "  finished_utc_ns INTEGER"
+    ") STRICT;"
+    "CREATE TABLE events ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  t_mono_ns INTEGER NOT NULL,"
+    "  t_utc_ns INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  payload TEXT CHECK (payload IS NULL OR json_valid(payload))"
+    ") STRICT;"
+    "CREATE INDEX events_by_run ON events(run_id, t_mono_ns);"
+    "CREATE TABLE samples ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  source TEXT NOT NULL,"
+    "  t_mono_ns INTEGER NOT NULL,"
+    "  t_utc_ns INTEGER NOT NULL,"
+    "  volts REAL,"
+    "  amps REAL,"
+    "  watts REAL NOT NULL,"
+    "  flags INTEGER NOT NULL DEFAULT 0"
+    ") STRICT;"
+    "CREATE INDEX samples_by_run ON samples(run_id, t_mono_ns);"
+    "CREATE TABLE predictions ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  item INTEGER NOT NULL,"
+    "  payload TEXT NOT NULL CHECK (json_valid(payload)),"
+    "  PRIMARY KEY (run_id, item)"
+    ") STRICT;"
+    "CREATE TABLE results ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL,"
+    "  value REAL NOT NULL,"
+    "  unit TEXT NOT NULL,"
+    "  provenance TEXT NOT NULL CHECK (provenance IN ('measured', 'counter', 'modeled',"
+    "                                                 'computed')),"
+    "  PRIMARY KEY (run_id, name)"
+    ") STRICT;",
+};
+
+static const char *const state_names[EEB_RUN_STATE_COUNT] = {
+    "init", "deploy", "finetune", "stopped", "test", "score", "submit", "done", "failed",
+};
+
+const char *eeb_rundb_state_name(enum eeb_run_state state)
+{
+    return (unsigned)state < EEB_RUN_STATE_COUNT ? state_names[state] : "?";
+}
+
+struct eeb_rundb {
+    sqlite3 *h;
+    char *path;
+    sqlite3_stmt *insert_sample; /* the hot path: prepared once */
+};
+
+static int db_error(struct eeb_rundb *db, const char *what, char *err, size_t errlen)
+{
+    return eeb_errf(err, errlen, EEB_EDB, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+}
+
+/* Reads one integer from a single-row query ("PRAGMA user_version"). */
+static int query_int(sqlite3 *h, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- Opening ---------------------------------------------------------- */
+
+static int migrate(struct eeb_rundb *db, char *err, size_t errlen)
+{
+    /* IMMEDIATE takes the write lock before we re-read the version, so two
+     * processes opening a new file at once do not both create tables. */
+    if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(db, "cannot lock for migration", err, errlen);
+    int64_t version;
+    int rc = EEB_OK;
+    if (query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK) {
+        rc = db_error(db, "reading the schema version", err, errlen);
+        goto out;
+    }
+    for (int64_t v = version; v < EEB_RUNDB_SCHEMA; v++) {
+        char sql[96];
+        if (sqlite3_exec(db->h, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
+            snprintf(sql, sizeof sql, "migration to schema v%lld", (long long)v + 1);
+            rc = db_error(db, sql, err, errlen);
+            goto out;
+        }
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld; PRAGMA application_id = %d",
+                 (long long)v + 1, EEB_RUNDB_APPLICATION_ID);
+        if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            rc = db_error(db, "setting the schema version", err, errlen);
+            goto out;
+        }
+    }
+    if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = db_error(db, "committing the migration", err, errlen);
+out:
+    if (rc)
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/*
+ * Decides what the file is before anything is written to it: a new or empty
+ * database (migrate), an eeb database (migrate if older), or something else
+ * (refuse).  Only reads happen here, so a refused file is left untouched.
+ */
+static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, size_t errlen)
+{
+    int64_t app_id, version, objects;
+    int rc = query_int(db->h, "PRAGMA application_id", &app_id);
+    if (rc == SQLITE_NOTADB)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: not an SQLite database, so not an eeb run database (left untouched)",
+                        db->path);
+    if (rc != SQLITE_OK ||
+        query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK ||
+        query_int(db->h, "SELECT count(*) FROM sqlite_schema", &objects) != SQLITE_OK)
+        return db_error(db, "reading the database header", err, errlen);
+
+    if (app_id == 0 && version == 0 && objects == 0) {
+        if (mode == EEB_RUNDB_READONLY)
+            return eeb_errf(err, errlen, EEB_EFORMAT, "%s: empty database, not a run database",
+                            db->path);
+        return EEB_OK; /* new: migrate() creates the schema */
+    }
+    if (app_id != EEB_RUNDB_APPLICATION_ID)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: an SQLite database but not an eeb run database (application_id "
+                        "0x%08llx, %lld schema objects; left untouched)",
+                        db->path, (unsigned long long)app_id, (long long)objects);
+    if (version > EEB_RUNDB_SCHEMA)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "%s: run database schema v%lld was written by a newer eeb (this eeb reads "
+                        "up to v%d); left untouched",
+                        db->path, (long long)version, EEB_RUNDB_SCHEMA);
+    if (version < 1)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: eeb run database with no schema version; left untouched", db->path);
+    if (version < EEB_RUNDB_SCHEMA && mode == EEB_RUNDB_READONLY)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "%s: run database schema v%lld needs migrating to v%d; open it read-write",
+                        db->path, (long long)version, EEB_RUNDB_SCHEMA);
+    return EEB_OK;
+}
+
+int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb **out, char *err,
+                   size_t errlen)
+{
+    struct eeb_rundb *db = calloc(1, sizeof *db);
+    if (!db || !(db->path = strdup(path))) {
+        free(db);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
+    }
+    int flags = mode == EEB_RUNDB_READONLY ? SQLITE_OPEN_READONLY
+                                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc;
+    if (sqlite3_open_v2(path, &db->h, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        rc = db_error(db, "cannot open", err, errlen);
+        goto fail;
+    }
+    sqlite3_extended_result_codes(db->h, 0);
+    sqlite3_busy_timeout(db->h, 5000);
+    if ((rc = recognize(db, mode, err, errlen)))
+        goto fail;
+    /* Only now that the file is ours may anything be written to it. */
+    if (sqlite3_exec(db->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = db_error(db, "enabling foreign keys", err, errlen);
+        goto fail;
+    }
+    if (mode == EEB_RUNDB_READWRITE) {
+        /* WAL lets `eeb check` read while a run writes; synchronous=FULL
+         * makes each committed batch of samples survive a power cut. */
+        if (sqlite3_exec(db->h, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", NULL,
+                         NULL, NULL) != SQLITE_OK) {
+            rc = db_error(db, "enabling WAL", err, errlen);
+            goto fail;
+        }
+        if ((rc = migrate(db, err, errlen)))
+            goto fail;
+    }
+    *out = db;
+    return EEB_OK;
+fail:
+    eeb_rundb_close(db);
+    return rc;
+}
+
+void eeb_rundb_close(struct eeb_rundb *db)
+{
+    if (!db)
+        return;
+    sqlite3_finalize(db->insert_sample);
+    sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+}
+
+/* ---- Writes ----------------------------------------------------------- */
+
+/* Prepares sql, or reports which statement failed. */
+static int prepare(struct eeb_rundb *db, const char *sql, sqlite3_stmt **st, char *err,
+                   size_t errlen)
+{
+    if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK)
+        return db_error(db, "preparing a statement", err, errlen);
+    return EEB_OK;
+}
+
+/* Steps a bound write statement once and finalizes it. */
+static int step_done(struct eeb_rundb *db, sqlite3_stmt *st, const char *what, char *err,
+                     size_t errlen)
+{
+    int rc = sqlite3_step(st) == SQLITE_DONE ? EEB_OK : db_error(db, what, err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, int64_t *id,
+                         char uuid[37], char *err, size_t errlen)
+{
+    char u[37];
+    sqlite3_stmt *st;
+    int rc;
+    if ((unsigned)run->task >= EEB_TASK_COUNT)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: run task %d is not a task", db->path,
+                        (int)run->task);
+    if ((rc = eeb_uuid4(u, err, errlen)) ||
+        (rc = prepare(db,
+                      "INSERT INTO runs (uuid, task, backend, config, t_max_s, p_max_w,"
+                      " rules_version, state, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, 'init', ?)",
+                      &st, err, errlen)))
+        return rc;
+    sqlite3_bind_text(st, 1, u, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, eeb_task_name(run->task), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, run->backend, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, run->config_json ? run->config_json : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 5, run->t_max_s);
+    sqlite3_bind_double(st, 6, run->p_max_w);
+    sqlite3_bind_text(st, 7, run->rules_version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 8, eeb_utc_ns());
+    if ((rc = step_done(db, st, "creating a run", err, errlen)))
+        return rc;
+    *id = sqlite3_last_insert_rowid(db->h);
+    memcpy(uuid, u, sizeof u);
+    return EEB_OK;
+}
+
+/* A statement that must change exactly one row of an existing run. */
+static int one_row(struct eeb_rundb *db, sqlite3_stmt *st, int64_t run, const char *what,
+                   char *err, size_t errlen)
+{
+    int rc = step_done(db, st, what, err, errlen);
+    if (rc == EEB_OK && sqlite3_changes(db->h) != 1)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: no run %lld", db->path, what,
+                      (long long)run);
+    return rc;
+}
+
+int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state,
+                            char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((unsigned)state >= EEB_RUN_STATE_COUNT)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: run state %d is not a state", db->path,
+                        (int)state);
+    if ((rc = prepare(db, "UPDATE runs SET state = ?, finished_utc_ns = ? WHERE id = ?", &st, err,
+                      errlen)))
+        return rc;
+    sqlite3_bind_text(st, 1, state_names[state], -1, SQLITE_STATIC);
+    if (state == EEB_RUN_DONE || state == EEB_RUN_FAILED)
+        sqlite3_bind_int64(st, 2, eeb_utc_ns());
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, run);
+    return one_row(db, st, run, "setting the run state", err, errlen);
+}
+
+int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
+                        const char *kind, const char *payload_json, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+                     "INSERT INTO events (run_id, t_mono_ns, t_utc_ns, kind, payload)"
+                     " VALUES (?, ?, ?, ?, ?)",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int64(st, 2, t_mono_ns);
+    sqlite3_bind_int64(st, 3, t_utc_ns);
+    sqlite3_bind_text(st, 4, kind, -1, SQLITE_TRANSIENT);
+    if (payload_json)
+        sqlite3_bind_text(st, 5, payload_json, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 5);
+    return step_done(db, st, "adding an event", err, errlen);
+}
+
+static void bind_optional(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
+                          const struct eeb_sample *s, size_t n, char *err, size_t errlen)
+{
+    int rc;
+    if (!db->insert_sample &&
+        (rc = prepare(db,
+                      "INSERT INTO samples (run_id, source, t_mono_ns, t_utc_ns, volts, amps,"
+                      " watts, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      &db->insert_sample, err, errlen)))
+        return rc;
+    if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(db, "beginning a sample batch", err, errlen);
+    sqlite3_stmt *st = db->insert_sample;
+    rc = EEB_OK;
+    for (size_t i = 0; i < n && rc == EEB_OK; i++) {
+        if (!isfinite(s[i].watts)) {
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: sample %zu from %s: watts is not finite",
+                          db->path, i, source);
+            break;
+        }
+        sqlite3_bind_int64(st, 1, run);
+        sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, s[i].t_mono_ns);
+        sqlite3_bind_int64(st, 4, s[i].t_utc_ns);
+        bind_optional(st, 5, s[i].volts);
+        bind_optional(st, 6, s[i].amps);
+        sqlite3_bind_double(st, 7, s[i].watts);
+        sqlite3_bind_int64(st, 8, s[i].flags);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = db_error(db, "adding a sample", err, errlen);
+        sqlite3_reset(st);
+    }
+    sqlite3_clear_bindings(st);
+    if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = db_error(db, "committing a sample batch", err, errlen);
+    if (rc)
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
+                             const char *payload_json, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db, "INSERT OR REPLACE INTO predictions (run_id, item, payload) VALUES (?, ?, ?)",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int64(st, 2, item);
+    sqlite3_bind_text(st, 3, payload_json, -1, SQLITE_TRANSIENT);
+    return step_done(db, st, "storing a prediction", err, errlen);
+}
+
+int eeb_rundb_result_set(struct eeb_rundb *db, int64_t run, const char *name, double value,
+                         const char *unit, const char *provenance, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (!isfinite(value))
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: result '%s' = %g is not finite", db->path,
+                        name, value);
+    int rc = prepare(db,
+                     "INSERT OR REPLACE INTO results (run_id, name, value, unit, provenance)"
+                     " VALUES (?, ?, ?, ?, ?)",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 3, value);
+    sqlite3_bind_text(st, 4, unit, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, provenance, -1, SQLITE_TRANSIENT);
+    return step_done(db, st, "storing a result", err, errlen);
+}
+
+/* ---- Reads ------------------------------------------------------------ */
+
+static double column_optional(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_t t1,
+                           int (*fn)(void *arg, const char *source, const struct eeb_sample *s),
+                           void *arg, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+                     "SELECT source, t_mono_ns, t_utc_ns, volts, amps, watts, flags FROM samples"
+                     " WHERE run_id = ? AND t_mono_ns >= ? AND t_mono_ns < ?"
+                     " ORDER BY t_mono_ns, rowid",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int64(st, 2, t0);
+    sqlite3_bind_int64(st, 3, t1);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        struct eeb_sample s = {
+            .t_mono_ns = sqlite3_column_int64(st, 1),
+            .t_utc_ns = sqlite3_column_int64(st, 2),
+            .volts = column_optional(st, 3),
+            .amps = column_optional(st, 4),
+            .watts = sqlite3_column_double(st, 5),
+            .flags = (uint32_t)sqlite3_column_int64(st, 6),
+        };
+        if ((rc = fn(arg, (const char *)sqlite3_column_text(st, 0), &s)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = db_error(db, "reading samples", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int eeb_rundb_info(struct eeb_rundb *db, struct eeb_rundb_info *out, char *err, size_t errlen)
+{
+    static const struct {
+        const char *sql;
+        size_t offset;
+    } counts[] = {
+        {"SELECT count(*) FROM runs", offsetof(struct eeb_rundb_info, runs)},
+        {"SELECT count(*) FROM events", offsetof(struct eeb_rundb_info, events)},
+        {"SELECT count(*) FROM samples", offsetof(struct eeb_rundb_info, samples)},
+        {"SELECT count(*) FROM predictions", offsetof(struct eeb_rundb_info, predictions)},
+        {"SELECT count(*) FROM results", offsetof(struct eeb_rundb_info, results)},
+    };
+    struct eeb_rundb_info info;
+    memset(&info, 0, sizeof info);
+    int64_t v;
+    if (query_int(db->h, "PRAGMA user_version", &v) != SQLITE_OK)
+        return db_error(db, "reading the schema version", err, errlen);
+    info.schema = (int)v;
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (query_int(db->h, counts[i].sql, (int64_t *)((char *)&info + counts[i].offset)) !=
+            SQLITE_OK)
+            return db_error(db, "counting rows", err, errlen);
+
+    sqlite3_stmt *st;
+    int rc = prepare(db, "SELECT state, count(*) FROM runs GROUP BY state", &st, err, errlen);
+    if (rc)
+        return rc;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        for (int k = 0; k < EEB_RUN_STATE_COUNT; k++)
+            if (strcmp(name, state_names[k]) == 0)
+                info.runs_by_state[k] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    *out = info;
+    return EEB_OK;
+}

@@ -1,0 +1,89 @@
+/*
+ * bench_rundb.c - how fast the run database stores power samples.
+ *
+ * The sampler's writer thread commits samples in batches; a 1 kHz meter
+ * must be sustained with room to spare.  Baseline, in the same run: one
+ * transaction per sample (what a naive writer would do).  Both with the
+ * database's durability settings (WAL, synchronous=FULL) on the file
+ * system the benchmark runs on.
+ */
+#include "bench.h"
+#include "eeb_rundb.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH 1000
+#define BATCHES 50
+#define SINGLES 300
+
+static struct eeb_rundb *fresh(char *path, int64_t *run)
+{
+    char err[512];
+    struct eeb_rundb *db;
+    unlink(path);
+    if (eeb_rundb_open(path, EEB_RUNDB_READWRITE, &db, err, sizeof err)) {
+        fprintf(stderr, "bench_rundb: %s\n", err);
+        exit(1);
+    }
+    const struct eeb_run_new r = {EEB_TASK_CLS, "bench", NULL, 600, 10, "1"};
+    char uuid[37];
+    if (eeb_rundb_run_create(db, &r, run, uuid, err, sizeof err)) {
+        fprintf(stderr, "bench_rundb: %s\n", err);
+        exit(1);
+    }
+    return db;
+}
+
+static void store(struct eeb_rundb *db, int64_t run, const struct eeb_sample *s, size_t n)
+{
+    char err[512];
+    if (eeb_rundb_samples_add(db, run, "sim:", s, n, err, sizeof err)) {
+        fprintf(stderr, "bench_rundb: %s\n", err);
+        exit(1);
+    }
+}
+
+int main(void)
+{
+    char path[] = "/tmp/eeb-bench-rundb-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    static struct eeb_sample s[BATCH];
+    for (size_t i = 0; i < BATCH; i++)
+        s[i] = (struct eeb_sample){(int64_t)i * 1000000, (int64_t)i * 1000000, 12.0, 0.5,
+                                   6.0 + 0.001 * (double)i, 0};
+
+    double batched[BENCH_REPS], single[BENCH_REPS];
+    for (int rep = 0; rep < BENCH_REPS; rep++) {
+        int64_t run;
+        struct eeb_rundb *db = fresh(path, &run);
+        int64_t t0 = eeb_mono_ns();
+        for (int b = 0; b < BATCHES; b++)
+            store(db, run, s, BATCH);
+        batched[rep] = BATCHES * BATCH / bench_seconds_since(t0);
+        eeb_rundb_close(db);
+
+        db = fresh(path, &run);
+        t0 = eeb_mono_ns();
+        for (int i = 0; i < SINGLES; i++)
+            store(db, run, &s[i], 1);
+        single[rep] = SINGLES / bench_seconds_since(t0);
+        eeb_rundb_close(db);
+    }
+    double b = bench_median(batched, BENCH_REPS), one = bench_median(single, BENCH_REPS);
+    printf("run database, median of %d: %.0f samples/s in batches of %d, %.0f samples/s one "
+           "commit each (%.1fx)\n",
+           BENCH_REPS, b, BATCH, one, b / one);
+    bench_line("rundb_samples_batched", b, "samples/s");
+    bench_line("rundb_samples_single_commit", one, "samples/s");
+    bench_line("rundb_batched_vs_single", b / one, "x");
+    char aux[64];
+    unlink(path);
+    snprintf(aux, sizeof aux, "%s-wal", path);
+    unlink(aux);
+    snprintf(aux, sizeof aux, "%s-shm", path);
+    unlink(aux);
+    return 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * testlib.c - see testlib.h.
+ */
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+char *test_fixture(const char *name, size_t *len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", EEB_TEST_DATA, name);
+    char *text = test_read_file(path, len);
+    cr_assert_not_null(text, "fixture %s is missing", path);
+    return text;
+}
+
+char *test_replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "test_replace: '%s' not found", from);
+    size_t head = (size_t)(at - text), nfrom = strlen(from), nto = strlen(to);
+    char *out = malloc(strlen(text) - nfrom + nto + 1);
+    memcpy(out, text, head);
+    memcpy(out + head, to, nto);
+    strcpy(out + head + nto, at + nfrom);
+    return out;
+}
+
+const char *test_tmpdir(void)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/eeb-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp failed");
+    return dir;
+}
+
+void test_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Reads a pipe to its end into a new string. */
+static char *drain(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while ((got = read(fd, buf + n, cap - n - 1)) > 0) {
+        n += (size_t)got;
+        if (n + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    close(fd);
+    return buf;
+}
+
+struct test_run test_eeb(const char *const *args)
+{
+    const char *argv[64] = {EEB_BIN};
+    size_t n = 1;
+    for (; args[n - 1]; n++) {
+        cr_assert_lt(n, 63);
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+
+    /* stdout to a pipe, stderr to a file: no deadlock on large outputs. */
+    int out[2];
+    cr_assert_eq(pipe(out), 0);
+    char errpath[] = "/tmp/eeb-test-stderr-XXXXXX";
+    int errfd = mkstemp(errpath);
+    cr_assert_geq(errfd, 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(errfd, 2);
+        close(out[0]);
+        execv(EEB_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]);
+    close(errfd);
+    struct test_run r = {.out = drain(out[0])};
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.err = test_read_file(errpath, NULL);
+    unlink(errpath);
+    return r;
+}
+
+void test_run_free(struct test_run *r)
+{
+    free(r->out);
+    free(r->err);
+}

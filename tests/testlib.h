@@ -1,0 +1,37 @@
+/*
+ * testlib.h - helpers shared by eeb's Criterion tests: fixtures, scratch
+ * files, and running the eeb binary as a user would.
+ */
+#ifndef EEB_TESTLIB_H
+#define EEB_TESTLIB_H
+
+#include <stddef.h>
+
+/* Reads tests/data/<name> into a new NUL-terminated buffer (free it). */
+char *test_fixture(const char *name, size_t *len);
+
+/* Replaces the first occurrence of from with to in text (a new buffer);
+ * fails the test if from is absent. */
+char *test_replace(const char *text, const char *from, const char *to);
+
+/* Makes a fresh scratch directory and returns its path (static storage). */
+const char *test_tmpdir(void);
+
+/* Writes len bytes to path; fails the test on error. */
+void test_write_file(const char *path, const void *data, size_t len);
+
+/* Reads a whole file (free it); NULL if it does not exist. */
+char *test_read_file(const char *path, size_t *len);
+
+struct test_run {
+    int status;  /* exit status, or -1 if the process did not exit */
+    char *out;   /* captured stdout (free it) */
+    char *err;   /* captured stderr (free it) */
+};
+
+/* Runs build/eeb with argv (NULL-terminated, without argv[0]). */
+struct test_run test_eeb(const char *const *args);
+
+void test_run_free(struct test_run *r);
+
+#endif
