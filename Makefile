@@ -105,9 +105,10 @@ bench: $(BENCHES)
 
 lint:
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) \
-	    $(wildcard */*.h)
+	    $(wildcard */*.h */*/*.h)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -D__GNUC__ $(LIB_SRC) $(CLI_SRC)
+	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -D__GNUC__ \
+	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

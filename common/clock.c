@@ -14,6 +14,12 @@ static int64_t read_ns(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t eeb_mono_ns(void) { return read_ns(CLOCK_MONOTONIC); }
+int64_t eeb_mono_ns(void)
+{
+    return read_ns(CLOCK_MONOTONIC);
+}
 
-int64_t eeb_utc_ns(void) { return read_ns(CLOCK_REALTIME); }
+int64_t eeb_utc_ns(void)
+{
+    return read_ns(CLOCK_REALTIME);
+}

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 __attribute__((format(printf, 2, 0))) static void vreport(const char *cmd, const char *fmt,
-                                                         va_list ap)
+                                                          va_list ap)
 {
     fprintf(stderr, "eeb%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     vfprintf(stderr, fmt, ap);

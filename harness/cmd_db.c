@@ -47,11 +47,11 @@ static int info(const char *path, int as_json)
         for (int k = 0; k < EEB_RUN_STATE_COUNT; k++)
             json_object_set_new(states, eeb_rundb_state_name((enum eeb_run_state)k),
                                 json_integer(in.runs_by_state[k]));
-        json_t *o = json_pack("{s:s, s:i, s:I, s:o, s:I, s:I, s:I, s:I}", "file", path, "schema",
-                              in.schema, "runs", (json_int_t)in.runs, "runs_by_state", states,
-                              "events", (json_int_t)in.events, "samples", (json_int_t)in.samples,
-                              "predictions", (json_int_t)in.predictions, "results",
-                              (json_int_t)in.results);
+        json_t *o =
+            json_pack("{s:s, s:i, s:I, s:o, s:I, s:I, s:I, s:I}", "file", path, "schema", in.schema,
+                      "runs", (json_int_t)in.runs, "runs_by_state", states, "events",
+                      (json_int_t)in.events, "samples", (json_int_t)in.samples, "predictions",
+                      (json_int_t)in.predictions, "results", (json_int_t)in.results);
         if (!o)
             return eeb_cli_error(cmd, "building the JSON output failed");
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

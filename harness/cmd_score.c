@@ -99,7 +99,8 @@ static int parse_args(int argc, char **argv, struct args *a)
     if (!a->task)
         return eeb_cli_usage_error(cmd, "--task is required (cls, det or video)");
     if (!a->util)
-        return eeb_cli_usage_error(cmd, "--util is required (a report file or lut=..,ff=..,bram=..,dsp=..)");
+        return eeb_cli_usage_error(
+            cmd, "--util is required (a report file or lut=..,ff=..,bram=..,dsp=..)");
     for (int i = 0; i < 5; i++)
         if (!(a->have & (1 << i)))
             return eeb_cli_usage_error(cmd, "%s is required", required[i]);
@@ -136,8 +137,8 @@ static void print_text(const struct args *a, enum eeb_task task, const struct ee
     printf("M_u          %.6f  mean utilization\n", s->m_u);
     printf("M_t          %.6f  T %.3f s / T_max %.3f s%s\n", s->m_t, s->t_s, in->t_max_s,
            s->t_clamped ? " (T clamped to T_max)" : "");
-    printf("M_p          %.6f  E %.3f J / (P_max %.3f W x T %.3f s); mean power %.3f W\n",
-           s->m_p, in->energy_j, in->p_max_w, s->t_s, s->mean_power_w);
+    printf("M_p          %.6f  E %.3f J / (P_max %.3f W x T %.3f s); mean power %.3f W\n", s->m_p,
+           in->energy_j, in->p_max_w, s->t_s, s->mean_power_w);
     printf("M_s          %.6f  %s\n", s->m_s, eeb_task_metric(task));
     printf("weights      w_u %.4f  w_t %.4f  w_p %.4f  w_s %.4f%s\n", in->w.u, in->w.t, in->w.p,
            in->w.s, a->weights ? " (from --weights)" : "");
@@ -158,20 +159,36 @@ static int print_json(const struct args *a, enum eeb_task task, const struct eeb
     for (int k = 0; k < EEB_UTIL_COUNT; k++)
         json_object_set_new(util, eeb_score_util_name((enum eeb_util_kind)k),
                             json_real(u->frac[k]));
-    json_object_set_new(util, "source", json_string(strcmp(u->family, "given") ? a->util : "given"));
+    json_object_set_new(util, "source",
+                        json_string(strcmp(u->family, "given") ? a->util : "given"));
     json_object_set_new(util, "family", json_string(u->family));
     json_object_set_new(util, "device", json_string(u->device));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:{s:f, s:f, s:f, s:f}, s:f, s:b, s:f, s:f, s:f, "
-                          "s:f, s:f, s:f, s:f, s:f, s:s}",
-                          "task", eeb_task_name(task), "metric", eeb_task_metric(task),
-                          "rules_version", rules->version, "utilization", util, "weights", "u",
-                          in->w.u, "t", in->w.t, "p", in->w.p, "s", in->w.s, "t_s", s->t_s,
-                          "t_clamped", s->t_clamped, "t_max_s", in->t_max_s, "energy_j",
-                          in->energy_j, "p_max_w", in->p_max_w, "mean_power_w", s->mean_power_w,
-                          "M_u", s->m_u, "M_t", s->m_t, "M_p", s->m_p, "M_s", s->m_s, "verdict",
-                          s->pass ? "PASS" : "FAIL");
-    if (!o)
-        return eeb_cli_error(cmd, "building the JSON output failed");
+    const struct {
+        const char *key;
+        double value;
+    } figures[] = {
+        {"t_s", s->t_s},
+        {"t_max_s", in->t_max_s},
+        {"energy_j", in->energy_j},
+        {"p_max_w", in->p_max_w},
+        {"mean_power_w", s->mean_power_w},
+        {"M_u", s->m_u},
+        {"M_t", s->m_t},
+        {"M_p", s->m_p},
+        {"M_s", s->m_s},
+    };
+    json_t *o = json_object();
+    json_object_set_new(o, "task", json_string(eeb_task_name(task)));
+    json_object_set_new(o, "metric", json_string(eeb_task_metric(task)));
+    json_object_set_new(o, "rules_version", json_string(rules->version));
+    json_object_set_new(o, "utilization", util);
+    json_object_set_new(
+        o, "weights",
+        json_pack("{s:f, s:f, s:f, s:f}", "u", in->w.u, "t", in->w.t, "p", in->w.p, "s", in->w.s));
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
+        json_object_set_new(o, figures[i].key, json_real(figures[i].value));
+    json_object_set_new(o, "t_clamped", json_boolean(s->t_clamped));
+    json_object_set_new(o, "verdict", json_string(s->pass ? "PASS" : "FAIL"));
     json_object_set_new(o, "S", s->pass ? json_real(s->s) : json_null());
     if (!s->pass)
         json_object_set_new(o, "reason", json_string(s->reason));

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_RUNDB_SCHEMA 1              /* the schema version this eeb writes */
+#define EEB_RUNDB_SCHEMA         1          /* the schema version this eeb writes */
 #define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
 
 struct eeb_rundb; /* opaque */
@@ -67,8 +67,8 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
                          char uuid[37], char *err, size_t errlen);
 
 /* Moves a run to a state; terminal states also record the finish time. */
-int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state,
-                            char *err, size_t errlen);
+int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state, char *err,
+                            size_t errlen);
 
 /* Appends an event; payload_json may be NULL, otherwise valid JSON. */
 int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
@@ -80,7 +80,7 @@ struct eeb_sample {
     double volts;      /* NAN when the source does not give it */
     double amps;       /* NAN when the source does not give it */
     double watts;
-    uint32_t flags;    /* source-defined quality flags */
+    uint32_t flags; /* source-defined quality flags */
 };
 
 /* Appends n samples from one source in a single transaction. */

@@ -156,8 +156,7 @@ static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, 
         return eeb_errf(err, errlen, EEB_EFORMAT,
                         "%s: not an SQLite database, so not an eeb run database (left untouched)",
                         db->path);
-    if (rc != SQLITE_OK ||
-        query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK ||
+    if (rc != SQLITE_OK || query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK ||
         query_int(db->h, "SELECT count(*) FROM sqlite_schema", &objects) != SQLITE_OK)
         return db_error(db, "reading the database header", err, errlen);
 
@@ -214,8 +213,8 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
     if (mode == EEB_RUNDB_READWRITE) {
         /* WAL lets `eeb check` read while a run writes; synchronous=FULL
          * makes each committed batch of samples survive a power cut. */
-        if (sqlite3_exec(db->h, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", NULL,
-                         NULL, NULL) != SQLITE_OK) {
+        if (sqlite3_exec(db->h, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", NULL, NULL,
+                         NULL) != SQLITE_OK) {
             rc = db_error(db, "enabling WAL", err, errlen);
             goto fail;
         }
@@ -269,10 +268,11 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: run task %d is not a task", db->path,
                         (int)run->task);
     if ((rc = eeb_uuid4(u, err, errlen)) ||
-        (rc = prepare(db,
-                      "INSERT INTO runs (uuid, task, backend, config, t_max_s, p_max_w,"
-                      " rules_version, state, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, 'init', ?)",
-                      &st, err, errlen)))
+        (rc = prepare(
+             db,
+             "INSERT INTO runs (uuid, task, backend, config, t_max_s, p_max_w,"
+             " rules_version, state, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, 'init', ?)",
+             &st, err, errlen)))
         return rc;
     sqlite3_bind_text(st, 1, u, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, eeb_task_name(run->task), -1, SQLITE_STATIC);
@@ -290,8 +290,8 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
 }
 
 /* A statement that must change exactly one row of an existing run. */
-static int one_row(struct eeb_rundb *db, sqlite3_stmt *st, int64_t run, const char *what,
-                   char *err, size_t errlen)
+static int one_row(struct eeb_rundb *db, sqlite3_stmt *st, int64_t run, const char *what, char *err,
+                   size_t errlen)
 {
     int rc = step_done(db, st, what, err, errlen);
     if (rc == EEB_OK && sqlite3_changes(db->h) != 1)
@@ -300,8 +300,8 @@ static int one_row(struct eeb_rundb *db, sqlite3_stmt *st, int64_t run, const ch
     return rc;
 }
 
-int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state,
-                            char *err, size_t errlen)
+int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state, char *err,
+                            size_t errlen)
 {
     sqlite3_stmt *st;
     int rc;
@@ -393,8 +393,9 @@ int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
                              const char *payload_json, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db, "INSERT OR REPLACE INTO predictions (run_id, item, payload) VALUES (?, ?, ?)",
-                     &st, err, errlen);
+    int rc =
+        prepare(db, "INSERT OR REPLACE INTO predictions (run_id, item, payload) VALUES (?, ?, ?)",
+                &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);

@@ -109,13 +109,13 @@ struct eeb_psample {
 
 struct eeb_power_verdict {
     int pass;
-    double worst_w;      /* the highest window mean, watts */
-    double worst_t0_s;   /* that window, seconds after the first sample */
+    double worst_w;    /* the highest window mean, watts */
+    double worst_t0_s; /* that window, seconds after the first sample */
     double worst_t1_s;
-    double rate_hz;      /* achieved sample rate: (n - 1) / span */
-    size_t n_windows;    /* windows examined */
-    int short_series;    /* the whole series spans less than one window */
-    char reason[256];    /* every reason the run failed, "; "-separated */
+    double rate_hz;   /* achieved sample rate: (n - 1) / span */
+    size_t n_windows; /* windows examined */
+    int short_series; /* the whole series spans less than one window */
+    char reason[256]; /* every reason the run failed, "; "-separated */
 };
 
 /*
@@ -133,7 +133,7 @@ int eeb_score_power_check(const struct eeb_psample *samples, size_t n, double p_
 /* ---- The rules file (scoring/rules/v1.json) --------------------------- */
 
 struct eeb_rules {
-    char version[16];                      /* "rules_version" */
+    char version[16]; /* "rules_version" */
     struct eeb_weights weights[EEB_TASK_COUNT];
     struct eeb_power_rule power;
 };
@@ -156,7 +156,7 @@ struct eeb_aggregate {
     double olympic_mean; /* mean without the best and the worst when n >= 3 */
     double mean;
     double min, max;
-    double stddev;       /* sample standard deviation (n - 1); 0 when n == 1 */
+    double stddev; /* sample standard deviation (n - 1); 0 when n == 1 */
 };
 
 int eeb_score_aggregate(const double *x, size_t n, struct eeb_aggregate *out, char *err,

@@ -28,7 +28,10 @@
 
 typedef __int128 wide;
 
-static int64_t to_uw(double watts) { return llround(watts * 1e6); }
+static int64_t to_uw(double watts)
+{
+    return llround(watts * 1e6);
+}
 
 static void add_reason(struct eeb_power_verdict *v, const char *text)
 {
@@ -73,8 +76,7 @@ int eeb_score_power_check(const struct eeb_psample *s, size_t n, double p_max_w,
     v.short_series = span_ns < window_ns;
     for (size_t i = 0; i + 1 < n; i++) {
         if (i) /* j >= i here: the previous sweep advanced j past i - 1 */
-            area -= (wide)(to_uw(s[i - 1].watts) + to_uw(s[i].watts)) *
-                    (s[i].t_ns - s[i - 1].t_ns);
+            area -= (wide)(to_uw(s[i - 1].watts) + to_uw(s[i].watts)) * (s[i].t_ns - s[i - 1].t_ns);
         while (j + 1 < n && s[j].t_ns - s[i].t_ns < window_ns) {
             area += (wide)(to_uw(s[j].watts) + to_uw(s[j + 1].watts)) * (s[j + 1].t_ns - s[j].t_ns);
             j++;

@@ -27,12 +27,12 @@ struct ctx {
     size_t errlen;
 };
 
-static int only_keys(const struct ctx *c, json_t *obj, const char *path,
-                     const char *const *allowed)
+static int only_keys(const struct ctx *c, json_t *obj, const char *path, const char *const *allowed)
 {
     const char *key;
     json_t *val;
-    json_object_foreach(obj, key, val) {
+    json_object_foreach(obj, key, val)
+    {
         int known = 0;
         for (const char *const *a = allowed; *a; a++)
             known |= strcmp(key, *a) == 0;
@@ -64,11 +64,12 @@ static int member(const struct ctx *c, json_t *obj, const char *path, const char
                   json_type type, json_t **out)
 {
     json_t *v = json_object_get(obj, key);
-    const char *want = type == JSON_OBJECT ? "an object" : type == JSON_STRING ? "a string"
-                                                                               : "a number";
+    const char *want = type == JSON_OBJECT   ? "an object"
+                       : type == JSON_STRING ? "a string"
+                                             : "a number";
     if (!v)
-        return eeb_errf(c->err, c->errlen, EEB_EINVAL, "%s: %s%s%s: missing (expected %s)",
-                        c->name, path, *path ? "." : "", key, want);
+        return eeb_errf(c->err, c->errlen, EEB_EINVAL, "%s: %s%s%s: missing (expected %s)", c->name,
+                        path, *path ? "." : "", key, want);
     int ok = type == JSON_REAL ? json_is_number(v) : json_typeof(v) == type;
     if (!ok)
         return eeb_errf(c->err, c->errlen, EEB_EINVAL, "%s: %s%s%s: expected %s, got %s", c->name,
@@ -77,8 +78,7 @@ static int member(const struct ctx *c, json_t *obj, const char *path, const char
     return EEB_OK;
 }
 
-static int number(const struct ctx *c, json_t *obj, const char *path, const char *key,
-                  double *out)
+static int number(const struct ctx *c, json_t *obj, const char *path, const char *key, double *out)
 {
     json_t *v;
     int rc = member(c, obj, path, key, JSON_REAL, &v);
@@ -125,8 +125,7 @@ static int parse_power(const struct ctx *c, json_t *obj, struct eeb_power_rule *
                         c->name, json_string_value(rule));
     if (!(p->window_s > 0 && p->window_s <= 3600))
         return eeb_errf(c->err, c->errlen, EEB_EINVAL,
-                        "%s: power.window_s: %g is not in (0, 3600] seconds", c->name,
-                        p->window_s);
+                        "%s: power.window_s: %g is not in (0, 3600] seconds", c->name, p->window_s);
     if (!(p->min_rate_hz >= 0 && p->min_rate_hz <= 1e6))
         return eeb_errf(c->err, c->errlen, EEB_EINVAL,
                         "%s: power.min_sample_rate_hz: %g is not in [0, 1e6]", c->name,
@@ -161,8 +160,9 @@ int eeb_score_rules_parse(const char *text, size_t len, const char *name, struct
         goto out;
     const char *v = json_string_value(version);
     if (!*v || strlen(v) >= sizeof r.version) {
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: rules_version: '%s' must be 1 to %zu characters",
-                      name, v, sizeof r.version - 1);
+        rc =
+            eeb_errf(err, errlen, EEB_EINVAL, "%s: rules_version: '%s' must be 1 to %zu characters",
+                     name, v, sizeof r.version - 1);
         goto out;
     }
     strcpy(r.version, v);

@@ -84,13 +84,12 @@ int eeb_score_compute(const struct eeb_score_input *in, struct eeb_score *out, c
     r.mean_power_w = in->energy_j / in->t_s;
     r.pass = r.mean_power_w <= in->p_max_w;
     if (r.pass) {
-        r.s = 1.0 - (in->w.u * r.m_u + in->w.t * r.m_t + in->w.p * r.m_p +
-                     in->w.s * (1.0 - r.m_s));
+        r.s = 1.0 - (in->w.u * r.m_u + in->w.t * r.m_t + in->w.p * r.m_p + in->w.s * (1.0 - r.m_s));
     } else {
         r.s = NAN;
         snprintf(r.reason, sizeof r.reason,
-                 "mean power %.3f W over the fine-tune stage exceeds P_max %.3f W",
-                 r.mean_power_w, in->p_max_w);
+                 "mean power %.3f W over the fine-tune stage exceeds P_max %.3f W", r.mean_power_w,
+                 in->p_max_w);
     }
     *out = r;
     return EEB_OK;

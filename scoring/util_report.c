@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REPORT_BYTES (64u << 20)
-#define MAX_CELLS 16
+#define MAX_REPORT_BYTES   (64u << 20)
+#define MAX_CELLS          16
 #define UTIL_PCT_TOLERANCE 0.01 /* Vivado prints Util% with two decimals */
 
 enum family { FAMILY_ANY, FAMILY_ULTRASCALE, FAMILY_7SERIES };
@@ -142,8 +142,8 @@ static int read_row(const struct cell *cells, int ncells, const struct columns *
                         name, lineno, row, (int)cu->n, cu->s);
     if (cell_number(ca, &avail) || avail <= 0)
         return eeb_errf(err, errlen, EEB_EFORMAT,
-                        "%s line %d: '%s' Available '%.*s' is not a positive number", name,
-                        lineno, row, (int)ca->n, ca->s);
+                        "%s line %d: '%s' Available '%.*s' is not a positive number", name, lineno,
+                        row, (int)ca->n, ca->s);
     if (used > avail)
         return eeb_errf(err, errlen, EEB_EFORMAT, "%s line %d: '%s' Used %g exceeds Available %g",
                         name, lineno, row, used, avail);
@@ -160,8 +160,9 @@ static int read_row(const struct cell *cells, int ncells, const struct columns *
                             name, lineno, row, (int)cp->n, cp->s, computed);
     } else {
         if (cell_number(cp, &pct))
-            return eeb_errf(err, errlen, EEB_EFORMAT, "%s line %d: '%s' Util%% '%.*s' is not a number",
-                            name, lineno, row, (int)cp->n, cp->s);
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s line %d: '%s' Util%% '%.*s' is not a number", name, lineno, row,
+                            (int)cp->n, cp->s);
         if (fabs(computed - pct) > UTIL_PCT_TOLERANCE + 1e-9)
             return eeb_errf(err, errlen, EEB_EFORMAT,
                             "%s line %d: '%s' Util%% %.2f disagrees with Used/Available = %g/%g = "
@@ -267,8 +268,8 @@ int eeb_score_util_parse(const char *text, size_t len, const char *name, struct 
                 family = row_names[r].family;
                 family_line = lineno;
             }
-            int rc = read_row(cells, nc, &col, name, lineno, row_names[r].row, &u, kind, err,
-                              errlen);
+            int rc =
+                read_row(cells, nc, &col, name, lineno, row_names[r].row, &u, kind, err, errlen);
             if (rc)
                 return rc;
             break;
@@ -281,8 +282,7 @@ int eeb_score_util_parse(const char *text, size_t len, const char *name, struct 
                             "table (%d lines read)",
                             name, missing_row_text[k], lineno);
     }
-    snprintf(u.family, sizeof u.family, "%s",
-             family == FAMILY_7SERIES ? "7series" : "ultrascale");
+    snprintf(u.family, sizeof u.family, "%s", family == FAMILY_7SERIES ? "7series" : "ultrascale");
     *out = u;
     return EEB_OK;
 }

@@ -24,9 +24,9 @@ void test_write_file(const char *path, const void *data, size_t len);
 char *test_read_file(const char *path, size_t *len);
 
 struct test_run {
-    int status;  /* exit status, or -1 if the process did not exit */
-    char *out;   /* captured stdout (free it) */
-    char *err;   /* captured stderr (free it) */
+    int status; /* exit status, or -1 if the process did not exit */
+    char *out;  /* captured stdout (free it) */
+    char *err;  /* captured stderr (free it) */
 };
 
 /* Runs build/eeb with argv (NULL-terminated, without argv[0]). */

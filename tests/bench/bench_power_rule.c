@@ -12,7 +12,7 @@
 #include <math.h>
 
 #define RATE_HZ 1000
-#define LONG_S 3600 /* one hour at 1 kHz */
+#define LONG_S  3600 /* one hour at 1 kHz */
 #define SHORT_S 60
 
 static struct eeb_psample *trace(size_t n)

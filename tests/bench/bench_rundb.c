@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH 1000
+#define BATCH   1000
 #define BATCHES 50
 #define SINGLES 300
 
@@ -52,8 +52,8 @@ int main(void)
     close(fd);
     static struct eeb_sample s[BATCH];
     for (size_t i = 0; i < BATCH; i++)
-        s[i] = (struct eeb_sample){(int64_t)i * 1000000, (int64_t)i * 1000000, 12.0, 0.5,
-                                   6.0 + 0.001 * (double)i, 0};
+        s[i] = (struct eeb_sample){
+            (int64_t)i * 1000000, (int64_t)i * 1000000, 12.0, 0.5, 6.0 + 0.001 * (double)i, 0};
 
     double batched[BENCH_REPS], single[BENCH_REPS];
     for (int rep = 0; rep < BENCH_REPS; rep++) {

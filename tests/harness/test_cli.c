@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_has(hay, needle) \
+#define assert_has(hay, needle)                                                                    \
     cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
 
-#define README_ARGS                                                                          \
-    "score", "--task", "cls", "--util", "lut=0.30,ff=0.19,bram=0.49,dsp=0.19", "--time", "450", \
+#define README_ARGS                                                                                \
+    "score", "--task", "cls", "--util", "lut=0.30,ff=0.19,bram=0.49,dsp=0.19", "--time", "450",    \
         "--tmax", "600", "--energy", "2700", "--pmax", "10", "--metric", "0.81"
 
 static void assert_golden(struct test_run *r, const char *golden)
@@ -127,9 +127,9 @@ Test(cli, broken_report_names_file_and_line)
     char *broken = test_replace(text, "| 98765 |     0 |          0 |    548160 | 18.02 |",
                                 "| 98765 |     0 |          0 |    548160 | 81.02 |");
     test_write_file(path, broken, strlen(broken));
-    struct test_run r = test_eeb((const char *[]){
-        "score", "--task", "cls", "--util", path, "--time", "1", "--tmax", "2", "--energy", "3",
-        "--pmax", "10", "--metric", "0.5", NULL});
+    struct test_run r =
+        test_eeb((const char *[]){"score", "--task", "cls", "--util", path, "--time", "1", "--tmax",
+                                  "2", "--energy", "3", "--pmax", "10", "--metric", "0.5", NULL});
     cr_assert_eq(r.status, 1);
     char want[320];
     snprintf(want, sizeof want, "eeb score: %s line 40: 'CLB Registers' Util%% 81.02 disagrees",
@@ -190,4 +190,23 @@ Test(cli, db_init_info_and_foreign_file)
     cr_assert_str_eq(after, "hello\n");
     free(after);
     test_run_free(&r);
+}
+
+Test(cli, readme_example_matches_the_program)
+{
+    /* The README shows the command and its output; both must stay true. */
+    char *readme = test_read_file("README.md", NULL);
+    cr_assert_not_null(readme, "README.md is missing");
+    const char *cmdline = "$ eeb score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 "
+                          "--time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81\n";
+    const char *at = strstr(readme, cmdline);
+    cr_assert_not_null(at, "README.md no longer shows the example command");
+    at += strlen(cmdline);
+    const char *end = strstr(at, "```");
+    cr_assert_not_null(end);
+    struct test_run r = test_eeb((const char *[]){README_ARGS, NULL});
+    cr_assert_eq(strlen(r.out), (size_t)(end - at), "README example output differs");
+    cr_assert_eq(memcmp(r.out, at, (size_t)(end - at)), 0, "README example output differs");
+    test_run_free(&r);
+    free(readme);
 }

@@ -14,7 +14,10 @@
 
 static char path[256];
 
-static void setup(void) { snprintf(path, sizeof path, "%s/run.db", test_tmpdir()); }
+static void setup(void)
+{
+    snprintf(path, sizeof path, "%s/run.db", test_tmpdir());
+}
 
 TestSuite(rundb, .init = setup);
 
@@ -30,8 +33,12 @@ static struct eeb_rundb *open_rw(void)
 static int64_t new_run(struct eeb_rundb *db, char uuid[37])
 {
     const struct eeb_run_new run = {
-        .task = EEB_TASK_DET, .backend = "emu", .config_json = "{\"batch\": 32}",
-        .t_max_s = 600, .p_max_w = 10, .rules_version = "1",
+        .task = EEB_TASK_DET,
+        .backend = "emu",
+        .config_json = "{\"batch\": 32}",
+        .t_max_s = 600,
+        .p_max_w = 10,
+        .rules_version = "1",
     };
     int64_t id;
     char err[512] = "";
@@ -131,8 +138,8 @@ Test(rundb, samples_round_trip_in_time_order)
         {1000, 1001000, 12.1, 0.4, 4.84, 1},
     };
     const struct eeb_sample rail[] = {{2000, 1002000, NAN, NAN, 2.5, 0}};
-    cr_assert_eq(eeb_rundb_samples_add(db, run, "hwmon:ina226", meter, 2, err, sizeof err),
-                 EEB_OK, "%s", err);
+    cr_assert_eq(eeb_rundb_samples_add(db, run, "hwmon:ina226", meter, 2, err, sizeof err), EEB_OK,
+                 "%s", err);
     cr_assert_eq(eeb_rundb_samples_add(db, run, "rapl:", rail, 1, err, sizeof err), EEB_OK);
 
     struct collected c = {0};

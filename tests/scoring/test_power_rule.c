@@ -36,8 +36,7 @@ static struct eeb_power_verdict check(const struct eeb_psample *s, size_t n, dou
 {
     struct eeb_power_verdict v;
     char err[256] = "";
-    cr_assert_eq(eeb_score_power_check(s, n, p_max, rule, &v, err, sizeof err), EEB_OK, "%s",
-                 err);
+    cr_assert_eq(eeb_score_power_check(s, n, p_max, rule, &v, err, sizeof err), EEB_OK, "%s", err);
     return v;
 }
 

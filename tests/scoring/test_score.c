@@ -11,8 +11,13 @@
 static struct eeb_score_input example(void)
 {
     struct eeb_score_input in = {
-        .m_u = 0.2925, .t_s = 450, .t_max_s = 600, .energy_j = 2700, .p_max_w = 10,
-        .m_s = 0.81,   .w = {0.1, 0.1, 0.4, 0.4},
+        .m_u = 0.2925,
+        .t_s = 450,
+        .t_max_s = 600,
+        .energy_j = 2700,
+        .p_max_w = 10,
+        .m_s = 0.81,
+        .w = {0.1, 0.1, 0.4, 0.4},
     };
     return in;
 }
@@ -30,7 +35,7 @@ Test(score, readme_example)
     struct eeb_score_input in = example();
     struct eeb_score s = score(&in);
     cr_assert_float_eq(s.m_t, 0.75, 1e-15);
-    cr_assert_float_eq(s.m_p, 0.6, 1e-15);   /* 2700 / (10 * 450) */
+    cr_assert_float_eq(s.m_p, 0.6, 1e-15); /* 2700 / (10 * 450) */
     cr_assert_float_eq(s.mean_power_w, 6.0, 1e-15);
     /* 1 - [0.1*0.2925 + 0.1*0.75 + 0.4*0.6 + 0.4*0.19] = 1 - 0.42025 */
     cr_assert_float_eq(s.s, 0.57975, 1e-12);
@@ -47,7 +52,7 @@ Test(score, time_over_budget_is_clamped)
     cr_assert(s.t_clamped);
     cr_assert_float_eq(s.t_s, 600, 0);
     cr_assert_float_eq(s.m_t, 1.0, 0);
-    cr_assert_float_eq(s.m_p, 0.5, 1e-15);               /* 3000 / (10 * 600) */
+    cr_assert_float_eq(s.m_p, 0.5, 1e-15);                   /* 3000 / (10 * 600) */
     cr_assert_float_eq(s.mean_power_w, 3000.0 / 700, 1e-12); /* the real T */
     /* 1 - [0.02925 + 0.1 + 0.2 + 0.076] */
     cr_assert_float_eq(s.s, 0.59475, 1e-12);

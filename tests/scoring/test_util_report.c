@@ -13,8 +13,8 @@ static struct eeb_util parse_ok(const char *text, const char *name)
 {
     struct eeb_util u;
     char err[512] = "";
-    cr_assert_eq(eeb_score_util_parse(text, strlen(text), name, &u, err, sizeof err), EEB_OK,
-                 "%s", err);
+    cr_assert_eq(eeb_score_util_parse(text, strlen(text), name, &u, err, sizeof err), EEB_OK, "%s",
+                 err);
     return u;
 }
 
@@ -28,7 +28,7 @@ static const char *parse_err(const char *text)
     return err;
 }
 
-#define assert_has(hay, needle) \
+#define assert_has(hay, needle)                                                                    \
     cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
 
 Test(util_report, ultrascale_plus_with_prohibited_column)
@@ -191,9 +191,9 @@ Test(util_spec, parses_all_four)
 {
     struct eeb_util u;
     char err[256] = "";
-    cr_assert_eq(eeb_score_util_from_spec("dsp=0.19,lut=0.30,bram=0.49,ff=0.19", &u, err,
-                                          sizeof err),
-                 EEB_OK, "%s", err);
+    cr_assert_eq(
+        eeb_score_util_from_spec("dsp=0.19,lut=0.30,bram=0.49,ff=0.19", &u, err, sizeof err),
+        EEB_OK, "%s", err);
     cr_assert_float_eq(eeb_score_m_u(&u), 0.2925, 1e-15);
     cr_assert_str_eq(u.family, "given");
 }
