@@ -28,6 +28,17 @@ static const char *parse_err(const char *text)
     return err;
 }
 
+/* Edits one fixture and expects an error containing needle. */
+static void expect_broken(const char *fixture, const char *from, const char *to, const char *needle)
+{
+    char *text = test_fixture(fixture, NULL);
+    char *broken = test_replace(text, from, to);
+    const char *err = parse_err(broken);
+    cr_assert_not_null(strstr(err, needle), "'%s' does not contain '%s'", err, needle);
+    free(broken);
+    free(text);
+}
+
 #define assert_has(hay, needle)                                                                    \
     cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
 
@@ -96,12 +107,8 @@ Test(util_report, windows_line_endings)
 
 Test(util_report, missing_row)
 {
-    char *text = test_fixture("util/zcu102_placed.rpt", NULL);
-    char *broken = test_replace(text, "| DSPs           |", "| DSP Slices     |");
-    const char *err = parse_err(broken);
-    assert_has(err, "r.rpt: no 'DSPs' row");
-    free(broken);
-    free(text);
+    expect_broken("util/zcu102_placed.rpt", "| DSPs           |", "| DSP Slices     |",
+                  "r.rpt: no 'DSPs' row");
 }
 
 Test(util_report, truncated_report)
@@ -114,50 +121,33 @@ Test(util_report, truncated_report)
 
 Test(util_report, malformed_number_names_the_line)
 {
-    char *text = test_fixture("util/zcu102_placed.rpt", NULL);
-    char *broken = test_replace(text, "| 68123 |", "| 68l23 |");
-    const char *err = parse_err(broken);
-    assert_has(err, "r.rpt line 35: 'CLB LUTs' Used '68l23' is not a number");
-    free(broken);
-    free(text);
+    expect_broken("util/zcu102_placed.rpt", "| 68123 |", "| 68l23 |",
+                  "r.rpt line 35: 'CLB LUTs' Used '68l23' is not a number");
 }
 
 Test(util_report, inconsistent_percentage_names_the_line)
 {
-    char *text = test_fixture("util/kcu1500_routed.rpt", NULL);
-    char *broken = test_replace(text, "|      2160 | 49.07 |", "|      2160 | 39.07 |");
-    const char *err = parse_err(broken);
-    assert_has(err, "r.rpt line 72: 'Block RAM Tile' Util% 39.07 disagrees");
-    free(broken);
-    free(text);
+    expect_broken("util/kcu1500_routed.rpt", "|      2160 | 49.07 |", "|      2160 | 39.07 |",
+                  "r.rpt line 72: 'Block RAM Tile' Util% 39.07 disagrees");
 }
 
 Test(util_report, used_above_available)
 {
-    char *text = test_fixture("util/pynqz2_synth.rpt", NULL);
-    char *broken = test_replace(text, "|  160 |     0 |       220 | 72.73 |",
-                                "|  260 |     0 |       220 | 118.18 |");
-    assert_has(parse_err(broken), "line 69: 'DSPs' Used 260 exceeds Available 220");
-    free(broken);
-    free(text);
+    expect_broken("util/pynqz2_synth.rpt", "|  160 |     0 |       220 | 72.73 |",
+                  "|  260 |     0 |       220 | 118.18 |",
+                  "line 69: 'DSPs' Used 260 exceeds Available 220");
 }
 
 Test(util_report, mixed_families)
 {
-    char *text = test_fixture("util/zcu102_placed.rpt", NULL);
-    char *broken = test_replace(text, "| CLB Registers  ", "| Slice Registers");
-    assert_has(parse_err(broken), "line 40: 'Slice Registers' mixes device families with line 35");
-    free(broken);
-    free(text);
+    expect_broken("util/zcu102_placed.rpt", "| CLB Registers  ", "| Slice Registers",
+                  "line 40: 'Slice Registers' mixes device families with line 35");
 }
 
 Test(util_report, table_without_available_column_is_not_read)
 {
-    char *text = test_fixture("util/zcu102_placed.rpt", NULL);
-    char *broken = test_replace(text, "| Available |", "| Availabel |");
-    assert_has(parse_err(broken), "no 'CLB LUTs' (UltraScale) or 'Slice LUTs' (7-series) row");
-    free(broken);
-    free(text);
+    expect_broken("util/zcu102_placed.rpt", "| Available |", "| Availabel |",
+                  "no 'CLB LUTs' (UltraScale) or 'Slice LUTs' (7-series) row");
 }
 
 Test(util_report, tiny_fraction_printed_as_less_than)
