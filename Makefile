@@ -16,7 +16,7 @@ BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -MMD -MP \
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -Ifpga/emu -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lm
 
@@ -29,7 +29,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev \
     clang-format cppcheck
 
-LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c)
+LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c fpga/emu/*.c)
 CLI_SRC   := $(wildcard harness/*.c)
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)

@@ -1,0 +1,56 @@
+/*
+ * eeb_emu_gemm.h - the emulator's int8 matrix multiply, the hot loop of
+ * every convolution (im2col + GEMM, as in darknet and DarkFPGA).
+ *
+ *   C[m][n] = sum_k A[m][k] * B[k][n]     int8 x int8 -> int32, exact
+ *
+ * B (weights) is packed once per layer; A (activations or errors) is
+ * passed row-major.  The instruction set is chosen at run time: AVX-512
+ * VNNI (vpdpbusd), else AVX2 (vpmaddwd), else portable C.  Every path is
+ * exact integer arithmetic, so all agree bit for bit; K is limited to
+ * EEB_EMU_GEMM_MAX_K so that no int32 sum can overflow.
+ */
+#ifndef EEB_EMU_GEMM_H
+#define EEB_EMU_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets A by 128). */
+#define EEB_EMU_GEMM_MAX_K 65536
+
+enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
+
+/* B packed for the micro-kernels: 32-column panels of 4-row groups. */
+struct eeb_emu_packed_b {
+    int k, n;        /* logical shape */
+    int k4, panels;  /* k rounded up to 4, n in 32-column panels */
+    int8_t *data;    /* panels * k4/4 * 128 bytes, zero padded */
+    int32_t *colsum; /* sum over k of each column (for the VNNI offset) */
+};
+
+/* The best instruction set this CPU supports, and its name. */
+enum eeb_emu_isa eeb_emu_gemm_best_isa(void);
+const char *eeb_emu_isa_name(enum eeb_emu_isa isa);
+
+/*
+ * Packs the K x N matrix B (row stride ldb) into out; free with
+ * eeb_emu_gemm_free_b().  Returns 0, or -1 if K is out of range or memory
+ * ran out.
+ */
+int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_packed_b *out);
+void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b);
+
+/*
+ * C = A x B with A M x K (row stride lda) and C M x N (row stride ldc),
+ * on the given instruction set (which must be supported: see best_isa).
+ * Returns 0, or -1 if scratch memory ran out.
+ */
+int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
+                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc);
+
+/* The definition: a plain triple loop on unpacked B, for tests. */
+void eeb_emu_gemm_reference(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int ldb,
+                            int32_t *c, int ldc);
+
+#endif

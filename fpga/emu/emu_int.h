@@ -1,0 +1,28 @@
+/*
+ * emu_int.h - shared inside fpga/emu: the per-instruction-set GEMM tile
+ * loops (gemm_avx512.c, gemm_avx2.c) that gemm.c dispatches to.
+ *
+ * Packed B: panel p (32 columns), group g (4 rows of k), column c, row kk at
+ *   data[(p * k4/4 + g) * 128 + c * 4 + kk].
+ */
+#ifndef EEB_EMU_INT_H
+#define EEB_EMU_INT_H
+
+#include "eeb_emu_gemm.h"
+
+#define EMU_NR 32 /* columns per B panel */
+
+/* A offset by 128 to unsigned bytes, rows padded to 8, k to k4. */
+void emu_gemm_avx512vnni(int m, const uint8_t *a_u8, const struct eeb_emu_packed_b *b, int32_t *c,
+                         int ldc);
+
+/* Writes rows [0, m) of A offset by +128 into dst (rows of k4 bytes); the
+ * k4 - k padding bytes are zeroed.  Vectorized: it runs once per GEMM over
+ * all of A, which for short K costs as much as the multiply. */
+void emu_pack_a_u8(int m, int k, int k4, const int8_t *a, int lda, uint8_t *dst);
+
+/* A widened to int16, rows padded to 4, k to k4. */
+void emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
+                   int ldc);
+
+#endif

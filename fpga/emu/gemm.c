@@ -1,0 +1,133 @@
+/*
+ * gemm.c - int8 GEMM: instruction-set dispatch, packing, and the portable
+ * path.  The vector tile loops live in gemm_avx512.c and gemm_avx2.c.
+ */
+#include "emu_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int round_up(int x, int to)
+{
+    return (x + to - 1) / to * to;
+}
+
+enum eeb_emu_isa eeb_emu_gemm_best_isa(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
+        return EEB_EMU_ISA_AVX512VNNI;
+    if (__builtin_cpu_supports("avx2"))
+        return EEB_EMU_ISA_AVX2;
+    return EEB_EMU_ISA_SCALAR;
+}
+
+const char *eeb_emu_isa_name(enum eeb_emu_isa isa)
+{
+    switch (isa) {
+    case EEB_EMU_ISA_SCALAR: return "scalar";
+    case EEB_EMU_ISA_AVX2: return "avx2";
+    case EEB_EMU_ISA_AVX512VNNI: return "avx512vnni";
+    }
+    return "?";
+}
+
+int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_packed_b *out)
+{
+    memset(out, 0, sizeof *out);
+    if (k <= 0 || n <= 0 || k > EEB_EMU_GEMM_MAX_K)
+        return -1;
+    out->k = k;
+    out->n = n;
+    out->k4 = round_up(k, 4);
+    out->panels = round_up(n, EMU_NR) / EMU_NR;
+    size_t bytes = (size_t)out->panels * (size_t)out->k4 * EMU_NR;
+    out->data = aligned_alloc(64, bytes); /* bytes is a multiple of 128 */
+    out->colsum = calloc((size_t)out->panels * EMU_NR, sizeof *out->colsum);
+    if (!out->data || !out->colsum) {
+        eeb_emu_gemm_free_b(out);
+        return -1;
+    }
+    memset(out->data, 0, bytes);
+    for (int kk = 0; kk < k; kk++) {
+        for (int j = 0; j < n; j++) {
+            int p = j / EMU_NR, col = j % EMU_NR, g = kk / 4;
+            int8_t v = b[(size_t)kk * ldb + j];
+            out->data[((size_t)p * out->k4 / 4 + g) * EMU_NR * 4 + col * 4 + kk % 4] = v;
+            out->colsum[j] += v;
+        }
+    }
+    return 0;
+}
+
+void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b)
+{
+    free(b->data);
+    free(b->colsum);
+    memset(b, 0, sizeof *b);
+}
+
+/* The portable path, reading the same packed layout as the vector ones. */
+static void gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
+                        int32_t *c, int ldc)
+{
+    const int groups = b->k4 / 4;
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < b->n; j++) {
+            const int8_t *col =
+                b->data + (size_t)(j / EMU_NR) * groups * EMU_NR * 4 + (j % EMU_NR) * 4;
+            int32_t sum = 0;
+            for (int kk = 0; kk < b->k; kk++)
+                sum += (int32_t)a[(size_t)i * lda + kk] * col[(kk / 4) * EMU_NR * 4 + kk % 4];
+            c[(size_t)i * ldc + j] = sum;
+        }
+    }
+}
+
+int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
+                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc)
+{
+    if (m <= 0)
+        return 0;
+    if (isa == EEB_EMU_ISA_SCALAR) {
+        gemm_scalar(m, a, lda, b, c, ldc);
+        return 0;
+    }
+    /* Pack A: rows padded to the tile height, k to k4.  Padding never
+     * reaches a kept result (B is zero there, padded rows are dropped) but
+     * is zeroed all the same, so no uninitialized byte is ever read. */
+    const int mr = isa == EEB_EMU_ISA_AVX512VNNI ? 8 : 4;
+    const size_t rows = (size_t)round_up(m, mr), k4 = (size_t)b->k4;
+    const size_t elem = isa == EEB_EMU_ISA_AVX512VNNI ? 1 : 2;
+    char *packed = malloc(rows * k4 * elem);
+    if (!packed)
+        return -1;
+    memset(packed + (size_t)m * k4 * elem, 0, (rows - (size_t)m) * k4 * elem);
+    if (isa == EEB_EMU_ISA_AVX512VNNI) {
+        emu_pack_a_u8(m, b->k, b->k4, a, lda, (uint8_t *)packed);
+    } else {
+        for (int i = 0; i < m; i++) {
+            int16_t *dst = (int16_t *)packed + (size_t)i * k4;
+            for (int kk = 0; kk < b->k4; kk++)
+                dst[kk] = kk < b->k ? a[(size_t)i * lda + kk] : 0;
+        }
+    }
+    if (isa == EEB_EMU_ISA_AVX512VNNI)
+        emu_gemm_avx512vnni(m, (const uint8_t *)packed, b, c, ldc);
+    else
+        emu_gemm_avx2(m, (const int16_t *)packed, b, c, ldc);
+    free(packed);
+    return 0;
+}
+
+void eeb_emu_gemm_reference(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int ldb,
+                            int32_t *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            int32_t sum = 0;
+            for (int kk = 0; kk < k; kk++)
+                sum += (int32_t)a[(size_t)i * lda + kk] * b[(size_t)kk * ldb + j];
+            c[(size_t)i * ldc + j] = sum;
+        }
+}

@@ -1,0 +1,136 @@
+/*
+ * bench_gemm.c - the emulator's int8 GEMM against this CPU's own VNNI peak.
+ *
+ * The peak is measured here, in the same run, by a register-only loop of
+ * independent vpdpbusd (16 lanes x 4 MACs x 2 ops each).  The GEMM runs on
+ * convolution layer shapes as im2col produces them (M = output pixels,
+ * N = output channels, K = k*k*C_in) on every instruction set the CPU has.
+ * Reported: GOP/s (2 ops per MAC) and the fraction of the peak, each
+ * repetition's GEMM paired with a peak measured just before it (this
+ * machine's speed drifts); the BENCH fraction line is the worst layer.
+ */
+#include "bench.h"
+#include "eeb_emu_gemm.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define PEAK_CHAINS 24
+/* clang-format off */
+#define ACCS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) \
+    X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+/* clang-format on */
+#define DECLARE(i) __m512i acc##i = _mm512_set1_epi32(i);
+#define STEP(i)    acc##i = _mm512_dpbusd_epi32(acc##i, a, b);
+#define SUM(i)     sum = _mm512_add_epi32(sum, acc##i);
+
+/* 24 independent chains (named, so they stay in registers) hide the
+ * instruction's latency; nothing but vpdpbusd runs in the loop. */
+__attribute__((target("avx512f,avx512vnni"))) static double vnni_peak_gops(void)
+{
+    const long iters = 4000000; /* ~20 ms */
+    const __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(0x02020202);
+    ACCS(DECLARE)
+    int64_t t0 = eeb_mono_ns();
+    for (long it = 0; it < iters; it++) {
+        ACCS(STEP)
+    }
+    double s = bench_seconds_since(t0);
+    __m512i sum = _mm512_setzero_si512();
+    ACCS(SUM)
+    int32_t sink[16];
+    _mm512_storeu_si512(sink, sum);
+    if (sink[0] == 42) /* keeps the loop */
+        puts("");
+    return (double)iters * PEAK_CHAINS * 16 * 4 * 2 / s / 1e9;
+}
+
+struct shape {
+    const char *name;
+    int m, n, k;
+};
+
+/* GOP/s of one layer shape (median); with pair_peak, *fraction gets the
+ * median over repetitions of GEMM rate / peak measured just before it, so
+ * that a machine whose speed drifts still yields an honest ratio. */
+static double gemm_gops(enum eeb_emu_isa isa, const struct shape *sh, int pair_peak,
+                        double *fraction)
+{
+    int8_t *a = malloc((size_t)sh->m * sh->k), *b = malloc((size_t)sh->k * sh->n);
+    int32_t *c = malloc((size_t)sh->m * sh->n * sizeof *c);
+    for (size_t i = 0; i < (size_t)sh->m * sh->k; i++)
+        a[i] = (int8_t)(i * 2654435761u >> 24);
+    for (size_t i = 0; i < (size_t)sh->k * sh->n; i++)
+        b[i] = (int8_t)(i * 40503u >> 8);
+    struct eeb_emu_packed_b pb;
+    if (eeb_emu_gemm_pack_b(b, sh->k, sh->n, sh->n, &pb)) {
+        fprintf(stderr, "bench_gemm: packing failed\n");
+        exit(1);
+    }
+    const double ops = 2.0 * sh->m * sh->n * sh->k;
+    int reps = 1;
+    double rate[BENCH_REPS], ratio[BENCH_REPS];
+    for (int r = 0; r < BENCH_REPS; r++) {
+        double peak = pair_peak ? vnni_peak_gops() : 0;
+        int64_t t0 = eeb_mono_ns();
+        for (int i = 0; i < reps; i++)
+            if (eeb_emu_gemm(isa, sh->m, a, sh->k, &pb, c, sh->n)) {
+                fprintf(stderr, "bench_gemm: out of memory\n");
+                exit(1);
+            }
+        double s = bench_seconds_since(t0);
+        rate[r] = ops * reps / s / 1e9;
+        ratio[r] = pair_peak ? rate[r] / peak : 0;
+        if (r == 0 && s < 0.05) /* first pass sizes the rest to ~0.05 s */
+            reps = (int)(0.05 / (s / reps)) + 1;
+    }
+    eeb_emu_gemm_free_b(&pb);
+    free(a), free(b), free(c);
+    if (pair_peak)
+        *fraction = bench_median(ratio + 1, BENCH_REPS - 1);
+    return bench_median(rate + 1, BENCH_REPS - 1);
+}
+
+int main(void)
+{
+    const struct shape shapes[] = {
+        {"conv3x3_64ch_56px", 3136, 64, 576},
+        {"conv3x3_256ch_14px", 196, 256, 2304},
+        {"conv3x3_32ch_32px", 1024, 32, 288},
+    };
+    enum eeb_emu_isa best = eeb_emu_gemm_best_isa();
+    printf("int8 GEMM, best instruction set here: %s\n", eeb_emu_isa_name(best));
+    double peak = 0;
+    if (best == EEB_EMU_ISA_AVX512VNNI) {
+        double p[BENCH_REPS];
+        for (int r = 0; r < BENCH_REPS; r++)
+            p[r] = vnni_peak_gops();
+        peak = bench_median(p, BENCH_REPS);
+        printf("vpdpbusd register-only peak: %.1f GOP/s (one core)\n", peak);
+        bench_line("vnni_peak", peak, "GOP/s");
+    }
+    double worst = 1e30;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (int isa = best; isa >= EEB_EMU_ISA_SCALAR; isa--) {
+            if (isa == EEB_EMU_ISA_SCALAR && s > 0)
+                continue; /* the portable path is only a reference */
+            double fraction = 0;
+            double g = gemm_gops((enum eeb_emu_isa)isa, &shapes[s], isa == EEB_EMU_ISA_AVX512VNNI,
+                                 &fraction);
+            printf("  %-20s M=%-5d N=%-4d K=%-5d %-11s %7.1f GOP/s", shapes[s].name, shapes[s].m,
+                   shapes[s].n, shapes[s].k, eeb_emu_isa_name((enum eeb_emu_isa)isa), g);
+            if (isa == EEB_EMU_ISA_AVX512VNNI) {
+                printf("  %.0f%% of peak", 100 * fraction);
+                worst = fraction < worst ? fraction : worst;
+            }
+            printf("\n");
+            char name[96];
+            snprintf(name, sizeof name, "gemm_int8_%s_%s", eeb_emu_isa_name((enum eeb_emu_isa)isa),
+                     shapes[s].name);
+            bench_line(name, g, "GOP/s");
+        }
+    }
+    if (peak > 0)
+        bench_line("gemm_int8_peak_fraction", worst, "1");
+    return 0;
+}
