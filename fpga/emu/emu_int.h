@@ -12,6 +12,12 @@
 
 #define EMU_NR 32 /* columns per B panel */
 
+/* The first byte of panel p of packed B. */
+static inline const int8_t *emu_panel(const struct eeb_emu_packed_b *b, int p)
+{
+    return b->data + (size_t)p * (size_t)b->k4 * EMU_NR;
+}
+
 /* A offset by 128 to unsigned bytes, rows padded to 8, k to k4. */
 void emu_gemm_avx512vnni(int m, const uint8_t *a_u8, const struct eeb_emu_packed_b *b, int32_t *c,
                          int ldc);

@@ -71,11 +71,9 @@ void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b)
 static void gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
                         int32_t *c, int ldc)
 {
-    const int groups = b->k4 / 4;
     for (int i = 0; i < m; i++) {
         for (int j = 0; j < b->n; j++) {
-            const int8_t *col =
-                b->data + (size_t)(j / EMU_NR) * groups * EMU_NR * 4 + (j % EMU_NR) * 4;
+            const int8_t *col = emu_panel(b, j / EMU_NR) + (j % EMU_NR) * 4;
             int32_t sum = 0;
             for (int kk = 0; kk < b->k; kk++)
                 sum += (int32_t)a[(size_t)i * lda + kk] * col[(kk / 4) * EMU_NR * 4 + kk % 4];
@@ -105,17 +103,18 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
     memset(packed + (size_t)m * k4 * elem, 0, (rows - (size_t)m) * k4 * elem);
     if (isa == EEB_EMU_ISA_AVX512VNNI) {
         emu_pack_a_u8(m, b->k, b->k4, a, lda, (uint8_t *)packed);
+        emu_gemm_avx512vnni(m, (const uint8_t *)packed, b, c, ldc);
     } else {
         for (int i = 0; i < m; i++) {
             int16_t *dst = (int16_t *)packed + (size_t)i * k4;
-            for (int kk = 0; kk < b->k4; kk++)
-                dst[kk] = kk < b->k ? a[(size_t)i * lda + kk] : 0;
+            int kk = 0;
+            for (; kk < b->k; kk++)
+                dst[kk] = a[(size_t)i * lda + kk];
+            for (; kk < b->k4; kk++)
+                dst[kk] = 0;
         }
-    }
-    if (isa == EEB_EMU_ISA_AVX512VNNI)
-        emu_gemm_avx512vnni(m, (const uint8_t *)packed, b, c, ldc);
-    else
         emu_gemm_avx2(m, (const int16_t *)packed, b, c, ldc);
+    }
     free(packed);
     return 0;
 }

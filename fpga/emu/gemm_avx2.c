@@ -11,36 +11,44 @@
 
 #include <immintrin.h>
 
-#define MR 4
+#define MR 4 /* rows per tile: ROWS() below lists them */
 
 #define TARGET __attribute__((target("avx2")))
+
+/* Named accumulators, not an array: gcc keeps an array of vectors in
+ * memory and loads, adds and stores it on every iteration.  lo holds
+ * columns 0-3 and hi columns 4-7 of a row, two lanes per column. */
+#define ROWS(X)    X(0) X(1) X(2) X(3)
+#define DECLARE(r) __m256i lo##r = _mm256_setzero_si256(), hi##r = lo##r;
+#define MULTIPLY(r)                                                                                \
+    {                                                                                              \
+        long long quad;                                                                            \
+        __builtin_memcpy(&quad, a + (size_t)(r)*k4 + (size_t)g * 4, 8);                            \
+        const __m256i av = _mm256_set1_epi64x(quad);                                               \
+        lo##r = _mm256_add_epi32(lo##r, _mm256_madd_epi16(av, b_lo));                              \
+        hi##r = _mm256_add_epi32(hi##r, _mm256_madd_epi16(av, b_hi));                              \
+    }
+/* hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute reorders the pairs. */
+#define STORE(r)                                                                                   \
+    if ((r) < rows) {                                                                              \
+        int32_t out[8];                                                                            \
+        _mm256_storeu_si256((__m256i *)out,                                                        \
+                            _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo##r, hi##r), 0xD8));      \
+        for (int j = 0; j < cols; j++)                                                             \
+            c[(size_t)(r)*ldc + j] = out[j];                                                       \
+    }
 
 TARGET static void tile(const int16_t *a, int k4, const int8_t *panel, int32_t *c, int ldc,
                         int rows, int cols)
 {
-    __m256i lo[MR], hi[MR]; /* columns 0-3 and 4-7, two lanes per column */
-    for (int r = 0; r < MR; r++)
-        lo[r] = hi[r] = _mm256_setzero_si256();
+    ROWS(DECLARE)
     for (int g = 0; g < k4 / 4; g++) {
         const __m256i raw = _mm256_loadu_si256((const __m256i *)(panel + (size_t)g * 128));
         const __m256i b_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw));
         const __m256i b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(raw, 1));
-        for (int r = 0; r < MR; r++) {
-            long long quad;
-            __builtin_memcpy(&quad, a + (size_t)r * k4 + (size_t)g * 4, 8);
-            const __m256i av = _mm256_set1_epi64x(quad);
-            lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, b_lo));
-            hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, b_hi));
-        }
+        ROWS(MULTIPLY)
     }
-    for (int r = 0; r < rows; r++) {
-        /* hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; reorder the 64-bit pairs */
-        __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
-        int32_t out[8];
-        _mm256_storeu_si256((__m256i *)out, sum);
-        for (int j = 0; j < cols; j++)
-            c[(size_t)r * ldc + j] = out[j];
-    }
+    ROWS(STORE)
 }
 
 void emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, int32_t *c, int ldc)
@@ -53,7 +61,7 @@ void emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, in
                 break;
             const int cols = b->n - col0 < 8 ? b->n - col0 : 8;
             /* this 8-column slice starts 32 bytes into each 128-byte group */
-            const int8_t *slice = b->data + (size_t)p * k4 * EMU_NR + q * 32;
+            const int8_t *slice = emu_panel(b, p) + q * 32;
             for (int i = 0; i < m; i += MR)
                 tile(a + (size_t)i * k4, k4, slice, c + (size_t)i * ldc + col0, ldc,
                      m - i < MR ? m - i : MR, cols);

@@ -75,7 +75,7 @@ void emu_gemm_avx512vnni(int m, const uint8_t *a, const struct eeb_emu_packed_b 
 {
     const int k4 = b->k4;
     for (int p = 0; p < b->panels; p++) {
-        const int8_t *panel = b->data + (size_t)p * k4 * EMU_NR;
+        const int8_t *panel = emu_panel(b, p);
         const int cols = b->n - p * EMU_NR < EMU_NR ? b->n - p * EMU_NR : EMU_NR;
         for (int i = 0; i < m; i += MR)
             tile(a + (size_t)i * k4, k4, panel, b->colsum + p * EMU_NR,

@@ -13,7 +13,6 @@
 #include "eeb_emu_gemm.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 #define PEAK_CHAINS 24
 /* clang-format off */
