@@ -16,9 +16,10 @@ BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -Ifpga/emu -MMD -MP \
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
+            -Ifpga/emu -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
-LDLIBS  := -lsqlite3 -ljansson -lm
+LDLIBS  := -lsqlite3 -ljansson -lopenblas -lpthread -lm
 
 # Every package the project builds, tests or runs against (DESIGN.md §5).
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -29,7 +30,8 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev \
     clang-format cppcheck
 
-LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c fpga/emu/*.c)
+LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c fpga/kernel/*.c fpga/host/*.c \
+                       fpga/emu/*.c fpga/ref/*.c)
 CLI_SRC   := $(wildcard harness/*.c)
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
@@ -46,6 +48,9 @@ all: $(EEB)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# The kernel's #pragma HLS lines are for Vitis; compilers ignore them.
+$(call obj,$(wildcard fpga/kernel/*.c)): CFLAGS += -Wno-unknown-pragmas
 
 # .incbin reads the rules file at assembly time; -MMD cannot see that.
 $(BUILD)/obj/scoring/rules_builtin.o: scoring/rules/v1.json
@@ -106,8 +111,11 @@ bench: $(BENCHES)
 lint:
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) \
 	    $(wildcard */*.h */*/*.h)
+	@# The fixed-point code relies on arithmetic right shifts of negative
+	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -D__GNUC__ \
+	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
+	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -D__GNUC__ \
 	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:

@@ -31,4 +31,17 @@ void emu_pack_a_u8(int m, int k, int k4, const int8_t *a, int lda, uint8_t *dst)
 void emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
                    int ldc);
 
+/* ---- worker threads (pool.c) ---- */
+
+/* One part of a parallel loop, run by worker 0..threads-1. */
+typedef void emu_part_fn(void *ctx, int part, int worker);
+
+struct emu_pool;
+/* threads workers including the caller; NULL if out of memory. */
+struct emu_pool *emu_pool_new(int threads);
+void emu_pool_free(struct emu_pool *p);
+int emu_pool_threads(const struct emu_pool *p);
+/* Runs fn on parts 0..parts-1 and returns when all are done. */
+void emu_pool_run(struct emu_pool *p, int parts, emu_part_fn *fn, void *ctx);
+
 #endif

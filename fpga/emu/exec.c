@@ -1,0 +1,484 @@
+/*
+ * exec.c - the emulator's executor of the accelerator's command stream.
+ *
+ * It runs the same image and programs as the kernel C.  Convolution and FC
+ * commands, where the time goes, become im2col + int8 GEMM (gemm.c) split
+ * across the worker pool; the other commands are cheap and run the
+ * kernel's own code (fx_kernel_exec).  The arithmetic is the kernel's: the
+ * same int32 sums (exact, so their order is free), the same max over the
+ * tensor, the same requantization by element index, so the image after a
+ * program is identical byte for byte whatever the thread count.
+ *
+ * Sections: scratch buffers; forward; backward data; backward weight;
+ * requantization in parallel; the run loop.
+ */
+#include "eeb_emu.h"
+#include "emu_int.h"
+#include "fx_arith.h"
+#include "fx_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ROWS_PER_PART   256   /* GEMM rows (output pixels) per forward part */
+#define REDUCE_PER_PART 2048  /* reduction rows per weight-gradient part */
+#define QUANT_PER_PART  65536 /* elements per requantization part */
+
+/* ---- scratch buffers ---- */
+
+struct buf {
+    void *p;
+    size_t cap;
+};
+
+static void *grow(struct buf *b, size_t bytes)
+{
+    if (bytes > b->cap) {
+        free(b->p);
+        b->p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        b->cap = b->p ? bytes : 0;
+    }
+    return b->p;
+}
+
+/* What each worker owns, and the results it gathers over its parts. */
+struct worker {
+    struct buf col, c32, sum;
+    uint64_t maxabs;
+    uint32_t sat;
+    int oom;
+};
+
+struct eeb_emu {
+    enum eeb_emu_isa isa;
+    struct emu_pool *pool;
+    int threads;
+    struct worker *w;
+    struct buf wt, bias;
+};
+
+struct eeb_emu *eeb_emu_new(int threads, enum eeb_emu_isa isa)
+{
+    struct eeb_emu *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->isa = isa;
+    e->pool = emu_pool_new(threads);
+    e->threads = e->pool ? emu_pool_threads(e->pool) : 0;
+    e->w = calloc((size_t)(e->threads ? e->threads : 1), sizeof *e->w);
+    if (!e->pool || !e->w) {
+        eeb_emu_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void eeb_emu_free(struct eeb_emu *e)
+{
+    if (!e)
+        return;
+    emu_pool_free(e->pool);
+    for (int i = 0; e->w && i < e->threads; i++)
+        free(e->w[i].col.p), free(e->w[i].c32.p), free(e->w[i].sum.p);
+    free(e->w);
+    free(e->wt.p), free(e->bias.p);
+    free(e);
+}
+
+int eeb_emu_threads(const struct eeb_emu *e)
+{
+    return e->threads;
+}
+
+enum eeb_emu_isa eeb_emu_isa(const struct eeb_emu *e)
+{
+    return e->isa;
+}
+
+static void reset_workers(struct eeb_emu *e)
+{
+    for (int i = 0; i < e->threads; i++)
+        e->w[i].maxabs = 0, e->w[i].sat = 0;
+}
+
+/* Max and saturations over all workers; -1 if one ran out of memory. */
+static int gather(struct eeb_emu *e, uint64_t *maxabs, uint32_t *sat)
+{
+    int oom = 0;
+    for (int i = 0; i < e->threads; i++) {
+        if (e->w[i].maxabs > *maxabs)
+            *maxabs = e->w[i].maxabs;
+        *sat += e->w[i].sat;
+        oom |= e->w[i].oom;
+        e->w[i].oom = 0;
+    }
+    return oom ? -1 : 0;
+}
+
+/* A 1x1, stride 1, unpadded convolution (and FC) reads x as the GEMM's A. */
+static int direct(const struct fx_geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->s == 1 && g->p == 0;
+}
+
+/* Rows [r0, r1) of im2col(x): row r is output pixel r, K = kh*kw*ic bytes
+ * in (ky, kx, ci) order, zeros where the window hangs over the edge. */
+static void im2col(const int8_t *x, const struct fx_geom *g, int64_t r0, int64_t r1, int8_t *col)
+{
+    const int64_t per_item = (int64_t)g->oh * g->ow;
+    for (int64_t r = r0; r < r1; r++) {
+        int n = (int)(r / per_item), o = (int)(r % per_item), oy = o / g->ow, ox = o % g->ow;
+        for (int ky = 0; ky < g->kh; ky++)
+            for (int kx = 0; kx < g->kw; kx++, col += g->ic) {
+                int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
+                if (iy < 0 || ix < 0 || iy >= g->ih || ix >= g->iw)
+                    memset(col, 0, (size_t)g->ic);
+                else
+                    memcpy(col, x + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic, (size_t)g->ic);
+            }
+    }
+}
+
+/* ---- forward ---- */
+
+struct conv_job {
+    struct eeb_emu *e;
+    const struct fx_geom *g;
+    int k;            /* GEMM depth */
+    int64_t rows;     /* GEMM rows */
+    const int8_t *a;  /* x (forward, weight gradient) or dy (data) */
+    const int8_t *dy; /* weight gradient: the errors */
+    int32_t *acc;
+    const struct eeb_emu_packed_b *pb;
+    const int64_t *bias; /* forward: biases at the accumulator's exponent */
+};
+
+static void fwd_part(void *ctx, int part, int worker)
+{
+    struct conv_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    const struct fx_geom *g = j->g;
+    int64_t r0 = (int64_t)part * ROWS_PER_PART;
+    int64_t r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
+    const int8_t *a = j->a + r0 * j->k;
+    if (!direct(g)) {
+        int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
+        if (!col) {
+            w->oom = 1;
+            return;
+        }
+        im2col(j->a, g, r0, r1, col);
+        a = col;
+    }
+    int32_t *c = j->acc + r0 * g->oc;
+    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, j->pb, c, g->oc)) {
+        w->oom = 1;
+        return;
+    }
+    for (int64_t i = 0; i < (r1 - r0) * g->oc; i++)
+        c[i] = fx_store32((int64_t)c[i] + j->bias[i % g->oc], &w->maxabs, &w->sat);
+}
+
+/* ---- requantization in parallel ---- */
+
+struct quant_job {
+    struct eeb_emu *e;
+    const int32_t *acc;
+    uint64_t count;
+    int s;
+    struct fx_rounding r;
+    int8_t *out;
+};
+
+static void quant_part(void *ctx, int part, int worker)
+{
+    struct quant_job *q = ctx;
+    uint64_t b = (uint64_t)part * QUANT_PER_PART;
+    uint64_t end = b + QUANT_PER_PART < q->count ? b + QUANT_PER_PART : q->count;
+    q->e->w[worker].sat += fx_requant_range(q->acc, b, end, q->s, q->r, q->out);
+}
+
+static void requantize(struct eeb_emu *e, uint8_t *mem, const int32_t *acc, uint64_t count,
+                       uint64_t maxabs, int e_acc, struct fx_rounding r, struct fx_tensor *t)
+{
+    struct quant_job q = {e, acc, count, fx_quant_shift(maxabs), r, (int8_t *)(mem + t->offset)};
+    reset_workers(e);
+    emu_pool_run(e->pool, (int)((count + QUANT_PER_PART - 1) / QUANT_PER_PART), quant_part, &q);
+    uint64_t unused = 0;
+    uint32_t sat = 0;
+    gather(e, &unused, &sat);
+    t->saturations += sat;
+    fx_set_exp(t, e_acc + q.s);
+}
+
+static int32_t *acc_of(uint8_t *mem, const struct fx_conv *cv)
+{
+    return (int32_t *)(void *)(mem + cv->acc->offset);
+}
+
+static const int8_t *i8_of(const uint8_t *mem, const struct fx_tensor *t)
+{
+    return (const int8_t *)(mem + t->offset);
+}
+
+static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
+{
+    const struct fx_geom *g = &cv->g;
+    int k = g->kh * g->kw * g->ic;
+    int e_acc = cv->in->exp + cv->w->exp;
+    int64_t *bias = grow(&e->bias, (size_t)g->oc * sizeof *bias);
+    struct eeb_emu_packed_b pb;
+    if (!bias || eeb_emu_gemm_pack_b(i8_of(mem, cv->w), k, g->oc, g->oc, &pb))
+        return FX_NO_MEMORY;
+    const int32_t *b24 = (const int32_t *)(const void *)(mem + cv->b->offset);
+    for (int c = 0; c < g->oc; c++)
+        bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
+    struct conv_job j = {
+        e,   g,   k, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->in), NULL, acc_of(mem, cv),
+        &pb, bias};
+    reset_workers(e);
+    emu_pool_run(e->pool, (int)((j.rows + ROWS_PER_PART - 1) / ROWS_PER_PART), fwd_part, &j);
+    eeb_emu_gemm_free_b(&pb);
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    if (gather(e, &maxabs, &sat))
+        return FX_NO_MEMORY;
+    cv->out->saturations += sat;
+    requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(), cv->out);
+    return FX_OK;
+}
+
+/* ---- backward data ---- */
+
+/* Direct layers: dx rows = dy rows x W^T, straight into the scratch. */
+static void data_rows_part(void *ctx, int part, int worker)
+{
+    struct conv_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    int64_t r0 = (int64_t)part * ROWS_PER_PART;
+    int64_t r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
+    int ic = j->g->ic;
+    int32_t *c = j->acc + r0 * ic;
+    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), j->a + r0 * j->k, j->k, j->pb, c, ic)) {
+        w->oom = 1;
+        return;
+    }
+    for (int64_t i = 0; i < (r1 - r0) * ic; i++)
+        (void)fx_store32(c[i], &w->maxabs, &w->sat);
+}
+
+/* Others, one item per part: the error columns dy x W^T, then col2im adds
+ * each column back onto the input pixels its window covered. */
+static void data_item_part(void *ctx, int n, int worker)
+{
+    struct conv_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    const struct fx_geom *g = j->g;
+    int K = g->kh * g->kw * g->ic, pixels = g->oh * g->ow;
+    int32_t *dcol = grow(&w->c32, (size_t)pixels * (size_t)K * sizeof *dcol);
+    if (!dcol ||
+        eeb_emu_gemm(j->e->isa, pixels, j->a + (size_t)n * pixels * g->oc, g->oc, j->pb, dcol, K)) {
+        w->oom = 1;
+        return;
+    }
+    size_t item = (size_t)g->ih * g->iw * g->ic;
+    int32_t *dx = j->acc + (size_t)n * item;
+    memset(dx, 0, item * sizeof *dx);
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            const int32_t *src = dcol + ((size_t)oy * g->ow + ox) * K;
+            for (int ky = 0; ky < g->kh; ky++)
+                for (int kx = 0; kx < g->kw; kx++, src += g->ic) {
+                    int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
+                    if (iy < 0 || ix < 0 || iy >= g->ih || ix >= g->iw)
+                        continue;
+                    int32_t *dst = dx + ((size_t)iy * g->iw + ix) * g->ic;
+                    for (int ci = 0; ci < g->ic; ci++)
+                        dst[ci] += src[ci];
+                }
+        }
+    for (size_t i = 0; i < item; i++)
+        (void)fx_store32(dx[i], &w->maxabs, &w->sat);
+}
+
+static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
+{
+    const struct fx_geom *g = &cv->g;
+    int K = g->kh * g->kw * g->ic;
+    const int8_t *w8 = i8_of(mem, cv->w);
+    int8_t *wt = grow(&e->wt, (size_t)K * (size_t)g->oc);
+    if (!wt)
+        return FX_NO_MEMORY;
+    for (int k = 0; k < K; k++) /* W^T: oc rows of K */
+        for (int c = 0; c < g->oc; c++)
+            wt[(size_t)c * K + k] = w8[(size_t)k * g->oc + c];
+    struct eeb_emu_packed_b pb;
+    if (eeb_emu_gemm_pack_b(wt, g->oc, K, K, &pb))
+        return FX_NO_MEMORY;
+    struct conv_job j = {
+        e,   g,   g->oc, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->out), NULL, acc_of(mem, cv),
+        &pb, NULL};
+    reset_workers(e);
+    if (direct(g))
+        emu_pool_run(e->pool, (int)((j.rows + ROWS_PER_PART - 1) / ROWS_PER_PART), data_rows_part,
+                     &j);
+    else
+        emu_pool_run(e->pool, g->n, data_item_part, &j);
+    eeb_emu_gemm_free_b(&pb);
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    if (gather(e, &maxabs, &sat))
+        return FX_NO_MEMORY;
+    cv->in->saturations += sat;
+    requantize(e, mem, j.acc, (uint64_t)g->n * g->ih * g->iw * g->ic, maxabs,
+               cv->out->exp + cv->w->exp, fx_round_half_up(), cv->in);
+    return FX_OK;
+}
+
+/* ---- backward weight ---- */
+
+/* One chunk of the reduction over output pixels: dW += col(x)^T x dy, the
+ * transposed im2col as A (K rows), the chunk of dy packed as B. */
+static void weight_part(void *ctx, int part, int worker)
+{
+    struct conv_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    const struct fx_geom *g = j->g;
+    int K = j->k;
+    int64_t r0 = (int64_t)part * REDUCE_PER_PART;
+    int64_t r1 = r0 + REDUCE_PER_PART < j->rows ? r0 + REDUCE_PER_PART : j->rows;
+    int rc = (int)(r1 - r0);
+    int8_t *col = grow(&w->col, (size_t)rc * (size_t)K * 2);
+    int32_t *c = grow(&w->c32, (size_t)K * (size_t)g->oc * sizeof *c);
+    int32_t *sum = w->sum.p;
+    if (!col || !c) {
+        w->oom = 1;
+        return;
+    }
+    int8_t *rows = col + (size_t)rc * K, *at = col;
+    if (direct(g))
+        memcpy(rows, j->a + r0 * K, (size_t)rc * K);
+    else
+        im2col(j->a, g, r0, r1, rows);
+    for (int r = 0; r < rc; r++)
+        for (int k = 0; k < K; k++)
+            at[(size_t)k * rc + r] = rows[(size_t)r * K + k];
+    struct eeb_emu_packed_b pb;
+    if (eeb_emu_gemm_pack_b(j->dy + r0 * g->oc, rc, g->oc, g->oc, &pb) ||
+        eeb_emu_gemm(j->e->isa, K, at, rc, &pb, c, g->oc)) {
+        eeb_emu_gemm_free_b(&pb);
+        w->oom = 1;
+        return;
+    }
+    eeb_emu_gemm_free_b(&pb);
+    for (size_t i = 0; i < (size_t)K * g->oc; i++)
+        sum[i] += c[i];
+}
+
+static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
+                                      const struct fx_conv *cv)
+{
+    const struct fx_geom *g = &cv->g;
+    int K = g->kh * g->kw * g->ic;
+    size_t nw = (size_t)K * g->oc;
+    for (int i = 0; i < e->threads; i++) {
+        int32_t *s = grow(&e->w[i].sum, nw * sizeof *s);
+        if (!s)
+            return FX_NO_MEMORY;
+        memset(s, 0, nw * sizeof *s);
+    }
+    struct conv_job j = {e,
+                         g,
+                         K,
+                         (int64_t)g->n * g->oh * g->ow,
+                         i8_of(mem, cv->in),
+                         i8_of(mem, cv->out),
+                         acc_of(mem, cv),
+                         NULL,
+                         NULL};
+    reset_workers(e);
+    emu_pool_run(e->pool, (int)((j.rows + REDUCE_PER_PART - 1) / REDUCE_PER_PART), weight_part, &j);
+    uint64_t unused = 0;
+    uint32_t sat = 0;
+    if (gather(e, &unused, &sat))
+        return FX_NO_MEMORY;
+
+    uint64_t maxabs = 0;
+    sat = 0;
+    for (size_t i = 0; i < nw; i++) {
+        int64_t v = 0;
+        for (int t = 0; t < e->threads; t++)
+            v += ((const int32_t *)e->w[t].sum.p)[i];
+        j.acc[i] = fx_store32(v, &maxabs, &sat);
+    }
+    cv->w->saturations += sat;
+    requantize(e, mem, j.acc, nw, maxabs, cv->in->exp + cv->out->exp,
+               fx_round_stochastic(mem, cmd->t[2]), cv->w);
+
+    int32_t *bacc = j.acc + nw;
+    maxabs = 0, sat = 0;
+    int64_t *bsum = grow(&e->bias, (size_t)g->oc * sizeof *bsum);
+    if (!bsum)
+        return FX_NO_MEMORY;
+    memset(bsum, 0, (size_t)g->oc * sizeof *bsum);
+    for (int64_t r = 0; r < j.rows; r++)
+        for (int c = 0; c < g->oc; c++)
+            bsum[c] += j.dy[r * g->oc + c];
+    for (int c = 0; c < g->oc; c++)
+        bacc[c] = fx_store32(bsum[c], &maxabs, &sat);
+    cv->b->saturations += sat;
+    requantize(e, mem, bacc, (uint64_t)g->oc, maxabs, cv->out->exp,
+               fx_round_stochastic(mem, cmd->t[3]), cv->b);
+    return FX_OK;
+}
+
+/* ---- the run loop ---- */
+
+static enum fx_status exec(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
+{
+    const struct fx_header *h = (const struct fx_header *)mem;
+    for (int i = 0; i < 8; i++)
+        if (c->t[i] >= h->ntensors)
+            return FX_BAD_OPERAND;
+    struct fx_conv cv;
+    switch ((enum fx_op)c->op) {
+    case FX_OP_CONV_FWD:
+    case FX_OP_FC_FWD:
+    case FX_OP_CONV_BWD_DATA:
+    case FX_OP_FC_BWD_DATA:
+    case FX_OP_CONV_BWD_WEIGHT:
+    case FX_OP_FC_BWD_WEIGHT: break;
+    default: return fx_kernel_exec(mem, c);
+    }
+    enum fx_status st = fx_conv_operands(mem, c, &cv);
+    if (st != FX_OK)
+        return st;
+    switch ((enum fx_op)c->op) {
+    case FX_OP_CONV_FWD:
+    case FX_OP_FC_FWD: return conv_fwd(e, mem, &cv);
+    case FX_OP_CONV_BWD_DATA:
+    case FX_OP_FC_BWD_DATA: return conv_bwd_data(e, mem, &cv);
+    default: return conv_bwd_weight(e, mem, c, &cv);
+    }
+}
+
+int eeb_emu_run(struct eeb_emu *e, uint8_t *mem, uint32_t prog)
+{
+    struct fx_header *h = (struct fx_header *)mem;
+    h->loss_q16 = 0;
+    h->correct = 0;
+    h->status_cmd = 0;
+    h->status = prog < FX_PROGS ? fx_image_check(mem) : FX_BAD_IMAGE;
+    if (h->status != FX_OK)
+        return -1;
+    const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);
+    for (uint32_t i = h->prog_first[prog]; i < h->prog_first[prog] + h->prog_count[prog]; i++) {
+        enum fx_status s = exec(e, mem, &cmds[i]);
+        if (s != FX_OK) {
+            h->status = s;
+            h->status_cmd = i;
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,417 @@
+/*
+ * net.c - building networks (shape inference and checks), initializing
+ * and converting their weights.
+ */
+#include "eeb_net.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {
+    [EEB_LAYER_CONV] = "conv",
+    [EEB_LAYER_FC] = "fc",
+    [EEB_LAYER_RELU] = "relu",
+    [EEB_LAYER_MAXPOOL] = "maxpool",
+    [EEB_LAYER_AVGPOOL] = "avgpool",
+    [EEB_LAYER_GAP] = "gap",
+    [EEB_LAYER_ADD] = "add",
+    [EEB_LAYER_CONCAT] = "concat",
+    [EEB_LAYER_FLATTEN] = "flatten",
+    [EEB_LAYER_SOFTMAX_CE] = "softmax_ce",
+    [EEB_LAYER_GRID_LOSS] = "grid_loss",
+};
+
+const char *eeb_layer_kind_name(enum eeb_layer_kind kind)
+{
+    return (unsigned)kind < sizeof kind_names / sizeof kind_names[0] ? kind_names[kind] : "?";
+}
+
+int eeb_layer_learnable(const struct eeb_layer *l)
+{
+    return l->kind == EEB_LAYER_CONV || l->kind == EEB_LAYER_FC;
+}
+
+struct eeb_net *eeb_net_new(struct eeb_shape input)
+{
+    struct eeb_net *net = calloc(1, sizeof *net);
+    if (net) {
+        net->input = input;
+        net->format = EEB_FORMAT_F32;
+    }
+    return net;
+}
+
+static void free_weights(struct eeb_layer *l)
+{
+    free(l->w), free(l->b), free(l->wq), free(l->bq);
+    l->w = l->b = NULL;
+    l->wq = l->bq = NULL;
+}
+
+void eeb_net_free(struct eeb_net *net)
+{
+    if (!net)
+        return;
+    for (int i = 0; i < net->nlayers; i++)
+        free_weights(&net->layers[i]);
+    free(net->layers);
+    free(net);
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(struct eeb_net *net, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(net->err, sizeof net->err, "layer %d: ", net->nlayers);
+    va_start(ap, fmt);
+    vsnprintf(net->err + n, sizeof net->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+struct eeb_shape eeb_net_shape(const struct eeb_net *net, int i)
+{
+    return i == EEB_NET_INPUT ? net->input : net->layers[i].out;
+}
+
+const struct eeb_layer *eeb_net_loss(const struct eeb_net *net)
+{
+    if (net->nlayers == 0)
+        return NULL;
+    const struct eeb_layer *l = &net->layers[net->nlayers - 1];
+    return l->kind == EEB_LAYER_SOFTMAX_CE || l->kind == EEB_LAYER_GRID_LOSS ? l : NULL;
+}
+
+int eeb_net_classes(const struct eeb_net *net)
+{
+    const struct eeb_layer *l = eeb_net_loss(net);
+    if (!l)
+        return 0;
+    return l->kind == EEB_LAYER_SOFTMAX_CE ? l->out.h * l->out.w * l->out.c : l->out.c - 5;
+}
+
+/* Checks the inputs and appends a layer of this kind; NULL on failure. */
+static struct eeb_layer *append(struct eeb_net *net, enum eeb_layer_kind kind, int a, int b)
+{
+    if (eeb_net_loss(net)) {
+        fail(net, "nothing may follow the loss layer");
+        return NULL;
+    }
+    int ins[2] = {a, b};
+    for (int j = 0; j < 2; j++)
+        if (ins[j] != EEB_NET_NONE && (ins[j] < EEB_NET_INPUT || ins[j] >= net->nlayers)) {
+            fail(net, "input %d is not an earlier layer", ins[j]);
+            return NULL;
+        }
+    if (net->nlayers == net->cap) {
+        int cap = net->cap ? 2 * net->cap : 16;
+        struct eeb_layer *l = realloc(net->layers, (size_t)cap * sizeof *l);
+        if (!l) {
+            fail(net, "out of memory");
+            return NULL;
+        }
+        net->layers = l, net->cap = cap;
+    }
+    struct eeb_layer *l = &net->layers[net->nlayers];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->in[0] = a, l->in[1] = b;
+    l->out = a == EEB_NET_NONE ? net->input : eeb_net_shape(net, a);
+    return l;
+}
+
+static int valid(const struct eeb_shape *s)
+{
+    return s->h >= 1 && s->w >= 1 && s->c >= 1 && s->h <= EEB_NET_MAX_DIM &&
+           s->w <= EEB_NET_MAX_DIM && s->c <= EEB_NET_MAX_CH;
+}
+
+/* Finishes a layer whose out shape is set: checks it, allocates weights. */
+static int commit(struct eeb_net *net, struct eeb_layer *l)
+{
+    if (!valid(&l->out))
+        return fail(net, "%s output %dx%dx%d is out of range", eeb_layer_kind_name(l->kind),
+                    l->out.h, l->out.w, l->out.c);
+    if (eeb_layer_learnable(l)) {
+        size_t n = (size_t)l->rows * (size_t)l->out.c;
+        l->w = calloc(n, sizeof *l->w);
+        l->wq = calloc(n, sizeof *l->wq);
+        l->b = calloc((size_t)l->out.c, sizeof *l->b);
+        l->bq = calloc((size_t)l->out.c, sizeof *l->bq);
+        if (!l->w || !l->wq || !l->b || !l->bq) {
+            free_weights(l);
+            return fail(net, "out of memory");
+        }
+        l->we = l->be = eeb_fx_weight_exp(0);
+    }
+    return net->nlayers++;
+}
+
+/* Output side of a window of k with this stride and padding, or 0. */
+static int window_out(int in, int k, int stride, int pad)
+{
+    if (k < 1 || stride < 1 || pad < 0 || in + 2 * pad < k)
+        return 0;
+    return (in + 2 * pad - k) / stride + 1;
+}
+
+int eeb_net_conv(struct eeb_net *net, int in, int out_c, int k, int stride, int pad)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_CONV, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (k != 1 && k != 3 && k != 5 && k != 7)
+        return fail(net, "conv kernel %d (1, 3, 5 or 7)", k);
+    if (stride < 1 || stride > 2 || pad < 0 || pad > k / 2)
+        return fail(net, "conv stride %d pad %d (stride 1 or 2, pad at most k/2)", stride, pad);
+    struct eeb_shape s = l->out;
+    l->k = k, l->stride = stride, l->pad = pad;
+    l->out.h = window_out(s.h, k, stride, pad);
+    l->out.w = window_out(s.w, k, stride, pad);
+    l->out.c = out_c;
+    l->rows = k * k * s.c;
+    return commit(net, l);
+}
+
+int eeb_net_fc(struct eeb_net *net, int in, int out)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_FC, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    l->rows = l->out.h * l->out.w * l->out.c;
+    l->k = l->stride = 1;
+    l->out.h = l->out.w = 1;
+    l->out.c = out;
+    return commit(net, l);
+}
+
+int eeb_net_relu(struct eeb_net *net, int in)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_RELU, in, EEB_NET_NONE);
+    return l ? commit(net, l) : -1;
+}
+
+static int pool(struct eeb_net *net, enum eeb_layer_kind kind, int in, int k, int stride)
+{
+    struct eeb_layer *l = append(net, kind, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (k < 1 || k > 255 || stride < 1 || stride > 255 || k > l->out.h || k > l->out.w)
+        return fail(net, "pool window %d stride %d does not fit a %dx%d input", k, stride, l->out.h,
+                    l->out.w);
+    l->k = k, l->stride = stride;
+    l->out.h = window_out(l->out.h, k, stride, 0);
+    l->out.w = window_out(l->out.w, k, stride, 0);
+    return commit(net, l);
+}
+
+int eeb_net_maxpool(struct eeb_net *net, int in, int k, int stride)
+{
+    return pool(net, EEB_LAYER_MAXPOOL, in, k, stride);
+}
+
+int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride)
+{
+    return pool(net, EEB_LAYER_AVGPOOL, in, k, stride);
+}
+
+int eeb_net_gap(struct eeb_net *net, int in)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_GAP, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (l->out.h > 255 || l->out.w > 255)
+        return fail(net, "global pool over %dx%d (at most 255x255)", l->out.h, l->out.w);
+    l->stride = 1;
+    l->out.h = l->out.w = 1;
+    return commit(net, l);
+}
+
+int eeb_net_add(struct eeb_net *net, int a, int b)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_ADD, a, b);
+    if (!l)
+        return -1;
+    struct eeb_shape sb = eeb_net_shape(net, b);
+    if (sb.h != l->out.h || sb.w != l->out.w || sb.c != l->out.c)
+        return fail(net, "add of %dx%dx%d and %dx%dx%d", l->out.h, l->out.w, l->out.c, sb.h, sb.w,
+                    sb.c);
+    return commit(net, l);
+}
+
+int eeb_net_concat(struct eeb_net *net, int a, int b)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_CONCAT, a, b);
+    if (!l)
+        return -1;
+    struct eeb_shape sb = eeb_net_shape(net, b);
+    if (sb.h != l->out.h || sb.w != l->out.w)
+        return fail(net, "concat of %dx%d and %dx%d", l->out.h, l->out.w, sb.h, sb.w);
+    l->out.c += sb.c;
+    return commit(net, l);
+}
+
+int eeb_net_flatten(struct eeb_net *net, int in)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_FLATTEN, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    l->out.c *= l->out.h * l->out.w;
+    l->out.h = l->out.w = 1;
+    return commit(net, l);
+}
+
+int eeb_net_softmax_ce(struct eeb_net *net, int in)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_SOFTMAX_CE, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (l->out.h * l->out.w * l->out.c < 2)
+        return fail(net, "softmax over fewer than 2 classes");
+    return commit(net, l);
+}
+
+int eeb_net_grid_loss(struct eeb_net *net, int in)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_GRID_LOSS, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (l->out.c < 5 + 1)
+        return fail(net, "grid loss needs 5 + classes channels per cell, got %d", l->out.c);
+    return commit(net, l);
+}
+
+uint64_t eeb_net_macs(const struct eeb_net *net)
+{
+    uint64_t macs = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        if (eeb_layer_learnable(l))
+            macs += (uint64_t)l->rows * l->out.c * l->out.h * l->out.w;
+    }
+    return macs;
+}
+
+uint64_t eeb_net_params(const struct eeb_net *net)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        if (eeb_layer_learnable(l))
+            n += (uint64_t)(l->rows + 1) * l->out.c;
+    }
+    return n;
+}
+
+/* splitmix64, and a normal deviate from two uniforms (Box-Muller) */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double normal(uint64_t *s)
+{
+    double u1 = ((double)(next_u64(s) >> 11) + 1) / 9007199254740993.0;
+    double u2 = (double)(next_u64(s) >> 11) / 9007199254740992.0;
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void eeb_net_init(struct eeb_net *net, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (int i = 0; i < net->nlayers; i++) {
+        struct eeb_layer *l = &net->layers[i];
+        if (!eeb_layer_learnable(l))
+            continue;
+        double sd = sqrt(2.0 / l->rows);
+        for (size_t j = 0; j < (size_t)l->rows * l->out.c; j++)
+            l->w[j] = (float)(normal(&s) * sd);
+        memset(l->b, 0, (size_t)l->out.c * sizeof *l->b);
+    }
+    net->format = EEB_FORMAT_F32;
+}
+
+int eeb_fx_weight_exp(float max)
+{
+    if (!(max > 0))
+        return -20; /* an all-zero tensor (fresh biases): range +-8 */
+    int e;
+    frexpf(max, &e); /* max = f * 2^e, f in [0.5, 1) */
+    return e - 22;
+}
+
+static void tensor_to_fixed(const float *src, size_t n, int32_t *dst, int *exp)
+{
+    float max = 0;
+    for (size_t i = 0; i < n; i++)
+        max = fabsf(src[i]) > max ? fabsf(src[i]) : max;
+    *exp = eeb_fx_weight_exp(max);
+    for (size_t i = 0; i < n; i++) {
+        double q = nearbyint(ldexp(src[i], -*exp));
+        dst[i] = (int32_t)(q > 8388607 ? 8388607 : q < -8388607 ? -8388607 : q);
+    }
+}
+
+void eeb_net_to_fixed(struct eeb_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        struct eeb_layer *l = &net->layers[i];
+        if (!eeb_layer_learnable(l))
+            continue;
+        tensor_to_fixed(l->w, (size_t)l->rows * l->out.c, l->wq, &l->we);
+        tensor_to_fixed(l->b, (size_t)l->out.c, l->bq, &l->be);
+    }
+    net->format = EEB_FORMAT_FX24;
+}
+
+void eeb_net_to_float(struct eeb_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        struct eeb_layer *l = &net->layers[i];
+        if (!eeb_layer_learnable(l))
+            continue;
+        for (size_t j = 0; j < (size_t)l->rows * l->out.c; j++)
+            l->w[j] = ldexpf((float)l->wq[j], l->we);
+        for (int j = 0; j < l->out.c; j++)
+            l->b[j] = ldexpf((float)l->bq[j], l->be);
+    }
+    net->format = EEB_FORMAT_F32;
+}
+
+struct eeb_net *eeb_net_clone(const struct eeb_net *net)
+{
+    struct eeb_net *c = eeb_net_new(net->input);
+    if (!c)
+        return NULL;
+    c->format = net->format;
+    c->layers = calloc((size_t)(net->nlayers ? net->nlayers : 1), sizeof *c->layers);
+    if (!c->layers)
+        goto fail;
+    c->cap = net->nlayers;
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        struct eeb_layer *d = &c->layers[i];
+        *d = *l;
+        d->w = d->b = NULL;
+        d->wq = d->bq = NULL;
+        c->nlayers = i + 1;
+        if (!eeb_layer_learnable(l))
+            continue;
+        size_t n = (size_t)l->rows * l->out.c, m = (size_t)l->out.c;
+        d->w = malloc(n * sizeof *d->w), d->wq = malloc(n * sizeof *d->wq);
+        d->b = malloc(m * sizeof *d->b), d->bq = malloc(m * sizeof *d->bq);
+        if (!d->w || !d->wq || !d->b || !d->bq)
+            goto fail;
+        memcpy(d->w, l->w, n * sizeof *d->w), memcpy(d->wq, l->wq, n * sizeof *d->wq);
+        memcpy(d->b, l->b, m * sizeof *d->b), memcpy(d->bq, l->bq, m * sizeof *d->bq);
+    }
+    return c;
+fail:
+    eeb_net_free(c);
+    return NULL;
+}

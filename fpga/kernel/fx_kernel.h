@@ -1,0 +1,70 @@
+/*
+ * fx_kernel.h - the reference accelerator: the top function a Vitis flow
+ * synthesizes, and the same C run on the CPU as the bit-exact reference.
+ */
+#ifndef FX_KERNEL_H
+#define FX_KERNEL_H
+
+#include "fx_isa.h"
+
+/* PE array: FX_BT batch items x FX_CT channels multiply-accumulate per
+ * cycle, each weight fetched once for FX_BT items (DarkFPGA's batch-level
+ * parallelism). */
+#define FX_BT 4
+#define FX_CT 16
+
+/*
+ * Runs program prog (enum fx_program) of the image at mem.  The outcome is
+ * in the header: status (enum fx_status) and status_cmd; loss_q16 and
+ * correct are zeroed first and summed by the loss commands.
+ */
+void fx_kernel(uint8_t *mem, uint32_t prog);
+
+/* Checks the header and that every descriptor lies inside the image;
+ * returns FX_OK or FX_BAD_IMAGE. */
+enum fx_status fx_image_check(const uint8_t *mem);
+
+/* Executes one command (the emulator calls it for the commands it does
+ * not accelerate itself).  Returns FX_OK or why it refused. */
+enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd);
+
+/* ---- for the emulator: the kernel's own rules, shared ---- */
+
+struct fx_geom {
+    int n, ih, iw, ic, oh, ow, oc, kh, kw, s, p;
+};
+
+/* A convolution or FC command's operands, resolved and checked. */
+struct fx_conv {
+    struct fx_geom g;
+    int flat;              /* FC: the input read as one row per item */
+    struct fx_tensor *in;  /* x (forward, backward weight) or dx (backward data) */
+    struct fx_tensor *out; /* y (forward) or dy (backward) */
+    struct fx_tensor *w;   /* w8 or dw */
+    struct fx_tensor *b;   /* b24 or db (unused by backward data) */
+    struct fx_tensor *acc; /* int32 scratch */
+};
+enum fx_status fx_conv_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_conv *cv);
+
+/* How a requantization rounds: half up, or stochastically from the
+ * counter hash keyed by (seed, step, tensor, element index). */
+struct fx_rounding {
+    int stochastic;
+    uint64_t seed;
+    uint32_t step, tensor;
+};
+struct fx_rounding fx_round_half_up(void);
+struct fx_rounding fx_round_stochastic(const uint8_t *mem, unsigned tensor);
+
+/* out[i] = acc[i] / 2^s rounded and clamped to +-127 for i in [begin,
+ * end); returns the number clamped. */
+uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int s,
+                          struct fx_rounding r, int8_t *out);
+void fx_set_exp(struct fx_tensor *t, int e);
+
+/* Descriptor id of the image at mem, and its element count (batched
+ * tensors count the header's current batch). */
+struct fx_tensor *fx_tensor_at(uint8_t *mem, unsigned id);
+uint64_t fx_tensor_count(const uint8_t *mem, const struct fx_tensor *t);
+
+#endif
