@@ -41,8 +41,8 @@ static void *worker_main(void *arg)
     struct emu_pool *p = a->pool;
     int worker = a->worker;
     free(a);
+    unsigned seen = 0; /* not p->generation: a loop may start before this thread does */
     pthread_mutex_lock(&p->mu);
-    unsigned seen = p->generation;
     for (;;) {
         while (p->generation == seen && !p->quit)
             pthread_cond_wait(&p->start, &p->mu);

@@ -224,11 +224,23 @@ static void forward(struct compiling *cc, uint16_t input)
         case EEB_LAYER_CONCAT: cmd(b, FX_OP_CONCAT_FWD, i, x, y, x2, 0); break;
         default: fail(b, "layer %d: unexpected %s", i, eeb_layer_kind_name(l->kind));
         }
+    }
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
         cc->need_err[i] = cc->trained[i];
         for (int j = 0; j < 2; j++)
             if (l->in[j] >= 0 && cc->need_err[l->in[j]])
                 cc->need_err[i] = 1;
     }
+}
+
+/* The shape of layer i's tensors: a flatten layer has no tensors of its
+ * own, it names its input's (FC commands read them flat). */
+static struct eeb_shape stored_shape(const struct eeb_net *net, int i)
+{
+    while (i >= 0 && net->layers[i].kind == EEB_LAYER_FLATTEN)
+        i = net->layers[i].in[0];
+    return eeb_net_shape(net, i);
 }
 
 /* Where a backward command puts the error for its input `in`: a new
@@ -239,7 +251,7 @@ static uint16_t error_dest(struct compiling *cc, int in, uint16_t alias)
     struct builder *b = &cc->b;
     uint16_t id = alias;
     if (!id) {
-        id = tensor(b, eeb_net_shape(b->net, in), FX_I8, 1, 0, EEB_FX_ROLE_ERR);
+        id = tensor(b, stored_shape(b->net, in), FX_I8, 1, 0, EEB_FX_ROLE_ERR);
         need_acc(b, count(b, id));
     }
     if (in >= 0 && cc->need_err[in] && !b->failed)
@@ -256,7 +268,7 @@ static uint16_t gather_error(struct compiling *cc, int i)
                               eeb_layer_kind_name(b->net->layers[i].kind));
     if (cc->nparts[i] == 1)
         return cc->parts[i][0];
-    uint16_t sum = tensor(b, b->net->layers[i].out, FX_I8, 1, 0, EEB_FX_ROLE_ERR);
+    uint16_t sum = tensor(b, stored_shape(b->net, i), FX_I8, 1, 0, EEB_FX_ROLE_ERR);
     cmd(b, FX_OP_ADD, i, cc->parts[i][0], sum, cc->parts[i][1], 0);
     for (int j = 2; j < cc->nparts[i]; j++)
         cmd(b, FX_OP_ADD, i, sum, sum, cc->parts[i][j], 0);

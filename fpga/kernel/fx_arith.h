@@ -122,13 +122,13 @@ static const uint32_t fx_exp2_table[65] = {
     2124350982u, 2147483648u,
 };
 
-#define FX_LOG2E_Q16 94548 /* log2(e) */
-#define FX_LN2_Q16   45426 /* ln(2) */
+#define FX_LOG2E_Q30 1549082005 /* log2(e) */
+#define FX_LN2_Q16   45426      /* ln(2) */
 
 /*
  * e^x for x <= 0 given in Q16, in Q30 (1.0 = 2^30).  x * log2(e) splits
  * into an integer part (a shift) and a fraction looked up in 2^(i/64)
- * with linear interpolation: relative error below 2e-5.
+ * with linear interpolation: relative error below 3e-5.
  */
 static inline uint32_t fx_exp_q30(int64_t x_q16)
 {
@@ -136,7 +136,7 @@ static inline uint32_t fx_exp_q30(int64_t x_q16)
         x_q16 = 0;
     if (x_q16 < -40 * (int64_t)65536)
         return 0;
-    int64_t y = (x_q16 * FX_LOG2E_Q16) >> 16; /* log2 of the result, Q16, <= 0 */
+    int64_t y = (x_q16 * FX_LOG2E_Q30) >> 30; /* log2 of the result, Q16, <= 0 */
     int64_t ip = y >> 16;                     /* floor: -41..0 */
     uint32_t f = (uint32_t)(y - ip * 65536);  /* fraction, Q16 */
     uint32_t i = f >> 10, t = f & 1023;

@@ -688,7 +688,8 @@ static int64_t sigmoid_q30(int8_t v, int e)
  * The grid detector's loss (one box per cell, YOLO v1 style), mean over the
  * batch: objectness BCE on every cell (no-object cells weighted 1/2), and
  * on cells that hold an object, squared error on x, y, sqrt w, sqrt h and
- * softmax cross-entropy over the classes.  Box errors clip at +-1.
+ * softmax cross-entropy over the classes.  The box term is Huber-like:
+ * d^2 within +-1, 2|d| - 1 beyond, so its gradient 2d clips at +-2.
  */
 static enum fx_status grid_loss(uint8_t *mem, const struct fx_cmd *c)
 {
@@ -718,8 +719,9 @@ static enum fx_status grid_loss(uint8_t *mem, const struct fx_cmd *c)
             int64_t d = 0;
             if (obj) {
                 d = fx_align(z[k], tx->exp, -30) - ((int64_t)t[FX_GT_X + k - 1] << 14);
+                int64_t a = (int64_t)fx_abs64(d) >> 14; /* |d| in Q16 */
+                h->loss_q16 += a <= 65536 ? a * a >> 16 : 2 * a - 65536;
                 d = d > one ? one : d < -one ? -one : d;
-                h->loss_q16 += (d >> 14) * (d >> 14) >> 16;
             }
             g[k] = store32(fx_shift_round(2 * d * r, 16), &maxabs, tdx);
         }

@@ -6,7 +6,8 @@
  *
  * Its definitions match the accelerator's (fpga/README.md): inputs are
  * (p - 128) / 128 with 0 read as 1; softmax cross-entropy and the grid loss
- * are means over the batch; box errors clip at +-1; SGD is
+ * are means over the batch; the box term is d^2 within +-1 and 2|d| - 1
+ * beyond (its gradient clips); SGD is
  * v = momentum * v + lr * (g + decay * w), w -= v, with no decay on biases.
  */
 #ifndef EEB_REF_H

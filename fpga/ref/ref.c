@@ -448,8 +448,8 @@ static double grid_loss(struct eeb_ref *r, const float *x, float *dx, struct eeb
             g[0] = (float)((obj ? sig - 1 : sig / 2) / r->n);
         for (int k = 1; k < 5; k++) {
             double d = obj ? z[k] - t[1 + k] / 65536.0 : 0;
+            loss += fabs(d) <= 1 ? d * d : 2 * fabs(d) - 1;
             d = d > 1 ? 1 : d < -1 ? -1 : d;
-            loss += d * d;
             if (g)
                 g[k] = (float)(2 * d / r->n);
         }

@@ -1,0 +1,102 @@
+/*
+ * test_fx_arith.c - the number format's primitives against their
+ * definitions: rounding shifts, exponent choice, stochastic rounding
+ * (unbiased, keyed only by its counter), and the integer exp and log the
+ * losses use, against libm.
+ */
+#include "fx_arith.h"
+#include "fx_kernel.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+
+Test(fx_arith, shift_round_is_half_up)
+{
+    cr_expect_eq(fx_shift_round(5, 1), 3);   /* 2.5 -> 3 */
+    cr_expect_eq(fx_shift_round(-5, 1), -2); /* -2.5 -> -2 */
+    cr_expect_eq(fx_shift_round(-6, 2), -1); /* -1.5 -> -1 */
+    cr_expect_eq(fx_shift_round(7, 0), 7);
+    cr_expect_eq(fx_shift_round(-3, -4), -48);
+    cr_expect_eq(fx_shift_round(1000, 63), 0);
+}
+
+Test(fx_arith, quant_shift_fits_int8)
+{
+    cr_expect_eq(fx_quant_shift(0), 0);
+    cr_expect_eq(fx_quant_shift(127), 0);
+    cr_expect_eq(fx_quant_shift(128), 1);
+    cr_expect_eq(fx_quant_shift(255), 1);
+    cr_expect_eq(fx_quant_shift((uint64_t)1 << 40), 34);
+    for (uint64_t m = 1; m < 100000; m = m * 3 + 1)
+        cr_expect_leq(m >> fx_quant_shift(m), 127, "max %llu", (unsigned long long)m);
+}
+
+Test(fx_arith, rounding_overflow_is_a_counted_saturation)
+{
+    /* max 255: shift 1, and 255 / 2 = 127.5 rounds to 128, clamped to 127 */
+    const int32_t acc[3] = {255, -255, 3};
+    int8_t out[3];
+    uint32_t sat = fx_requant_range(acc, 0, 3, fx_quant_shift(255), fx_round_half_up(), out);
+    cr_expect_eq(sat, 1); /* -255 / 2 = -127.5 rounds half up to -127: no clamp */
+    cr_expect_eq(out[0], 127);
+    cr_expect_eq(out[1], -127);
+    cr_expect_eq(out[2], 2);
+}
+
+Test(fx_arith, stochastic_rounding_is_unbiased)
+{
+    /* 1000 elements of 13 / 2^4 = 0.8125: the mean of the rounded values
+     * must be near 0.8125, where rounding half up would give exactly 1. */
+    for (int v = -40; v <= 40; v += 13) {
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < 4000; i++)
+            sum += fx_shift_stochastic(v, 4, fx_hash(7, 3, 11, i));
+        double mean = (double)sum / 4000, want = v / 16.0;
+        cr_expect(fabs(mean - want) < 0.03, "v=%d: mean %.4f, want %.4f", v, mean, want);
+    }
+}
+
+Test(fx_arith, hash_depends_on_every_counter_field)
+{
+    uint64_t base = fx_hash(1, 2, 3, 4);
+    cr_expect_eq(base, fx_hash(1, 2, 3, 4));
+    cr_expect_neq(base, fx_hash(2, 2, 3, 4));
+    cr_expect_neq(base, fx_hash(1, 3, 3, 4));
+    cr_expect_neq(base, fx_hash(1, 2, 4, 4));
+    cr_expect_neq(base, fx_hash(1, 2, 3, 5));
+    /* low bits (the ones rounding uses) of neighbouring indices look uniform */
+    int ones = 0;
+    for (uint32_t i = 0; i < 10000; i++)
+        ones += (int)(fx_hash(9, 0, 0, i) & 1);
+    cr_expect(ones > 4800 && ones < 5200, "%d of 10000 low bits set", ones);
+}
+
+Test(fx_arith, exp_matches_libm)
+{
+    /* relative error 3e-5 (the Q16 log, the table), plus a Q30 step */
+    for (double x = 0; x > -25; x -= 0.0371) {
+        double got = fx_exp_q30((int64_t)llround(x * 65536)) / 1073741824.0, want = exp(x);
+        cr_expect(fabs(got - want) <= 3e-5 * want + 2.0 / 1073741824.0, "e^%.4f: %.9g vs %.9g", x,
+                  got, want);
+    }
+    cr_expect_eq(fx_exp_q30(0), 1u << 30);
+    cr_expect_eq(fx_exp_q30(-41 * 65536), 0);
+    cr_expect_eq(fx_exp_q30(5 * 65536), 1u << 30); /* clamped to x <= 0 */
+}
+
+Test(fx_arith, log2_matches_libm)
+{
+    for (uint32_t p = 1; p <= (1u << 30) && p > 0; p = p * 5 + 3) {
+        double got = fx_log2_q30_q16(p) / 65536.0, want = log2(p / 1073741824.0);
+        cr_expect(fabs(got - want) < 1e-4, "p=%u: %.6f vs %.6f", p, got, want);
+    }
+    cr_expect_eq(fx_log2_q30_q16(1u << 30), 0);
+    cr_expect_eq(fx_log2_q30_q16(1u << 29), -65536);
+}
+
+Test(fx_arith, recip_is_rounded)
+{
+    cr_expect_eq(fx_recip_q16(1), 65536);
+    cr_expect_eq(fx_recip_q16(9), 7282); /* 7281.78 */
+    cr_expect_eq(fx_recip_q16(3), 21845);
+}

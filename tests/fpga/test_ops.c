@@ -1,0 +1,251 @@
+/*
+ * test_ops.c - the emulator against the kernel C, bit for bit (ggml's
+ * test-backend-ops in spirit).  Each case builds a small network around
+ * one operation, compiles it, and runs init and two training steps (so
+ * forward, backward data, backward weight, SGD with momentum and the
+ * weight requantization all run) on the kernel and on the emulator with 1
+ * and 2 threads and every instruction set of this CPU; the device images
+ * must then be identical byte for byte, and the weights must have moved.
+ * A partial batch is used on purpose.
+ */
+#include "eeb_emu.h"
+#include "eeb_fx.h"
+#include "fx_kernel.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t state;
+
+static uint32_t rnd(uint32_t n)
+{
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return (uint32_t)(state >> 11) % n;
+}
+
+/* The tensor a byte offset of the image falls in, for the failure message. */
+static int tensor_at_offset(const uint8_t *mem, size_t off)
+{
+    const struct fx_header *h = (const struct fx_header *)mem;
+    const struct fx_tensor *t = (const struct fx_tensor *)(mem + h->tensors_off);
+    int best = -1;
+    for (uint32_t i = 0; i < h->ntensors; i++)
+        if (t[i].offset <= off && (best < 0 || t[i].offset > t[best].offset))
+            best = (int)i;
+    return best;
+}
+
+static void fill_labels(const struct eeb_net *net, const struct eeb_fx_image *img, int n,
+                        int32_t *labels)
+{
+    int classes = eeb_net_classes(net);
+    if (eeb_net_loss(net)->kind == EEB_LAYER_SOFTMAX_CE) {
+        for (int i = 0; i < n; i++)
+            labels[i] = (int32_t)rnd((uint32_t)classes);
+        return;
+    }
+    for (int i = 0; i < n * img->label_ints; i += FX_GT_N) {
+        labels[i + FX_GT_OBJ] = rnd(10) < 3;
+        labels[i + FX_GT_CLASS] = (int32_t)rnd((uint32_t)classes);
+        for (int k = FX_GT_X; k <= FX_GT_H; k++)
+            labels[i + k] = (int32_t)rnd(65536);
+    }
+}
+
+static void run(uint8_t *mem, struct eeb_emu *emu, uint32_t prog)
+{
+    if (emu)
+        eeb_emu_run(emu, mem, prog);
+    else
+        fx_kernel(mem, prog);
+    const struct fx_header *h = (const struct fx_header *)mem;
+    cr_assert_eq(h->status, FX_OK, "program %u stopped at command %u: status %u", prog,
+                 h->status_cmd, h->status);
+}
+
+/* Runs net on the kernel and on emulators; the images must agree. */
+static void check_exact(struct eeb_net *net, int batch, int frozen, const char *what)
+{
+    char err[256];
+    cr_assert(eeb_net_loss(net), "%s: %s", what, net->err);
+    eeb_net_init(net, state);
+    eeb_net_to_fixed(net);
+    struct eeb_fx_image img;
+    cr_assert_eq(eeb_fx_compile(net, batch, frozen, &img, err, sizeof err), 0, "%s: %s", what, err);
+    eeb_fx_load_weights(&img, net);
+    int n = batch > 1 ? batch - 1 : 1;
+    size_t px = (size_t)n * net->input.h * net->input.w * net->input.c;
+    uint8_t *pixels = malloc(px);
+    int32_t *labels = malloc((size_t)n * img.label_ints * sizeof *labels);
+    for (size_t i = 0; i < px; i++)
+        pixels[i] = (uint8_t)rnd(256);
+    fill_labels(net, &img, n, labels);
+    eeb_fx_set_batch(&img, n, pixels, labels);
+    eeb_fx_set_hyper(&img, 0.05, 0.9, 1e-3, state, 0);
+
+    enum { MAX_RUNS = 8 };
+    uint8_t *mem[MAX_RUNS];
+    struct eeb_emu *emu[MAX_RUNS] = {NULL};
+    char name[MAX_RUNS][48] = {"kernel"};
+    int runs = 1;
+    for (int isa = EEB_EMU_ISA_SCALAR; isa <= (int)eeb_emu_gemm_best_isa(); isa++)
+        for (int threads = 1; threads <= 2; threads++, runs++) {
+            emu[runs] = eeb_emu_new(threads, (enum eeb_emu_isa)isa);
+            cr_assert(emu[runs]);
+            snprintf(name[runs], sizeof name[runs], "emu %s %d thread(s)",
+                     eeb_emu_isa_name((enum eeb_emu_isa)isa), threads);
+        }
+    for (int r = 0; r < runs; r++) {
+        mem[r] = aligned_alloc(FX_ALIGN, img.bytes);
+        memcpy(mem[r], img.mem, img.bytes);
+        run(mem[r], emu[r], FX_PROG_INIT);
+        for (uint32_t step = 0; step < 2; step++) {
+            ((struct fx_header *)mem[r])->step = step;
+            run(mem[r], emu[r], FX_PROG_TRAIN);
+        }
+    }
+    for (int r = 1; r < runs; r++) {
+        size_t off = 0;
+        while (off < img.bytes && mem[0][off] == mem[r][off])
+            off++;
+        cr_expect_eq(off, img.bytes, "%s: %s differs from the kernel at byte %zu (tensor %d)", what,
+                     name[r], off, tensor_at_offset(mem[0], off));
+    }
+    /* the case is only a test if training changed the weights */
+    const struct eeb_fx_params *p = NULL;
+    for (int i = net->nlayers - 1; i >= 0 && !p; i--)
+        if (img.params[i].dw)
+            p = &img.params[i];
+    cr_assert(p, "%s: nothing is trained", what);
+    const struct fx_tensor *w = fx_tensor_at(mem[0], p->w24);
+    cr_expect_neq(memcmp(mem[0] + w->offset, img.mem + w->offset, (size_t)w->c * 4), 0,
+                  "%s: the weights did not move", what);
+    for (int r = 0; r < runs; r++) {
+        free(mem[r]);
+        eeb_emu_free(emu[r]);
+    }
+    free(pixels), free(labels);
+    eeb_fx_image_free(&img);
+    eeb_net_free(net);
+}
+
+static struct eeb_net *net_of(int h, int w, int c)
+{
+    struct eeb_shape s = {h, w, c};
+    struct eeb_net *net = eeb_net_new(s);
+    cr_assert(net);
+    return net;
+}
+
+/* input -> conv 3x3 -> relu: the op under test then has an error to pass
+ * back, so its backward-data command runs too. */
+static int stem(struct eeb_net *net, int channels)
+{
+    return eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, channels, 3, 1, 1));
+}
+
+static void head(struct eeb_net *net, int l)
+{
+    eeb_net_softmax_ce(net, eeb_net_fc(net, l, 2 + (int)rnd(6)));
+}
+
+Test(ops, conv_every_kernel_stride_and_padding, .timeout = 120)
+{
+    state = 0x1234567;
+    const int ks[] = {1, 3, 5, 7};
+    for (int ki = 0; ki < 4; ki++)
+        for (int s = 1; s <= 2; s++)
+            for (int padded = 0; padded <= 1; padded++) {
+                int k = ks[ki];
+                struct eeb_net *net = net_of(7 + (int)rnd(6), 7 + (int)rnd(6), 1 + (int)rnd(5));
+                int l = stem(net, 1 + (int)rnd(6));
+                l = eeb_net_conv(net, l, 1 + (int)rnd(20), k, s, padded ? k / 2 : 0);
+                head(net, eeb_net_relu(net, l));
+                char what[64];
+                snprintf(what, sizeof what, "conv %dx%d stride %d pad %d", k, k, s,
+                         padded ? k / 2 : 0);
+                check_exact(net, 2 + (int)rnd(5), 0, what);
+            }
+}
+
+Test(ops, fully_connected_and_flatten)
+{
+    for (state = 11; state < 14; state++) {
+        struct eeb_net *net = net_of(5, 6, 3);
+        int l = eeb_net_flatten(net, stem(net, 4));
+        l = eeb_net_relu(net, eeb_net_fc(net, l, 20 + (int)rnd(30)));
+        head(net, l);
+        check_exact(net, 5, 0, "fc");
+    }
+}
+
+Test(ops, pools)
+{
+    struct {
+        enum eeb_layer_kind kind;
+        int k, s;
+    } cases[] = {{EEB_LAYER_MAXPOOL, 2, 2},
+                 {EEB_LAYER_MAXPOOL, 3, 2},
+                 {EEB_LAYER_AVGPOOL, 2, 2},
+                 {EEB_LAYER_AVGPOOL, 3, 1},
+                 {EEB_LAYER_GAP, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        state = 100 + i;
+        struct eeb_net *net = net_of(9, 8, 2);
+        int l = stem(net, 5);
+        l = cases[i].kind == EEB_LAYER_MAXPOOL   ? eeb_net_maxpool(net, l, cases[i].k, cases[i].s)
+            : cases[i].kind == EEB_LAYER_AVGPOOL ? eeb_net_avgpool(net, l, cases[i].k, cases[i].s)
+                                                 : eeb_net_gap(net, l);
+        head(net, l);
+        check_exact(net, 4, 0, eeb_layer_kind_name(cases[i].kind));
+    }
+}
+
+Test(ops, residual_add_with_a_fork)
+{
+    for (state = 21; state < 24; state++) {
+        struct eeb_net *net = net_of(8, 8, 3);
+        int a = stem(net, 6);
+        int b = eeb_net_relu(net, eeb_net_conv(net, a, 6, 3, 1, 1));
+        b = eeb_net_conv(net, b, 6, 3, 1, 1);
+        int l = eeb_net_relu(net, eeb_net_add(net, b, a)); /* a is read twice */
+        head(net, eeb_net_gap(net, l));
+        check_exact(net, 3, 0, "residual add");
+    }
+}
+
+Test(ops, concat)
+{
+    for (state = 31; state < 34; state++) {
+        struct eeb_net *net = net_of(6, 7, 2);
+        int a = stem(net, 3);
+        int b = eeb_net_conv(net, a, 5, 1, 1, 0);
+        int c = eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1);
+        int l = eeb_net_concat(net, b, c);
+        head(net, eeb_net_relu(net, eeb_net_conv(net, l, 4, 1, 1, 0)));
+        check_exact(net, 3, 0, "concat");
+    }
+}
+
+Test(ops, grid_detector_loss)
+{
+    for (state = 41; state < 44; state++) {
+        struct eeb_net *net = net_of(12, 12, 3);
+        int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 8, 3, 2, 1));
+        l = eeb_net_conv(net, l, 5 + 2 + (int)rnd(4), 1, 1, 0);
+        eeb_net_grid_loss(net, l);
+        check_exact(net, 4, 0, "grid loss");
+    }
+}
+
+Test(ops, frozen_layers)
+{
+    state = 51;
+    struct eeb_net *net = net_of(8, 8, 3);
+    int l = stem(net, 4);
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 6, 3, 2, 1));
+    head(net, eeb_net_gap(net, l));
+    check_exact(net, 4, 2, "two of three layers frozen");
+}
