@@ -2,9 +2,11 @@
  * main.c - the eeb command: global options and dispatch to subcommands,
  * which live one per file in harness/cmd_<name>.c.
  */
+#include "eeb_accel.h"
 #include "eeb_cli.h"
 #include "eeb_common.h"
 #include "eeb_rundb.h"
+#include "eeb_emu_gemm.h"
 #include "eeb_score.h"
 
 #include <jansson.h>
@@ -47,7 +49,10 @@ static void version(void)
     printf("eeb %s\n", EEB_VERSION);
     printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
     printf("libraries: SQLite %s, jansson %s\n", sqlite3_libversion(), jansson_version_str());
-    printf("accelerator backends: none built in\n");
+    printf("accelerator backends:");
+    for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
+        printf(" %s", (*b)->name);
+    printf(" (emulator on %s here)\n", eeb_emu_isa_name(eeb_emu_gemm_best_isa()));
     printf("power sources: none built in\n");
 }
 

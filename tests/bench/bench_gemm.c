@@ -7,53 +7,11 @@
  * N = output channels, K = k*k*C_in) on every instruction set the CPU has.
  * Reported: GOP/s (2 ops per MAC) and the fraction of the peak, each
  * repetition's GEMM paired with a peak measured just before it (this
- * machine's speed drifts); the BENCH fraction line is the worst layer.
+ * machine's speed drifts).  The fraction on the training network's own
+ * layers, gemm_int8_peak_fraction, is bench_train's.
  */
 #include "bench.h"
 #include "eeb_emu_gemm.h"
-
-#include <immintrin.h>
-
-#define PEAK_CHAINS 24 /* independent accumulators: latency 4-5 x up to 2 ports, with room */
-#define PEAK_UNROLL 4  /* blocks of 24 per loop trip, so the branch is noise */
-
-/* One block: vpdpbusd into zmm0..zmm23 from the operands in zmm30/zmm31. */
-#define VNNI_BLOCK                                                                                 \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm0\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm1\n\t"                  \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm2\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm3\n\t"                  \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm4\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm5\n\t"                  \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm6\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm7\n\t"                  \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm8\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm9\n\t"                  \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm10\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm11\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm12\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm13\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm14\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm15\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm16\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm17\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm18\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm19\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm20\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm21\n\t"                \
-    "vpdpbusd %%zmm31, %%zmm30, %%zmm22\n\t vpdpbusd %%zmm31, %%zmm30, %%zmm23\n\t"
-
-/* The loop is assembly on fixed registers: written in C, compilers spill
- * some of 24 accumulators to the stack inside the loop (gcc 12 did), and
- * the "peak" then measures the spills.  Nothing but vpdpbusd, a decrement
- * and a branch runs in it. */
-__attribute__((target("avx512f,avx512vnni"))) static double vnni_peak_gops(void)
-{
-    long trips = 1000000; /* 96 M instructions: ~20-50 ms */
-    const long iters = trips;
-    int64_t t0 = eeb_mono_ns();
-    __asm__ volatile("vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
-                     "vpternlogd $0xff, %%zmm31, %%zmm31, %%zmm31\n\t"
-                     "1:\n\t" VNNI_BLOCK VNNI_BLOCK VNNI_BLOCK VNNI_BLOCK "dec %0\n\t"
-                     "jnz 1b\n\t"
-                     : "+r"(trips)
-                     :
-                     : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                       "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",
-                       "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm30",
-                       "xmm31");
-    double s = bench_seconds_since(t0);
-    return (double)iters * PEAK_UNROLL * PEAK_CHAINS * 16 * 4 * 2 / s / 1e9;
-}
 
 struct shape {
     const char *name;
@@ -81,7 +39,7 @@ static double gemm_gops(enum eeb_emu_isa isa, const struct shape *sh, int pair_p
     int reps = 1;
     double rate[BENCH_REPS], ratio[BENCH_REPS];
     for (int r = 0; r < BENCH_REPS; r++) {
-        double peak = pair_peak ? vnni_peak_gops() : 0;
+        double peak = pair_peak ? bench_vnni_peak_gops() : 0;
         int64_t t0 = eeb_mono_ns();
         for (int i = 0; i < reps; i++)
             if (eeb_emu_gemm(isa, sh->m, a, sh->k, &pb, c, sh->n)) {
@@ -114,12 +72,11 @@ int main(void)
     if (best == EEB_EMU_ISA_AVX512VNNI) {
         double p[BENCH_REPS];
         for (int r = 0; r < BENCH_REPS; r++)
-            p[r] = vnni_peak_gops();
+            p[r] = bench_vnni_peak_gops();
         peak = bench_median(p, BENCH_REPS);
         printf("vpdpbusd register-only peak: %.1f GOP/s (one core)\n", peak);
         bench_line("vnni_peak", peak, "GOP/s");
     }
-    double worst = 1e30;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (int isa = best; isa >= EEB_EMU_ISA_SCALAR; isa--) {
             if (isa == EEB_EMU_ISA_SCALAR && s > 0)
@@ -129,10 +86,8 @@ int main(void)
                                  &fraction);
             printf("  %-20s M=%-5d N=%-4d K=%-5d %-11s %7.1f GOP/s", shapes[s].name, shapes[s].m,
                    shapes[s].n, shapes[s].k, eeb_emu_isa_name((enum eeb_emu_isa)isa), g);
-            if (isa == EEB_EMU_ISA_AVX512VNNI) {
+            if (isa == EEB_EMU_ISA_AVX512VNNI)
                 printf("  %.0f%% of peak", 100 * fraction);
-                worst = fraction < worst ? fraction : worst;
-            }
             printf("\n");
             char name[96];
             snprintf(name, sizeof name, "gemm_int8_%s_%s", eeb_emu_isa_name((enum eeb_emu_isa)isa),
@@ -140,7 +95,5 @@ int main(void)
             bench_line(name, g, "GOP/s");
         }
     }
-    if (peak > 0)
-        bench_line("gemm_int8_peak_fraction", worst, "1");
     return 0;
 }

@@ -159,7 +159,7 @@ Test(cli, help_and_version)
     cr_assert_eq(r.status, 0);
     assert_has(r.out, "eeb 0.");
     assert_has(r.out, "run database schema v1");
-    assert_has(r.out, "accelerator backends:");
+    assert_has(r.out, "accelerator backends: emu kernel fp32");
     assert_has(r.out, "power sources:");
     test_run_free(&r);
 }

@@ -1,0 +1,158 @@
+/*
+ * bench_train.c - training throughput of one small residual CNN at batch
+ * 32 on the int8 emulator, the float32 OpenBLAS baseline and the kernel C,
+ * in one run, and the int8 GEMM's share of this CPU's VNNI peak on that
+ * network's layer shapes.
+ *
+ * Throughput counts 2 ops per MAC and three passes per step (forward,
+ * backward data, backward weight) over the network's forward MACs: the
+ * same nominal figure for every backend, so the ratios are ratios of time.
+ * The GEMM fraction is the network's forward GEMMs timed one after the
+ * other on one core, total ops over total time, against the register-only
+ * vpdpbusd peak measured just before each repetition.
+ */
+#include "bench.h"
+#include "eeb_accel.h"
+#include "eeb_emu_gemm.h"
+
+#define BATCH  32
+#define SIDE   32
+#define PIXELS (SIDE * SIDE * 3)
+
+static uint64_t state = 88172645463325252ull;
+
+static uint32_t rnd(uint32_t n)
+{
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return (uint32_t)(state >> 11) % n;
+}
+
+/* conv 3x3 + ReLU, then a residual block of two more */
+static int stage(struct eeb_net *net, int in, int ch, int stride)
+{
+    int x = eeb_net_relu(net, eeb_net_conv(net, in, ch, 3, stride, 1));
+    int y = eeb_net_relu(net, eeb_net_conv(net, x, ch, 3, 1, 1));
+    y = eeb_net_conv(net, y, ch, 3, 1, 1);
+    return eeb_net_relu(net, eeb_net_add(net, y, x));
+}
+
+static struct eeb_net *resnet(void)
+{
+    struct eeb_shape in = {SIDE, SIDE, 3};
+    struct eeb_net *net = eeb_net_new(in);
+    int l = stage(net, EEB_NET_INPUT, 32, 1);
+    l = stage(net, l, 64, 2);
+    l = stage(net, l, 128, 2);
+    l = eeb_net_fc(net, eeb_net_gap(net, l), 10);
+    if (eeb_net_softmax_ce(net, l) < 0) {
+        fprintf(stderr, "bench_train: %s\n", net->err);
+        exit(1);
+    }
+    eeb_net_init(net, 1);
+    return net;
+}
+
+/* Median seconds per training step over BENCH_REPS runs of `steps`. */
+static double step_seconds(const char *backend, const struct eeb_net *net, int reps, int steps,
+                           char detail[64])
+{
+    struct eeb_accel_config cfg;
+    eeb_accel_config_default(&cfg);
+    cfg.batch_max = BATCH;
+    struct eeb_accel *a;
+    char err[256];
+    if (eeb_accel_start(backend, &cfg, net, &a, err, sizeof err)) {
+        fprintf(stderr, "bench_train: %s\n", err);
+        exit(1);
+    }
+    uint8_t *px = malloc((size_t)BATCH * PIXELS);
+    int32_t labels[BATCH];
+    for (size_t i = 0; i < (size_t)BATCH * PIXELS; i++)
+        px[i] = (uint8_t)rnd(256);
+    for (int i = 0; i < BATCH; i++)
+        labels[i] = (int32_t)rnd(10);
+    struct eeb_batch b = {BATCH, px, labels};
+    struct eeb_train_result r;
+    double t[BENCH_REPS];
+    for (int rep = 0; rep < reps; rep++) {
+        int64_t t0 = eeb_mono_ns();
+        for (int s = 0; s < steps; s++)
+            if (a->ops->train_batch(a, &b, &r, err, sizeof err)) {
+                fprintf(stderr, "bench_train: %s\n", err);
+                exit(1);
+            }
+        t[rep] = bench_seconds_since(t0) / steps;
+    }
+    struct eeb_accel_stats st;
+    a->ops->stats(a, &st);
+    snprintf(detail, 64, "%s", st.detail);
+    eeb_accel_close(a);
+    free(px);
+    return bench_median(t, (size_t)reps);
+}
+
+/* The network's forward GEMMs (M = batch x output pixels, N = output
+ * channels, K = k*k*C_in), timed back to back: ops per second over all. */
+static double network_gemm_fraction(const struct eeb_net *net)
+{
+    double ratio[BENCH_REPS];
+    for (int rep = 0; rep < BENCH_REPS; rep++) {
+        double peak = bench_vnni_peak_gops(), ops = 0, seconds = 0;
+        for (int i = 0; i < net->nlayers; i++) {
+            const struct eeb_layer *l = &net->layers[i];
+            if (!eeb_layer_learnable(l))
+                continue;
+            int m = BATCH * l->out.h * l->out.w, n = l->out.c, k = l->rows;
+            int8_t *a = malloc((size_t)m * k), *w = malloc((size_t)k * n);
+            int32_t *c = malloc((size_t)m * n * sizeof *c);
+            for (size_t j = 0; j < (size_t)m * k; j++)
+                a[j] = (int8_t)(rnd(255) - 127);
+            for (size_t j = 0; j < (size_t)k * n; j++)
+                w[j] = (int8_t)(rnd(255) - 127);
+            struct eeb_emu_packed_b pb;
+            if (eeb_emu_gemm_pack_b(w, k, n, n, &pb))
+                exit(1);
+            int64_t t0 = eeb_mono_ns();
+            if (eeb_emu_gemm(EEB_EMU_ISA_AVX512VNNI, m, a, k, &pb, c, n))
+                exit(1);
+            seconds += bench_seconds_since(t0);
+            ops += 2.0 * m * n * k;
+            eeb_emu_gemm_free_b(&pb);
+            free(a), free(w), free(c);
+        }
+        ratio[rep] = ops / seconds / 1e9 / peak;
+    }
+    return bench_median(ratio, BENCH_REPS);
+}
+
+int main(void)
+{
+    struct eeb_net *net = resnet();
+    double gop = 2.0 * 3 * (double)eeb_net_macs(net) * BATCH / 1e9;
+    printf("residual CNN, %dx%dx3 input, batch %d: %.1f M MACs per item, %.2f GOP per step "
+           "(nominal)\n",
+           SIDE, SIDE, BATCH, eeb_net_macs(net) / 1e6, gop);
+    char d_emu[64], d_fp32[64], d_kernel[64];
+    double emu = step_seconds("emu", net, BENCH_REPS, 3, d_emu);
+    double fp32 = step_seconds("fp32", net, BENCH_REPS, 3, d_fp32);
+    double kernel = step_seconds("kernel", net, 1, 1, d_kernel);
+    printf("  emu     %8.1f ms/step %7.1f GOP/s  (%s)\n", emu * 1e3, gop / emu, d_emu);
+    printf("  fp32    %8.1f ms/step %7.1f GOP/s  (%s)\n", fp32 * 1e3, gop / fp32, d_fp32);
+    printf("  kernel  %8.1f ms/step %7.1f GOP/s  (%s; one step)\n", kernel * 1e3, gop / kernel,
+           d_kernel);
+    bench_line("train_int8_emu", gop / emu, "GOP/s");
+    bench_line("train_fp32_openblas", gop / fp32, "GOP/s");
+    bench_line("train_kernel_c", gop / kernel, "GOP/s");
+    bench_line("train_int8_vs_fp32", fp32 / emu, "x");
+    bench_line("train_int8_vs_kernel", kernel / emu, "x");
+    if (eeb_emu_gemm_best_isa() == EEB_EMU_ISA_AVX512VNNI) {
+        double f = network_gemm_fraction(net);
+        printf("  int8 GEMM on the network's forward layer shapes: %.0f%% of the vpdpbusd peak\n",
+               100 * f);
+        bench_line("gemm_int8_peak_fraction", f, "1");
+    } else {
+        printf("  no AVX-512 VNNI here: gemm_int8_peak_fraction not measured\n");
+    }
+    eeb_net_free(net);
+    return 0;
+}
