@@ -436,10 +436,6 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
 
 static enum fx_status exec(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
 {
-    const struct fx_header *h = (const struct fx_header *)mem;
-    for (int i = 0; i < 8; i++)
-        if (c->t[i] >= h->ntensors)
-            return FX_BAD_OPERAND;
     struct fx_conv cv;
     switch ((enum fx_op)c->op) {
     case FX_OP_CONV_FWD:
@@ -465,11 +461,7 @@ static enum fx_status exec(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd 
 int eeb_emu_run(struct eeb_emu *e, uint8_t *mem, uint32_t prog)
 {
     struct fx_header *h = (struct fx_header *)mem;
-    h->loss_q16 = 0;
-    h->correct = 0;
-    h->status_cmd = 0;
-    h->status = prog < FX_PROGS ? fx_image_check(mem) : FX_BAD_IMAGE;
-    if (h->status != FX_OK)
+    if (fx_program_start(mem, prog) != FX_OK)
         return -1;
     const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);
     for (uint32_t i = h->prog_first[prog]; i < h->prog_first[prog] + h->prog_count[prog]; i++) {

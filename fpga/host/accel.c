@@ -35,6 +35,23 @@ void eeb_accel_config_default(struct eeb_accel_config *cfg)
     cfg->seed = 1;
 }
 
+int eeb_accel_config_check(const struct eeb_accel_config *cfg, const char *backend, char *err,
+                           size_t errlen)
+{
+    if (cfg->batch_max < 1 || cfg->batch_max > 65535)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: batch_max %d (1..65535)", backend,
+                        cfg->batch_max);
+    if (cfg->frozen < 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: frozen %d (0 or more layers)", backend,
+                        cfg->frozen);
+    if (!(cfg->lr >= 0) || !(cfg->momentum >= 0 && cfg->momentum < 1) || !(cfg->weight_decay >= 0))
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "%s: lr %g, momentum %g, weight_decay %g (lr >= 0, 0 <= momentum < 1, "
+                        "weight_decay >= 0)",
+                        backend, cfg->lr, cfg->momentum, cfg->weight_decay);
+    return EEB_OK;
+}
+
 int eeb_accel_start(const char *name, const struct eeb_accel_config *cfg, const struct eeb_net *net,
                     struct eeb_accel **out, char *err, size_t errlen)
 {

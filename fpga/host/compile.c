@@ -123,10 +123,17 @@ static struct fx_cmd *cmd(struct builder *b, enum fx_op op, int layer, uint16_t 
     return c;
 }
 
-static void window(struct fx_cmd *c, const struct eeb_layer *l)
+/* The command's window: the layer's, or for a global average pool the
+ * whole input. */
+static void window(struct fx_cmd *c, const struct eeb_net *net, const struct eeb_layer *l)
 {
     if (!c)
         return;
+    if (l->kind == EEB_LAYER_GAP) {
+        struct eeb_shape s = eeb_net_shape(net, l->in[0]);
+        c->kh = (uint8_t)s.h, c->kw = (uint8_t)s.w, c->stride = 1;
+        return;
+    }
     c->kh = c->kw = (uint8_t)l->k;
     c->stride = (uint8_t)l->stride;
     c->pad = (uint8_t)l->pad;
@@ -141,7 +148,6 @@ struct compiling {
     int *trained, *need_err;      /* per layer */
     int *nparts;                  /* partial errors collected per layer */
     uint16_t **parts;
-    uint16_t *err; /* summed error per layer */
     uint16_t labels;
 };
 
@@ -207,19 +213,13 @@ static void forward(struct compiling *cc, uint16_t input)
             check_reductions(b, i, l);
             c = cmd(b, l->kind == EEB_LAYER_CONV ? FX_OP_CONV_FWD : FX_OP_FC_FWD, i, x, y, p->w8,
                     p->b24);
-            window(c, l);
+            window(c, net, l);
             break;
         }
         case EEB_LAYER_RELU: cmd(b, FX_OP_RELU_FWD, i, x, y, 0, 0); break;
-        case EEB_LAYER_MAXPOOL: window(cmd(b, FX_OP_MAXPOOL_FWD, i, x, y, 0, 0), l); break;
-        case EEB_LAYER_AVGPOOL: window(cmd(b, FX_OP_AVGPOOL_FWD, i, x, y, 0, 0), l); break;
-        case EEB_LAYER_GAP: {
-            struct eeb_shape s = eeb_net_shape(net, l->in[0]);
-            c = cmd(b, FX_OP_AVGPOOL_FWD, i, x, y, 0, 0);
-            if (c)
-                c->kh = (uint8_t)s.h, c->kw = (uint8_t)s.w, c->stride = 1;
-            break;
-        }
+        case EEB_LAYER_MAXPOOL: window(cmd(b, FX_OP_MAXPOOL_FWD, i, x, y, 0, 0), net, l); break;
+        case EEB_LAYER_AVGPOOL:
+        case EEB_LAYER_GAP: window(cmd(b, FX_OP_AVGPOOL_FWD, i, x, y, 0, 0), net, l); break;
         case EEB_LAYER_ADD: cmd(b, FX_OP_ADD, i, x, y, x2, 0); break;
         case EEB_LAYER_CONCAT: cmd(b, FX_OP_CONCAT_FWD, i, x, y, x2, 0); break;
         default: fail(b, "layer %d: unexpected %s", i, eeb_layer_kind_name(l->kind));
@@ -293,7 +293,7 @@ static void backward(struct compiling *cc, uint16_t input)
         }
         if (!cc->need_err[i])
             continue;
-        uint16_t dy = cc->err[i] = gather_error(cc, i);
+        uint16_t dy = gather_error(cc, i);
         const struct eeb_fx_params *p = &cc->params[i];
         switch (l->kind) {
         case EEB_LAYER_CONV:
@@ -302,29 +302,23 @@ static void backward(struct compiling *cc, uint16_t input)
             if (cc->trained[i])
                 window(cmd(b, conv ? FX_OP_CONV_BWD_WEIGHT : FX_OP_FC_BWD_WEIGHT, i, dy, x, p->dw,
                            p->db),
-                       l);
+                       net, l);
             if (want)
                 window(cmd(b, conv ? FX_OP_CONV_BWD_DATA : FX_OP_FC_BWD_DATA, i, dy,
                            error_dest(cc, in, 0), p->w8, 0),
-                       l);
+                       net, l);
             break;
         }
         case EEB_LAYER_RELU:
             cmd(b, FX_OP_RELU_BWD, i, dy, error_dest(cc, in, 0), cc->act[i], 0);
             break;
         case EEB_LAYER_MAXPOOL:
-            window(cmd(b, FX_OP_MAXPOOL_BWD, i, dy, error_dest(cc, in, 0), x, 0), l);
+            window(cmd(b, FX_OP_MAXPOOL_BWD, i, dy, error_dest(cc, in, 0), x, 0), net, l);
             break;
         case EEB_LAYER_AVGPOOL:
-            window(cmd(b, FX_OP_AVGPOOL_BWD, i, dy, error_dest(cc, in, 0), 0, 0), l);
+        case EEB_LAYER_GAP:
+            window(cmd(b, FX_OP_AVGPOOL_BWD, i, dy, error_dest(cc, in, 0), 0, 0), net, l);
             break;
-        case EEB_LAYER_GAP: {
-            struct eeb_shape s = eeb_net_shape(net, in);
-            struct fx_cmd *c = cmd(b, FX_OP_AVGPOOL_BWD, i, dy, error_dest(cc, in, 0), 0, 0);
-            if (c)
-                c->kh = (uint8_t)s.h, c->kw = (uint8_t)s.w, c->stride = 1;
-            break;
-        }
         case EEB_LAYER_ADD:
             if (want)
                 error_dest(cc, in, dy);
@@ -420,14 +414,12 @@ int eeb_fx_compile(const struct eeb_net *net, int batch_max, int frozen, struct 
         return fail(b, "the network's weights are not in fixed point (convert them first)"), -1;
 
     cc.act = calloc((size_t)L, sizeof *cc.act);
-    cc.err = calloc((size_t)L, sizeof *cc.err);
     cc.params = calloc((size_t)L, sizeof *cc.params);
     cc.trained = calloc((size_t)L, sizeof *cc.trained);
     cc.need_err = calloc((size_t)L, sizeof *cc.need_err);
     cc.nparts = calloc((size_t)L, sizeof *cc.nparts);
     cc.parts = calloc((size_t)L, sizeof *cc.parts);
-    if (!cc.act || !cc.err || !cc.params || !cc.trained || !cc.need_err || !cc.nparts ||
-        !cc.parts) {
+    if (!cc.act || !cc.params || !cc.trained || !cc.need_err || !cc.nparts || !cc.parts) {
         fail(b, "out of memory");
         goto out;
     }
@@ -495,7 +487,7 @@ out:
     for (int i = 0; cc.parts && i < L; i++)
         free(cc.parts[i]);
     free(cc.parts), free(cc.nparts), free(cc.need_err), free(cc.trained);
-    free(cc.params), free(cc.err), free(cc.act);
+    free(cc.params), free(cc.act);
     free(b->t), free(b->c), free(b->role);
     if (b->failed) {
         eeb_fx_image_free(img);

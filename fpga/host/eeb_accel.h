@@ -75,6 +75,11 @@ struct eeb_accel_ops {
     void (*close)(struct eeb_accel *a);
 };
 
+/* EEB_OK, or EEB_EINVAL naming the field of cfg a backend cannot take;
+ * every backend's open calls it. */
+int eeb_accel_config_check(const struct eeb_accel_config *cfg, const char *backend, char *err,
+                           size_t errlen);
+
 /* Backends built in, NULL-terminated; a backend by name, or NULL. */
 const struct eeb_accel_ops *const *eeb_accel_list(void);
 const struct eeb_accel_ops *eeb_accel_find(const char *name);

@@ -15,11 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_NET_INPUT    (-1) /* in[] value: the network's input */
-#define EEB_NET_NONE     (-2) /* in[] value: unused */
-#define EEB_NET_MAX_DIM  4096
-#define EEB_NET_MAX_CH   65535
-#define EEB_NET_MAX_KIND 11
+#define EEB_NET_INPUT   (-1) /* in[] value: the network's input */
+#define EEB_NET_NONE    (-2) /* in[] value: unused */
+#define EEB_NET_MAX_DIM 4096
+#define EEB_NET_MAX_CH  65535
 
 enum eeb_layer_kind {
     EEB_LAYER_CONV,

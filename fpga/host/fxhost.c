@@ -20,9 +20,9 @@ int fxhost_open(size_t size, const struct eeb_accel_ops *ops, const struct eeb_a
                 struct eeb_accel **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (cfg->batch_max < 1 || cfg->frozen < 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s: batch %d, frozen %d", ops->name,
-                        cfg->batch_max, cfg->frozen);
+    int rc = eeb_accel_config_check(cfg, ops->name, err, errlen);
+    if (rc)
+        return rc;
     struct fxhost *h = calloc(1, size);
     if (!h)
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", ops->name);

@@ -39,7 +39,7 @@ enum fx_type { FX_I8 = 1, FX_I32 = 4 }; /* value = element size in bytes */
  *   AVGPOOL_FWD x, y, -, -, acc         AVGPOOL_BWD dy, dx, -, -, acc
  *   ADD a, y, b, -, acc     (forward add, and the sum of errors at a fork)
  *   CONCAT_FWD a, y, b      CONCAT_BWD dy, da, db
- *   SOFTMAX_CE x, dx, labels            GRID_LOSS x, dx, targets
+ *   SOFTMAX_CE x, dx, labels, -, acc    GRID_LOSS x, dx, targets, -, acc
  *   QUANT_W w24, w8         SGD w24, v, g8
  * FC ops see their input as flat (one row of h*w*c per item).  Pools use
  * kh x kw windows; a global average pool is one window over the input.

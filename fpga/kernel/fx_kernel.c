@@ -814,10 +814,6 @@ static enum fx_status sgd(uint8_t *mem, const struct fx_cmd *c)
 
 enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd)
 {
-    const struct fx_header *h = header(mem);
-    for (int i = 0; i < 8; i++)
-        if (cmd->t[i] >= h->ntensors)
-            return FX_BAD_OPERAND;
     switch ((enum fx_op)cmd->op) {
     case FX_OP_NOP: return FX_OK;
     case FX_OP_CONV_FWD: return conv_fwd(mem, cmd);
@@ -844,17 +840,33 @@ enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd)
     return FX_BAD_OP;
 }
 
-void fx_kernel(uint8_t *mem, uint32_t prog)
+enum fx_status fx_program_start(uint8_t *mem, uint32_t prog)
 {
-#pragma HLS INTERFACE m_axi port = mem offset = slave bundle = gmem
-#pragma HLS INTERFACE s_axilite port = prog
-#pragma HLS INTERFACE s_axilite port = return
     struct fx_header *h = header(mem);
     h->loss_q16 = 0;
     h->correct = 0;
     h->status_cmd = 0;
     h->status = prog < FX_PROGS ? fx_image_check(mem) : FX_BAD_IMAGE;
     if (h->status != FX_OK)
+        return (enum fx_status)h->status;
+    const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);
+    for (uint32_t i = h->prog_first[prog]; i < h->prog_first[prog] + h->prog_count[prog]; i++)
+        for (int j = 0; j < 8; j++)
+            if (cmds[i].t[j] >= h->ntensors) {
+                h->status = FX_BAD_OPERAND;
+                h->status_cmd = i;
+                return FX_BAD_OPERAND;
+            }
+    return FX_OK;
+}
+
+void fx_kernel(uint8_t *mem, uint32_t prog)
+{
+#pragma HLS INTERFACE m_axi port = mem offset = slave bundle = gmem
+#pragma HLS INTERFACE s_axilite port = prog
+#pragma HLS INTERFACE s_axilite port = return
+    struct fx_header *h = header(mem);
+    if (fx_program_start(mem, prog) != FX_OK)
         return;
     const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);
     for (uint32_t i = h->prog_first[prog]; i < h->prog_first[prog] + h->prog_count[prog]; i++) {

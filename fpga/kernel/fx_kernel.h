@@ -24,8 +24,14 @@ void fx_kernel(uint8_t *mem, uint32_t prog);
  * returns FX_OK or FX_BAD_IMAGE. */
 enum fx_status fx_image_check(const uint8_t *mem);
 
-/* Executes one command (the emulator calls it for the commands it does
- * not accelerate itself).  Returns FX_OK or why it refused. */
+/* Starts program prog: zeroes the loss and status fields, checks the
+ * image and every operand id of the program's commands.  FX_OK, or the
+ * status (also left in the header). */
+enum fx_status fx_program_start(uint8_t *mem, uint32_t prog);
+
+/* Executes one command of a started program (the emulator calls it for
+ * the commands it does not accelerate itself).  Returns FX_OK or why it
+ * refused. */
 enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd);
 
 /* ---- for the emulator: the kernel's own rules, shared ---- */

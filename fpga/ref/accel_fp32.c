@@ -20,15 +20,13 @@ struct fp32 {
 static int fp32_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, char *err,
                      size_t errlen)
 {
-    struct fp32 *f = calloc(1, sizeof *f);
     *out = NULL;
+    int rc = eeb_accel_config_check(cfg, "fp32", err, errlen);
+    if (rc)
+        return rc;
+    struct fp32 *f = calloc(1, sizeof *f);
     if (!f)
         return eeb_errf(err, errlen, EEB_ENOMEM, "fp32: out of memory");
-    if (cfg->batch_max < 1 || cfg->frozen < 0) {
-        free(f);
-        return eeb_errf(err, errlen, EEB_EINVAL, "fp32: batch %d, frozen %d", cfg->batch_max,
-                        cfg->frozen);
-    }
     f->base.ops = &eeb_accel_fp32_ops;
     f->cfg = *cfg;
     *out = &f->base;
