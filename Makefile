@@ -16,21 +16,21 @@ BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
             -Ifpga/emu -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
-LDLIBS  := -lsqlite3 -ljansson -lopenblas -lpthread -lm
+LDLIBS  := -lsqlite3 -ljansson -lopenblas -lz -lpthread -lm
 
 # Every package the project builds, tests or runs against (DESIGN.md §5).
 DEB_PACKAGES := build-essential clang pkg-config \
-    libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev \
+    libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev zlib1g-dev \
     libcurl4-openssl-dev libmicrohttpd-dev libsensors-dev lm-sensors \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev \
     clang-format cppcheck
 
-LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c fpga/kernel/*.c fpga/host/*.c \
+LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*.c fpga/host/*.c \
                        fpga/emu/*.c fpga/ref/*.c)
 CLI_SRC   := $(wildcard harness/*.c)
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c
@@ -115,7 +115,7 @@ lint:
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
-	    --std=c11 -Icommon -Iscoring -Ipower -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -D__GNUC__ \
+	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -D__GNUC__ \
 	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:

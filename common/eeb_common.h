@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define EEB_VERSION "0.1.0"
 
@@ -68,5 +69,20 @@ int eeb_uuid4(char out[37], char *err, size_t errlen);
  */
 int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                   size_t errlen);
+
+/*
+ * A file written so that a crash leaves the old file or the whole new one,
+ * never half of it (SQLite's rule for its own files): the bytes go to
+ * "PATH.tmp-PID", and commit flushes, fsyncs and renames it over PATH.
+ * abort (also safe after a failed commit) removes the temporary.
+ */
+struct eeb_atomic_file {
+    FILE *f;
+    char *path, *tmp;
+};
+
+int eeb_atomic_open(struct eeb_atomic_file *af, const char *path, char *err, size_t errlen);
+int eeb_atomic_commit(struct eeb_atomic_file *af, char *err, size_t errlen);
+void eeb_atomic_abort(struct eeb_atomic_file *af);
 
 #endif

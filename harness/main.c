@@ -21,6 +21,7 @@ static const struct command {
 } commands[] = {
     {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
     {"db", eeb_cmd_db, "create or inspect a run database"},
+    {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

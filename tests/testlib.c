@@ -3,6 +3,8 @@
  */
 #include "testlib.h"
 
+#include "eeb_shard.h"
+
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -124,4 +126,34 @@ void test_run_free(struct test_run *r)
 {
     free(r->out);
     free(r->err);
+}
+
+const char *test_cls_shard(int n, int side, unsigned seed)
+{
+    static char path[96];
+    snprintf(path, sizeof path, "%s/cls.eebd", test_tmpdir());
+    char names[4][EEB_SHARD_MAX_NAME + 1] = {"red_h", "red_v", "green_h", "green_v"};
+    struct eeb_shard_info info = {EEB_TASK_CLS, side, side, 3, 1, 4, names, 0};
+    struct eeb_shard_writer *w;
+    char err[256];
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
+    static struct eeb_record r;
+    r.pixels = malloc((size_t)side * side * 3);
+    srand(seed);
+    for (int i = 0; i < n; i++) {
+        int cls = rand() % 4, ch = cls / 2, vertical = cls % 2, half = side / 2;
+        int y0 = rand() % (side - half + 1), x0 = rand() % (side - half + 1);
+        for (int j = 0; j < side * side * 3; j++)
+            r.pixels[j] = (uint8_t)(40 + rand() % 60);
+        for (int y = y0; y < y0 + half; y++)
+            for (int x = x0; x < x0 + half; x++)
+                if (((vertical ? x : y) & 1) == 0)
+                    r.pixels[(y * side + x) * 3 + ch] = (uint8_t)(180 + rand() % 60);
+        snprintf(r.id, sizeof r.id, "item%05d", i);
+        r.label = cls;
+        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
+    }
+    free(r.pixels);
+    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
+    return path;
 }

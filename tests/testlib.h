@@ -34,4 +34,12 @@ struct test_run test_eeb(const char *const *args);
 
 void test_run_free(struct test_run *r);
 
+/*
+ * Writes a learnable classification shard of n side x side RGB images in
+ * four classes -- red or green, horizontal or vertical stripes, in a patch
+ * at a random place over noise -- and returns the path (in a fresh
+ * scratch directory, static storage).
+ */
+const char *test_cls_shard(int n, int side, unsigned seed);
+
 #endif

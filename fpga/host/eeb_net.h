@@ -15,23 +15,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_NET_INPUT   (-1) /* in[] value: the network's input */
-#define EEB_NET_NONE    (-2) /* in[] value: unused */
-#define EEB_NET_MAX_DIM 4096
-#define EEB_NET_MAX_CH  65535
+#define EEB_NET_INPUT    (-1) /* in[] value: the network's input */
+#define EEB_NET_NONE     (-2) /* in[] value: unused */
+#define EEB_NET_MAX_DIM  4096
+#define EEB_NET_MAX_CH   65535
+#define EEB_NET_MAX_ROWS (1 << 24) /* fc inputs */
 
+/* The values are stored in .eebm model files: never renumber them. */
 enum eeb_layer_kind {
-    EEB_LAYER_CONV,
-    EEB_LAYER_FC,
-    EEB_LAYER_RELU,
-    EEB_LAYER_MAXPOOL,
-    EEB_LAYER_AVGPOOL,
-    EEB_LAYER_GAP, /* global average pool */
-    EEB_LAYER_ADD,
-    EEB_LAYER_CONCAT, /* along channels */
-    EEB_LAYER_FLATTEN,
-    EEB_LAYER_SOFTMAX_CE, /* loss: classification */
-    EEB_LAYER_GRID_LOSS,  /* loss: grid detector, per cell 5 + classes */
+    EEB_LAYER_CONV = 0,
+    EEB_LAYER_FC = 1,
+    EEB_LAYER_RELU = 2,
+    EEB_LAYER_MAXPOOL = 3,
+    EEB_LAYER_AVGPOOL = 4,
+    EEB_LAYER_GAP = 5, /* global average pool */
+    EEB_LAYER_ADD = 6,
+    EEB_LAYER_CONCAT = 7, /* along channels */
+    EEB_LAYER_FLATTEN = 8,
+    EEB_LAYER_SOFTMAX_CE = 9, /* loss: classification */
+    EEB_LAYER_GRID_LOSS = 10, /* loss: grid detector, per cell 5 + classes */
+    EEB_LAYER_KINDS
 };
 
 enum eeb_format { EEB_FORMAT_F32 = 1, EEB_FORMAT_FX24 = 2 };
@@ -80,6 +83,10 @@ int eeb_net_concat(struct eeb_net *net, int a, int b);
 int eeb_net_flatten(struct eeb_net *net, int in);
 int eeb_net_softmax_ce(struct eeb_net *net, int in);
 int eeb_net_grid_loss(struct eeb_net *net, int in);
+
+/* Appends the layer spec describes (its kind, in[], k, stride, pad and, for
+ * conv and fc, out.c) through the builder of its kind. */
+int eeb_net_append(struct eeb_net *net, const struct eeb_layer *spec);
 
 /* Shape of layer i's output, or the input's for EEB_NET_INPUT. */
 struct eeb_shape eeb_net_shape(const struct eeb_net *net, int i);

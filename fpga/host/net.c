@@ -100,6 +100,11 @@ static struct eeb_layer *append(struct eeb_net *net, enum eeb_layer_kind kind, i
         return NULL;
     }
     int ins[2] = {a, b};
+    int two = kind == EEB_LAYER_ADD || kind == EEB_LAYER_CONCAT;
+    if (a == EEB_NET_NONE || (two && b == EEB_NET_NONE)) {
+        fail(net, "%s needs %s", eeb_layer_kind_name(kind), two ? "two inputs" : "an input");
+        return NULL;
+    }
     for (int j = 0; j < 2; j++)
         if (ins[j] != EEB_NET_NONE && (ins[j] < EEB_NET_INPUT || ins[j] >= net->nlayers)) {
             fail(net, "input %d is not an earlier layer", ins[j]);
@@ -118,7 +123,7 @@ static struct eeb_layer *append(struct eeb_net *net, enum eeb_layer_kind kind, i
     memset(l, 0, sizeof *l);
     l->kind = kind;
     l->in[0] = a, l->in[1] = b;
-    l->out = a == EEB_NET_NONE ? net->input : eeb_net_shape(net, a);
+    l->out = eeb_net_shape(net, a);
     return l;
 }
 
@@ -180,7 +185,10 @@ int eeb_net_fc(struct eeb_net *net, int in, int out)
     struct eeb_layer *l = append(net, EEB_LAYER_FC, in, EEB_NET_NONE);
     if (!l)
         return -1;
-    l->rows = l->out.h * l->out.w * l->out.c;
+    long rows = (long)l->out.h * l->out.w * l->out.c;
+    if (rows > EEB_NET_MAX_ROWS)
+        return fail(net, "fc over %ld inputs (at most %d)", rows, EEB_NET_MAX_ROWS);
+    l->rows = (int)rows;
     l->k = l->stride = 1;
     l->out.h = l->out.w = 1;
     l->out.c = out;
@@ -281,6 +289,27 @@ int eeb_net_grid_loss(struct eeb_net *net, int in)
     if (l->out.c < 5 + 1)
         return fail(net, "grid loss needs 5 + classes channels per cell, got %d", l->out.c);
     return commit(net, l);
+}
+
+int eeb_net_append(struct eeb_net *net, const struct eeb_layer *spec)
+{
+    int in = spec->in[0];
+    switch (spec->kind) {
+    case EEB_LAYER_CONV:
+        return eeb_net_conv(net, in, spec->out.c, spec->k, spec->stride, spec->pad);
+    case EEB_LAYER_FC: return eeb_net_fc(net, in, spec->out.c);
+    case EEB_LAYER_RELU: return eeb_net_relu(net, in);
+    case EEB_LAYER_MAXPOOL: return eeb_net_maxpool(net, in, spec->k, spec->stride);
+    case EEB_LAYER_AVGPOOL: return eeb_net_avgpool(net, in, spec->k, spec->stride);
+    case EEB_LAYER_GAP: return eeb_net_gap(net, in);
+    case EEB_LAYER_ADD: return eeb_net_add(net, in, spec->in[1]);
+    case EEB_LAYER_CONCAT: return eeb_net_concat(net, in, spec->in[1]);
+    case EEB_LAYER_FLATTEN: return eeb_net_flatten(net, in);
+    case EEB_LAYER_SOFTMAX_CE: return eeb_net_softmax_ce(net, in);
+    case EEB_LAYER_GRID_LOSS: return eeb_net_grid_loss(net, in);
+    case EEB_LAYER_KINDS: break;
+    }
+    return fail(net, "unknown layer kind %d", (int)spec->kind);
 }
 
 uint64_t eeb_net_macs(const struct eeb_net *net)

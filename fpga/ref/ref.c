@@ -398,6 +398,13 @@ void eeb_ref_forward(struct eeb_ref *r, const uint8_t *pixels, int n)
 /* ---- losses ---- */
 
 /* Softmax of z[0..n) into p; returns the arg max (first). */
+/* A probability kept off zero for the log; NaN stays NaN, so a diverged
+ * network shows in its loss. */
+static double floor_p(double p)
+{
+    return p < 1e-30 ? 1e-30 : p;
+}
+
 static int softmax(const float *z, int n, double *p)
 {
     int best = 0;
@@ -421,7 +428,7 @@ static double softmax_ce(struct eeb_ref *r, const float *x, float *dx, int class
     for (int n = 0; n < r->n; n++) {
         int y = labels[n];
         *correct += softmax(x + (size_t)n * classes, classes, p) == y;
-        loss -= log(p[y] > 1e-30 ? p[y] : 1e-30);
+        loss -= log(floor_p(p[y]));
         for (int j = 0; dx && j < classes; j++)
             dx[(size_t)n * classes + j] = (float)((p[j] - (j == y)) / r->n);
     }
@@ -443,7 +450,7 @@ static double grid_loss(struct eeb_ref *r, const float *x, float *dx, struct eeb
         float *g = dx ? dx + cell * s.c : NULL;
         int obj = t[0] != 0;
         double sig = 1 / (1 + exp(-(double)z[0]));
-        loss += obj ? -log(sig > 1e-30 ? sig : 1e-30) : -log(1 - sig > 1e-30 ? 1 - sig : 1e-30) / 2;
+        loss += obj ? -log(floor_p(sig)) : -log(floor_p(1 - sig)) / 2;
         if (g)
             g[0] = (float)((obj ? sig - 1 : sig / 2) / r->n);
         for (int k = 1; k < 5; k++) {
@@ -458,7 +465,7 @@ static double grid_loss(struct eeb_ref *r, const float *x, float *dx, struct eeb
         for (int j = 0; j < classes; j++) {
             double d = obj ? p[j] - (j == t[1]) : 0;
             if (obj && j == t[1])
-                loss -= log(p[j] > 1e-30 ? p[j] : 1e-30);
+                loss -= log(floor_p(p[j]));
             if (g)
                 g[5 + j] = (float)(d / r->n);
         }

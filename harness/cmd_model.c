@@ -1,0 +1,380 @@
+/*
+ * cmd_model.c - `eeb model info|pretrain|convert`: inspect .eebm model
+ * files, make pre-trained ones with the float trainer, and convert them
+ * between float32 and 24-bit fixed point.
+ */
+#include "eeb_accel.h"
+#include "eeb_cli.h"
+#include "eeb_model.h"
+#include "eeb_tasks.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const cmd = "model";
+
+static void help(void)
+{
+    puts("Usage: eeb model info [--json] FILE.eebm\n"
+         "       eeb model pretrain --task TASK --data FILE.eebd -o OUT.eebm [options]\n"
+         "       eeb model convert FILE.eebm -o OUT.eebm --format f32|fx24\n"
+         "\n"
+         "  info      the model's task, weight format, input, every layer (inputs,\n"
+         "            window, output shape, parameters, fixed-point exponents) and\n"
+         "            its size in parameters and multiply-accumulates per item\n"
+         "  pretrain  trains the task's reference model from scratch on a shard\n"
+         "            (the float32 trainer by default) and writes OUT after every\n"
+         "            epoch, so an interrupted run keeps its last whole epoch\n"
+         "  convert   float32 -> fixed point (each tensor's exponent puts its\n"
+         "            largest weight in [2^21, 2^22)) or back (exact)\n"
+         "\n"
+         "Pretrain options:\n"
+         "  --task TASK       cls or det (must match the shard)\n"
+         "  --data FILE.eebd  training shard\n"
+         "  -o, --out FILE    model to write\n"
+         "  --epochs N        passes over the shard (default 10)\n"
+         "  --steps N         stop after N batches instead\n"
+         "  --batch N         items per step (default 32)\n"
+         "  --lr X            learning rate (default 0.01); --momentum (0.9),\n"
+         "                    --decay (5e-4) likewise\n"
+         "  --window N        shuffle window in records (default 1024)\n"
+         "  --seed N          initial weights and shuffling (default 1)\n"
+         "  --backend NAME    fp32 (default), emu or kernel\n"
+         "  --format F        f32 (default) or fx24 for the written weights\n"
+         "\n"
+         "Options:\n"
+         "  --json            info as one JSON object\n"
+         "  -h, --help        show this help");
+}
+
+static const char *format_name(enum eeb_format f)
+{
+    return f == EEB_FORMAT_FX24 ? "fx24" : "f32";
+}
+
+static int parse_format(const char *s, enum eeb_format *f)
+{
+    if (strcmp(s, "f32") == 0)
+        *f = EEB_FORMAT_F32;
+    else if (strcmp(s, "fx24") == 0)
+        *f = EEB_FORMAT_FX24;
+    else
+        return eeb_cli_usage_error(cmd, "--format: '%s' (f32 or fx24)", s);
+    return EEB_EXIT_OK;
+}
+
+static const char *task_label(int task)
+{
+    return task == EEB_MODEL_NO_TASK ? "none" : eeb_task_name((enum eeb_task)task);
+}
+
+static void input_name(const struct eeb_layer *l, int j, char *buf, size_t n)
+{
+    if (l->in[j] == EEB_NET_INPUT)
+        snprintf(buf, n, "input");
+    else if (l->in[j] == EEB_NET_NONE)
+        buf[0] = '\0';
+    else
+        snprintf(buf, n, "%d", l->in[j]);
+}
+
+static uint64_t layer_params(const struct eeb_layer *l)
+{
+    return eeb_layer_learnable(l) ? (uint64_t)(l->rows + 1) * l->out.c : 0;
+}
+
+static int info_json(const char *path, const struct eeb_net *net, int task, long bytes)
+{
+    json_t *layers = json_array();
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        json_t *ins = json_array();
+        for (int j = 0; j < 2; j++)
+            if (l->in[j] != EEB_NET_NONE)
+                json_array_append_new(ins, json_integer(l->in[j]));
+        json_t *o = json_pack("{s:s, s:o, s:[i,i,i], s:I}", "kind", eeb_layer_kind_name(l->kind),
+                              "inputs", ins, "out", l->out.h, l->out.w, l->out.c, "params",
+                              (json_int_t)layer_params(l));
+        if (l->kind == EEB_LAYER_CONV || l->kind == EEB_LAYER_MAXPOOL ||
+            l->kind == EEB_LAYER_AVGPOOL) {
+            json_object_set_new(o, "k", json_integer(l->k));
+            json_object_set_new(o, "stride", json_integer(l->stride));
+            json_object_set_new(o, "pad", json_integer(l->pad));
+        }
+        if (eeb_layer_learnable(l) && net->format == EEB_FORMAT_FX24) {
+            json_object_set_new(o, "weight_exp", json_integer(l->we));
+            json_object_set_new(o, "bias_exp", json_integer(l->be));
+        }
+        json_array_append_new(layers, o);
+    }
+    json_t *o =
+        json_pack("{s:s, s:i, s:s, s:s, s:I, s:[i,i,i], s:I, s:I, s:o}", "file", path, "version",
+                  EEB_MODEL_VERSION, "task", task_label(task), "format", format_name(net->format),
+                  "bytes", (json_int_t)bytes, "input", net->input.h, net->input.w, net->input.c,
+                  "params", (json_int_t)eeb_net_params(net), "macs_per_item",
+                  (json_int_t)eeb_net_macs(net), "layers", layers);
+    if (!o)
+        return eeb_cli_error(cmd, "building the JSON output failed");
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(o);
+    return EEB_EXIT_OK;
+}
+
+static int info(const char *path, int as_json)
+{
+    char err[512];
+    struct eeb_net *net;
+    int task;
+    if (eeb_model_load(path, &net, &task, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    struct stat st;
+    long bytes = stat(path, &st) == 0 ? (long)st.st_size : -1;
+    if (as_json) {
+        int rc = info_json(path, net, task, bytes);
+        eeb_net_free(net);
+        return rc;
+    }
+    printf("%s: eeb model v%d, task %s, %s weights, %ld bytes\n", path, EEB_MODEL_VERSION,
+           task_label(task), net->format == EEB_FORMAT_FX24 ? "24-bit fixed-point" : "float32",
+           bytes);
+    printf("input %dx%dx%d (h x w x c)\n\n", net->input.h, net->input.w, net->input.c);
+    printf("%4s  %-10s  %-11s  %-9s  %-14s  %10s%s\n", "#", "layer", "inputs", "window", "output",
+           "params", net->format == EEB_FORMAT_FX24 ? "  exp w/b" : "");
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        char in0[16], in1[16], ins[40], win[24] = "", out[32], exps[24] = "";
+        input_name(l, 0, in0, sizeof in0);
+        input_name(l, 1, in1, sizeof in1);
+        snprintf(ins, sizeof ins, "%s%s%s", in0, in1[0] ? "," : "", in1);
+        if (l->kind == EEB_LAYER_CONV || l->kind == EEB_LAYER_MAXPOOL ||
+            l->kind == EEB_LAYER_AVGPOOL)
+            snprintf(win, sizeof win, "%dx%d s%d p%d", l->k, l->k, l->stride, l->pad);
+        snprintf(out, sizeof out, "%dx%dx%d", l->out.h, l->out.w, l->out.c);
+        if (eeb_layer_learnable(l) && net->format == EEB_FORMAT_FX24)
+            snprintf(exps, sizeof exps, "  %d/%d", l->we, l->be);
+        printf("%4d  %-10s  %-11s  %-9s  %-14s  %10llu%s\n", i, eeb_layer_kind_name(l->kind), ins,
+               win, out, (unsigned long long)layer_params(l), exps);
+    }
+    printf("\n%llu parameters, %.2f M multiply-accumulates per item (forward)\n",
+           (unsigned long long)eeb_net_params(net), (double)eeb_net_macs(net) / 1e6);
+    eeb_net_free(net);
+    return EEB_EXIT_OK;
+}
+
+static int convert(const char *in, const char *out, enum eeb_format format)
+{
+    char err[512];
+    struct eeb_net *net;
+    int task;
+    if (eeb_model_load(in, &net, &task, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    if (format == EEB_FORMAT_FX24 && net->format == EEB_FORMAT_F32)
+        eeb_net_to_fixed(net);
+    else if (format == EEB_FORMAT_F32 && net->format == EEB_FORMAT_FX24)
+        eeb_net_to_float(net);
+    int rc = eeb_model_save(out, net, task, err, sizeof err);
+    eeb_net_free(net);
+    if (rc)
+        return eeb_cli_error(cmd, "%s", err);
+    printf("%s: %s weights written\n", out, format_name(format));
+    return EEB_EXIT_OK;
+}
+
+struct pretrain_args {
+    const char *task, *data, *out, *backend;
+    double epochs, steps, window, seed;
+    struct eeb_accel_config cfg;
+    enum eeb_format format;
+};
+
+/* Trains the reference model; writes the model after every epoch. */
+static int pretrain(const struct pretrain_args *a)
+{
+    char err[512];
+    enum eeb_task task;
+    if (eeb_task_parse(a->task, &task, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "--task: %s", err);
+    struct eeb_shard *shard = NULL;
+    struct eeb_net *net = NULL;
+    struct eeb_accel *acc = NULL;
+    struct eeb_batcher *bt = NULL;
+    int rc = EEB_EXIT_ERROR;
+    if (eeb_shard_open(&shard, a->data, err, sizeof err))
+        goto fail;
+    const struct eeb_shard_info *in = eeb_shard_info(shard);
+    if (in->task != task) {
+        snprintf(err, sizeof err, "%s holds %s data, --task is %s", a->data,
+                 eeb_task_name(in->task), eeb_task_name(task));
+        goto fail;
+    }
+    if (in->count == 0) {
+        snprintf(err, sizeof err, "%s: no records to train on", a->data);
+        goto fail;
+    }
+    if (eeb_task_model(in, (uint64_t)a->seed, &net, err, sizeof err) ||
+        eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
+        eeb_batcher_new(&bt, shard, net, a->cfg.batch_max, (int)a->window, (uint64_t)a->seed, err,
+                        sizeof err))
+        goto fail;
+    fprintf(stderr,
+            "eeb model: pretraining the %s model (%llu parameters, %.1f M MAC/item) on %llu "
+            "records of %s, backend %s\n",
+            eeb_task_name(task), (unsigned long long)eeb_net_params(net),
+            (double)eeb_net_macs(net) / 1e6, (unsigned long long)in->count, a->data,
+            acc->ops->name);
+    long step = 0, max_steps = a->steps > 0 ? (long)a->steps : -1;
+    for (int epoch = 1; epoch <= (int)a->epochs && step != max_steps; epoch++) {
+        if (epoch > 1 && eeb_batcher_rewind(bt, err, sizeof err))
+            goto fail;
+        double loss = 0;
+        long items = 0, correct = 0;
+        int64_t t0 = eeb_mono_ns();
+        for (; step != max_steps; step++) {
+            struct eeb_batch b;
+            struct eeb_train_result r;
+            if (eeb_batcher_next(bt, &b, err, sizeof err))
+                goto fail;
+            if (b.n == 0)
+                break;
+            if (acc->ops->train_batch(acc, &b, &r, err, sizeof err))
+                goto fail;
+            if (!isfinite(r.loss)) {
+                snprintf(err, sizeof err, "step %ld: the loss diverged (lower --lr)", step + 1);
+                goto fail;
+            }
+            loss += r.loss * b.n;
+            items += b.n;
+            correct += r.correct;
+        }
+        double s = (double)(eeb_mono_ns() - t0) / 1e9;
+        if (acc->ops->read_model(acc, net, err, sizeof err))
+            goto fail;
+        if (a->format == EEB_FORMAT_FX24 && net->format == EEB_FORMAT_F32)
+            eeb_net_to_fixed(net);
+        else if (a->format == EEB_FORMAT_F32 && net->format == EEB_FORMAT_FX24)
+            eeb_net_to_float(net);
+        if (eeb_model_save(a->out, net, (int)task, err, sizeof err))
+            goto fail;
+        fprintf(stderr, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
+                epoch, step, items ? loss / items : 0.0,
+                task == EEB_TASK_DET ? "cell class" : "top-1",
+                items ? 100.0 * correct / items : 0.0, s > 0 ? items / s : 0.0, a->out);
+    }
+    rc = EEB_EXIT_OK;
+fail:
+    if (rc != EEB_EXIT_OK)
+        eeb_cli_error(cmd, "%s", err);
+    eeb_batcher_free(bt);
+    eeb_accel_close(acc);
+    eeb_net_free(net);
+    eeb_shard_close(shard);
+    return rc;
+}
+
+/* Option values: a positive whole number, or a non-negative real. */
+static int count_arg(const char *opt, const char *text, double min, double *out)
+{
+    int rc = eeb_cli_number(cmd, opt, text, out);
+    if (rc == EEB_EXIT_OK && (*out < min || *out != floor(*out) || *out > 1e12))
+        rc = eeb_cli_usage_error(cmd, "%s: '%s' (a whole number >= %g)", opt, text, min);
+    return rc;
+}
+
+int eeb_cmd_model(int argc, char **argv)
+{
+    enum {
+        O_TASK = 256,
+        O_DATA,
+        O_EPOCHS,
+        O_STEPS,
+        O_BATCH,
+        O_LR,
+        O_MOM,
+        O_DECAY,
+        O_WINDOW,
+        O_SEED,
+        O_BACKEND,
+        O_FORMAT,
+        O_JSON
+    };
+    static const struct option options[] = {
+        {"task", required_argument, NULL, O_TASK},
+        {"data", required_argument, NULL, O_DATA},
+        {"out", required_argument, NULL, 'o'},
+        {"epochs", required_argument, NULL, O_EPOCHS},
+        {"steps", required_argument, NULL, O_STEPS},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"lr", required_argument, NULL, O_LR},
+        {"momentum", required_argument, NULL, O_MOM},
+        {"decay", required_argument, NULL, O_DECAY},
+        {"window", required_argument, NULL, O_WINDOW},
+        {"seed", required_argument, NULL, O_SEED},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct pretrain_args a = {
+        .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
+    eeb_accel_config_default(&a.cfg);
+    int c, rc = EEB_EXIT_OK, as_json = 0, have_format = 0;
+    double batch = a.cfg.batch_max;
+    opterr = 0;
+    optind = 1;
+    while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+        switch (c) {
+        case O_TASK: a.task = optarg; break;
+        case O_DATA: a.data = optarg; break;
+        case 'o': a.out = optarg; break;
+        case O_EPOCHS: rc = count_arg("--epochs", optarg, 1, &a.epochs); break;
+        case O_STEPS: rc = count_arg("--steps", optarg, 1, &a.steps); break;
+        case O_BATCH: rc = count_arg("--batch", optarg, 1, &batch); break;
+        case O_WINDOW: rc = count_arg("--window", optarg, 1, &a.window); break;
+        case O_SEED: rc = count_arg("--seed", optarg, 0, &a.seed); break;
+        case O_LR: rc = eeb_cli_number(cmd, "--lr", optarg, &a.cfg.lr); break;
+        case O_MOM: rc = eeb_cli_number(cmd, "--momentum", optarg, &a.cfg.momentum); break;
+        case O_DECAY: rc = eeb_cli_number(cmd, "--decay", optarg, &a.cfg.weight_decay); break;
+        case O_BACKEND: a.backend = optarg; break;
+        case O_FORMAT: rc = parse_format(optarg, &a.format), have_format = 1; break;
+        case O_JSON: as_json = 1; break;
+        case 'h': help(); return EEB_EXIT_OK;
+        case '?':
+        default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (rc != EEB_EXIT_OK)
+        return rc;
+    if (batch > 65535 || a.window > 1 << 20)
+        return eeb_cli_usage_error(cmd, "--batch at most 65535, --window at most 1048576");
+    a.cfg.batch_max = (int)batch;
+    if (optind >= argc)
+        return eeb_cli_usage_error(cmd, "expected info, pretrain or convert");
+    const char *action = argv[optind++];
+    int nargs = argc - optind;
+    if (strcmp(action, "info") == 0) {
+        if (nargs != 1)
+            return eeb_cli_usage_error(cmd, "'info' takes exactly one FILE");
+        return info(argv[optind], as_json);
+    }
+    if (strcmp(action, "convert") == 0) {
+        if (nargs != 1 || !a.out || !have_format)
+            return eeb_cli_usage_error(cmd, "'convert' takes FILE, -o OUT and --format");
+        return convert(argv[optind], a.out, a.format);
+    }
+    if (strcmp(action, "pretrain") == 0) {
+        if (nargs != 0)
+            return eeb_cli_usage_error(cmd, "'pretrain' takes no FILE arguments: '%s'",
+                                       argv[optind]);
+        if (!a.task || !a.data || !a.out)
+            return eeb_cli_usage_error(cmd, "'pretrain' needs --task, --data and -o");
+        return pretrain(&a);
+    }
+    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected info, pretrain or convert)",
+                               action);
+}

@@ -1,0 +1,82 @@
+/*
+ * models.c - the reference model of each task, and the check that a model
+ * fits a shard.
+ */
+#include "eeb_tasks.h"
+
+#include <stdio.h>
+
+/* conv + ReLU */
+static int conv_relu(struct eeb_net *net, int in, int c, int k, int stride)
+{
+    return eeb_net_relu(net, eeb_net_conv(net, in, c, k, stride, k / 2));
+}
+
+/* Two 3x3 convs and the identity, as in ResNet's basic block. */
+static int residual(struct eeb_net *net, int in, int c)
+{
+    int a = conv_relu(net, in, c, 3, 1);
+    a = eeb_net_conv(net, a, c, 3, 1, 1);
+    return eeb_net_relu(net, eeb_net_add(net, a, in));
+}
+
+/* input/8 resolution, 128 channels */
+static int backbone(struct eeb_net *net)
+{
+    int l = conv_relu(net, EEB_NET_INPUT, 32, 3, 2);
+    l = residual(net, l, 32);
+    l = conv_relu(net, l, 64, 3, 2);
+    l = residual(net, l, 64);
+    return conv_relu(net, l, 128, 3, 2);
+}
+
+int eeb_task_model(const struct eeb_shard_info *info, uint64_t seed, struct eeb_net **out,
+                   char *err, size_t errlen)
+{
+    if (info->task == EEB_TASK_VIDEO)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "video: no reference model yet (the slow-fusion CNN comes with the tasks)");
+    struct eeb_shape in = {info->h, info->w, info->c * info->frames};
+    struct eeb_net *net = eeb_net_new(in);
+    if (!net)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "model: out of memory");
+    int l = backbone(net);
+    if (info->task == EEB_TASK_CLS) {
+        l = eeb_net_fc(net, eeb_net_gap(net, l), info->classes);
+        l = eeb_net_softmax_ce(net, l);
+    } else {
+        l = conv_relu(net, l, 128, 3, 1);
+        l = eeb_net_conv(net, l, 5 + info->classes, 1, 1, 0);
+        l = eeb_net_grid_loss(net, l);
+    }
+    if (l < 0) {
+        int rc = eeb_errf(err, errlen, EEB_EINVAL, "%s model for %dx%d items: %s",
+                          eeb_task_name(info->task), info->h, info->w, net->err);
+        eeb_net_free(net);
+        return rc;
+    }
+    eeb_net_init(net, seed);
+    *out = net;
+    return EEB_OK;
+}
+
+int eeb_task_check_model(const struct eeb_net *net, const struct eeb_shard_info *info, char *err,
+                         size_t errlen)
+{
+    struct eeb_shape in = {info->h, info->w, info->c * info->frames};
+    if (net->input.h != in.h || net->input.w != in.w || net->input.c != in.c)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "the model takes %dx%dx%d inputs, the shard has %dx%dx%d (h x w x "
+                        "channels * frames)",
+                        net->input.h, net->input.w, net->input.c, in.h, in.w, in.c);
+    const struct eeb_layer *loss = eeb_net_loss(net);
+    int want = info->task == EEB_TASK_DET ? EEB_LAYER_GRID_LOSS : EEB_LAYER_SOFTMAX_CE;
+    if (!loss || (int)loss->kind != want)
+        return eeb_errf(err, errlen, EEB_EINVAL, "the model's loss is %s, a %s shard needs %s",
+                        loss ? eeb_layer_kind_name(loss->kind) : "missing",
+                        eeb_task_name(info->task), eeb_layer_kind_name((enum eeb_layer_kind)want));
+    if (eeb_net_classes(net) != info->classes)
+        return eeb_errf(err, errlen, EEB_EINVAL, "the model scores %d classes, the shard has %d",
+                        eeb_net_classes(net), info->classes);
+    return EEB_OK;
+}

@@ -1,0 +1,159 @@
+/*
+ * test_model_cli.c - `eeb model` as a user runs it: pretrain the reference
+ * classifier on a shard and check the written model learned; info, convert,
+ * and the errors for wrong or damaged input.
+ */
+#include "eeb_accel.h"
+#include "eeb_model.h"
+#include "eeb_shard.h"
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIDE 16
+
+/* Top-1 accuracy of model on the shard's first n items, through predict. */
+static double accuracy(const char *model, const char *shard_path, const char *backend)
+{
+    char err[512];
+    struct eeb_net *net;
+    int task;
+    cr_assert_eq(eeb_model_load(model, &net, &task, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(task, EEB_TASK_CLS);
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, shard_path, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_accel_config cfg;
+    eeb_accel_config_default(&cfg);
+    cfg.batch_max = 1;
+    struct eeb_accel *a;
+    cr_assert_eq(eeb_accel_start(backend, &cfg, net, &a, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_record *r;
+    int right = 0, n = 0;
+    while (eeb_shard_next(s, &r, err, sizeof err) == 1) {
+        float out[4];
+        struct eeb_batch b = {1, r->pixels, NULL};
+        cr_assert_eq(a->ops->predict(a, &b, out, err, sizeof err), EEB_OK, "%s", err);
+        int best = 0;
+        for (int k = 1; k < 4; k++)
+            best = out[k] > out[best] ? k : best;
+        right += best == r->label;
+        n++;
+    }
+    eeb_accel_close(a);
+    eeb_shard_close(s);
+    eeb_net_free(net);
+    return (double)right / n;
+}
+
+Test(model_cli, pretrain_learns_and_info_describes_it)
+{
+    char train[128], test_path[128];
+    snprintf(train, sizeof train, "%s", test_cls_shard(1024, SIDE, 11));
+    snprintf(test_path, sizeof test_path, "%s", test_cls_shard(256, SIDE, 12));
+    char model[128];
+    snprintf(model, sizeof model, "%s/cls.eebm", test_tmpdir());
+
+    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data",
+                                                  train, "-o", model, "--epochs", "3", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "epoch 3: step 96"), "%s", r.err);
+    test_run_free(&r);
+
+    double before = 0.25, after = accuracy(model, test_path, "fp32");
+    cr_assert_gt(after, 0.85, "held-out top-1 %.3f after pretraining (chance %.2f)", after, before);
+    /* The fixed-point engine runs the float model to nearly the same answers. */
+    cr_assert_gt(accuracy(model, test_path, "emu"), after - 0.05);
+
+    r = test_eeb((const char *[]){"model", "info", model, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "task cls, float32 weights"), "%s", r.out);
+    cr_assert(strstr(r.out, "input 16x16x3"), "%s", r.out);
+    cr_assert(strstr(r.out, "softmax_ce"), "%s", r.out);
+    test_run_free(&r);
+}
+
+Test(model_cli, convert_to_fixed_and_back)
+{
+    const char *dir = test_tmpdir();
+    char f32[128], fx[128], back[128];
+    snprintf(f32, sizeof f32, "%s/a.eebm", dir);
+    snprintf(fx, sizeof fx, "%s/b.eebm", dir);
+    snprintf(back, sizeof back, "%s/c.eebm", dir);
+    struct eeb_net *net = eeb_net_new((struct eeb_shape){8, 8, 3});
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 2, 1));
+    eeb_net_softmax_ce(net, eeb_net_fc(net, l, 3));
+    eeb_net_init(net, 5);
+    char err[256];
+    cr_assert_eq(eeb_model_save(f32, net, EEB_MODEL_NO_TASK, err, sizeof err), EEB_OK, "%s", err);
+
+    struct test_run r =
+        test_eeb((const char *[]){"model", "convert", f32, "-o", fx, "--format", "fx24", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"model", "info", "--json", fx, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"format\": \"fx24\""), "%s", r.out);
+    cr_assert(strstr(r.out, "\"weight_exp\": "), "%s", r.out);
+    cr_assert(strstr(r.out, "\"params\": 307"), "%s", r.out); /* 27*4+4 + 64*3+3 */
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"model", "convert", fx, "-o", back, "--format", "f32", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+
+    /* float -> fixed -> float moves each weight by at most half a step */
+    struct eeb_net *got;
+    int task;
+    cr_assert_eq(eeb_model_load(back, &got, &task, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(task, EEB_MODEL_NO_TASK);
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *a = &net->layers[i], *b = &got->layers[i];
+        if (!eeb_layer_learnable(a))
+            continue;
+        float max = 0;
+        for (int j = 0; j < a->rows * a->out.c; j++)
+            max = fabsf(a->w[j]) > max ? fabsf(a->w[j]) : max;
+        float step = ldexpf(1, eeb_fx_weight_exp(max));
+        for (int j = 0; j < a->rows * a->out.c; j++)
+            cr_assert_leq(fabsf(a->w[j] - b->w[j]), step / 2, "layer %d weight %d", i, j);
+    }
+    eeb_net_free(got);
+    eeb_net_free(net);
+}
+
+Test(model_cli, wrong_or_damaged_input_is_named)
+{
+    const char *shard = test_cls_shard(8, SIDE, 3);
+    char model[128];
+    snprintf(model, sizeof model, "%s/m.eebm", test_tmpdir());
+
+    struct test_run r = test_eeb(
+        (const char *[]){"model", "pretrain", "--task", "det", "--data", shard, "-o", model, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "holds cls data, --task is det"), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "info", shard, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "offset 0: magic: not an eeb model file"), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb(
+        (const char *[]){"model", "pretrain", "--task", "cls", "--data", model, "-o", model, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "m.eebm: No such file"), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data", shard, "-o",
+                                  model, "--epochs", "0", NULL});
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "--epochs: '0'"), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "frobnicate", NULL});
+    cr_assert_eq(r.status, 2);
+    test_run_free(&r);
+}

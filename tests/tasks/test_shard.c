@@ -1,0 +1,166 @@
+/*
+ * test_shard.c - .eebd shards: records come back as written for every
+ * task; a file appears only when finished; damage is reported with the
+ * record's index and offset.
+ */
+#include "eeb_bytes.h"
+#include "eeb_shard.h"
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char names[3][EEB_SHARD_MAX_NAME + 1] = {"cat", "dog", "person"};
+
+/* Writes n det records (3 frames for video) at path; record i has i % 4
+ * boxes (det) or label i % 3. */
+static void write_shard(const char *path, enum eeb_task task, int n)
+{
+    struct eeb_shard_info info = {task, 6, 5, 3, task == EEB_TASK_VIDEO ? 3 : 1, 3, names, 0};
+    struct eeb_shard_writer *w;
+    char err[256];
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
+    static struct eeb_record r;
+    uint8_t px[3 * 6 * 5 * 3];
+    r.pixels = px;
+    for (int i = 0; i < n; i++) {
+        snprintf(r.id, sizeof r.id, "2008_%06d", i);
+        for (size_t j = 0; j < eeb_shard_pixels(&info); j++)
+            px[j] = (uint8_t)(i * 7 + j);
+        r.label = task == EEB_TASK_DET ? 0 : i % 3;
+        r.nboxes = task == EEB_TASK_DET ? i % 4 : 0;
+        for (int k = 0; k < r.nboxes; k++)
+            r.boxes[k] = (struct eeb_box){k % 3, k == 2, 0.5f * k, 1, 0.5f * k + 1.25f, 6};
+        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
+        cr_assert_neq(access(path, F_OK), 0, "the shard appeared before it was finished");
+    }
+    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
+}
+
+Test(shard, round_trip_for_every_task)
+{
+    const char *dir = test_tmpdir();
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        char path[128], err[256];
+        snprintf(path, sizeof path, "%s/%d.eebd", dir, t);
+        write_shard(path, (enum eeb_task)t, 9);
+        struct eeb_shard *s;
+        cr_assert_eq(eeb_shard_open(&s, path, err, sizeof err), EEB_OK, "%s", err);
+        const struct eeb_shard_info *in = eeb_shard_info(s);
+        cr_assert_eq(in->task, (enum eeb_task)t);
+        cr_assert(in->h == 6 && in->w == 5 && in->c == 3 && in->classes == 3 && in->count == 9);
+        cr_assert_str_eq(in->names[2], "person");
+        for (int pass = 0; pass < 2; pass++) {
+            const struct eeb_record *r;
+            int i = 0, rc;
+            while ((rc = eeb_shard_next(s, &r, err, sizeof err)) == 1) {
+                char id[32];
+                snprintf(id, sizeof id, "2008_%06d", i);
+                cr_assert_str_eq(r->id, id);
+                cr_assert_eq(r->index, (uint64_t)i);
+                cr_assert_eq(r->pixels[1], (uint8_t)(i * 7 + 1));
+                if (t == EEB_TASK_DET) {
+                    cr_assert_eq(r->nboxes, i % 4);
+                    if (r->nboxes > 2)
+                        cr_assert(r->boxes[2].cls == 2 && r->boxes[2].difficult &&
+                                  r->boxes[2].x0 == 1.0f && r->boxes[2].x1 == 2.25f);
+                } else {
+                    cr_assert_eq(r->label, i % 3);
+                }
+                i++;
+            }
+            cr_assert_eq(rc, 0, "%s", err);
+            cr_assert_eq(i, 9);
+            cr_assert_eq(eeb_shard_rewind(s, err, sizeof err), EEB_OK);
+        }
+        eeb_shard_close(s);
+    }
+}
+
+Test(shard, writer_refuses_bad_records_and_abort_leaves_nothing)
+{
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/x.eebd", test_tmpdir());
+    struct eeb_shard_info info = {EEB_TASK_DET, 8, 8, 3, 1, 3, names, 0};
+    struct eeb_shard_writer *w;
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
+    static struct eeb_record r;
+    uint8_t px[8 * 8 * 3] = {0};
+    r.pixels = px;
+    snprintf(r.id, sizeof r.id, "img7");
+    r.nboxes = 1;
+    r.boxes[0] = (struct eeb_box){1, 0, 2, 2, 9, 4};
+    cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_EINVAL);
+    cr_assert(strstr(err, "record 0 (img7): box 0 class 1 at 2,2-9,4 is not in"), "%s", err);
+    r.boxes[0] = (struct eeb_box){3, 0, 2, 2, 4, 4};
+    cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_EINVAL);
+    eeb_shard_abort(w);
+    cr_assert_neq(access(path, F_OK), 0);
+
+    info.task = EEB_TASK_CLS, info.frames = 4;
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_EINVAL);
+    cr_assert(strstr(err, "4 frames per item (images have 1)"), "%s", err);
+}
+
+/* Opens path and reads to the end; returns the first error's text. */
+static char *read_error(const char *path)
+{
+    static char err[256];
+    err[0] = '\0';
+    struct eeb_shard *s;
+    if (eeb_shard_open(&s, path, err, sizeof err) != EEB_OK)
+        return err;
+    const struct eeb_record *r;
+    int rc;
+    while ((rc = eeb_shard_next(s, &r, err, sizeof err)) == 1)
+        ;
+    eeb_shard_close(s);
+    cr_assert_lt(rc, 0, "no error reading %s", path);
+    return err;
+}
+
+Test(shard, damage_names_record_and_offset)
+{
+    const char *dir = test_tmpdir();
+    char path[128], bad[128];
+    snprintf(path, sizeof path, "%s/ok.eebd", dir);
+    snprintf(bad, sizeof bad, "%s/bad.eebd", dir);
+    write_shard(path, EEB_TASK_CLS, 5);
+    size_t len;
+    uint8_t *buf = (uint8_t *)test_read_file(path, &len);
+    size_t hdr = eeb_get32(buf + 8), rec = 8 + eeb_get32(buf + hdr); /* bytes per record */
+
+    test_write_file(bad, "GIF89a....", 10);
+    cr_assert(strstr(read_error(bad), "offset 0: magic: not an eeb shard"));
+
+    test_write_file(bad, buf, len - 3);
+    cr_assert(strstr(read_error(bad), "truncated: record 4 ends after"), "%s", read_error(bad));
+
+    test_write_file(bad, buf, hdr + 2 * rec);
+    cr_assert(strstr(read_error(bad), "truncated: record 2 of 5 missing"), "%s", read_error(bad));
+
+    uint8_t *b = malloc(len + 1);
+    memcpy(b, buf, len), b[hdr + 3 * rec + 20] ^= 1;
+    test_write_file(bad, b, len);
+    char want[96];
+    snprintf(want, sizeof want, "offset %zu: record 3: checksum mismatch", hdr + 3 * rec);
+    cr_assert(strstr(read_error(bad), want), "%s", read_error(bad));
+
+    memcpy(b, buf, len), b[len] = 0;
+    test_write_file(bad, b, len + 1);
+    cr_assert(strstr(read_error(bad), "bytes after the last of 5 records"), "%s", read_error(bad));
+
+    memcpy(b, buf, len), b[70] ^= 1; /* a class name */
+    test_write_file(bad, b, len);
+    cr_assert(strstr(read_error(bad), "offset 32: header checksum mismatch"), "%s",
+              read_error(bad));
+
+    memcpy(b, buf, len), eeb_put32(b + hdr, 1u << 30);
+    test_write_file(bad, b, len);
+    cr_assert(strstr(read_error(bad), "record 0: body of 1073741824 bytes"), "%s", read_error(bad));
+    free(b);
+    free(buf);
+}
