@@ -49,12 +49,17 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
         return -1;
     }
     memset(out->data, 0, bytes);
-    for (int kk = 0; kk < k; kk++) {
-        for (int j = 0; j < n; j++) {
-            int p = j / EMU_NR, col = j % EMU_NR, g = kk / 4;
-            int8_t v = b[(size_t)kk * ldb + j];
-            out->data[((size_t)p * out->k4 / 4 + g) * EMU_NR * 4 + col * 4 + kk % 4] = v;
-            out->colsum[j] += v;
+    for (int p = 0; p < out->panels; p++) {
+        int j0 = p * EMU_NR, nc = n - j0 < EMU_NR ? n - j0 : EMU_NR;
+        int8_t *panel = out->data + (size_t)p * out->k4 * EMU_NR;
+        int32_t *sum = out->colsum + j0;
+        for (int kk = 0; kk < k; kk++) {
+            const int8_t *src = b + (size_t)kk * ldb + j0;
+            int8_t *dst = panel + (size_t)(kk / 4) * EMU_NR * 4 + kk % 4;
+            for (int col = 0; col < nc; col++) {
+                dst[col * 4] = src[col];
+                sum[col] += src[col];
+            }
         }
     }
     return 0;

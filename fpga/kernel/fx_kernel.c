@@ -361,36 +361,54 @@ static int same_shape(const struct fx_tensor *a, const struct fx_tensor *b)
     return a->h == b->h && a->w == b->w && a->c == b->c && a->batched == b->batched;
 }
 
+/* Operands of different exponents meet at the smaller one, but at most
+ * FX_ADD_SPAN below the larger (127 << 20 leaves int32 room for the sum). */
+#define FX_ADD_SPAN 20
+
+enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew)
+{
+    ew->a = fx_tensor_at(mem, c->t[0]), ew->y = fx_tensor_at(mem, c->t[1]);
+    ew->b = c->op == FX_OP_RELU_FWD ? ew->a : fx_tensor_at(mem, c->t[2]);
+    ew->acc = c->op == FX_OP_ADD ? fx_tensor_at(mem, c->t[4]) : NULL;
+    ew->count = fx_tensor_count(mem, ew->y);
+    if (!same_shape(ew->a, ew->y) || !same_shape(ew->a, ew->b) ||
+        (ew->acc && ew->count > item_count(ew->acc)))
+        return FX_BAD_OPERAND;
+    int hi = ew->a->exp > ew->b->exp ? ew->a->exp : ew->b->exp;
+    int lo = ew->a->exp + ew->b->exp - hi;
+    ew->e = c->op == FX_OP_ADD ? (lo > hi - FX_ADD_SPAN ? lo : hi - FX_ADD_SPAN) : ew->a->exp;
+    return FX_OK;
+}
+
 static enum fx_status relu_fwd(uint8_t *mem, const struct fx_cmd *c)
 {
-    struct fx_tensor *tx = fx_tensor_at(mem, c->t[0]), *ty = fx_tensor_at(mem, c->t[1]);
-    if (!same_shape(tx, ty))
-        return FX_BAD_OPERAND;
-    const int8_t *x = i8(mem, tx);
-    int8_t *y = i8(mem, ty);
-    uint64_t n = fx_tensor_count(mem, tx);
-    for (uint64_t i = 0; i < n; i++) {
+    struct fx_ewise ew;
+    enum fx_status st = fx_ewise_operands(mem, c, &ew);
+    if (st != FX_OK)
+        return st;
+    const int8_t *x = i8(mem, ew.a);
+    int8_t *y = i8(mem, ew.y);
+    for (uint64_t i = 0; i < ew.count; i++) {
 #pragma HLS PIPELINE II = 1
         y[i] = x[i] > 0 ? x[i] : 0;
     }
-    ty->exp = tx->exp;
+    ew.y->exp = ew.e;
     return FX_OK;
 }
 
 static enum fx_status relu_bwd(uint8_t *mem, const struct fx_cmd *c)
 {
-    struct fx_tensor *tdy = fx_tensor_at(mem, c->t[0]), *tdx = fx_tensor_at(mem, c->t[1]);
-    struct fx_tensor *ty = fx_tensor_at(mem, c->t[2]);
-    if (!same_shape(tdy, tdx) || !same_shape(tdy, ty))
-        return FX_BAD_OPERAND;
-    const int8_t *dy = i8(mem, tdy), *y = i8(mem, ty);
-    int8_t *dx = i8(mem, tdx);
-    uint64_t n = fx_tensor_count(mem, tdy);
-    for (uint64_t i = 0; i < n; i++) {
+    struct fx_ewise ew;
+    enum fx_status st = fx_ewise_operands(mem, c, &ew);
+    if (st != FX_OK)
+        return st;
+    const int8_t *dy = i8(mem, ew.a), *y = i8(mem, ew.b);
+    int8_t *dx = i8(mem, ew.y);
+    for (uint64_t i = 0; i < ew.count; i++) {
 #pragma HLS PIPELINE II = 1
         dx[i] = y[i] > 0 ? dy[i] : 0;
     }
-    tdx->exp = tdy->exp;
+    ew.y->exp = ew.e;
     return FX_OK;
 }
 
@@ -530,27 +548,21 @@ static enum fx_status avgpool_bwd(uint8_t *mem, const struct fx_cmd *c)
     return FX_OK;
 }
 
-/* Operands of different exponents meet at the smaller one, but at most
- * FX_ADD_SPAN below the larger (127 << 20 leaves int32 room for the sum). */
-#define FX_ADD_SPAN 20
-
 static enum fx_status add(uint8_t *mem, const struct fx_cmd *c)
 {
-    struct fx_tensor *ta = fx_tensor_at(mem, c->t[0]), *ty = fx_tensor_at(mem, c->t[1]);
-    struct fx_tensor *tb = fx_tensor_at(mem, c->t[2]), *tacc = fx_tensor_at(mem, c->t[4]);
-    if (!same_shape(ta, tb) || !same_shape(ta, ty) || fx_tensor_count(mem, ty) > item_count(tacc))
-        return FX_BAD_OPERAND;
-    const int8_t *a = i8(mem, ta), *b = i8(mem, tb);
-    int32_t *acc = i32(mem, tacc);
-    int hi = ta->exp > tb->exp ? ta->exp : tb->exp, lo = ta->exp + tb->exp - hi;
-    int e = lo > hi - FX_ADD_SPAN ? lo : hi - FX_ADD_SPAN;
-    uint64_t count = fx_tensor_count(mem, ty), maxabs = 0;
-    for (uint64_t i = 0; i < count; i++) {
+    struct fx_ewise ew;
+    enum fx_status st = fx_ewise_operands(mem, c, &ew);
+    if (st != FX_OK)
+        return st;
+    const int8_t *a = i8(mem, ew.a), *b = i8(mem, ew.b);
+    int32_t *acc = i32(mem, ew.acc);
+    uint64_t maxabs = 0;
+    for (uint64_t i = 0; i < ew.count; i++) {
 #pragma HLS PIPELINE II = 1
-        int64_t v = fx_align(a[i], ta->exp, e) + fx_align(b[i], tb->exp, e);
-        acc[i] = store32(v, &maxabs, ty);
+        int64_t v = fx_align(a[i], ew.a->exp, ew.e) + fx_align(b[i], ew.b->exp, ew.e);
+        acc[i] = store32(v, &maxabs, ew.y);
     }
-    requantize(acc, count, maxabs, e, fx_round_half_up(), i8(mem, ty), ty);
+    requantize(acc, ew.count, maxabs, ew.e, fx_round_half_up(), i8(mem, ew.y), ew.y);
     return FX_OK;
 }
 

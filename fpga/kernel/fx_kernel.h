@@ -52,6 +52,16 @@ struct fx_conv {
 };
 enum fx_status fx_conv_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_conv *cv);
 
+/* An element-wise command's operands, resolved and checked: RELU_FWD
+ * x -> y; RELU_BWD dy -> dx gated by the forward output (b); ADD a + b ->
+ * y through the int32 scratch acc at the common exponent e. */
+struct fx_ewise {
+    struct fx_tensor *a, *y, *b, *acc;
+    uint64_t count;
+    int e;
+};
+enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew);
+
 /* How a requantization rounds: half up, or stochastically from the
  * counter hash keyed by (seed, step, tensor, element index). */
 struct fx_rounding {

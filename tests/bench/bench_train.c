@@ -10,6 +10,8 @@
  * The GEMM fraction is the network's forward GEMMs timed one after the
  * other on one core, total ops over total time, against the register-only
  * vpdpbusd peak measured just before each repetition.
+ *
+ * `bench_train BACKEND` times that backend alone (for perf record).
  */
 #include "bench.h"
 #include "eeb_accel.h"
@@ -125,10 +127,17 @@ static double network_gemm_fraction(const struct eeb_net *net)
     return bench_median(ratio, BENCH_REPS);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct eeb_net *net = resnet();
     double gop = 2.0 * 3 * (double)eeb_net_macs(net) * BATCH / 1e9;
+    if (argc == 2) { /* one backend alone, for a profiler: bench_train emu */
+        char detail[64];
+        double t = step_seconds(argv[1], net, 3, 10, detail);
+        printf("%s: %.1f ms/step %.1f GOP/s (%s)\n", argv[1], t * 1e3, gop / t, detail);
+        eeb_net_free(net);
+        return 0;
+    }
     printf("residual CNN, %dx%dx3 input, batch %d: %.1f M MACs per item, %.2f GOP per step "
            "(nominal)\n",
            SIDE, SIDE, BATCH, eeb_net_macs(net) / 1e6, gop);
