@@ -53,13 +53,24 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
         int j0 = p * EMU_NR, nc = n - j0 < EMU_NR ? n - j0 : EMU_NR;
         int8_t *panel = out->data + (size_t)p * out->k4 * EMU_NR;
         int32_t *sum = out->colsum + j0;
-        for (int kk = 0; kk < k; kk++) {
-            const int8_t *src = b + (size_t)kk * ldb + j0;
-            int8_t *dst = panel + (size_t)(kk / 4) * EMU_NR * 4 + kk % 4;
-            for (int col = 0; col < nc; col++) {
-                dst[col * 4] = src[col];
-                sum[col] += src[col];
+        for (int kk = 0; kk < k; kk += 4) { /* four rows interleaved per column */
+            const int8_t *r[4];
+            for (int q = 0; q < 4; q++)
+                r[q] = kk + q < k ? b + (size_t)(kk + q) * ldb + j0 : NULL;
+            int8_t *dst = panel + (size_t)(kk / 4) * EMU_NR * 4;
+            if (r[3] && nc == EMU_NR) {
+                for (int col = 0; col < EMU_NR; col++) {
+                    dst[col * 4] = r[0][col], dst[col * 4 + 1] = r[1][col];
+                    dst[col * 4 + 2] = r[2][col], dst[col * 4 + 3] = r[3][col];
+                }
+            } else {
+                for (int q = 0; q < 4 && r[q]; q++)
+                    for (int col = 0; col < nc; col++)
+                        dst[col * 4 + q] = r[q][col];
             }
+            for (int q = 0; q < 4 && r[q]; q++)
+                for (int col = 0; col < nc; col++)
+                    sum[col] += r[q][col];
         }
     }
     return 0;
