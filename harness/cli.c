@@ -4,6 +4,7 @@
 #include "eeb_cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,4 +46,14 @@ int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *o
         return eeb_cli_usage_error(cmd, "%s: '%s' is not a number", opt, text);
     *out = v;
     return EEB_EXIT_OK;
+}
+
+int eeb_cli_print_json(const char *cmd, json_t *o)
+{
+    if (!o)
+        return eeb_cli_error(cmd, "building the JSON output failed");
+    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    json_decref(o);
+    putchar('\n');
+    return rc ? eeb_cli_error(cmd, "writing the JSON output failed") : EEB_EXIT_OK;
 }

@@ -52,12 +52,7 @@ static int info(const char *path, int as_json)
                       "runs", (json_int_t)in.runs, "runs_by_state", states, "events",
                       (json_int_t)in.events, "samples", (json_int_t)in.samples, "predictions",
                       (json_int_t)in.predictions, "results", (json_int_t)in.results);
-        if (!o)
-            return eeb_cli_error(cmd, "building the JSON output failed");
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        putchar('\n');
-        json_decref(o);
-        return EEB_EXIT_OK;
+        return eeb_cli_print_json(cmd, o);
     }
     printf("%s: eeb run database, schema v%d\n", path, in.schema);
     printf("runs         %lld", (long long)in.runs);

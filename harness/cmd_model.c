@@ -37,7 +37,7 @@ static void help(void)
          "  --data FILE.eebd  training shard\n"
          "  -o, --out FILE    model to write\n"
          "  --epochs N        passes over the shard (default 10)\n"
-         "  --steps N         stop after N batches instead\n"
+         "  --steps N         stop after N batches (within --epochs passes)\n"
          "  --batch N         items per step (default 32)\n"
          "  --lr X            learning rate (default 0.01); --momentum (0.9),\n"
          "                    --decay (5e-4) likewise\n"
@@ -117,12 +117,7 @@ static int info_json(const char *path, const struct eeb_net *net, int task, long
                   "bytes", (json_int_t)bytes, "input", net->input.h, net->input.w, net->input.c,
                   "params", (json_int_t)eeb_net_params(net), "macs_per_item",
                   (json_int_t)eeb_net_macs(net), "layers", layers);
-    if (!o)
-        return eeb_cli_error(cmd, "building the JSON output failed");
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    putchar('\n');
-    json_decref(o);
-    return EEB_EXIT_OK;
+    return eeb_cli_print_json(cmd, o);
 }
 
 static int info(const char *path, int as_json)

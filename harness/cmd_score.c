@@ -192,10 +192,7 @@ static int print_json(const struct args *a, enum eeb_task task, const struct eeb
     json_object_set_new(o, "S", s->pass ? json_real(s->s) : json_null());
     if (!s->pass)
         json_object_set_new(o, "reason", json_string(s->reason));
-    int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-    json_decref(o);
-    putchar('\n');
-    return rc ? eeb_cli_error(cmd, "writing the JSON output failed") : EEB_EXIT_OK;
+    return eeb_cli_print_json(cmd, o);
 }
 
 int eeb_cmd_score(int argc, char **argv)

@@ -22,6 +22,11 @@ int eeb_cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Prints "eeb CMD: message" on stderr; returns 1. */
 int eeb_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Prints a JSON object (indented, keys in order) and a newline, and frees
+ * it; o NULL (a failed json_pack) is reported as an error. */
+struct json_t;
+int eeb_cli_print_json(const char *cmd, struct json_t *o);
+
 /* Parses the whole of text as a finite number for option opt; on failure
  * prints a usage error and returns 2. */
 int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *out);
