@@ -52,8 +52,9 @@ $(BUILD)/obj/%.o: %.c
 # The kernel's #pragma HLS lines are for Vitis; compilers ignore them.
 $(call obj,$(wildcard fpga/kernel/*.c)): CFLAGS += -Wno-unknown-pragmas
 
-# The emulator's loops are the benchmark's hot path: -O3 vectorizes them.
-$(call obj,$(wildcard fpga/emu/*.c)): OPT += -O3
+# The emulator's loops, and the kernel's element-wise loops it runs on
+# parts, are the benchmark's hot path: -O3 vectorizes them.
+$(call obj,$(wildcard fpga/kernel/*.c fpga/emu/*.c)): OPT += -O3
 
 # .incbin reads the rules file at assembly time; -MMD cannot see that.
 $(BUILD)/obj/scoring/rules_builtin.o: scoring/rules/v1.json

@@ -1,13 +1,19 @@
 /*
- * eeb_bytes.h - little-endian fields of eeb's binary files (.eebm models,
- * .eebd shards), read and written byte by byte so that the files mean the
- * same on every host and no struct layout leaks into them.
+ * eeb_bytes.h - little-endian fields and checksums of eeb's binary files
+ * (.eebm models, .eebd shards), read and written byte by byte so that the
+ * files mean the same on every host and no struct layout leaks into them.
  */
 #ifndef EEB_BYTES_H
 #define EEB_BYTES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* CRC-32 (zlib's) of n bytes; and of n bytes whose 4-byte field at offset
+ * `field` (where the checksum itself is stored) is read as zero. */
+uint32_t eeb_crc32(const uint8_t *p, size_t n);
+uint32_t eeb_crc32_except(const uint8_t *p, size_t n, size_t field);
 
 static inline void eeb_put16(uint8_t *p, uint16_t v)
 {

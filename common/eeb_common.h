@@ -54,6 +54,16 @@ const char *eeb_strerror(int status);
 int eeb_errf(char *err, size_t errlen, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The next number of a splitmix64 sequence: seeded pseudo-randomness
+ * (initial weights, shuffling) that is the same on every host. */
+static inline uint64_t eeb_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 /* Nanoseconds on CLOCK_MONOTONIC: the one clock for events and samples. */
 int64_t eeb_mono_ns(void);
 

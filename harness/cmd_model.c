@@ -168,10 +168,7 @@ static int convert(const char *in, const char *out, enum eeb_format format)
     int task;
     if (eeb_model_load(in, &net, &task, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
-    if (format == EEB_FORMAT_FX24 && net->format == EEB_FORMAT_F32)
-        eeb_net_to_fixed(net);
-    else if (format == EEB_FORMAT_F32 && net->format == EEB_FORMAT_FX24)
-        eeb_net_to_float(net);
+    eeb_net_set_format(net, format);
     int rc = eeb_model_save(out, net, task, err, sizeof err);
     eeb_net_free(net);
     if (rc)
@@ -249,10 +246,7 @@ static int pretrain(const struct pretrain_args *a)
         double s = (double)(eeb_mono_ns() - t0) / 1e9;
         if (acc->ops->read_model(acc, net, err, sizeof err))
             goto fail;
-        if (a->format == EEB_FORMAT_FX24 && net->format == EEB_FORMAT_F32)
-            eeb_net_to_fixed(net);
-        else if (a->format == EEB_FORMAT_F32 && net->format == EEB_FORMAT_FX24)
-            eeb_net_to_float(net);
+        eeb_net_set_format(net, a->format);
         if (eeb_model_save(a->out, net, (int)task, err, sizeof err))
             goto fail;
         fprintf(stderr, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
@@ -271,7 +265,7 @@ fail:
     return rc;
 }
 
-/* Option values: a positive whole number, or a non-negative real. */
+/* A whole-number option value of at least min. */
 static int count_arg(const char *opt, const char *text, double min, double *out)
 {
     int rc = eeb_cli_number(cmd, opt, text, out);

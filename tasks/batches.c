@@ -24,14 +24,6 @@ struct eeb_batcher {
     uint64_t seed, epoch, rng;
 };
 
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Copies a record's pixels with frames stacked along channels: the item
  * T x H x W x C becomes H x W x (T * C). */
 static void stack_frames(const struct eeb_shard_info *in, const uint8_t *src, uint8_t *dst)
@@ -123,7 +115,7 @@ int eeb_batcher_next(struct eeb_batcher *bt, struct eeb_batch *b, char *err, siz
 {
     int n = 0;
     while (n < bt->batch && bt->filled > 0) {
-        int i = (int)(next_rand(&bt->rng) % (uint64_t)bt->filled);
+        int i = (int)(eeb_splitmix64(&bt->rng) % (uint64_t)bt->filled);
         memcpy(bt->px_out + (size_t)n * bt->px, bt->slot_px + (size_t)i * bt->px, bt->px);
         memcpy(bt->lab_out + (size_t)n * bt->nlab, bt->slot_lab + (size_t)i * bt->nlab,
                bt->nlab * sizeof(int32_t));

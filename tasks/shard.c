@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 enum {
     H_MAGIC = 0,
@@ -54,19 +53,6 @@ static size_t max_body(const struct eeb_shard_info *info)
            eeb_shard_pixels(info);
 }
 
-static uint32_t crc_of(const uint8_t *p, size_t n)
-{
-    return (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), p, n);
-}
-
-static uint32_t header_crc(const uint8_t *hdr, size_t n)
-{
-    static const uint8_t zero[4];
-    uLong crc = crc32(crc32(0L, Z_NULL, 0), hdr, H_CRC);
-    crc = crc32(crc, zero, 4);
-    return (uint32_t)crc32_z(crc, hdr + H_CRC + 4, n - H_CRC - 4);
-}
-
 /* What both the writer and the reader demand of a header. */
 static int check_info(const struct eeb_shard_info *in, const char *name, char *err, size_t errlen)
 {
@@ -85,6 +71,13 @@ static int check_info(const struct eeb_shard_info *in, const char *name, char *e
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %d classes (1..%d)", name, in->classes,
                         EEB_SHARD_MAX_CLASSES);
     return EEB_OK;
+}
+
+/* A known class, and corners in order within the image (NaN fails). */
+static int box_fits(const struct eeb_shard_info *in, const struct eeb_box *x)
+{
+    return x->cls >= 0 && x->cls < in->classes && x->x0 >= 0 && x->x0 <= x->x1 && x->x1 <= in->w &&
+           x->y0 >= 0 && x->y0 <= x->y1 && x->y1 <= in->h;
 }
 
 /* ---- writing ---- */
@@ -177,9 +170,7 @@ int eeb_shard_write(struct eeb_shard_writer *w, const struct eeb_record *r, char
     size_t at = REC_FIXED + id_len;
     for (int i = 0; i < r->nboxes; i++, at += BOX_BYTES) {
         const struct eeb_box *x = &r->boxes[i];
-        if (x->cls < 0 || x->cls >= in->classes ||
-            !(x->x0 >= 0 && x->x0 <= x->x1 && x->x1 <= in->w && x->y0 >= 0 && x->y0 <= x->y1 &&
-              x->y1 <= in->h))
+        if (!box_fits(in, x))
             return eeb_errf(err, errlen, EEB_EINVAL,
                             "%s: record %llu (%s): box %d class %d at %g,%g-%g,%g is not in "
                             "0..%d classes and the %dx%d image",
@@ -196,7 +187,7 @@ int eeb_shard_write(struct eeb_shard_writer *w, const struct eeb_record *r, char
     at += px;
     uint8_t prefix[REC_PREFIX];
     eeb_put32(prefix, (uint32_t)at);
-    eeb_put32(prefix + 4, crc_of(b, at));
+    eeb_put32(prefix + 4, eeb_crc32(b, at));
     if (fwrite(prefix, 1, sizeof prefix, w->af.f) != sizeof prefix ||
         fwrite(b, 1, at, w->af.f) != at)
         return eeb_errf(err, errlen, EEB_EIO, "%s: write failed: %s", path, strerror(errno));
@@ -207,7 +198,7 @@ int eeb_shard_write(struct eeb_shard_writer *w, const struct eeb_record *r, char
 int eeb_shard_finish(struct eeb_shard_writer *w, char *err, size_t errlen)
 {
     eeb_put64(w->hdr + H_COUNT, w->count);
-    eeb_put32(w->hdr + H_CRC, header_crc(w->hdr, w->hdr_len));
+    eeb_put32(w->hdr + H_CRC, eeb_crc32_except(w->hdr, w->hdr_len, H_CRC));
     int rc = EEB_OK;
     if (fseek(w->af.f, 0, SEEK_SET) != 0 || fwrite(w->hdr, 1, w->hdr_len, w->af.f) != w->hdr_len)
         rc = eeb_errf(err, errlen, EEB_EIO, "%s: write failed: %s", w->af.path, strerror(errno));
@@ -277,7 +268,7 @@ static int read_header(struct eeb_shard *s, char *err, size_t errlen)
         rc = bad(s, H_NAMES, err, errlen, "truncated: the header says %u bytes", hdr_len);
         goto out;
     }
-    if (eeb_get32(hdr + H_CRC) != header_crc(hdr, hdr_len)) {
+    if (eeb_get32(hdr + H_CRC) != eeb_crc32_except(hdr, hdr_len, H_CRC)) {
         rc = bad(s, H_CRC, err, errlen, "header checksum mismatch: the header is corrupt");
         goto out;
     }
@@ -374,9 +365,7 @@ static int decode(struct eeb_shard *s, size_t len, char *err, size_t errlen)
         x->difficult = b[at + 2];
         x->x0 = eeb_getf32(b + at + 4), x->y0 = eeb_getf32(b + at + 8);
         x->x1 = eeb_getf32(b + at + 12), x->y1 = eeb_getf32(b + at + 16);
-        if (x->cls >= in->classes || x->difficult > 1 ||
-            !(x->x0 >= 0 && x->x0 <= x->x1 && x->x1 <= in->w && x->y0 >= 0 && x->y0 <= x->y1 &&
-              x->y1 <= in->h))
+        if (x->difficult > 1 || !box_fits(in, x))
             return bad(s, s->at + REC_PREFIX + at, err, errlen,
                        "record %llu (%s) box %zu: class %d at %g,%g-%g,%g outside %d classes "
                        "and the %dx%d image",
@@ -408,7 +397,7 @@ int eeb_shard_next(struct eeb_shard *s, const struct eeb_record **rec, char *err
     if (got != len)
         return bad(s, s->at + REC_PREFIX + got, err, errlen,
                    "truncated: record %llu ends after %zu of its %zu bytes", idx, got, len);
-    if (crc_of(s->body, len) != eeb_get32(prefix + 4))
+    if (eeb_crc32(s->body, len) != eeb_get32(prefix + 4))
         return bad(s, s->at, err, errlen, "record %llu: checksum mismatch: the record is corrupt",
                    idx);
     int rc = decode(s, len, err, errlen);

@@ -191,31 +191,12 @@ struct quant_job {
     int8_t *out;
 };
 
-/* fx_requant_range's half-up case written branch-free, so that it
- * vectorizes; the same integers by construction. */
-static uint32_t requant_half_up(const int32_t *restrict acc, uint64_t n, int s,
-                                int8_t *restrict out)
-{
-    uint32_t sat = 0;
-    int64_t half = (int64_t)1 << (s - 1);
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t v = ((int64_t)acc[i] + half) >> s;
-        int64_t c = v > FX_Q8_MAX ? FX_Q8_MAX : v < -FX_Q8_MAX ? -FX_Q8_MAX : v;
-        sat += c != v;
-        out[i] = (int8_t)c;
-    }
-    return sat;
-}
-
 static void quant_part(void *ctx, int part, int worker)
 {
     struct quant_job *q = ctx;
     uint64_t b = (uint64_t)part * QUANT_PER_PART;
     uint64_t end = b + QUANT_PER_PART < q->count ? b + QUANT_PER_PART : q->count;
-    if (!q->r.stochastic && q->s >= 1 && q->s <= 62)
-        q->e->w[worker].sat += requant_half_up(q->acc + b, end - b, q->s, q->out + b);
-    else
-        q->e->w[worker].sat += fx_requant_range(q->acc, b, end, q->s, q->r, q->out);
+    q->e->w[worker].sat += fx_requant_range(q->acc, b, end, q->s, q->r, q->out);
 }
 
 static void requantize(struct eeb_emu *e, uint8_t *mem, const int32_t *acc, uint64_t count,
@@ -461,57 +442,36 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
 
 struct ewise_job {
     struct eeb_emu *e;
-    int op;
     struct fx_ewise ew;
-    const int8_t *a, *b;
-    int8_t *y;
-    int32_t *acc;
 };
 
-/* The kernel's loops over one range; restrict lets them vectorize. */
 static void ewise_part(void *ctx, int part, int worker)
 {
     struct ewise_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    uint64_t i0 = (uint64_t)part * EWISE_PER_PART;
-    uint64_t n = i0 + EWISE_PER_PART < j->ew.count ? EWISE_PER_PART : j->ew.count - i0;
-    const int8_t *restrict a = j->a + i0, *restrict b = j->b + i0;
-    int8_t *restrict y = j->y + i0;
-    if (j->op == FX_OP_RELU_FWD) {
-        for (uint64_t i = 0; i < n; i++)
-            y[i] = a[i] > 0 ? a[i] : 0;
-    } else if (j->op == FX_OP_RELU_BWD) {
-        for (uint64_t i = 0; i < n; i++)
-            y[i] = b[i] > 0 ? a[i] : 0;
-    } else {
-        int32_t *restrict acc = j->acc + i0;
-        int ea = j->ew.a->exp, eb = j->ew.b->exp, e = j->ew.e;
-        for (uint64_t i = 0; i < n; i++)
-            acc[i] = fx_store32(fx_align(a[i], ea, e) + fx_align(b[i], eb, e), &w->maxabs, &w->sat);
-    }
+    uint64_t b = (uint64_t)part * EWISE_PER_PART;
+    uint64_t end = b + EWISE_PER_PART < j->ew.count ? b + EWISE_PER_PART : j->ew.count;
+    fx_ewise_range(&j->ew, b, end, &w->maxabs, &w->sat);
 }
 
+/* ReLU and residual add: the kernel's loop, over parts on the pool. */
 static enum fx_status ewise(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
 {
-    struct ewise_job j = {e, c->op, {0}, NULL, NULL, NULL, NULL};
+    struct ewise_job j = {.e = e};
     enum fx_status st = fx_ewise_operands(mem, c, &j.ew);
     if (st != FX_OK)
         return st;
-    j.a = i8_of(mem, j.ew.a), j.b = i8_of(mem, j.ew.b);
-    j.y = (int8_t *)(mem + j.ew.y->offset);
-    j.acc = j.ew.acc ? (int32_t *)(void *)(mem + j.ew.acc->offset) : NULL;
     reset_workers(e);
     emu_pool_run(e->pool, (int)((j.ew.count + EWISE_PER_PART - 1) / EWISE_PER_PART), ewise_part,
                  &j);
-    if (c->op != FX_OP_ADD) {
-        j.ew.y->exp = j.ew.e;
-        return FX_OK;
-    }
     uint64_t maxabs = 0;
     uint32_t sat = 0;
     gather(e, &maxabs, &sat);
     j.ew.y->saturations += sat;
-    requantize(e, mem, j.acc, j.ew.count, maxabs, j.ew.e, fx_round_half_up(), j.ew.y);
+    if (c->op == FX_OP_ADD)
+        requantize(e, mem, j.ew.pacc, j.ew.count, maxabs, j.ew.e, fx_round_half_up(), j.ew.y);
+    else
+        j.ew.y->exp = (int8_t)j.ew.e;
     return FX_OK;
 }
 

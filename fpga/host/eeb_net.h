@@ -115,6 +115,9 @@ uint64_t eeb_net_params(const struct eeb_net *net);
 void eeb_net_to_fixed(struct eeb_net *net);
 void eeb_net_to_float(struct eeb_net *net);
 
+/* to_fixed or to_float, whichever makes format current (none if it is). */
+void eeb_net_set_format(struct eeb_net *net, enum eeb_format format);
+
 /* The exponent to_fixed picks for a tensor whose largest |value| is max. */
 int eeb_fx_weight_exp(float max);
 

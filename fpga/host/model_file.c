@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 /* Header fields, by offset. */
 enum {
@@ -31,7 +30,7 @@ enum {
     H_IN_W = 18,
     H_IN_C = 20,
     H_SIZE = 24,
-    H_CRC = 32,
+    H_CRC = 32, /* CRC-32 of the whole file, this field read as zero */
 };
 
 /* Layer record fields, by offset within the record. */
@@ -57,17 +56,6 @@ enum {
 static size_t weight_bytes(const struct eeb_layer *l)
 {
     return eeb_layer_learnable(l) ? ((size_t)l->rows + 1) * (size_t)l->out.c * 4 : 0;
-}
-
-/* CRC-32 of the file with its own CRC field read as zero. */
-static uint32_t file_crc(const uint8_t *buf, size_t len)
-{
-    static const uint8_t zero[4];
-    uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, buf, H_CRC);
-    crc = crc32(crc, zero, 4);
-    crc = crc32_z(crc, buf + H_CRC + 4, len - H_CRC - 4);
-    return (uint32_t)crc;
 }
 
 /* Float weights must be finite: NaN means the training diverged. */
@@ -142,7 +130,7 @@ int eeb_model_encode(const struct eeb_net *net, int task, uint8_t **out, size_t 
         for (int j = 0; j < l->out.c; j++, at += 4)
             fixed ? eeb_put32(buf + at, (uint32_t)l->bq[j]) : eeb_putf32(buf + at, l->b[j]);
     }
-    eeb_put32(buf + H_CRC, file_crc(buf, size));
+    eeb_put32(buf + H_CRC, eeb_crc32_except(buf, size, H_CRC));
     *out = buf;
     *len = size;
     return EEB_OK;
@@ -213,7 +201,7 @@ static int check_header(const struct reader *rd, int *nlayers)
         return bad(
             rd, size < rd->len ? size : rd->len, "%s: the header says %llu bytes, the file has %zu",
             size > rd->len ? "truncated" : "trailing bytes", (unsigned long long)size, rd->len);
-    uint32_t crc = eeb_get32(b + H_CRC), actual = file_crc(b, rd->len);
+    uint32_t crc = eeb_get32(b + H_CRC), actual = eeb_crc32_except(b, rd->len, H_CRC);
     if (crc != actual)
         return bad(rd, H_CRC, "checksum %08x, the contents give %08x: the file is corrupt", crc,
                    actual);

@@ -4,6 +4,8 @@
  */
 #include "eeb_net.h"
 
+#include "eeb_common.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -334,19 +336,11 @@ uint64_t eeb_net_params(const struct eeb_net *net)
     return n;
 }
 
-/* splitmix64, and a normal deviate from two uniforms (Box-Muller) */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* A normal deviate from two uniforms (Box-Muller). */
 static double normal(uint64_t *s)
 {
-    double u1 = ((double)(next_u64(s) >> 11) + 1) / 9007199254740993.0;
-    double u2 = (double)(next_u64(s) >> 11) / 9007199254740992.0;
+    double u1 = ((double)(eeb_splitmix64(s) >> 11) + 1) / 9007199254740993.0;
+    double u2 = (double)(eeb_splitmix64(s) >> 11) / 9007199254740992.0;
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -410,6 +404,16 @@ void eeb_net_to_float(struct eeb_net *net)
             l->b[j] = ldexpf((float)l->bq[j], l->be);
     }
     net->format = EEB_FORMAT_F32;
+}
+
+void eeb_net_set_format(struct eeb_net *net, enum eeb_format format)
+{
+    if (format == net->format)
+        return;
+    if (format == EEB_FORMAT_FX24)
+        eeb_net_to_fixed(net);
+    else
+        eeb_net_to_float(net);
 }
 
 struct eeb_net *eeb_net_clone(const struct eeb_net *net)

@@ -95,13 +95,30 @@ uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int 
                           struct fx_rounding r, int8_t *out)
 {
     uint32_t sat = 0;
+    if (r.stochastic) {
+        for (uint64_t i = begin; i < end; i++) {
+#pragma HLS PIPELINE II = 1
+            int64_t v =
+                fx_shift_stochastic(acc[i], s, fx_hash(r.seed, r.step, r.tensor, (uint32_t)i));
+            out[i] = (int8_t)fx_clamp(v, FX_Q8_MAX, &sat);
+        }
+        return sat;
+    }
+    if (s >= 1 && s <= 31) {
+        /* fx_shift_round in int32: (a + 2^(s-1)) >> s is a >> s plus bit
+         * s-1 of a; with the clamp branch-free, a CPU build vectorizes it */
+        for (uint64_t i = begin; i < end; i++) {
+#pragma HLS PIPELINE II = 1
+            int32_t v = (acc[i] >> s) + ((acc[i] >> (s - 1)) & 1);
+            int32_t q = v > FX_Q8_MAX ? FX_Q8_MAX : v < -FX_Q8_MAX ? -FX_Q8_MAX : v;
+            sat += q != v;
+            out[i] = (int8_t)q;
+        }
+        return sat;
+    }
     for (uint64_t i = begin; i < end; i++) {
 #pragma HLS PIPELINE II = 1
-        int64_t v =
-            r.stochastic
-                ? fx_shift_stochastic(acc[i], s, fx_hash(r.seed, r.step, r.tensor, (uint32_t)i))
-                : fx_shift_round(acc[i], s);
-        out[i] = (int8_t)fx_clamp(v, FX_Q8_MAX, &sat);
+        out[i] = (int8_t)fx_clamp(fx_shift_round(acc[i], s), FX_Q8_MAX, &sat);
     }
     return sat;
 }
@@ -367,6 +384,7 @@ static int same_shape(const struct fx_tensor *a, const struct fx_tensor *b)
 
 enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew)
 {
+    ew->op = c->op;
     ew->a = fx_tensor_at(mem, c->t[0]), ew->y = fx_tensor_at(mem, c->t[1]);
     ew->b = c->op == FX_OP_RELU_FWD ? ew->a : fx_tensor_at(mem, c->t[2]);
     ew->acc = c->op == FX_OP_ADD ? fx_tensor_at(mem, c->t[4]) : NULL;
@@ -374,41 +392,54 @@ enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx
     if (!same_shape(ew->a, ew->y) || !same_shape(ew->a, ew->b) ||
         (ew->acc && ew->count > item_count(ew->acc)))
         return FX_BAD_OPERAND;
+    ew->pa = i8(mem, ew->a), ew->pb = i8(mem, ew->b), ew->py = i8(mem, ew->y);
+    ew->pacc = ew->acc ? i32(mem, ew->acc) : NULL;
     int hi = ew->a->exp > ew->b->exp ? ew->a->exp : ew->b->exp;
     int lo = ew->a->exp + ew->b->exp - hi;
     ew->e = c->op == FX_OP_ADD ? (lo > hi - FX_ADD_SPAN ? lo : hi - FX_ADD_SPAN) : ew->a->exp;
     return FX_OK;
 }
 
-static enum fx_status relu_fwd(uint8_t *mem, const struct fx_cmd *c)
+void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs,
+                    uint32_t *sat)
 {
-    struct fx_ewise ew;
-    enum fx_status st = fx_ewise_operands(mem, c, &ew);
-    if (st != FX_OK)
-        return st;
-    const int8_t *x = i8(mem, ew.a);
-    int8_t *y = i8(mem, ew.y);
-    for (uint64_t i = 0; i < ew.count; i++) {
+    const int8_t *restrict a = ew->pa, *restrict b = ew->pb;
+    int8_t *restrict y = ew->py;
+    if (ew->op == FX_OP_RELU_FWD) {
+        for (uint64_t i = begin; i < end; i++) {
 #pragma HLS PIPELINE II = 1
-        y[i] = x[i] > 0 ? x[i] : 0;
+            y[i] = a[i] > 0 ? a[i] : 0;
+        }
+    } else if (ew->op == FX_OP_RELU_BWD) {
+        for (uint64_t i = begin; i < end; i++) {
+#pragma HLS PIPELINE II = 1
+            y[i] = (int8_t)(a[i] & -(b[i] > 0)); /* a where b > 0, branch-free */
+        }
+    } else {
+        int32_t *restrict acc = ew->pacc;
+        int ea = ew->a->exp, eb = ew->b->exp, e = ew->e;
+        for (uint64_t i = begin; i < end; i++) {
+#pragma HLS PIPELINE II = 1
+            acc[i] = fx_store32(fx_align(a[i], ea, e) + fx_align(b[i], eb, e), maxabs, sat);
+        }
     }
-    ew.y->exp = ew.e;
-    return FX_OK;
 }
 
-static enum fx_status relu_bwd(uint8_t *mem, const struct fx_cmd *c)
+/* ReLU forward and backward, residual add. */
+static enum fx_status ewise(uint8_t *mem, const struct fx_cmd *c)
 {
     struct fx_ewise ew;
     enum fx_status st = fx_ewise_operands(mem, c, &ew);
     if (st != FX_OK)
         return st;
-    const int8_t *dy = i8(mem, ew.a), *y = i8(mem, ew.b);
-    int8_t *dx = i8(mem, ew.y);
-    for (uint64_t i = 0; i < ew.count; i++) {
-#pragma HLS PIPELINE II = 1
-        dx[i] = y[i] > 0 ? dy[i] : 0;
-    }
-    ew.y->exp = ew.e;
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    fx_ewise_range(&ew, 0, ew.count, &maxabs, &sat);
+    ew.y->saturations += sat;
+    if (ew.op == FX_OP_ADD)
+        requantize(ew.pacc, ew.count, maxabs, ew.e, fx_round_half_up(), ew.py, ew.y);
+    else
+        ew.y->exp = (int8_t)ew.e;
     return FX_OK;
 }
 
@@ -545,24 +576,6 @@ static enum fx_status avgpool_bwd(uint8_t *mem, const struct fx_cmd *c)
     for (uint64_t i = 0; i < count; i++)
         (void)store32(acc[i], &maxabs, tdx);
     requantize(acc, count, maxabs, tdy->exp - 16, fx_round_half_up(), i8(mem, tdx), tdx);
-    return FX_OK;
-}
-
-static enum fx_status add(uint8_t *mem, const struct fx_cmd *c)
-{
-    struct fx_ewise ew;
-    enum fx_status st = fx_ewise_operands(mem, c, &ew);
-    if (st != FX_OK)
-        return st;
-    const int8_t *a = i8(mem, ew.a), *b = i8(mem, ew.b);
-    int32_t *acc = i32(mem, ew.acc);
-    uint64_t maxabs = 0;
-    for (uint64_t i = 0; i < ew.count; i++) {
-#pragma HLS PIPELINE II = 1
-        int64_t v = fx_align(a[i], ew.a->exp, ew.e) + fx_align(b[i], ew.b->exp, ew.e);
-        acc[i] = store32(v, &maxabs, ew.y);
-    }
-    requantize(acc, ew.count, maxabs, ew.e, fx_round_half_up(), i8(mem, ew.y), ew.y);
     return FX_OK;
 }
 
@@ -834,13 +847,13 @@ enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd)
     case FX_OP_FC_FWD: return conv_fwd(mem, cmd);
     case FX_OP_FC_BWD_DATA: return conv_bwd_data(mem, cmd);
     case FX_OP_FC_BWD_WEIGHT: return conv_bwd_weight(mem, cmd);
-    case FX_OP_RELU_FWD: return relu_fwd(mem, cmd);
-    case FX_OP_RELU_BWD: return relu_bwd(mem, cmd);
+    case FX_OP_RELU_FWD:
+    case FX_OP_RELU_BWD:
+    case FX_OP_ADD: return ewise(mem, cmd);
     case FX_OP_MAXPOOL_FWD: return maxpool_fwd(mem, cmd);
     case FX_OP_MAXPOOL_BWD: return maxpool_bwd(mem, cmd);
     case FX_OP_AVGPOOL_FWD: return avgpool_fwd(mem, cmd);
     case FX_OP_AVGPOOL_BWD: return avgpool_bwd(mem, cmd);
-    case FX_OP_ADD: return add(mem, cmd);
     case FX_OP_CONCAT_FWD: return concat_fwd(mem, cmd);
     case FX_OP_CONCAT_BWD: return concat_bwd(mem, cmd);
     case FX_OP_SOFTMAX_CE: return softmax_ce(mem, cmd);

@@ -56,11 +56,21 @@ enum fx_status fx_conv_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_
  * x -> y; RELU_BWD dy -> dx gated by the forward output (b); ADD a + b ->
  * y through the int32 scratch acc at the common exponent e. */
 struct fx_ewise {
+    int op;
     struct fx_tensor *a, *y, *b, *acc;
+    const int8_t *pa, *pb; /* their data */
+    int8_t *py;
+    int32_t *pacc;
     uint64_t count;
     int e;
 };
 enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew);
+
+/* The element-wise loop over [begin, end): ReLU into y, or the aligned
+ * sum into acc (clamps counted in *sat, the largest |sum| in *maxabs).
+ * The kernel runs it over everything, the emulator over parts. */
+void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs,
+                    uint32_t *sat);
 
 /* How a requantization rounds: half up, or stochastically from the
  * counter hash keyed by (seed, step, tensor, element index). */

@@ -20,6 +20,31 @@ Test(fx_arith, shift_round_is_half_up)
     cr_expect_eq(fx_shift_round(1000, 63), 0);
 }
 
+/* The requantization loop (written for vectorizing) is the definition,
+ * clamp(shift_round(acc, s)), on every shift and the int32 extremes. */
+Test(fx_arith, requant_range_is_the_definition)
+{
+    enum { N = 4096 };
+    static int32_t acc[N];
+    static int8_t out[N];
+    uint64_t st = 7;
+    for (int i = 0; i < N; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        acc[i] = (int32_t)(uint32_t)st >> (int)(st >> 59); /* every magnitude */
+    }
+    acc[0] = INT32_MAX, acc[1] = INT32_MIN, acc[2] = -1, acc[3] = 1;
+    for (int s = -3; s <= 64; s++) {
+        uint32_t want_sat = 0;
+        uint32_t sat = fx_requant_range(acc, 0, N, s, fx_round_half_up(), out);
+        for (int i = 0; i < N; i++) {
+            int64_t want = fx_clamp(fx_shift_round(acc[i], s), FX_Q8_MAX, &want_sat);
+            cr_assert_eq(out[i], want, "s %d acc %d: %d, want %lld", s, acc[i], out[i],
+                         (long long)want);
+        }
+        cr_assert_eq(sat, want_sat, "s %d", s);
+    }
+}
+
 Test(fx_arith, quant_shift_fits_int8)
 {
     cr_expect_eq(fx_quant_shift(0), 0);
