@@ -2,7 +2,7 @@
  * eeb_emu_gemm.h - the emulator's int8 matrix multiply, the hot loop of
  * every convolution (im2col + GEMM, as in darknet and DarkFPGA).
  *
- *   C[m][n] = sum_k A[m][k] * B[k][n]     int8 x int8 -> int32, exact
+ *   C[m][n] = bias[n] + sum_k A[m][k] * B[k][n]     int8 x int8 -> int32, exact
  *
  * B (weights) is packed once per layer; A (activations or errors) is
  * passed row-major.  The instruction set is chosen at run time: AVX-512
@@ -16,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets A by 128). */
+/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets A by 128), and
+ * the exact |sum| <= K * 128 * 128 <= 2^30. */
 #define EEB_EMU_GEMM_MAX_K 65536
 
 enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
@@ -27,6 +28,7 @@ struct eeb_emu_packed_b {
     int k4, panels;  /* k rounded up to 4, n in 32-column panels */
     int8_t *data;    /* panels * k4/4 * 128 bytes, zero padded */
     int32_t *colsum; /* sum over k of each column (for the VNNI offset) */
+    int32_t *bias;   /* added to each column, zero unless set; panels * 32 */
 };
 
 /* The best instruction set this CPU supports, and its name. */
@@ -42,12 +44,24 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
 void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b);
 
 /*
- * C = A x B with A M x K (row stride lda) and C M x N (row stride ldc),
- * on the given instruction set (which must be supported: see best_isa).
- * Returns 0, or -1 if scratch memory ran out.
+ * Sets the n column biases added to every row of C (the layer's bias, so
+ * that no pass over C is needed to add it).  Returns 0, or -1 if some
+ * |bias| > EEB_EMU_GEMM_BIAS_MAX(k): then a sum could leave int32, and the
+ * caller must add the bias itself, wider.
+ */
+#define EEB_EMU_GEMM_BIAS_MAX(k) (INT32_MAX - (int64_t)(k)*128 * 128)
+int eeb_emu_gemm_set_bias(struct eeb_emu_packed_b *b, const int64_t *bias);
+
+/*
+ * C = A x B + bias with A M x K (row stride lda) and C M x N (row stride
+ * ldc), on the given instruction set (which must be supported: see
+ * best_isa).  If maxabs is not NULL, *maxabs becomes the larger of itself
+ * and every |C[i][j]| (|C| < 2^31: see MAX_K and BIAS_MAX), which the
+ * requantization after a layer needs and would otherwise take a pass over
+ * C to find.  Returns 0, or -1 if scratch memory ran out.
  */
 int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
-                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc);
+                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc, uint32_t *maxabs);
 
 /* The definition: a plain triple loop on unpacked B, for tests. */
 void eeb_emu_gemm_reference(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int ldb,

@@ -18,18 +18,19 @@ static inline const int8_t *emu_panel(const struct eeb_emu_packed_b *b, int p)
     return b->data + (size_t)p * (size_t)b->k4 * EMU_NR;
 }
 
-/* A offset by 128 to unsigned bytes, rows padded to 8, k to k4. */
-void emu_gemm_avx512vnni(int m, const uint8_t *a_u8, const struct eeb_emu_packed_b *b, int32_t *c,
-                         int ldc);
+/* The tile loops: A offset by 128 to unsigned bytes, rows padded to 8, k
+ * to k4; or widened to int16, rows padded to 4.  Both add the bias and
+ * return the largest |C| they stored. */
+uint32_t emu_gemm_avx512vnni(int m, const uint8_t *a_u8, const struct eeb_emu_packed_b *b,
+                             int32_t *c, int ldc);
 
 /* Writes rows [0, m) of A offset by +128 into dst (rows of k4 bytes); the
  * k4 - k padding bytes are zeroed.  Vectorized: it runs once per GEMM over
  * all of A, which for short K costs as much as the multiply. */
 void emu_pack_a_u8(int m, int k, int k4, const int8_t *a, int lda, uint8_t *dst);
 
-/* A widened to int16, rows padded to 4, k to k4. */
-void emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
-                   int ldc);
+uint32_t emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
+                       int ldc);
 
 /* ---- worker threads (pool.c) ---- */
 

@@ -140,44 +140,84 @@ static void im2col(const int8_t *x, const struct fx_geom *g, int64_t r0, int64_t
     }
 }
 
-/* ---- forward ---- */
+/* Rows [r0, r1) of the errors' im2col, for the backward data pass as a
+ * GEMM: row r is input pixel r and holds, for each tap (ky, kx), the oc
+ * errors of the output pixel whose window put that tap on it, or zeros
+ * where no window did (the edges, and the skipped pixels of a stride).
+ * Its product with W rearranged tap by tap (oc rows of ic) is dx, summed
+ * in int32 with no scatter. */
+static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0, int64_t r1,
+                          int8_t *col)
+{
+    const int64_t per_item = (int64_t)g->ih * g->iw;
+    for (int64_t r = r0; r < r1; r++) {
+        int n = (int)(r / per_item), i = (int)(r % per_item), iy = i / g->iw, ix = i % g->iw;
+        for (int ky = 0; ky < g->kh; ky++)
+            for (int kx = 0; kx < g->kw; kx++, col += g->oc) {
+                int ty = iy + g->p - ky, tx = ix + g->p - kx, oy = ty / g->s, ox = tx / g->s;
+                if (ty < 0 || tx < 0 || ty % g->s || tx % g->s || oy >= g->oh || ox >= g->ow)
+                    memset(col, 0, (size_t)g->oc);
+                else
+                    memcpy(col, dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc,
+                           (size_t)g->oc);
+            }
+    }
+}
 
-struct conv_job {
+/* ---- forward and backward data: GEMMs over rows ---- */
+
+typedef void fill_fn(const int8_t *src, const struct fx_geom *g, int64_t r0, int64_t r1,
+                     int8_t *col);
+
+/* Rows of A gathered by fill (or read in place when fill is NULL) times
+ * the packed B, into the accumulators; the largest |sum| kept. */
+struct rows_job {
     struct eeb_emu *e;
     const struct fx_geom *g;
-    int k;            /* GEMM depth */
-    int64_t rows;     /* GEMM rows */
-    const int8_t *a;  /* x (forward, weight gradient) or dy (data) */
-    const int8_t *dy; /* weight gradient: the errors */
-    int32_t *acc;
+    fill_fn *fill;
+    const int8_t *src; /* x (forward) or dy (backward data) */
+    int k, n;          /* bytes per row of A, sums per row of C */
+    int64_t rows;
     const struct eeb_emu_packed_b *pb;
-    const int64_t *bias; /* forward: biases at the accumulator's exponent */
+    int32_t *acc;
+    const int64_t *wide_bias; /* biases too wide for the GEMM to add (rare) */
 };
 
-static void fwd_part(void *ctx, int part, int worker)
+static void rows_part(void *ctx, int part, int worker)
 {
-    struct conv_job *j = ctx;
+    struct rows_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    const struct fx_geom *g = j->g;
     int64_t r0 = (int64_t)part * ROWS_PER_PART;
     int64_t r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
-    const int8_t *a = j->a + r0 * j->k;
-    if (!direct(g)) {
+    const int8_t *a = j->src + r0 * j->k;
+    if (j->fill) {
         int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
         if (!col) {
             w->oom = 1;
             return;
         }
-        im2col(j->a, g, r0, r1, col);
+        j->fill(j->src, j->g, r0, r1, col);
         a = col;
     }
-    int32_t *c = j->acc + r0 * g->oc;
-    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, j->pb, c, g->oc)) {
+    int32_t *c = j->acc + r0 * j->n;
+    uint32_t most = 0;
+    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, j->pb, c, j->n, &most)) {
         w->oom = 1;
         return;
     }
-    for (int64_t i = 0; i < (r1 - r0) * g->oc; i++)
-        c[i] = fx_store32((int64_t)c[i] + j->bias[i % g->oc], &w->maxabs, &w->sat);
+    if (j->wide_bias)
+        for (int64_t i = 0; i < (r1 - r0) * j->n; i++)
+            c[i] = fx_store32((int64_t)c[i] + j->wide_bias[i % j->n], &w->maxabs, &w->sat);
+    else if (most > w->maxabs)
+        w->maxabs = most;
+}
+
+static enum fx_status run_rows(struct eeb_emu *e, struct rows_job *j, uint64_t *maxabs,
+                               uint32_t *sat)
+{
+    reset_workers(e);
+    emu_pool_run(e->pool, (int)((j->rows + ROWS_PER_PART - 1) / ROWS_PER_PART), rows_part, j);
+    return gather(e, maxabs, sat) ? FX_NO_MEMORY : FX_OK;
 }
 
 /* ---- requantization in parallel ---- */
@@ -234,16 +274,24 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
     const int32_t *b24 = (const int32_t *)(const void *)(mem + cv->b->offset);
     for (int c = 0; c < g->oc; c++)
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
-    struct conv_job j = {
-        e,   g,   k, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->in), NULL, acc_of(mem, cv),
-        &pb, bias};
-    reset_workers(e);
-    emu_pool_run(e->pool, (int)((j.rows + ROWS_PER_PART - 1) / ROWS_PER_PART), fwd_part, &j);
-    eeb_emu_gemm_free_b(&pb);
+    struct rows_job j = {e,
+                         g,
+                         direct(g) ? NULL : im2col,
+                         i8_of(mem, cv->in),
+                         k,
+                         g->oc,
+                         (int64_t)g->n * g->oh * g->ow,
+                         &pb,
+                         acc_of(mem, cv),
+                         NULL};
+    if (eeb_emu_gemm_set_bias(&pb, bias))
+        j.wide_bias = bias;
     uint64_t maxabs = 0;
     uint32_t sat = 0;
-    if (gather(e, &maxabs, &sat))
-        return FX_NO_MEMORY;
+    enum fx_status st = run_rows(e, &j, &maxabs, &sat);
+    eeb_emu_gemm_free_b(&pb);
+    if (st != FX_OK)
+        return st;
     cv->out->saturations += sat;
     requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(), cv->out);
     return FX_OK;
@@ -251,88 +299,40 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
 
 /* ---- backward data ---- */
 
-/* Direct layers: dx rows = dy rows x W^T, straight into the scratch. */
-static void data_rows_part(void *ctx, int part, int worker)
-{
-    struct conv_job *j = ctx;
-    struct worker *w = &j->e->w[worker];
-    int64_t r0 = (int64_t)part * ROWS_PER_PART;
-    int64_t r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
-    int ic = j->g->ic;
-    int32_t *c = j->acc + r0 * ic;
-    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), j->a + r0 * j->k, j->k, j->pb, c, ic)) {
-        w->oom = 1;
-        return;
-    }
-    for (int64_t i = 0; i < (r1 - r0) * ic; i++)
-        (void)fx_store32(c[i], &w->maxabs, &w->sat);
-}
-
-/* Others, one item per part: the error columns dy x W^T, then col2im adds
- * each column back onto the input pixels its window covered. */
-static void data_item_part(void *ctx, int n, int worker)
-{
-    struct conv_job *j = ctx;
-    struct worker *w = &j->e->w[worker];
-    const struct fx_geom *g = j->g;
-    int K = g->kh * g->kw * g->ic, pixels = g->oh * g->ow;
-    int32_t *dcol = grow(&w->c32, (size_t)pixels * (size_t)K * sizeof *dcol);
-    if (!dcol ||
-        eeb_emu_gemm(j->e->isa, pixels, j->a + (size_t)n * pixels * g->oc, g->oc, j->pb, dcol, K)) {
-        w->oom = 1;
-        return;
-    }
-    size_t item = (size_t)g->ih * g->iw * g->ic;
-    int32_t *dx = j->acc + (size_t)n * item;
-    memset(dx, 0, item * sizeof *dx);
-    for (int oy = 0; oy < g->oh; oy++)
-        for (int ox = 0; ox < g->ow; ox++) {
-            const int32_t *src = dcol + ((size_t)oy * g->ow + ox) * K;
-            for (int ky = 0; ky < g->kh; ky++)
-                for (int kx = 0; kx < g->kw; kx++, src += g->ic) {
-                    int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
-                    if (iy < 0 || ix < 0 || iy >= g->ih || ix >= g->iw)
-                        continue;
-                    int32_t *dst = dx + ((size_t)iy * g->iw + ix) * g->ic;
-                    for (int ci = 0; ci < g->ic; ci++)
-                        dst[ci] += src[ci];
-                }
-        }
-    for (size_t i = 0; i < item; i++)
-        (void)fx_store32(dx[i], &w->maxabs, &w->sat);
-}
-
 static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
-    int K = g->kh * g->kw * g->ic;
+    int taps = g->kh * g->kw, K = taps * g->oc;
     const int8_t *w8 = i8_of(mem, cv->w);
-    int8_t *wt = grow(&e->wt, (size_t)K * (size_t)g->oc);
+    int8_t *wt = grow(&e->wt, (size_t)K * (size_t)g->ic);
     if (!wt)
         return FX_NO_MEMORY;
-    for (int k = 0; k < K; k++) /* W^T: oc rows of K */
-        for (int c = 0; c < g->oc; c++)
-            wt[(size_t)c * K + k] = w8[(size_t)k * g->oc + c];
+    for (int t = 0; t < taps; t++) /* per tap, W^T: oc rows of ic */
+        for (int ci = 0; ci < g->ic; ci++)
+            for (int o = 0; o < g->oc; o++)
+                wt[((size_t)t * g->oc + o) * g->ic + ci] = w8[((size_t)t * g->ic + ci) * g->oc + o];
     struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(wt, g->oc, K, K, &pb))
+    if (eeb_emu_gemm_pack_b(wt, K, g->ic, g->ic, &pb))
         return FX_NO_MEMORY;
-    struct conv_job j = {
-        e,   g,   g->oc, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->out), NULL, acc_of(mem, cv),
-        &pb, NULL};
-    reset_workers(e);
-    if (direct(g))
-        emu_pool_run(e->pool, (int)((j.rows + ROWS_PER_PART - 1) / ROWS_PER_PART), data_rows_part,
-                     &j);
-    else
-        emu_pool_run(e->pool, g->n, data_item_part, &j);
-    eeb_emu_gemm_free_b(&pb);
+    struct rows_job j = {e,
+                         g,
+                         direct(g) ? NULL : im2col_errors,
+                         i8_of(mem, cv->out),
+                         K,
+                         g->ic,
+                         (int64_t)g->n * g->ih * g->iw,
+                         &pb,
+                         acc_of(mem, cv),
+                         NULL};
     uint64_t maxabs = 0;
     uint32_t sat = 0;
-    if (gather(e, &maxabs, &sat))
-        return FX_NO_MEMORY;
+    enum fx_status st = run_rows(e, &j, &maxabs, &sat);
+    eeb_emu_gemm_free_b(&pb);
+    if (st != FX_OK)
+        return st;
     cv->in->saturations += sat;
-    requantize(e, mem, j.acc, (uint64_t)g->n * g->ih * g->iw * g->ic, maxabs,
-               cv->out->exp + cv->w->exp, fx_round_half_up(), cv->in);
+    requantize(e, mem, j.acc, (uint64_t)j.rows * g->ic, maxabs, cv->out->exp + cv->w->exp,
+               fx_round_half_up(), cv->in);
     return FX_OK;
 }
 
@@ -342,9 +342,17 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
  * dW^T += dy^T x col(x), so that what gets transposed is the chunk of dy
  * (oc columns) rather than the im2col rows (k*k*ic columns, 9x more for
  * a 3x3 conv); the sums are the same integers. */
+struct weight_job {
+    struct eeb_emu *e;
+    const struct fx_geom *g;
+    int k;        /* bytes per im2col row */
+    int64_t rows; /* output pixels over the batch */
+    const int8_t *x, *dy;
+};
+
 static void weight_part(void *ctx, int part, int worker)
 {
-    struct conv_job *j = ctx;
+    struct weight_job *j = ctx;
     struct worker *w = &j->e->w[worker];
     const struct fx_geom *g = j->g;
     int K = j->k, oc = g->oc;
@@ -359,9 +367,9 @@ static void weight_part(void *ctx, int part, int worker)
         return;
     }
     int8_t *dyt = col + (size_t)rc * K;
-    const int8_t *rows = j->a + r0 * K;
+    const int8_t *rows = j->x + r0 * K;
     if (!direct(g)) {
-        im2col(j->a, g, r0, r1, col);
+        im2col(j->x, g, r0, r1, col);
         rows = col;
     }
     const int8_t *dy = j->dy + r0 * oc;
@@ -370,7 +378,7 @@ static void weight_part(void *ctx, int part, int worker)
             dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
     struct eeb_emu_packed_b pb;
     if (eeb_emu_gemm_pack_b(rows, rc, K, K, &pb) ||
-        eeb_emu_gemm(j->e->isa, oc, dyt, rc, &pb, c, K)) {
+        eeb_emu_gemm(j->e->isa, oc, dyt, rc, &pb, c, K, NULL)) {
         eeb_emu_gemm_free_b(&pb);
         w->oom = 1;
         return;
@@ -392,15 +400,9 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
             return FX_NO_MEMORY;
         memset(s, 0, nw * sizeof *s);
     }
-    struct conv_job j = {e,
-                         g,
-                         K,
-                         (int64_t)g->n * g->oh * g->ow,
-                         i8_of(mem, cv->in),
-                         i8_of(mem, cv->out),
-                         acc_of(mem, cv),
-                         NULL,
-                         NULL};
+    struct weight_job j = {
+        e, g, K, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->in), i8_of(mem, cv->out)};
+    int32_t *acc = acc_of(mem, cv);
     reset_workers(e);
     emu_pool_run(e->pool, (int)((j.rows + REDUCE_PER_PART - 1) / REDUCE_PER_PART), weight_part, &j);
     uint64_t unused = 0;
@@ -415,13 +417,13 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
             int64_t v = 0;
             for (int t = 0; t < e->threads; t++)
                 v += ((const int32_t *)e->w[t].sum.p)[(size_t)c * K + k];
-            j.acc[(size_t)k * g->oc + c] = fx_store32(v, &maxabs, &sat);
+            acc[(size_t)k * g->oc + c] = fx_store32(v, &maxabs, &sat);
         }
     cv->w->saturations += sat;
-    requantize(e, mem, j.acc, nw, maxabs, cv->in->exp + cv->out->exp,
+    requantize(e, mem, acc, nw, maxabs, cv->in->exp + cv->out->exp,
                fx_round_stochastic(mem, cmd->t[2]), cv->w);
 
-    int32_t *bacc = j.acc + nw;
+    int32_t *bacc = acc + nw;
     maxabs = 0, sat = 0;
     int64_t *bsum = grow(&e->bias, (size_t)g->oc * sizeof *bsum);
     if (!bsum)

@@ -4,6 +4,7 @@
  */
 #include "emu_int.h"
 
+#include <emmintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,23 @@ const char *eeb_emu_isa_name(enum eeb_emu_isa isa)
     return "?";
 }
 
+/* Four rows of 16 columns interleaved to the packed order: each column's
+ * four bytes together, as vpdpbusd and vpmaddwd read them. */
+static void interleave16(const int8_t *r0, const int8_t *r1, const int8_t *r2, const int8_t *r3,
+                         int8_t *dst)
+{
+    const __m128i a = _mm_loadu_si128((const __m128i *)r0),
+                  b = _mm_loadu_si128((const __m128i *)r1);
+    const __m128i c = _mm_loadu_si128((const __m128i *)r2),
+                  d = _mm_loadu_si128((const __m128i *)r3);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+}
+
 int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_packed_b *out)
 {
     memset(out, 0, sizeof *out);
@@ -44,25 +62,25 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
     size_t bytes = (size_t)out->panels * (size_t)out->k4 * EMU_NR;
     out->data = aligned_alloc(64, bytes); /* bytes is a multiple of 128 */
     out->colsum = calloc((size_t)out->panels * EMU_NR, sizeof *out->colsum);
-    if (!out->data || !out->colsum) {
+    out->bias = calloc((size_t)out->panels * EMU_NR, sizeof *out->bias);
+    if (!out->data || !out->colsum || !out->bias) {
         eeb_emu_gemm_free_b(out);
         return -1;
     }
-    memset(out->data, 0, bytes);
+    if (k % 4 || n % EMU_NR) /* else every byte is written below */
+        memset(out->data, 0, bytes);
     for (int p = 0; p < out->panels; p++) {
         int j0 = p * EMU_NR, nc = n - j0 < EMU_NR ? n - j0 : EMU_NR;
         int8_t *panel = out->data + (size_t)p * out->k4 * EMU_NR;
         int32_t *sum = out->colsum + j0;
-        for (int kk = 0; kk < k; kk += 4) { /* four rows interleaved per column */
+        for (int kk = 0; kk < k; kk += 4) {
             const int8_t *r[4];
             for (int q = 0; q < 4; q++)
                 r[q] = kk + q < k ? b + (size_t)(kk + q) * ldb + j0 : NULL;
             int8_t *dst = panel + (size_t)(kk / 4) * EMU_NR * 4;
             if (r[3] && nc == EMU_NR) {
-                for (int col = 0; col < EMU_NR; col++) {
-                    dst[col * 4] = r[0][col], dst[col * 4 + 1] = r[1][col];
-                    dst[col * 4 + 2] = r[2][col], dst[col * 4 + 3] = r[3][col];
-                }
+                interleave16(r[0], r[1], r[2], r[3], dst);
+                interleave16(r[0] + 16, r[1] + 16, r[2] + 16, r[3] + 16, dst + 64);
             } else {
                 for (int q = 0; q < 4 && r[q]; q++)
                     for (int col = 0; col < nc; col++)
@@ -76,26 +94,41 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
     return 0;
 }
 
+int eeb_emu_gemm_set_bias(struct eeb_emu_packed_b *b, const int64_t *bias)
+{
+    for (int j = 0; j < b->n; j++)
+        if (bias[j] > EEB_EMU_GEMM_BIAS_MAX(b->k) || bias[j] < -EEB_EMU_GEMM_BIAS_MAX(b->k))
+            return -1;
+    for (int j = 0; j < b->n; j++)
+        b->bias[j] = (int32_t)bias[j];
+    return 0;
+}
+
 void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b)
 {
     free(b->data);
     free(b->colsum);
+    free(b->bias);
     memset(b, 0, sizeof *b);
 }
 
 /* The portable path, reading the same packed layout as the vector ones. */
-static void gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
-                        int32_t *c, int ldc)
+static uint32_t gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
+                            int32_t *c, int ldc)
 {
+    uint32_t maxabs = 0;
     for (int i = 0; i < m; i++) {
         for (int j = 0; j < b->n; j++) {
             const int8_t *col = emu_panel(b, j / EMU_NR) + (j % EMU_NR) * 4;
-            int32_t sum = 0;
+            int32_t sum = b->bias[j];
             for (int kk = 0; kk < b->k; kk++)
                 sum += (int32_t)a[(size_t)i * lda + kk] * col[(kk / 4) * EMU_NR * 4 + kk % 4];
             c[(size_t)i * ldc + j] = sum;
+            uint32_t mag = sum < 0 ? 0u - (uint32_t)sum : (uint32_t)sum;
+            maxabs = mag > maxabs ? mag : maxabs;
         }
     }
+    return maxabs;
 }
 
 /* Rows of A packed and multiplied at a time: the block of A (at most
@@ -105,12 +138,15 @@ static void gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_emu_pa
 #define ROW_BLOCK 64
 
 int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
-                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc)
+                 const struct eeb_emu_packed_b *b, int32_t *c, int ldc, uint32_t *maxabs)
 {
+    uint32_t most = 0;
     if (m <= 0)
         return 0;
     if (isa == EEB_EMU_ISA_SCALAR) {
-        gemm_scalar(m, a, lda, b, c, ldc);
+        most = gemm_scalar(m, a, lda, b, c, ldc);
+        if (maxabs && most > *maxabs)
+            *maxabs = most;
         return 0;
     }
     /* Padding bytes (k4 - k) never reach a kept result (B is zero there)
@@ -129,7 +165,9 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
                (size_t)(round_up(rows, tile_rows) - rows) * k4 * elem);
         if (vnni) {
             emu_pack_a_u8(rows, b->k, b->k4, src, lda, (uint8_t *)packed);
-            emu_gemm_avx512vnni(rows, (const uint8_t *)packed, b, c + (size_t)i0 * ldc, ldc);
+            uint32_t got =
+                emu_gemm_avx512vnni(rows, (const uint8_t *)packed, b, c + (size_t)i0 * ldc, ldc);
+            most = got > most ? got : most;
             continue;
         }
         for (int i = 0; i < rows; i++) {
@@ -140,9 +178,12 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
             for (; kk < b->k4; kk++)
                 dst[kk] = 0;
         }
-        emu_gemm_avx2(rows, (const int16_t *)packed, b, c + (size_t)i0 * ldc, ldc);
+        uint32_t got = emu_gemm_avx2(rows, (const int16_t *)packed, b, c + (size_t)i0 * ldc, ldc);
+        most = got > most ? got : most;
     }
     free(packed);
+    if (maxabs && most > *maxabs)
+        *maxabs = most;
     return 0;
 }
 

@@ -34,12 +34,17 @@
         int32_t out[8];                                                                            \
         _mm256_storeu_si256((__m256i *)out,                                                        \
                             _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo##r, hi##r), 0xD8));      \
-        for (int j = 0; j < cols; j++)                                                             \
-            c[(size_t)(r)*ldc + j] = out[j];                                                       \
+        for (int j = 0; j < cols; j++) {                                                           \
+            int32_t v = out[j] + bias[j];                                                          \
+            c[(size_t)(r)*ldc + j] = v;                                                            \
+            uint32_t mag = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;                                 \
+            most = mag > most ? mag : most;                                                        \
+        }                                                                                          \
     }
 
-TARGET static void tile(const int16_t *a, int k4, const int8_t *panel, int32_t *c, int ldc,
-                        int rows, int cols)
+/* Returns the largest |C| stored. */
+TARGET static uint32_t tile(const int16_t *a, int k4, const int8_t *panel, const int32_t *bias,
+                            int32_t *c, int ldc, int rows, int cols)
 {
     ROWS(DECLARE)
     for (int g = 0; g < k4 / 4; g++) {
@@ -48,12 +53,16 @@ TARGET static void tile(const int16_t *a, int k4, const int8_t *panel, int32_t *
         const __m256i b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(raw, 1));
         ROWS(MULTIPLY)
     }
+    uint32_t most = 0;
     ROWS(STORE)
+    return most;
 }
 
-void emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, int32_t *c, int ldc)
+uint32_t emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, int32_t *c,
+                       int ldc)
 {
     const int k4 = b->k4;
+    uint32_t most = 0;
     for (int p = 0; p < b->panels; p++) {
         for (int q = 0; q < EMU_NR / 8; q++) {
             const int col0 = p * EMU_NR + q * 8;
@@ -62,9 +71,12 @@ void emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, in
             const int cols = b->n - col0 < 8 ? b->n - col0 : 8;
             /* this 8-column slice starts 32 bytes into each 128-byte group */
             const int8_t *slice = emu_panel(b, p) + q * 32;
-            for (int i = 0; i < m; i += MR)
-                tile(a + (size_t)i * k4, k4, slice, c + (size_t)i * ldc + col0, ldc,
-                     m - i < MR ? m - i : MR, cols);
+            for (int i = 0; i < m; i += MR) {
+                uint32_t got = tile(a + (size_t)i * k4, k4, slice, b->bias + col0,
+                                    c + (size_t)i * ldc + col0, ldc, m - i < MR ? m - i : MR, cols);
+                most = got > most ? got : most;
+            }
         }
     }
+    return most;
 }

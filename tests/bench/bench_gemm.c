@@ -42,7 +42,7 @@ static double gemm_gops(enum eeb_emu_isa isa, const struct shape *sh, int pair_p
         double peak = pair_peak ? bench_vnni_peak_gops() : 0;
         int64_t t0 = eeb_mono_ns();
         for (int i = 0; i < reps; i++)
-            if (eeb_emu_gemm(isa, sh->m, a, sh->k, &pb, c, sh->n)) {
+            if (eeb_emu_gemm(isa, sh->m, a, sh->k, &pb, c, sh->n, NULL)) {
                 fprintf(stderr, "bench_gemm: out of memory\n");
                 exit(1);
             }

@@ -47,7 +47,7 @@ static void check_shape(int m, int n, int k, int extreme)
     enum eeb_emu_isa list[3];
     for (int t = 0, nt = isas(list); t < nt; t++) {
         memset(got, 0x5a, (size_t)m * ldc * sizeof *got);
-        cr_assert_eq(eeb_emu_gemm(list[t], m, a, lda, &pb, got, ldc), 0);
+        cr_assert_eq(eeb_emu_gemm(list[t], m, a, lda, &pb, got, ldc, NULL), 0);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++)
                 cr_assert_eq(got[(size_t)i * ldc + j], want[(size_t)i * ldc + j],
