@@ -33,8 +33,8 @@
         const __m512i v0 = _mm512_sub_epi32(c##r##0, off0), v1 = _mm512_sub_epi32(c##r##1, off1);  \
         _mm512_mask_storeu_epi32(c + (size_t)(r)*ldc, m0, v0);                                     \
         _mm512_mask_storeu_epi32(c + (size_t)(r)*ldc + 16, m1, v1);                                \
-        most = _mm512_mask_max_epu32(most, m0, most, _mm512_abs_epi32(v0));                        \
-        most = _mm512_mask_max_epu32(most, m1, most, _mm512_abs_epi32(v1));                        \
+        most = _mm512_max_epu32(most, _mm512_abs_epi32(v0)); /* padding columns are 0 */           \
+        most = _mm512_max_epu32(most, _mm512_abs_epi32(v1));                                       \
     }
 
 /* Returns the largest |C| stored. */

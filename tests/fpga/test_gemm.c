@@ -33,6 +33,9 @@ static int isas(enum eeb_emu_isa *out)
     return n;
 }
 
+/* C = A x B + bias on every ISA against the triple loop plus the bias,
+ * and the largest |C| reported; extreme: bytes at +-127/-128 and biases at
+ * +-EEB_EMU_GEMM_BIAS_MAX, the largest the GEMM accepts. */
 static void check_shape(int m, int n, int k, int extreme)
 {
     const int lda = k + 3, ldb = n + 5, ldc = n + 1; /* strides wider than the rows */
@@ -42,12 +45,27 @@ static void check_shape(int m, int n, int k, int extreme)
     fill(a, (size_t)m * lda, extreme);
     fill(b, (size_t)k * ldb, extreme);
     eeb_emu_gemm_reference(m, n, k, a, lda, b, ldb, want, ldc);
+    int64_t *bias = malloc((size_t)n * sizeof *bias);
+    uint32_t want_max = 0;
+    for (int j = 0; j < n; j++) {
+        int64_t lim = EEB_EMU_GEMM_BIAS_MAX(k);
+        bias[j] = extreme ? (next() & 1 ? lim : -lim) : (int64_t)(next() % 2000001) - 1000000;
+        for (int i = 0; i < m; i++) {
+            int32_t v = want[(size_t)i * ldc + j] += (int32_t)bias[j];
+            uint32_t mag = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+            want_max = mag > want_max ? mag : want_max;
+        }
+    }
     struct eeb_emu_packed_b pb;
     cr_assert_eq(eeb_emu_gemm_pack_b(b, k, n, ldb, &pb), 0);
+    cr_assert_eq(eeb_emu_gemm_set_bias(&pb, bias), 0);
     enum eeb_emu_isa list[3];
     for (int t = 0, nt = isas(list); t < nt; t++) {
         memset(got, 0x5a, (size_t)m * ldc * sizeof *got);
-        cr_assert_eq(eeb_emu_gemm(list[t], m, a, lda, &pb, got, ldc, NULL), 0);
+        uint32_t got_max = 7;
+        cr_assert_eq(eeb_emu_gemm(list[t], m, a, lda, &pb, got, ldc, &got_max), 0);
+        cr_assert_eq(got_max, want_max > 7 ? want_max : 7, "%s %dx%dx%d: max |C| %u, want %u",
+                     eeb_emu_isa_name(list[t]), m, n, k, got_max, want_max);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++)
                 cr_assert_eq(got[(size_t)i * ldc + j], want[(size_t)i * ldc + j],
@@ -57,7 +75,7 @@ static void check_shape(int m, int n, int k, int extreme)
             cr_assert_eq(got[(size_t)i * ldc + n], 0x5a5a5a5a);
     }
     eeb_emu_gemm_free_b(&pb);
-    free(a), free(b), free(want), free(got);
+    free(a), free(b), free(want), free(got), free(bias);
 }
 
 Test(gemm, random_shapes_several_seeds)
@@ -100,6 +118,19 @@ Test(gemm, pack_rejects_bad_k)
     int8_t b[4] = {0};
     cr_assert_eq(eeb_emu_gemm_pack_b(b, 0, 4, 4, &pb), -1);
     cr_assert_eq(eeb_emu_gemm_pack_b(b, EEB_EMU_GEMM_MAX_K + 1, 1, 1, &pb), -1);
+}
+
+Test(gemm, bias_beyond_the_int32_bound_is_refused)
+{
+    struct eeb_emu_packed_b pb;
+    int8_t b[8] = {0};
+    cr_assert_eq(eeb_emu_gemm_pack_b(b, 4, 2, 2, &pb), 0);
+    int64_t ok[2] = {EEB_EMU_GEMM_BIAS_MAX(4), -EEB_EMU_GEMM_BIAS_MAX(4)};
+    int64_t over[2] = {0, -EEB_EMU_GEMM_BIAS_MAX(4) - 1};
+    cr_assert_eq(eeb_emu_gemm_set_bias(&pb, ok), 0);
+    cr_assert_eq(eeb_emu_gemm_set_bias(&pb, over), -1);
+    cr_assert_eq(pb.bias[0], ok[0], "a refused bias leaves the old one");
+    eeb_emu_gemm_free_b(&pb);
 }
 
 Test(gemm, this_cpu_uses_vnni_when_it_has_it)

@@ -65,12 +65,17 @@ static void run(uint8_t *mem, struct eeb_emu *emu, uint32_t prog)
                  h->status_cmd, h->status);
 }
 
-/* Runs net on the kernel and on emulators; the images must agree. */
-static void check_exact(struct eeb_net *net, int batch, int frozen, const char *what)
+/* Runs net on the kernel and on emulators; the images must agree.  A
+ * nonzero bias replaces every conv and FC layer's biases. */
+static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const char *what,
+                               float bias)
 {
     char err[256];
     cr_assert(eeb_net_loss(net), "%s: %s", what, net->err);
     eeb_net_init(net, state);
+    for (int i = 0; bias != 0 && i < net->nlayers; i++)
+        for (int c = 0; eeb_layer_learnable(&net->layers[i]) && c < net->layers[i].out.c; c++)
+            net->layers[i].b[c] = bias;
     eeb_net_to_fixed(net);
     struct eeb_fx_image img;
     cr_assert_eq(eeb_fx_compile(net, batch, frozen, &img, err, sizeof err), 0, "%s: %s", what, err);
@@ -122,6 +127,12 @@ static void check_exact(struct eeb_net *net, int batch, int frozen, const char *
     const struct fx_tensor *w = fx_tensor_at(mem[0], p->w24);
     cr_expect_neq(memcmp(mem[0] + w->offset, img.mem + w->offset, (size_t)w->c * 4), 0,
                   "%s: the weights did not move", what);
+    if (bias != 0) { /* and the first layer's sums (at the pixels' exponent) saturated */
+        const struct eeb_layer *l = &net->layers[0];
+        cr_expect_geq(fx_tensor_at(mem[0], img.act[0])->saturations,
+                      (uint64_t)n * l->out.h * l->out.w * l->out.c,
+                      "%s: the first layer's sums did not saturate", what);
+    }
     for (int r = 0; r < runs; r++) {
         free(mem[r]);
         eeb_emu_free(emu[r]);
@@ -129,6 +140,11 @@ static void check_exact(struct eeb_net *net, int batch, int frozen, const char *
     free(pixels), free(labels);
     eeb_fx_image_free(&img);
     eeb_net_free(net);
+}
+
+static void check_exact(struct eeb_net *net, int batch, int frozen, const char *what)
+{
+    check_exact_biased(net, batch, frozen, what, 0);
 }
 
 static struct eeb_net *net_of(int h, int w, int c)
@@ -168,6 +184,17 @@ Test(ops, conv_every_kernel_stride_and_padding, .timeout = 120)
                          padded ? k / 2 : 0);
                 check_exact(net, 2 + (int)rnd(5), 0, what);
             }
+}
+
+/* Biases so large at the accumulators' exponent that the GEMM cannot add
+ * them in int32: the emulator adds them wide, and the sums saturate, the
+ * same on every backend. */
+Test(ops, bias_wider_than_the_accumulator)
+{
+    state = 77;
+    struct eeb_net *net = net_of(6, 6, 3);
+    head(net, eeb_net_relu(net, eeb_net_conv(net, stem(net, 4), 5, 3, 1, 1)));
+    check_exact_biased(net, 3, 0, "wide bias", 1e6f);
 }
 
 Test(ops, fully_connected_and_flatten)
