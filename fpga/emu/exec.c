@@ -17,6 +17,7 @@
 #include "fx_arith.h"
 #include "fx_kernel.h"
 
+#include <emmintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,25 @@ static int direct(const struct fx_geom *g)
     return g->kh == 1 && g->kw == 1 && g->s == 1 && g->p == 0;
 }
 
+/* One pixel's channels into an im2col row, or zeros (src NULL).  A call
+ * to memcpy per pixel cost more than the copy: channel counts are short
+ * and usually multiples of 16. */
+static inline void put_pixel(int8_t *dst, const int8_t *src, int channels)
+{
+    int i = 0;
+    if (src) {
+        for (; i + 16 <= channels; i += 16)
+            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+        for (; i < channels; i++)
+            dst[i] = src[i];
+    } else {
+        for (; i + 16 <= channels; i += 16)
+            _mm_storeu_si128((__m128i *)(dst + i), _mm_setzero_si128());
+        for (; i < channels; i++)
+            dst[i] = 0;
+    }
+}
+
 /* Rows [r0, r1) of im2col(x): row r is output pixel r, K = kh*kw*ic bytes
  * in (ky, kx, ci) order, zeros where the window hangs over the edge. */
 static void im2col(const int8_t *x, const struct fx_geom *g, int64_t r0, int64_t r1, int8_t *col)
@@ -132,10 +152,9 @@ static void im2col(const int8_t *x, const struct fx_geom *g, int64_t r0, int64_t
         for (int ky = 0; ky < g->kh; ky++)
             for (int kx = 0; kx < g->kw; kx++, col += g->ic) {
                 int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
-                if (iy < 0 || ix < 0 || iy >= g->ih || ix >= g->iw)
-                    memset(col, 0, (size_t)g->ic);
-                else
-                    memcpy(col, x + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic, (size_t)g->ic);
+                int inside = iy >= 0 && ix >= 0 && iy < g->ih && ix < g->iw;
+                put_pixel(col, inside ? x + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic : NULL,
+                          g->ic);
             }
     }
 }
@@ -155,11 +174,10 @@ static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0,
         for (int ky = 0; ky < g->kh; ky++)
             for (int kx = 0; kx < g->kw; kx++, col += g->oc) {
                 int ty = iy + g->p - ky, tx = ix + g->p - kx, oy = ty / g->s, ox = tx / g->s;
-                if (ty < 0 || tx < 0 || ty % g->s || tx % g->s || oy >= g->oh || ox >= g->ow)
-                    memset(col, 0, (size_t)g->oc);
-                else
-                    memcpy(col, dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc,
-                           (size_t)g->oc);
+                int hit = ty >= 0 && tx >= 0 && ty % g->s == 0 && tx % g->s == 0 && oy < g->oh &&
+                          ox < g->ow;
+                put_pixel(col, hit ? dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc : NULL,
+                          g->oc);
             }
     }
 }
@@ -373,9 +391,10 @@ static void weight_part(void *ctx, int part, int worker)
         rows = col;
     }
     const int8_t *dy = j->dy + r0 * oc;
-    for (int r = 0; r < rc; r++)
+    for (int b = 0; b < rc; b += 64) /* in blocks of rows, so each write is a run */
         for (int o = 0; o < oc; o++)
-            dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
+            for (int r = b; r < b + 64 && r < rc; r++)
+                dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
     struct eeb_emu_packed_b pb;
     if (eeb_emu_gemm_pack_b(rows, rc, K, K, &pb) ||
         eeb_emu_gemm(j->e->isa, oc, dyt, rc, &pb, c, K, NULL)) {
