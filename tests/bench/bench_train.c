@@ -8,8 +8,8 @@
  * backward data, backward weight) over the network's forward MACs: the
  * same nominal figure for every backend, so the ratios are ratios of time.
  * The GEMM fraction is the network's forward GEMMs, each timed warm on
- * one core (median of BENCH_REPS calls), total ops over total time,
- * against the register-only vpdpbusd peak (the higher of two readings).
+ * one core against the register-only vpdpbusd peak read just before it
+ * (median of BENCH_REPS), weighted by their ops.
  *
  * `bench_train BACKEND` times that backend alone (for perf record).
  */
@@ -93,11 +93,13 @@ static double step_seconds(const char *backend, const struct eeb_net *net, int r
     return bench_median(t, (size_t)reps);
 }
 
-/* One layer's GEMM (M x K by K x N) on one core: median seconds over
- * BENCH_REPS calls after an untimed one, so that the first touch of the
- * output's pages is not counted (the emulator's accumulators live in the
- * device image, touched once at load). */
-static double gemm_seconds(int m, int n, int k)
+/* One layer's GEMM (M x K by K x N) on one core, as a fraction of the
+ * vpdpbusd peak read just before each call (the machines here are shared,
+ * and the peak moves with them): the median over BENCH_REPS calls after
+ * an untimed one, so that the first touch of the output's pages is not
+ * counted (the emulator's accumulators live in the device image, touched
+ * once at load). */
+static double gemm_peak_fraction(int m, int n, int k)
 {
     int8_t *a = malloc((size_t)m * k), *w = malloc((size_t)k * n);
     int32_t *c = malloc((size_t)m * n * sizeof *c);
@@ -108,35 +110,35 @@ static double gemm_seconds(int m, int n, int k)
     struct eeb_emu_packed_b pb;
     if (eeb_emu_gemm_pack_b(w, k, n, n, &pb))
         exit(1);
-    double t[BENCH_REPS];
+    double f[BENCH_REPS];
     for (int rep = -1; rep < BENCH_REPS; rep++) {
+        double peak = bench_vnni_peak_gops();
         int64_t t0 = eeb_mono_ns();
         if (eeb_emu_gemm(EEB_EMU_ISA_AVX512VNNI, m, a, k, &pb, c, n, NULL))
             exit(1);
         if (rep >= 0)
-            t[rep] = bench_seconds_since(t0);
+            f[rep] = 2.0 * m * n * k / bench_seconds_since(t0) / 1e9 / peak;
     }
     eeb_emu_gemm_free_b(&pb);
     free(a), free(w), free(c);
-    return bench_median(t, BENCH_REPS);
+    return bench_median(f, BENCH_REPS);
 }
 
 /* The network's forward GEMMs (M = batch x output pixels, N = output
- * channels, K = k*k*C_in): all their ops over the sum of their times,
- * against the vpdpbusd peak measured just before and after. */
+ * channels, K = k*k*C_in) together: all their ops over the time they take
+ * at their fractions of the peak. */
 static double network_gemm_fraction(const struct eeb_net *net)
 {
-    double peak = bench_vnni_peak_gops(), ops = 0, seconds = 0;
+    double ops = 0, at_peak = 0;
     for (int i = 0; i < net->nlayers; i++) {
         const struct eeb_layer *l = &net->layers[i];
         if (!eeb_layer_learnable(l))
             continue;
         int m = BATCH * l->out.h * l->out.w, n = l->out.c, k = l->rows;
-        seconds += gemm_seconds(m, n, k);
         ops += 2.0 * m * n * k;
+        at_peak += 2.0 * m * n * k / gemm_peak_fraction(m, n, k);
     }
-    double after = bench_vnni_peak_gops();
-    return ops / seconds / 1e9 / (peak > after ? peak : after);
+    return ops / at_peak;
 }
 
 int main(int argc, char **argv)
