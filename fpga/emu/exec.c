@@ -405,6 +405,12 @@ static void weight_part(void *ctx, int part, int worker)
     eeb_emu_gemm_free_b(&pb);
     for (size_t i = 0; i < (size_t)K * oc; i++)
         sum[i] += c[i];
+    for (int o = 0; o < oc; o++) { /* the bias gradient: the rows of dy^T summed */
+        int32_t bias = 0;
+        for (int r = 0; r < rc; r++)
+            bias += dyt[(size_t)o * rc + r];
+        sum[(size_t)K * oc + o] += bias;
+    }
 }
 
 static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
@@ -412,12 +418,12 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
 {
     const struct fx_geom *g = &cv->g;
     int K = g->kh * g->kw * g->ic;
-    size_t nw = (size_t)K * g->oc;
+    size_t nw = (size_t)K * g->oc, nsum = nw + (size_t)g->oc; /* dW^T, then db */
     for (int i = 0; i < e->threads; i++) {
-        int32_t *s = grow(&e->w[i].sum, nw * sizeof *s);
+        int32_t *s = grow(&e->w[i].sum, nsum * sizeof *s);
         if (!s)
             return FX_NO_MEMORY;
-        memset(s, 0, nw * sizeof *s);
+        memset(s, 0, nsum * sizeof *s);
     }
     struct weight_job j = {
         e, g, K, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->in), i8_of(mem, cv->out)};
@@ -431,28 +437,26 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
 
     uint64_t maxabs = 0;
     sat = 0;
-    for (int k = 0; k < K; k++) /* the workers' sums are dW^T */
-        for (int c = 0; c < g->oc; c++) {
-            int64_t v = 0;
-            for (int t = 0; t < e->threads; t++)
-                v += ((const int32_t *)e->w[t].sum.p)[(size_t)c * K + k];
-            acc[(size_t)k * g->oc + c] = fx_store32(v, &maxabs, &sat);
-        }
+    for (int k0 = 0; k0 < K; k0 += 64) /* dW from the workers' dW^T, in blocks of k */
+        for (int c = 0; c < g->oc; c++)
+            for (int k = k0; k < k0 + 64 && k < K; k++) {
+                int64_t v = 0;
+                for (int t = 0; t < e->threads; t++)
+                    v += ((const int32_t *)e->w[t].sum.p)[(size_t)c * K + k];
+                acc[(size_t)k * g->oc + c] = fx_store32(v, &maxabs, &sat);
+            }
     cv->w->saturations += sat;
     requantize(e, mem, acc, nw, maxabs, cv->in->exp + cv->out->exp,
                fx_round_stochastic(mem, cmd->t[2]), cv->w);
 
     int32_t *bacc = acc + nw;
     maxabs = 0, sat = 0;
-    int64_t *bsum = grow(&e->bias, (size_t)g->oc * sizeof *bsum);
-    if (!bsum)
-        return FX_NO_MEMORY;
-    memset(bsum, 0, (size_t)g->oc * sizeof *bsum);
-    for (int64_t r = 0; r < j.rows; r++)
-        for (int c = 0; c < g->oc; c++)
-            bsum[c] += j.dy[r * g->oc + c];
-    for (int c = 0; c < g->oc; c++)
-        bacc[c] = fx_store32(bsum[c], &maxabs, &sat);
+    for (int c = 0; c < g->oc; c++) {
+        int64_t v = 0;
+        for (int t = 0; t < e->threads; t++)
+            v += ((const int32_t *)e->w[t].sum.p)[nw + (size_t)c];
+        bacc[c] = fx_store32(v, &maxabs, &sat);
+    }
     cv->b->saturations += sat;
     requantize(e, mem, bacc, (uint64_t)g->oc, maxabs, cv->out->exp,
                fx_round_stochastic(mem, cmd->t[3]), cv->b);
@@ -472,7 +476,7 @@ static void ewise_part(void *ctx, int part, int worker)
     struct worker *w = &j->e->w[worker];
     uint64_t b = (uint64_t)part * EWISE_PER_PART;
     uint64_t end = b + EWISE_PER_PART < j->ew.count ? b + EWISE_PER_PART : j->ew.count;
-    fx_ewise_range(&j->ew, b, end, &w->maxabs, &w->sat);
+    fx_ewise_range(&j->ew, b, end, &w->maxabs);
 }
 
 /* ReLU and residual add: the kernel's loop, over parts on the pool. */
@@ -486,9 +490,8 @@ static enum fx_status ewise(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd
     emu_pool_run(e->pool, (int)((j.ew.count + EWISE_PER_PART - 1) / EWISE_PER_PART), ewise_part,
                  &j);
     uint64_t maxabs = 0;
-    uint32_t sat = 0;
-    gather(e, &maxabs, &sat);
-    j.ew.y->saturations += sat;
+    uint32_t unused = 0;
+    gather(e, &maxabs, &unused);
     if (c->op == FX_OP_ADD)
         requantize(e, mem, j.ew.pacc, j.ew.count, maxabs, j.ew.e, fx_round_half_up(), j.ew.y);
     else

@@ -33,10 +33,18 @@ const char *eeb_emu_isa_name(enum eeb_emu_isa isa)
     return "?";
 }
 
-/* Four rows of 16 columns interleaved to the packed order: each column's
- * four bytes together, as vpdpbusd and vpmaddwd read them. */
+/* The sums of the four signed bytes in each 32-bit lane. */
+static __m128i quad_sums(__m128i q)
+{
+    const __m128i even = _mm_srai_epi16(_mm_slli_epi16(q, 8), 8), odd = _mm_srai_epi16(q, 8);
+    return _mm_madd_epi16(_mm_add_epi16(even, odd), _mm_set1_epi16(1));
+}
+
+/* Four rows of 16 columns interleaved to the packed order (each column's
+ * four bytes together, as vpdpbusd and vpmaddwd read them), and the four
+ * rows added to the 16 column sums. */
 static void interleave16(const int8_t *r0, const int8_t *r1, const int8_t *r2, const int8_t *r3,
-                         int8_t *dst)
+                         int8_t *dst, int32_t *sum)
 {
     const __m128i a = _mm_loadu_si128((const __m128i *)r0),
                   b = _mm_loadu_si128((const __m128i *)r1);
@@ -44,10 +52,13 @@ static void interleave16(const int8_t *r0, const int8_t *r1, const int8_t *r2, c
                   d = _mm_loadu_si128((const __m128i *)r3);
     const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
     const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
-    _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+    const __m128i q[4] = {_mm_unpacklo_epi16(ab_lo, cd_lo), _mm_unpackhi_epi16(ab_lo, cd_lo),
+                          _mm_unpacklo_epi16(ab_hi, cd_hi), _mm_unpackhi_epi16(ab_hi, cd_hi)};
+    for (int i = 0; i < 4; i++) {
+        _mm_storeu_si128((__m128i *)(dst + 16 * i), q[i]);
+        __m128i *s = (__m128i *)(sum + 4 * i);
+        _mm_storeu_si128(s, _mm_add_epi32(_mm_loadu_si128(s), quad_sums(q[i])));
+    }
 }
 
 int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_packed_b *out)
@@ -79,16 +90,15 @@ int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_p
                 r[q] = kk + q < k ? b + (size_t)(kk + q) * ldb + j0 : NULL;
             int8_t *dst = panel + (size_t)(kk / 4) * EMU_NR * 4;
             if (r[3] && nc == EMU_NR) {
-                interleave16(r[0], r[1], r[2], r[3], dst);
-                interleave16(r[0] + 16, r[1] + 16, r[2] + 16, r[3] + 16, dst + 64);
-            } else {
-                for (int q = 0; q < 4 && r[q]; q++)
-                    for (int col = 0; col < nc; col++)
-                        dst[col * 4 + q] = r[q][col];
+                interleave16(r[0], r[1], r[2], r[3], dst, sum);
+                interleave16(r[0] + 16, r[1] + 16, r[2] + 16, r[3] + 16, dst + 64, sum + 16);
+                continue;
             }
             for (int q = 0; q < 4 && r[q]; q++)
-                for (int col = 0; col < nc; col++)
+                for (int col = 0; col < nc; col++) {
+                    dst[col * 4 + q] = r[q][col];
                     sum[col] += r[q][col];
+                }
         }
     }
     return 0;

@@ -378,10 +378,6 @@ static int same_shape(const struct fx_tensor *a, const struct fx_tensor *b)
     return a->h == b->h && a->w == b->w && a->c == b->c && a->batched == b->batched;
 }
 
-/* Operands of different exponents meet at the smaller one, but at most
- * FX_ADD_SPAN below the larger (127 << 20 leaves int32 room for the sum). */
-#define FX_ADD_SPAN 20
-
 enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew)
 {
     ew->op = c->op;
@@ -400,8 +396,7 @@ enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx
     return FX_OK;
 }
 
-void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs,
-                    uint32_t *sat)
+void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs)
 {
     const int8_t *restrict a = ew->pa, *restrict b = ew->pb;
     int8_t *restrict y = ew->py;
@@ -416,12 +411,24 @@ void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uin
             y[i] = (int8_t)(a[i] & -(b[i] > 0)); /* a where b > 0, branch-free */
         }
     } else {
+        /* fx_align in int32: e is at most FX_ADD_SPAN below either
+         * exponent, so |sum| < 2^28 (no clamp is ever counted), and an
+         * operand shifted right by 8 or more rounds to 0 whatever it is. */
         int32_t *restrict acc = ew->pacc;
-        int ea = ew->a->exp, eb = ew->b->exp, e = ew->e;
+        int la = ew->a->exp - ew->e, lb = ew->b->exp - ew->e;
+        int ra = la < 0 ? (-la < 8 ? -la : 8) : 0, rb = lb < 0 ? (-lb < 8 ? -lb : 8) : 0;
+        int32_t ma = (int32_t)1 << (la > 0 ? la : 0), mb = (int32_t)1 << (lb > 0 ? lb : 0);
+        int32_t ha = ra ? (int32_t)1 << (ra - 1) : 0, hb = rb ? (int32_t)1 << (rb - 1) : 0;
+        uint32_t most = 0;
         for (uint64_t i = begin; i < end; i++) {
 #pragma HLS PIPELINE II = 1
-            acc[i] = fx_store32(fx_align(a[i], ea, e) + fx_align(b[i], eb, e), maxabs, sat);
+            int32_t v = ((a[i] * ma + ha) >> ra) + ((b[i] * mb + hb) >> rb);
+            acc[i] = v;
+            uint32_t mag = (uint32_t)(v < 0 ? -v : v);
+            most = mag > most ? mag : most;
         }
+        if (most > *maxabs)
+            *maxabs = most;
     }
 }
 
@@ -433,9 +440,7 @@ static enum fx_status ewise(uint8_t *mem, const struct fx_cmd *c)
     if (st != FX_OK)
         return st;
     uint64_t maxabs = 0;
-    uint32_t sat = 0;
-    fx_ewise_range(&ew, 0, ew.count, &maxabs, &sat);
-    ew.y->saturations += sat;
+    fx_ewise_range(&ew, 0, ew.count, &maxabs);
     if (ew.op == FX_OP_ADD)
         requantize(ew.pacc, ew.count, maxabs, ew.e, fx_round_half_up(), ew.py, ew.y);
     else

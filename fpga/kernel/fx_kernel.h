@@ -55,6 +55,10 @@ enum fx_status fx_conv_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_
 /* An element-wise command's operands, resolved and checked: RELU_FWD
  * x -> y; RELU_BWD dy -> dx gated by the forward output (b); ADD a + b ->
  * y through the int32 scratch acc at the common exponent e. */
+/* A residual add's operands meet at the smaller exponent, but at most
+ * FX_ADD_SPAN below the larger (127 << 20 leaves int32 room for the sum). */
+#define FX_ADD_SPAN 20
+
 struct fx_ewise {
     int op;
     struct fx_tensor *a, *y, *b, *acc;
@@ -67,10 +71,9 @@ struct fx_ewise {
 enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_ewise *ew);
 
 /* The element-wise loop over [begin, end): ReLU into y, or the aligned
- * sum into acc (clamps counted in *sat, the largest |sum| in *maxabs).
+ * sum into acc (the largest |sum| into *maxabs; the sum cannot clamp).
  * The kernel runs it over everything, the emulator over parts. */
-void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs,
-                    uint32_t *sat);
+void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs);
 
 /* How a requantization rounds: half up, or stochastically from the
  * counter hash keyed by (seed, step, tensor, element index). */

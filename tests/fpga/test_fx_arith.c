@@ -45,6 +45,41 @@ Test(fx_arith, requant_range_is_the_definition)
     }
 }
 
+/* The residual add's int32 loop against fx_align and fx_store32, for
+ * every pair of int8 operands and exponents up to 40 apart (rounded
+ * right shifts of 1 to 20 and beyond). */
+Test(fx_arith, add_range_is_the_definition)
+{
+    static int8_t a[65536], b[65536];
+    static int32_t acc[65536];
+    for (int i = 0; i < 65536; i++)
+        a[i] = (int8_t)(i & 0xff), b[i] = (int8_t)(i >> 8);
+    for (int ea = -20; ea <= 20; ea += 3)
+        for (int eb = -20; eb <= 20; eb += 2) {
+            struct fx_tensor ta = {.exp = (int8_t)ea}, tb = {.exp = (int8_t)eb};
+            int hi = ea > eb ? ea : eb, lo = ea + eb - hi;
+            struct fx_ewise ew = {.op = FX_OP_ADD,
+                                  .a = &ta,
+                                  .b = &tb,
+                                  .pa = a,
+                                  .pb = b,
+                                  .pacc = acc,
+                                  .count = 65536,
+                                  .e = lo > hi - FX_ADD_SPAN ? lo : hi - FX_ADD_SPAN};
+            uint64_t got_max = 0, want_max = 0;
+            uint32_t sat = 0;
+            fx_ewise_range(&ew, 0, 65536, &got_max);
+            for (int i = 0; i < 65536; i++) {
+                int32_t want = fx_store32(fx_align(a[i], ea, ew.e) + fx_align(b[i], eb, ew.e),
+                                          &want_max, &sat);
+                cr_assert_eq(acc[i], want, "exp %d + %d: %d + %d = %d, want %d", ea, eb, a[i], b[i],
+                             acc[i], want);
+            }
+            cr_assert_eq(got_max, want_max);
+            cr_assert_eq(sat, 0);
+        }
+}
+
 Test(fx_arith, quant_shift_fits_int8)
 {
     cr_expect_eq(fx_quant_shift(0), 0);
