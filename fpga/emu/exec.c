@@ -143,42 +143,62 @@ static inline void put_pixel(int8_t *dst, const int8_t *src, int channels)
 }
 
 /* Rows [r0, r1) of im2col(x): row r is output pixel r, K = kh*kw*ic bytes
- * in (ky, kx, ci) order, zeros where the window hangs over the edge. */
+ * in (ky, kx, ci) order, zeros where the window hangs over the edge.  A
+ * window row inside the image is kw adjacent pixels: one copy. */
 static void im2col(const int8_t *x, const struct fx_geom *g, int64_t r0, int64_t r1, int8_t *col)
 {
     const int64_t per_item = (int64_t)g->oh * g->ow;
+    const int span = g->kw * g->ic;
     for (int64_t r = r0; r < r1; r++) {
         int n = (int)(r / per_item), o = (int)(r % per_item), oy = o / g->ow, ox = o % g->ow;
-        for (int ky = 0; ky < g->kh; ky++)
-            for (int kx = 0; kx < g->kw; kx++, col += g->ic) {
-                int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
-                int inside = iy >= 0 && ix >= 0 && iy < g->ih && ix < g->iw;
-                put_pixel(col, inside ? x + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic : NULL,
+        int ix0 = ox * g->s - g->p;
+        for (int ky = 0; ky < g->kh; ky++, col += span) {
+            int iy = oy * g->s - g->p + ky;
+            const int8_t *row =
+                iy >= 0 && iy < g->ih ? x + ((size_t)n * g->ih + iy) * g->iw * g->ic : NULL;
+            if (!row || (ix0 >= 0 && ix0 + g->kw <= g->iw)) {
+                put_pixel(col, row ? row + (size_t)ix0 * g->ic : NULL, span);
+                continue;
+            }
+            for (int kx = 0; kx < g->kw; kx++) {
+                int ix = ix0 + kx;
+                put_pixel(col + kx * g->ic, ix >= 0 && ix < g->iw ? row + (size_t)ix * g->ic : NULL,
                           g->ic);
             }
+        }
     }
 }
 
 /* Rows [r0, r1) of the errors' im2col, for the backward data pass as a
- * GEMM: row r is input pixel r and holds, for each tap (ky, kx), the oc
- * errors of the output pixel whose window put that tap on it, or zeros
- * where no window did (the edges, and the skipped pixels of a stride).
- * Its product with W rearranged tap by tap (oc rows of ic) is dx, summed
- * in int32 with no scatter. */
+ * GEMM: row r is input pixel r and holds, for each tap, the oc errors of
+ * the output pixel whose window put that tap on it, or zeros where no
+ * window did (the edges, and the skipped pixels of a stride).  Taps go in
+ * (ky, kw-1-kx) order, so that at stride 1 a tap row is kw adjacent output
+ * pixels: one copy.  Its product with W rearranged the same way (oc rows
+ * of ic per tap) is dx, summed in int32 with no scatter. */
 static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0, int64_t r1,
                           int8_t *col)
 {
     const int64_t per_item = (int64_t)g->ih * g->iw;
+    const int span = g->kw * g->oc;
     for (int64_t r = r0; r < r1; r++) {
         int n = (int)(r / per_item), i = (int)(r % per_item), iy = i / g->iw, ix = i % g->iw;
-        for (int ky = 0; ky < g->kh; ky++)
-            for (int kx = 0; kx < g->kw; kx++, col += g->oc) {
-                int ty = iy + g->p - ky, tx = ix + g->p - kx, oy = ty / g->s, ox = tx / g->s;
-                int hit = ty >= 0 && tx >= 0 && ty % g->s == 0 && tx % g->s == 0 && oy < g->oh &&
-                          ox < g->ow;
-                put_pixel(col, hit ? dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc : NULL,
-                          g->oc);
+        for (int ky = 0; ky < g->kh; ky++, col += span) {
+            int ty = iy + g->p - ky, oy = ty / g->s;
+            const int8_t *row = ty >= 0 && ty % g->s == 0 && oy < g->oh
+                                    ? dy + ((size_t)n * g->oh + oy) * g->ow * g->oc
+                                    : NULL;
+            int ox0 = ix + g->p - (g->kw - 1); /* the output pixel of the first tap, stride 1 */
+            if (!row || (g->s == 1 && ox0 >= 0 && ox0 + g->kw <= g->ow)) {
+                put_pixel(col, row ? row + (size_t)ox0 * g->oc : NULL, span);
+                continue;
             }
+            for (int t = 0; t < g->kw; t++) {
+                int tx = ix + g->p - (g->kw - 1 - t), ox = tx / g->s;
+                int hit = tx >= 0 && tx % g->s == 0 && ox < g->ow;
+                put_pixel(col + t * g->oc, hit ? row + (size_t)ox * g->oc : NULL, g->oc);
+            }
+        }
     }
 }
 
@@ -325,10 +345,13 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
     int8_t *wt = grow(&e->wt, (size_t)K * (size_t)g->ic);
     if (!wt)
         return FX_NO_MEMORY;
-    for (int t = 0; t < taps; t++) /* per tap, W^T: oc rows of ic */
+    for (int t = 0; t < taps; t++) { /* per tap, W^T (oc rows of ic), in im2col_errors' order */
+        int w_tap = t / g->kw * g->kw + (g->kw - 1 - t % g->kw);
         for (int ci = 0; ci < g->ic; ci++)
             for (int o = 0; o < g->oc; o++)
-                wt[((size_t)t * g->oc + o) * g->ic + ci] = w8[((size_t)t * g->ic + ci) * g->oc + o];
+                wt[((size_t)t * g->oc + o) * g->ic + ci] =
+                    w8[((size_t)w_tap * g->ic + ci) * g->oc + o];
+    }
     struct eeb_emu_packed_b pb;
     if (eeb_emu_gemm_pack_b(wt, K, g->ic, g->ic, &pb))
         return FX_NO_MEMORY;
