@@ -91,8 +91,18 @@ struct fx_rounding fx_round_stochastic(const uint8_t *mem, unsigned tensor)
     return r;
 }
 
-uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int s,
-                          struct fx_rounding r, int8_t *out)
+/* The element-wise loops are the emulator's too: a gcc build compiles
+ * them for AVX-512 and AVX2 as well and picks one at load time (GNU
+ * ifunc).  Synthesis, clang and the sanitizers see plain functions. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SYNTHESIS__) &&  \
+    !defined(__SANITIZE_ADDRESS__)
+#define FX_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FX_CPU_CLONES
+#endif
+
+FX_CPU_CLONES uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int s,
+                                        struct fx_rounding r, int8_t *out)
 {
     uint32_t sat = 0;
     if (r.stochastic) {
@@ -396,7 +406,8 @@ enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx
     return FX_OK;
 }
 
-void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end, uint64_t *maxabs)
+FX_CPU_CLONES void fx_ewise_range(const struct fx_ewise *ew, uint64_t begin, uint64_t end,
+                                  uint64_t *maxabs)
 {
     const int8_t *restrict a = ew->pa, *restrict b = ew->pb;
     int8_t *restrict y = ew->py;
