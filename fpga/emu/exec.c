@@ -9,8 +9,9 @@
  * tensor, the same requantization by element index, so the image after a
  * program is identical byte for byte whatever the thread count.
  *
- * Sections: scratch buffers; forward; backward data; backward weight;
- * requantization in parallel; the run loop.
+ * Sections: scratch buffers; the im2cols; GEMMs over rows; requantization
+ * in parallel; forward; backward data; backward weight; element-wise
+ * operations; the run loop.
  */
 #include "eeb_emu.h"
 #include "emu_int.h"
@@ -117,6 +118,8 @@ static int gather(struct eeb_emu *e, uint64_t *maxabs, uint32_t *sat)
     return oom ? -1 : 0;
 }
 
+/* ---- the im2cols ---- */
+
 /* A 1x1, stride 1, unpadded convolution (and FC) reads x as the GEMM's A. */
 static int direct(const struct fx_geom *g)
 {
@@ -202,7 +205,7 @@ static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0,
     }
 }
 
-/* ---- forward and backward data: GEMMs over rows ---- */
+/* ---- GEMMs over rows: forward and backward data ---- */
 
 typedef void fill_fn(const int8_t *src, const struct fx_geom *g, int64_t r0, int64_t r1,
                      int8_t *col);
@@ -299,6 +302,8 @@ static const int8_t *i8_of(const uint8_t *mem, const struct fx_tensor *t)
 {
     return (const int8_t *)(mem + t->offset);
 }
+
+/* ---- forward ---- */
 
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
