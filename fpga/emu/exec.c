@@ -253,14 +253,6 @@ static void rows_part(void *ctx, int part, int worker)
         w->maxabs = most;
 }
 
-static enum fx_status run_rows(struct eeb_emu *e, struct rows_job *j, uint64_t *maxabs,
-                               uint32_t *sat)
-{
-    reset_workers(e);
-    emu_pool_run(e->pool, (int)((j->rows + ROWS_PER_PART - 1) / ROWS_PER_PART), rows_part, j);
-    return gather(e, maxabs, sat) ? FX_NO_MEMORY : FX_OK;
-}
-
 /* ---- requantization in parallel ---- */
 
 struct quant_job {
@@ -305,6 +297,23 @@ static const int8_t *i8_of(const uint8_t *mem, const struct fx_tensor *t)
 
 /* ---- forward ---- */
 
+/* Runs a GEMM-over-rows job, then requantizes its sums (at exponent
+ * e_acc) into t, rounding half up. */
+static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j, int e_acc,
+                               struct fx_tensor *t)
+{
+    reset_workers(e);
+    emu_pool_run(e->pool, (int)((j->rows + ROWS_PER_PART - 1) / ROWS_PER_PART), rows_part, j);
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    if (gather(e, &maxabs, &sat))
+        return FX_NO_MEMORY;
+    t->saturations += sat;
+    requantize(e, mem, j->acc, (uint64_t)j->rows * (uint64_t)j->n, maxabs, e_acc,
+               fx_round_half_up(), t);
+    return FX_OK;
+}
+
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
@@ -317,27 +326,20 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
     const int32_t *b24 = (const int32_t *)(const void *)(mem + cv->b->offset);
     for (int c = 0; c < g->oc; c++)
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
-    struct rows_job j = {e,
-                         g,
-                         direct(g) ? NULL : im2col,
-                         i8_of(mem, cv->in),
-                         k,
-                         g->oc,
-                         (int64_t)g->n * g->oh * g->ow,
-                         &pb,
-                         acc_of(mem, cv),
-                         NULL};
+    struct rows_job j = {.e = e,
+                         .g = g,
+                         .fill = direct(g) ? NULL : im2col,
+                         .src = i8_of(mem, cv->in),
+                         .k = k,
+                         .n = g->oc,
+                         .rows = (int64_t)g->n * g->oh * g->ow,
+                         .pb = &pb,
+                         .acc = acc_of(mem, cv)};
     if (eeb_emu_gemm_set_bias(&pb, bias))
         j.wide_bias = bias;
-    uint64_t maxabs = 0;
-    uint32_t sat = 0;
-    enum fx_status st = run_rows(e, &j, &maxabs, &sat);
+    enum fx_status st = run_rows(e, mem, &j, e_acc, cv->out);
     eeb_emu_gemm_free_b(&pb);
-    if (st != FX_OK)
-        return st;
-    cv->out->saturations += sat;
-    requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(), cv->out);
-    return FX_OK;
+    return st;
 }
 
 /* ---- backward data ---- */
@@ -360,26 +362,18 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
     struct eeb_emu_packed_b pb;
     if (eeb_emu_gemm_pack_b(wt, K, g->ic, g->ic, &pb))
         return FX_NO_MEMORY;
-    struct rows_job j = {e,
-                         g,
-                         direct(g) ? NULL : im2col_errors,
-                         i8_of(mem, cv->out),
-                         K,
-                         g->ic,
-                         (int64_t)g->n * g->ih * g->iw,
-                         &pb,
-                         acc_of(mem, cv),
-                         NULL};
-    uint64_t maxabs = 0;
-    uint32_t sat = 0;
-    enum fx_status st = run_rows(e, &j, &maxabs, &sat);
+    struct rows_job j = {.e = e,
+                         .g = g,
+                         .fill = direct(g) ? NULL : im2col_errors,
+                         .src = i8_of(mem, cv->out),
+                         .k = K,
+                         .n = g->ic,
+                         .rows = (int64_t)g->n * g->ih * g->iw,
+                         .pb = &pb,
+                         .acc = acc_of(mem, cv)};
+    enum fx_status st = run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
     eeb_emu_gemm_free_b(&pb);
-    if (st != FX_OK)
-        return st;
-    cv->in->saturations += sat;
-    requantize(e, mem, j.acc, (uint64_t)j.rows * g->ic, maxabs, cv->out->exp + cv->w->exp,
-               fx_round_half_up(), cv->in);
-    return FX_OK;
+    return st;
 }
 
 /* ---- backward weight ---- */
