@@ -3,6 +3,7 @@
  * path.  The vector tile loops live in gemm_avx512.c and gemm_avx2.c.
  */
 #include "emu_int.h"
+#include "fx_arith.h"
 
 #include <emmintrin.h>
 #include <stdlib.h>
@@ -134,7 +135,7 @@ static uint32_t gemm_scalar(int m, const int8_t *a, int lda, const struct eeb_em
             for (int kk = 0; kk < b->k; kk++)
                 sum += (int32_t)a[(size_t)i * lda + kk] * col[(kk / 4) * EMU_NR * 4 + kk % 4];
             c[(size_t)i * ldc + j] = sum;
-            uint32_t mag = sum < 0 ? 0u - (uint32_t)sum : (uint32_t)sum;
+            uint32_t mag = (uint32_t)fx_abs64(sum);
             maxabs = mag > maxabs ? mag : maxabs;
         }
     }

@@ -8,6 +8,7 @@
  * columns.
  */
 #include "emu_int.h"
+#include "fx_arith.h"
 
 #include <immintrin.h>
 
@@ -37,7 +38,7 @@
         for (int j = 0; j < cols; j++) {                                                           \
             int32_t v = out[j] + bias[j];                                                          \
             c[(size_t)(r)*ldc + j] = v;                                                            \
-            uint32_t mag = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;                                 \
+            uint32_t mag = (uint32_t)fx_abs64(v);                                                  \
             most = mag > most ? mag : most;                                                        \
         }                                                                                          \
     }

@@ -140,9 +140,10 @@ int eeb_model_save(const char *path, const struct eeb_net *net, int task, char *
 {
     uint8_t *buf;
     size_t len;
-    int rc = eeb_model_encode(net, task, &buf, &len, err, errlen);
-    if (rc != EEB_OK)
-        return rc;
+    char why[256];
+    int rc = eeb_model_encode(net, task, &buf, &len, why, sizeof why);
+    if (rc != EEB_OK) /* name the file that was not written */
+        return eeb_errf(err, errlen, rc, "%s: %s", path, why);
     struct eeb_atomic_file af;
     rc = eeb_atomic_open(&af, path, err, errlen);
     if (rc == EEB_OK) {

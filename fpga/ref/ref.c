@@ -372,27 +372,36 @@ static void elementwise(struct eeb_ref *r, const struct eeb_layer *l, struct sta
     }
 }
 
+/* One layer's forward or backward pass.  Flatten shares its input and
+ * the losses are computed apart, so neither has one here. */
+static void layer_pass(struct eeb_ref *r, const struct eeb_layer *l, struct state *s, int backward)
+{
+    switch (l->kind) {
+    case EEB_LAYER_CONV:
+    case EEB_LAYER_FC:
+        if (backward)
+            conv_backward(r, l, s);
+        else
+            conv_forward(r, l, s);
+        break;
+    case EEB_LAYER_MAXPOOL:
+    case EEB_LAYER_AVGPOOL:
+    case EEB_LAYER_GAP: pool(r, l, s, backward); break;
+    case EEB_LAYER_RELU:
+    case EEB_LAYER_ADD:
+    case EEB_LAYER_CONCAT: elementwise(r, l, s, backward); break;
+    default: break;
+    }
+}
+
 void eeb_ref_forward(struct eeb_ref *r, const uint8_t *pixels, int n)
 {
     r->n = n;
     size_t count = (size_t)n * size_of(r->net->input);
     for (size_t i = 0; i < count; i++)
         r->input[i] = (float)(pixels[i] ? pixels[i] - 128 : -127) / 128.0f;
-    for (int i = 0; i < r->net->nlayers; i++) {
-        const struct eeb_layer *l = &r->net->layers[i];
-        struct state *s = &r->s[i];
-        switch (l->kind) {
-        case EEB_LAYER_CONV:
-        case EEB_LAYER_FC: conv_forward(r, l, s); break;
-        case EEB_LAYER_MAXPOOL:
-        case EEB_LAYER_AVGPOOL:
-        case EEB_LAYER_GAP: pool(r, l, s, 0); break;
-        case EEB_LAYER_RELU:
-        case EEB_LAYER_ADD:
-        case EEB_LAYER_CONCAT: elementwise(r, l, s, 0); break;
-        default: break; /* flatten shares its input; losses have no output */
-        }
-    }
+    for (int i = 0; i < r->net->nlayers; i++)
+        layer_pass(r, &r->net->layers[i], &r->s[i], 0);
 }
 
 /* ---- losses ---- */
@@ -494,23 +503,9 @@ double eeb_ref_loss(struct eeb_ref *r, const int32_t *labels, int n, int backwar
         *correct = ok;
     if (!backward)
         return v;
-    for (int i = r->net->nlayers - 2; i >= 0; i--) {
-        const struct eeb_layer *l = &r->net->layers[i];
-        struct state *st = &r->s[i];
-        if (!st->need_err)
-            continue;
-        switch (l->kind) {
-        case EEB_LAYER_CONV:
-        case EEB_LAYER_FC: conv_backward(r, l, st); break;
-        case EEB_LAYER_MAXPOOL:
-        case EEB_LAYER_AVGPOOL:
-        case EEB_LAYER_GAP: pool(r, l, st, 1); break;
-        case EEB_LAYER_RELU:
-        case EEB_LAYER_ADD:
-        case EEB_LAYER_CONCAT: elementwise(r, l, st, 1); break;
-        default: break;
-        }
-    }
+    for (int i = r->net->nlayers - 2; i >= 0; i--)
+        if (r->s[i].need_err)
+            layer_pass(r, &r->net->layers[i], &r->s[i], 1);
     return v;
 }
 

@@ -10,54 +10,12 @@
  * machine's speed drifts).  The fraction on the training network's own
  * layers, gemm_int8_peak_fraction, is bench_train's.
  */
-#include "bench.h"
-#include "eeb_emu_gemm.h"
+#include "bench_gemm_rate.h"
 
 struct shape {
     const char *name;
     int m, n, k;
 };
-
-/* GOP/s of one layer shape (median); with pair_peak, *fraction gets the
- * median over repetitions of GEMM rate / peak measured just before it, so
- * that a machine whose speed drifts still yields an honest ratio. */
-static double gemm_gops(enum eeb_emu_isa isa, const struct shape *sh, int pair_peak,
-                        double *fraction)
-{
-    int8_t *a = malloc((size_t)sh->m * sh->k), *b = malloc((size_t)sh->k * sh->n);
-    int32_t *c = malloc((size_t)sh->m * sh->n * sizeof *c);
-    for (size_t i = 0; i < (size_t)sh->m * sh->k; i++)
-        a[i] = (int8_t)(i * 2654435761u >> 24);
-    for (size_t i = 0; i < (size_t)sh->k * sh->n; i++)
-        b[i] = (int8_t)(i * 40503u >> 8);
-    struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(b, sh->k, sh->n, sh->n, &pb)) {
-        fprintf(stderr, "bench_gemm: packing failed\n");
-        exit(1);
-    }
-    const double ops = 2.0 * sh->m * sh->n * sh->k;
-    int reps = 1;
-    double rate[BENCH_REPS], ratio[BENCH_REPS];
-    for (int r = 0; r < BENCH_REPS; r++) {
-        double peak = pair_peak ? bench_vnni_peak_gops() : 0;
-        int64_t t0 = eeb_mono_ns();
-        for (int i = 0; i < reps; i++)
-            if (eeb_emu_gemm(isa, sh->m, a, sh->k, &pb, c, sh->n, NULL)) {
-                fprintf(stderr, "bench_gemm: out of memory\n");
-                exit(1);
-            }
-        double s = bench_seconds_since(t0);
-        rate[r] = ops * reps / s / 1e9;
-        ratio[r] = pair_peak ? rate[r] / peak : 0;
-        if (r == 0 && s < 0.05) /* first pass sizes the rest to ~0.05 s */
-            reps = (int)(0.05 / (s / reps)) + 1;
-    }
-    eeb_emu_gemm_free_b(&pb);
-    free(a), free(b), free(c);
-    if (pair_peak)
-        *fraction = bench_median(ratio + 1, BENCH_REPS - 1);
-    return bench_median(rate + 1, BENCH_REPS - 1);
-}
 
 int main(void)
 {
@@ -82,8 +40,8 @@ int main(void)
             if (isa == EEB_EMU_ISA_SCALAR && s > 0)
                 continue; /* the portable path is only a reference */
             double fraction = 0;
-            double g = gemm_gops((enum eeb_emu_isa)isa, &shapes[s], isa == EEB_EMU_ISA_AVX512VNNI,
-                                 &fraction);
+            double g = bench_gemm_rate((enum eeb_emu_isa)isa, shapes[s].m, shapes[s].n, shapes[s].k,
+                                       isa == EEB_EMU_ISA_AVX512VNNI, &fraction);
             printf("  %-20s M=%-5d N=%-4d K=%-5d %-11s %7.1f GOP/s", shapes[s].name, shapes[s].m,
                    shapes[s].n, shapes[s].k, eeb_emu_isa_name((enum eeb_emu_isa)isa), g);
             if (isa == EEB_EMU_ISA_AVX512VNNI)

@@ -9,13 +9,13 @@
  * same nominal figure for every backend, so the ratios are ratios of time.
  * The GEMM fraction is the network's forward GEMMs, each timed warm on
  * one core against the register-only vpdpbusd peak read just before it
- * (median of BENCH_REPS), weighted by their ops.
+ * (bench_gemm_rate.h, as bench_gemm does), weighted by their ops.
  *
  * `bench_train BACKEND` times that backend alone (for perf record).
  */
 #include "bench.h"
+#include "bench_gemm_rate.h"
 #include "eeb_accel.h"
-#include "eeb_emu_gemm.h"
 
 #define BATCH  32
 #define SIDE   32
@@ -93,37 +93,6 @@ static double step_seconds(const char *backend, const struct eeb_net *net, int r
     return bench_median(t, (size_t)reps);
 }
 
-/* One layer's GEMM (M x K by K x N) on one core, as a fraction of the
- * vpdpbusd peak read just before each call (the machines here are shared,
- * and the peak moves with them): the median over BENCH_REPS calls after
- * an untimed one, so that the first touch of the output's pages is not
- * counted (the emulator's accumulators live in the device image, touched
- * once at load). */
-static double gemm_peak_fraction(int m, int n, int k)
-{
-    int8_t *a = malloc((size_t)m * k), *w = malloc((size_t)k * n);
-    int32_t *c = malloc((size_t)m * n * sizeof *c);
-    for (size_t j = 0; j < (size_t)m * k; j++)
-        a[j] = (int8_t)(rnd(255) - 127);
-    for (size_t j = 0; j < (size_t)k * n; j++)
-        w[j] = (int8_t)(rnd(255) - 127);
-    struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(w, k, n, n, &pb))
-        exit(1);
-    double f[BENCH_REPS];
-    for (int rep = -1; rep < BENCH_REPS; rep++) {
-        double peak = bench_vnni_peak_gops();
-        int64_t t0 = eeb_mono_ns();
-        if (eeb_emu_gemm(EEB_EMU_ISA_AVX512VNNI, m, a, k, &pb, c, n, NULL))
-            exit(1);
-        if (rep >= 0)
-            f[rep] = 2.0 * m * n * k / bench_seconds_since(t0) / 1e9 / peak;
-    }
-    eeb_emu_gemm_free_b(&pb);
-    free(a), free(w), free(c);
-    return bench_median(f, BENCH_REPS);
-}
-
 /* The network's forward GEMMs (M = batch x output pixels, N = output
  * channels, K = k*k*C_in) together: all their ops over the time they take
  * at their fractions of the peak. */
@@ -136,7 +105,9 @@ static double network_gemm_fraction(const struct eeb_net *net)
             continue;
         int m = BATCH * l->out.h * l->out.w, n = l->out.c, k = l->rows;
         ops += 2.0 * m * n * k;
-        at_peak += 2.0 * m * n * k / gemm_peak_fraction(m, n, k);
+        double fraction = 0;
+        bench_gemm_rate(EEB_EMU_ISA_AVX512VNNI, m, n, k, 1, &fraction);
+        at_peak += 2.0 * m * n * k / fraction;
     }
     return ops / at_peak;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Every layer kind the file can hold, with a residual fork and a concat. */
 static struct eeb_net *every_kind(void)
@@ -161,6 +162,11 @@ Test(model, float_files_refuse_nan_both_ways)
     char err[256];
     cr_assert_eq(eeb_model_encode(net, 0, &buf, &len, err, sizeof err), EEB_EINVAL);
     cr_assert(strstr(err, "layer 0 weight 3 is not a finite number"), "%s", err);
+    char path[128];
+    snprintf(path, sizeof path, "%s/nan.eebm", test_tmpdir());
+    cr_assert_eq(eeb_model_save(path, net, 0, err, sizeof err), EEB_EINVAL);
+    cr_assert(strncmp(err, path, strlen(path)) == 0, "the file is named: %s", err);
+    cr_assert_neq(access(path, F_OK), 0, "nothing is written");
     net->layers[0].w[3] = 1;
     cr_assert_eq(eeb_model_encode(net, 0, &buf, &len, err, sizeof err), EEB_OK);
     size_t at = eeb_get64(buf + EEB_MODEL_HEADER + 24) + 3 * 4;

@@ -1,0 +1,61 @@
+/*
+ * bench_gemm_rate.h - one GEMM shape timed for bench_gemm and bench_train:
+ * GOP/s and, on VNNI, the fraction of the vpdpbusd peak.
+ */
+#ifndef EEB_BENCH_GEMM_RATE_H
+#define EEB_BENCH_GEMM_RATE_H
+
+#include "bench.h"
+#include "eeb_emu_gemm.h"
+
+/*
+ * GOP/s of C = A x B (M x K by K x N; 2 ops per MAC), the median of
+ * BENCH_REPS - 1 timings after an untimed first one (so that the first
+ * touch of C's pages is not counted), each of enough calls to last
+ * ~0.05 s.  With pair_peak, *fraction gets the median over the same
+ * timings of GEMM rate / the vpdpbusd peak read just before it: the
+ * machines here are shared and their speed drifts, the peak with them.
+ */
+static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, int pair_peak,
+                                     double *fraction)
+{
+    int8_t *a = malloc((size_t)m * k), *b = malloc((size_t)k * n);
+    int32_t *c = malloc((size_t)m * n * sizeof *c);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = (int8_t)(i * 2654435761u >> 24);
+    for (size_t i = 0; i < (size_t)k * n; i++)
+        b[i] = (int8_t)(i * 40503u >> 8);
+    struct eeb_emu_packed_b pb;
+    if (eeb_emu_gemm_pack_b(b, k, n, n, &pb)) {
+        fprintf(stderr, "bench: packing %dx%d failed\n", k, n);
+        exit(1);
+    }
+    const double ops = 2.0 * m * n * k;
+    int reps = 1;
+    double rate[BENCH_REPS], ratio[BENCH_REPS];
+    for (int r = 0; r < BENCH_REPS; r++) {
+        double peak = pair_peak ? bench_vnni_peak_gops() : 0;
+        int64_t t0 = eeb_mono_ns();
+        for (int i = 0; i < reps; i++)
+            if (eeb_emu_gemm(isa, m, a, k, &pb, c, n, NULL)) {
+                fprintf(stderr, "bench: out of memory\n");
+                exit(1);
+            }
+        double s = bench_seconds_since(t0);
+        rate[r] = ops * reps / s / 1e9;
+        ratio[r] = pair_peak ? rate[r] / peak : 0;
+        if (r == 0 && s < 0.05) /* the first pass sizes the rest to ~0.05 s */
+            reps = (int)(0.05 / (s / reps)) + 1;
+    }
+    eeb_emu_gemm_free_b(&pb);
+    free(a), free(b), free(c);
+    if (pair_peak)
+        *fraction = bench_median(ratio + 1, BENCH_REPS - 1);
+    return bench_median(rate + 1, BENCH_REPS - 1);
+}
+
+#endif
