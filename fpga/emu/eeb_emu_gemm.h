@@ -16,19 +16,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets A by 128), and
+/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets B by 128), and
  * the exact |sum| <= K * 128 * 128 <= 2^30. */
 #define EEB_EMU_GEMM_MAX_K 65536
 
 enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
 
-/* B packed for the micro-kernels: 32-column panels of 4-row groups. */
+/* B packed for the micro-kernels: 32-column panels of 4-row groups, each
+ * byte offset by +128 to unsigned, as vpdpbusd wants it. */
 struct eeb_emu_packed_b {
-    int k, n;        /* logical shape */
-    int k4, panels;  /* k rounded up to 4, n in 32-column panels */
-    int8_t *data;    /* panels * k4/4 * 128 bytes, zero padded */
-    int32_t *colsum; /* sum over k of each column (for the VNNI offset) */
-    int32_t *bias;   /* added to each column, zero unless set; panels * 32 */
+    int k, n;       /* logical shape */
+    int k4, panels; /* k rounded up to 4, n in 32-column panels */
+    uint8_t *data;  /* panels * k4/4 * 128 bytes; the padding is 0 */
+    int32_t *bias;  /* added to each column, zero unless set; panels * 32 */
 };
 
 /* The best instruction set this CPU supports, and its name. */

@@ -3,7 +3,7 @@
  * loops (gemm_avx512.c, gemm_avx2.c) that gemm.c dispatches to.
  *
  * Packed B: panel p (32 columns), group g (4 rows of k), column c, row kk at
- *   data[(p * k4/4 + g) * 128 + c * 4 + kk].
+ *   data[(p * k4/4 + g) * 128 + c * 4 + kk], which holds B + 128.
  */
 #ifndef EEB_EMU_INT_H
 #define EEB_EMU_INT_H
@@ -13,21 +13,16 @@
 #define EMU_NR 32 /* columns per B panel */
 
 /* The first byte of panel p of packed B. */
-static inline const int8_t *emu_panel(const struct eeb_emu_packed_b *b, int p)
+static inline const uint8_t *emu_panel(const struct eeb_emu_packed_b *b, int p)
 {
     return b->data + (size_t)p * (size_t)b->k4 * EMU_NR;
 }
 
-/* The tile loops: A offset by 128 to unsigned bytes, rows padded to 8, k
- * to k4; or widened to int16, rows padded to 4.  Both add the bias and
- * return the largest |C| they stored. */
-uint32_t emu_gemm_avx512vnni(int m, const uint8_t *a_u8, const struct eeb_emu_packed_b *b,
+/* The tile loops: A read in place (row stride lda); or A widened to
+ * int16, rows padded to 4 and k to k4.  Both add the bias and return the
+ * largest |C| they stored. */
+uint32_t emu_gemm_avx512vnni(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
                              int32_t *c, int ldc);
-
-/* Writes rows [0, m) of A offset by +128 into dst (rows of k4 bytes); the
- * k4 - k padding bytes are zeroed.  Vectorized: it runs once per GEMM over
- * all of A, which for short K costs as much as the multiply. */
-void emu_pack_a_u8(int m, int k, int k4, const int8_t *a, int lda, uint8_t *dst);
 
 uint32_t emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
                        int ldc);

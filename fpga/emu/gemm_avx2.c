@@ -44,12 +44,14 @@
     }
 
 /* Returns the largest |C| stored. */
-TARGET static uint32_t tile(const int16_t *a, int k4, const int8_t *panel, const int32_t *bias,
+TARGET static uint32_t tile(const int16_t *a, int k4, const uint8_t *panel, const int32_t *bias,
                             int32_t *c, int ldc, int rows, int cols)
 {
+    const __m256i flip = _mm256_set1_epi8((char)0x80); /* packed B is offset by +128 */
     ROWS(DECLARE)
     for (int g = 0; g < k4 / 4; g++) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i *)(panel + (size_t)g * 128));
+        const __m256i raw =
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(panel + (size_t)g * 128)), flip);
         const __m256i b_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(raw));
         const __m256i b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(raw, 1));
         ROWS(MULTIPLY)
@@ -71,7 +73,7 @@ uint32_t emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b
                 break;
             const int cols = b->n - col0 < 8 ? b->n - col0 : 8;
             /* this 8-column slice starts 32 bytes into each 128-byte group */
-            const int8_t *slice = emu_panel(b, p) + q * 32;
+            const uint8_t *slice = emu_panel(b, p) + q * 32;
             for (int i = 0; i < m; i += MR) {
                 uint32_t got = tile(a + (size_t)i * k4, k4, slice, b->bias + col0,
                                     c + (size_t)i * ldc + col0, ldc, m - i < MR ? m - i : MR, cols);

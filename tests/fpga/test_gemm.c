@@ -35,10 +35,11 @@ static int isas(enum eeb_emu_isa *out)
 
 /* C = A x B + bias on every ISA against the triple loop plus the bias,
  * and the largest |C| reported; extreme: bytes at +-127/-128 and biases at
- * +-EEB_EMU_GEMM_BIAS_MAX, the largest the GEMM accepts. */
-static void check_shape(int m, int n, int k, int extreme)
+ * +-EEB_EMU_GEMM_BIAS_MAX, the largest the GEMM accepts.  A's rows are
+ * a_gap bytes apart more than k. */
+static void check_strided(int m, int n, int k, int extreme, int a_gap)
 {
-    const int lda = k + 3, ldb = n + 5, ldc = n + 1; /* strides wider than the rows */
+    const int lda = k + a_gap, ldb = n + 5, ldc = n + 1; /* strides wider than the rows */
     int8_t *a = malloc((size_t)m * lda), *b = malloc((size_t)k * ldb);
     int32_t *want = malloc((size_t)m * ldc * sizeof *want);
     int32_t *got = malloc((size_t)m * ldc * sizeof *got);
@@ -78,6 +79,11 @@ static void check_shape(int m, int n, int k, int extreme)
     free(a), free(b), free(want), free(got), free(bias);
 }
 
+static void check_shape(int m, int n, int k, int extreme)
+{
+    check_strided(m, n, k, extreme, 3);
+}
+
 Test(gemm, random_shapes_several_seeds)
 {
     for (uint64_t seed = 1; seed <= 4; seed++) {
@@ -99,11 +105,23 @@ Test(gemm, tile_edges)
 
 Test(gemm, extreme_values_and_long_k)
 {
-    /* -128 * -128 products over a long K: the +128 offset, the column-sum
+    /* -128 * -128 products over a long K: the +128 offset, the row-sum
      * correction and any saturating instruction would all show here. */
     rng_state = 7;
     check_shape(9, 33, 4099, 1);
     check_shape(16, 64, 576, 1);
+}
+
+Test(gemm, a_is_read_in_place_and_never_past_its_end)
+{
+    /* VNNI reads A where it lies, 4 bytes at a time: with rows packed
+     * tight and k % 4 != 0, the last row ends mid-group (asan would see a
+     * read past it), and a short last tile has rows that do not exist. */
+    rng_state = 11;
+    const int ms[] = {1, 7, 8, 9, 16, 17}, ks[] = {1, 2, 3, 5, 27, 66};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)
+            check_strided(ms[i], 32 + (int)j, ks[j], 0, 0);
 }
 
 Test(gemm, network_layer_shape)
