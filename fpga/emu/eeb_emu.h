@@ -10,6 +10,11 @@
 
 #include <stdint.h>
 
+/* GEMM rows (output pixels over the batch) that a worker gathers with
+ * im2col and multiplies at a time, in the forward and backward-data
+ * passes: the GEMM's A is one such part, fresh in cache. */
+#define EEB_EMU_ROWS_PER_PART 256
+
 struct eeb_emu;
 
 /* An emulator with `threads` workers (including the caller) on the given

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS_PER_PART   256   /* GEMM rows (output pixels) per forward part */
 #define REDUCE_PER_PART 2048  /* reduction rows per weight-gradient part */
 #define QUANT_PER_PART  65536 /* elements per requantization part */
 #define EWISE_PER_PART  65536 /* elements per element-wise part */
@@ -228,8 +227,8 @@ static void rows_part(void *ctx, int part, int worker)
 {
     struct rows_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    int64_t r0 = (int64_t)part * ROWS_PER_PART;
-    int64_t r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
+    int64_t r0 = (int64_t)part * EEB_EMU_ROWS_PER_PART;
+    int64_t r1 = r0 + EEB_EMU_ROWS_PER_PART < j->rows ? r0 + EEB_EMU_ROWS_PER_PART : j->rows;
     const int8_t *a = j->src + r0 * j->k;
     if (j->fill) {
         int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
@@ -303,7 +302,8 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
                                struct fx_tensor *t)
 {
     reset_workers(e);
-    emu_pool_run(e->pool, (int)((j->rows + ROWS_PER_PART - 1) / ROWS_PER_PART), rows_part, j);
+    emu_pool_run(e->pool, (int)((j->rows + EEB_EMU_ROWS_PER_PART - 1) / EEB_EMU_ROWS_PER_PART),
+                 rows_part, j);
     uint64_t maxabs = 0;
     uint32_t sat = 0;
     if (gather(e, &maxabs, &sat))

@@ -14,8 +14,13 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define MR        8  /* rows per tile: ROWS() below lists them */
-#define ROW_BLOCK 64 /* rows whose tiles meet every panel of B while in cache */
+#define MR 8 /* rows per tile: ROWS() below lists them */
+
+/* Rows of A whose tiles meet every panel of B in turn: up to 64, and as
+ * many as fit in 12 KiB, so that they stay in L1 beside a panel of B
+ * (128 bytes per 4 rows of k: 36 KiB at K = 1152). */
+#define BLOCK_MAX   64
+#define BLOCK_BYTES 12288
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -148,9 +153,13 @@ uint32_t emu_gemm_avx512vnni(int m, const int8_t *a, int lda, const struct eeb_e
                              int32_t *c, int ldc)
 {
     uint32_t most = 0;
-    int32_t rowsum[ROW_BLOCK];
-    for (int i0 = 0; i0 < m; i0 += ROW_BLOCK) {
-        const int block = m - i0 < ROW_BLOCK ? m - i0 : ROW_BLOCK;
+    int32_t rowsum[BLOCK_MAX];
+    int rows_per_block = BLOCK_BYTES / b->k / MR * MR;
+    rows_per_block = rows_per_block < MR          ? MR
+                     : rows_per_block > BLOCK_MAX ? BLOCK_MAX
+                                                  : rows_per_block;
+    for (int i0 = 0; i0 < m; i0 += rows_per_block) {
+        const int block = m - i0 < rows_per_block ? m - i0 : rows_per_block;
         row_sums(a + (size_t)i0 * lda, lda, b->k, block, rowsum);
         for (int p = 0; p < b->panels; p++) {
             const uint8_t *panel = (const uint8_t *)emu_panel(b, p);

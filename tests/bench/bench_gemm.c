@@ -41,7 +41,7 @@ int main(void)
                 continue; /* the portable path is only a reference */
             double fraction = 0;
             double g = bench_gemm_rate((enum eeb_emu_isa)isa, shapes[s].m, shapes[s].n, shapes[s].k,
-                                       isa == EEB_EMU_ISA_AVX512VNNI, &fraction);
+                                       0, isa == EEB_EMU_ISA_AVX512VNNI, &fraction);
             printf("  %-20s M=%-5d N=%-4d K=%-5d %-11s %7.1f GOP/s", shapes[s].name, shapes[s].m,
                    shapes[s].n, shapes[s].k, eeb_emu_isa_name((enum eeb_emu_isa)isa), g);
             if (isa == EEB_EMU_ISA_AVX512VNNI)

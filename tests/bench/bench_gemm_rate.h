@@ -12,20 +12,25 @@
  * GOP/s of C = A x B (M x K by K x N; 2 ops per MAC), the median of
  * BENCH_REPS - 1 timings after an untimed first one (so that the first
  * touch of C's pages is not counted), each of enough calls to last
- * ~0.05 s.  With pair_peak, *fraction gets the median over the same
- * timings of GEMM rate / the vpdpbusd peak read just before it: the
- * machines here are shared and their speed drifts, the peak with them.
+ * ~0.05 s.  With part > 0, C is computed in calls of `part` rows that all
+ * read one part-sized A, as the emulator multiplies each part's im2col
+ * rows while they are in cache; with part 0, in one call over all of A
+ * (M x K bytes, from memory when large).  With pair_peak, *fraction gets
+ * the median over the same timings of GEMM rate / the vpdpbusd peak read
+ * just before it: the machines here are shared and their speed drifts,
+ * the peak with them.
  */
-static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, int pair_peak,
-                                     double *fraction)
+static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, int part,
+                                     int pair_peak, double *fraction)
 {
-    int8_t *a = malloc((size_t)m * k), *b = malloc((size_t)k * n);
+    const int a_rows = part > 0 && part < m ? part : m;
+    int8_t *a = malloc((size_t)a_rows * k), *b = malloc((size_t)k * n);
     int32_t *c = malloc((size_t)m * n * sizeof *c);
     if (!a || !b || !c) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
     }
-    for (size_t i = 0; i < (size_t)m * k; i++)
+    for (size_t i = 0; i < (size_t)a_rows * k; i++)
         a[i] = (int8_t)(i * 2654435761u >> 24);
     for (size_t i = 0; i < (size_t)k * n; i++)
         b[i] = (int8_t)(i * 40503u >> 8);
@@ -41,10 +46,12 @@ static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, 
         double peak = pair_peak ? bench_vnni_peak_gops() : 0;
         int64_t t0 = eeb_mono_ns();
         for (int i = 0; i < reps; i++)
-            if (eeb_emu_gemm(isa, m, a, k, &pb, c, n, NULL)) {
-                fprintf(stderr, "bench: out of memory\n");
-                exit(1);
-            }
+            for (int r0 = 0; r0 < m; r0 += a_rows)
+                if (eeb_emu_gemm(isa, m - r0 < a_rows ? m - r0 : a_rows, a, k, &pb,
+                                 c + (size_t)r0 * n, n, NULL)) {
+                    fprintf(stderr, "bench: out of memory\n");
+                    exit(1);
+                }
         double s = bench_seconds_since(t0);
         rate[r] = ops * reps / s / 1e9;
         ratio[r] = pair_peak ? rate[r] / peak : 0;
