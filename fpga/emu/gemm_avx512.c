@@ -62,7 +62,7 @@
 #define LAST_GROUP(r) /* the k % 4 bytes left, without reading past them */                        \
     {                                                                                              \
         int32_t quad = 0;                                                                          \
-        memcpy(&quad, row[r] + (size_t)groups * 4, (size_t)(k % 4));                               \
+        memcpy(&quad, end[r], (size_t)(k % 4));                                                    \
         const __m512i av = _mm512_set1_epi32(quad);                                                \
         c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, av);                                            \
         c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, av);                                            \
