@@ -22,12 +22,12 @@
 
 enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
 
-/* B packed for the micro-kernels: 32-column panels of 4-row groups, each
+/* B packed for the micro-kernels: 32-column panels of 8-row groups, each
  * byte offset by +128 to unsigned, as vpdpbusd wants it. */
 struct eeb_emu_packed_b {
     int k, n;       /* logical shape */
-    int k4, panels; /* k rounded up to 4, n in 32-column panels */
-    uint8_t *data;  /* panels * k4/4 * 128 bytes; the padding is 0 */
+    int k8, panels; /* k rounded up to 8, n in 32-column panels */
+    uint8_t *data;  /* panels * k8/8 * 256 bytes; the padding is 0 */
     int32_t *bias;  /* added to each column, zero unless set; panels * 32 */
 };
 

@@ -2,8 +2,11 @@
  * emu_int.h - shared inside fpga/emu: the per-instruction-set GEMM tile
  * loops (gemm_avx512.c, gemm_avx2.c) that gemm.c dispatches to.
  *
- * Packed B: panel p (32 columns), group g (4 rows of k), column c, row kk at
- *   data[(p * k4/4 + g) * 128 + c * 4 + kk], which holds B + 128.
+ * Packed B: panel p (32 columns), group g (8 rows of k), column c, row kk at
+ *   data[(p * k8/8 + g) * 256 + c * 8 + kk], which holds B + 128.
+ * Each column's 8 bytes of a group lie together: one 64-byte vector holds
+ * 8 columns, two 32-bit lanes each, and one 8-byte broadcast of a row of A
+ * meets all of them.
  */
 #ifndef EEB_EMU_INT_H
 #define EEB_EMU_INT_H
@@ -15,11 +18,11 @@
 /* The first byte of panel p of packed B. */
 static inline const uint8_t *emu_panel(const struct eeb_emu_packed_b *b, int p)
 {
-    return b->data + (size_t)p * (size_t)b->k4 * EMU_NR;
+    return b->data + (size_t)p * (size_t)b->k8 * EMU_NR;
 }
 
 /* The tile loops: A read in place (row stride lda); or A widened to
- * int16, rows padded to 4 and k to k4.  Both add the bias and return the
+ * int16, rows padded to 4 and k to k8.  Both add the bias and return the
  * largest |C| they stored. */
 uint32_t emu_gemm_avx512vnni(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
                              int32_t *c, int ldc);

@@ -6,20 +6,26 @@
  * and A is read as it is, signed, straight from the caller's rows: no copy
  * of A is made.  Subtracting 128 x (the row's sum of A) afterwards makes
  * the result exact (FACTS.md).  The bias is added, and the largest |C|
- * kept, on the way out of the registers.  A tile is 8 rows x 32 columns:
- * 16 zmm accumulators and 2 for B; A's 4 bytes are broadcast from memory.
+ * kept, on the way out of the registers.
+ *
+ * A tile is 5 rows x 32 columns.  Packed B keeps each column's 8 bytes of
+ * a group together, so a vector of B holds 8 columns, each in two 32-bit
+ * lanes (rows 0-3 and 4-7 of the group), and one 8-byte broadcast of a
+ * row of A meets all of them: per group, 4 loads of B and 5 broadcasts
+ * feed 20 vpdpbusd into 20 accumulators.  (With 4-byte groups, an 8 x 32
+ * tile needs 10 loads per 16.)  The two lanes of each column are added
+ * once, at the end.
  */
 #include "emu_int.h"
 
 #include <immintrin.h>
-#include <string.h>
 
-#define MR 8 /* rows per tile: ROWS() below lists them */
+#define MR 5 /* rows per tile: ROWS() below lists them */
 
-/* Rows of A whose tiles meet every panel of B in turn: up to 64, and as
+/* Rows of A whose tiles meet every panel of B in turn: up to 60, and as
  * many as fit in 12 KiB, so that they stay in L1 beside a panel of B
- * (128 bytes per 4 rows of k: 36 KiB at K = 1152). */
-#define BLOCK_MAX   64
+ * (256 bytes per 8 rows of k: 36 KiB at K = 1152). */
+#define BLOCK_MAX   60
 #define BLOCK_BYTES 12288
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -27,80 +33,102 @@
 /*
  * The loop over k is assembly on registers the compiler picks once: in
  * C, gcc 12 copied accumulators between registers (and to the stack)
- * every iteration, a third of the time.  It zeroes the 16 accumulators,
- * then per group of 4 rows of k loads B's two vectors into zmm30/31 and,
- * for each row, broadcasts A's 4 bytes into zmm29 and multiplies them into
- * the row's two accumulators.  The row pointers point past the groups, and
- * `back` counts up to 0 from minus their length, so one register indexes
- * all eight rows.  (Outputs only: an
- * in-out operand counts twice against gcc's limit of 30.)
+ * every iteration, a third of the time.  It zeroes the 20 accumulators,
+ * then per group of 8 rows of k loads B's four vectors into zmm28-31 and,
+ * for each row, broadcasts A's 8 bytes into zmm27 and multiplies them into
+ * the row's four accumulators.  The row pointers point past the groups,
+ * and `back` counts up to 0 from minus their length, so one register
+ * indexes all five rows.  The k % 8 bytes left are loaded under the mask
+ * `tail`, which reads none of the bytes it leaves out, so that a row
+ * ending at the end of its page cannot fault.  (Outputs only: an in-out
+ * operand counts twice against gcc's limit of 30 operands, all used.)
  */
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4)
 #define ASM_ZERO(r)                                                                                \
     "vpxord %[c" #r "0], %[c" #r "0], %[c" #r "0]\n\t"                                             \
-    "vpxord %[c" #r "1], %[c" #r "1], %[c" #r "1]\n\t"
-#define ASM_ROW(r)                                                                                 \
-    "vpbroadcastd (%[a" #r "],%[back]), %%zmm29\n\t"                                               \
-    "vpdpbusd %%zmm29, %%zmm30, %[c" #r "0]\n\t"                                                   \
-    "vpdpbusd %%zmm29, %%zmm31, %[c" #r "1]\n\t"
+    "vpxord %[c" #r "1], %[c" #r "1], %[c" #r "1]\n\t"                                             \
+    "vpxord %[c" #r "2], %[c" #r "2], %[c" #r "2]\n\t"                                             \
+    "vpxord %[c" #r "3], %[c" #r "3], %[c" #r "3]\n\t"
+#define ASM_LOAD_B                                                                                 \
+    "vmovdqa64 (%[b]), %%zmm28\n\t"                                                                \
+    "vmovdqa64 64(%[b]), %%zmm29\n\t"                                                              \
+    "vmovdqa64 128(%[b]), %%zmm30\n\t"                                                             \
+    "vmovdqa64 192(%[b]), %%zmm31\n\t"
+#define ASM_MULTIPLY(r)                                                                            \
+    "vpdpbusd %%zmm27, %%zmm28, %[c" #r "0]\n\t"                                                   \
+    "vpdpbusd %%zmm27, %%zmm29, %[c" #r "1]\n\t"                                                   \
+    "vpdpbusd %%zmm27, %%zmm30, %[c" #r "2]\n\t"                                                   \
+    "vpdpbusd %%zmm27, %%zmm31, %[c" #r "3]\n\t"
+#define ASM_ROW(r) "vpbroadcastq (%[a" #r "],%[back]), %%zmm27\n\t" ASM_MULTIPLY(r)
+#define ASM_LAST_ROW(r)                                                                            \
+    "vmovdqu8 (%[a" #r "]), %%xmm27%{%[tail]%}%{z%}\n\t"                                           \
+    "vpbroadcastq %%xmm27, %%zmm27\n\t" ASM_MULTIPLY(r)
 /* clang-format off */
 #define TILE_LOOP                                                                                  \
     ROWS(ASM_ZERO)                                                                                 \
     "test %[back], %[back]\n\t"                                                                    \
     "jz 2f\n\t"                                                                                    \
     "1:\n\t"                                                                                       \
-    "vmovdqa64 (%[b]), %%zmm30\n\t"                                                                \
-    "vmovdqa64 64(%[b]), %%zmm31\n\t"                                                              \
+    ASM_LOAD_B                                                                                     \
     ROWS(ASM_ROW)                                                                                  \
-    "sub $-128, %[b]\n\t"                                                                          \
-    "add $4, %[back]\n\t"                                                                          \
+    "add $256, %[b]\n\t"                                                                           \
+    "add $8, %[back]\n\t"                                                                          \
     "jnz 1b\n\t"                                                                                   \
-    "2:\n\t"
+    "2:\n\t"                                                                                       \
+    "kortestw %[tail], %[tail]\n\t"                                                                \
+    "jz 3f\n\t"                                                                                    \
+    ASM_LOAD_B                                                                                     \
+    ROWS(ASM_LAST_ROW)                                                                             \
+    "3:\n\t"
 /* clang-format on */
-#define ASM_ACC(r)    [c##r##0] "=v"(c##r##0), [c##r##1] "=v"(c##r##1),
-#define DECLARE(r)    __m512i c##r##0, c##r##1;
-#define LAST_GROUP(r) /* the k % 4 bytes left, without reading past them */                        \
-    {                                                                                              \
-        int32_t quad = 0;                                                                          \
-        memcpy(&quad, end[r], (size_t)(k % 4));                                                    \
-        const __m512i av = _mm512_set1_epi32(quad);                                                \
-        c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, av);                                            \
-        c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, av);                                            \
-    }
+#define ASM_ACC(r)                                                                                 \
+    [c##r##0] "=v"(c##r##0), [c##r##1] "=v"(c##r##1), [c##r##2] "=v"(c##r##2),                     \
+        [c##r##3] "=v"(c##r##3),
+#define DECLARE(r) __m512i c##r##0, c##r##1, c##r##2, c##r##3;
 #define STORE(r)                                                                                   \
     if ((r) < rows) {                                                                              \
         const __m512i less = _mm512_set1_epi32(rowsum[r] * 128);                                   \
-        const __m512i v0 = _mm512_sub_epi32(_mm512_add_epi32(c##r##0, bias0), less);               \
-        const __m512i v1 = _mm512_sub_epi32(_mm512_add_epi32(c##r##1, bias1), less);               \
+        const __m512i v0 =                                                                         \
+            _mm512_sub_epi32(_mm512_add_epi32(columns(c##r##0, c##r##1), bias0), less);            \
+        const __m512i v1 =                                                                         \
+            _mm512_sub_epi32(_mm512_add_epi32(columns(c##r##2, c##r##3), bias1), less);            \
         _mm512_mask_storeu_epi32(c + (size_t)(r)*ldc, m0, v0);                                     \
         _mm512_mask_storeu_epi32(c + (size_t)(r)*ldc + 16, m1, v1);                                \
         most = _mm512_mask_max_epu32(most, m0, most, _mm512_abs_epi32(v0));                        \
         most = _mm512_mask_max_epu32(most, m1, most, _mm512_abs_epi32(v1));                        \
     }
 
-/* The first `rows` rows of C = the MR rows of A (row[], each k bytes) x a
- * panel of B, for `cols` columns.  Returns the largest |C| stored. */
-TARGET static uint32_t tile(const int8_t *const row[MR], int k, const uint8_t *panel,
+/* 16 columns from two accumulators of 8 columns, two lanes each: the
+ * even lanes of both plus the odd lanes of both. */
+TARGET static inline __m512i columns(__m512i left, __m512i right)
+{
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(left, even, right),
+                            _mm512_permutex2var_epi32(left, odd, right));
+}
+
+/* The first `rows` rows of C = as many rows of A (each k bytes, lda
+ * apart) x a panel of B, for `cols` columns; a short tile reads its last
+ * row again for the missing ones.  Returns the largest |C| stored. */
+TARGET static uint32_t tile(const int8_t *a, int lda, int k, const uint8_t *panel,
                             const int32_t *rowsum, const int32_t *bias, int32_t *c, int ldc,
                             int rows, int cols)
 {
     ROWS(DECLARE)
-    const int groups = k / 4;
+    const int groups = k / 8;
     const int8_t *end[MR]; /* each row's first byte past its groups */
     for (int r = 0; r < MR; r++)
-        end[r] = row[r] + (size_t)groups * 4;
+        end[r] = a + (size_t)(r < rows ? r : rows - 1) * lda + (size_t)groups * 8;
     const uint8_t *b = panel;
-    long back = -4L * groups;
+    long back = -8L * groups;
+    const __mmask16 tail = (__mmask16)((1u << (k % 8)) - 1);
     __asm__(TILE_LOOP
             : ROWS(ASM_ACC)[b] "+r"(b), [back] "+r"(back)
             : [a0] "r"(end[0]), [a1] "r"(end[1]), [a2] "r"(end[2]), [a3] "r"(end[3]),
-              [a4] "r"(end[4]), [a5] "r"(end[5]), [a6] "r"(end[6]), [a7] "r"(end[7])
-            : "cc", "memory", "xmm29", "xmm30", "xmm31"); /* memory: it reads A and B */
-    if (k % 4) {
-        const __m512i b0 = _mm512_load_si512(panel + (size_t)groups * 128);
-        const __m512i b1 = _mm512_load_si512(panel + (size_t)groups * 128 + 64);
-        ROWS(LAST_GROUP)
-    }
+              [a4] "r"(end[4]), [tail] "Yk"(tail)
+            : "cc", "memory", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"); /* memory: reads A, B */
     const __m512i bias0 = _mm512_loadu_si512(bias), bias1 = _mm512_loadu_si512(bias + 16);
     const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
     const __mmask16 m1 = cols >= 32   ? 0xffff
@@ -111,12 +139,20 @@ TARGET static uint32_t tile(const int8_t *const row[MR], int k, const uint8_t *p
     return (uint32_t)_mm512_reduce_max_epu32(most);
 }
 
-/* The sum of each of the first n rows of A (|sum| <= k * 128 < 2^23),
- * four rows at a time: four independent chains of vpdpbusd with ones,
- * then one transposing reduction for the four instead of one each. */
-TARGET static void row_sums(const int8_t *a, int lda, int k, int n, int32_t *sum)
+/* acc plus the sums of bytes' groups of 4: vpdpbusd with ones into a
+ * fresh register, then vpaddd, so that a row's chain waits 1 cycle a link
+ * instead of vpdpbusd's 5 (and gcc does not copy the accumulator). */
+TARGET static inline __m512i plus_sums(__m512i acc, __m512i bytes)
 {
     const __m512i ones = _mm512_set1_epi8(1);
+    return _mm512_add_epi32(acc, _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, bytes));
+}
+
+/* The sum of each of the first n rows of A (|sum| <= k * 128 < 2^23),
+ * four rows at a time, then one transposing reduction for the four
+ * instead of one each. */
+TARGET static void row_sums(const int8_t *a, int lda, int k, int n, int32_t *sum)
+{
     const __mmask64 tail = k % 64 ? ((__mmask64)1 << (k % 64)) - 1 : 0;
     for (int r = 0; r < n; r += 4) {
         const int8_t *row[4];
@@ -127,11 +163,10 @@ TARGET static void row_sums(const int8_t *a, int lda, int k, int n, int32_t *sum
         int kk = 0;
         for (; kk + 64 <= k; kk += 64)
             for (int q = 0; q < 4; q++)
-                acc[q] = _mm512_dpbusd_epi32(acc[q], ones, _mm512_loadu_si512(row[q] + kk));
+                acc[q] = plus_sums(acc[q], _mm512_loadu_si512(row[q] + kk));
         if (tail)
             for (int q = 0; q < 4; q++)
-                acc[q] =
-                    _mm512_dpbusd_epi32(acc[q], ones, _mm512_maskz_loadu_epi8(tail, row[q] + kk));
+                acc[q] = plus_sums(acc[q], _mm512_maskz_loadu_epi8(tail, row[q] + kk));
         /* per 128-bit lane: [a0+a2 b0+b2 a1+a3 b1+b3], the same for c, d */
         const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]),
                                             _mm512_unpackhi_epi32(acc[0], acc[1]));
@@ -165,13 +200,10 @@ uint32_t emu_gemm_avx512vnni(int m, const int8_t *a, int lda, const struct eeb_e
             const uint8_t *panel = (const uint8_t *)emu_panel(b, p);
             const int cols = b->n - p * EMU_NR < EMU_NR ? b->n - p * EMU_NR : EMU_NR;
             for (int i = 0; i < block; i += MR) {
-                /* a short last tile reads its last row again for the missing ones */
                 const int rows = block - i < MR ? block - i : MR;
-                const int8_t *row[MR];
-                for (int r = 0; r < MR; r++)
-                    row[r] = a + (size_t)(i0 + i + (r < rows ? r : rows - 1)) * lda;
-                uint32_t got = tile(row, b->k, panel, rowsum + i, b->bias + p * EMU_NR,
-                                    c + (size_t)(i0 + i) * ldc + p * EMU_NR, ldc, rows, cols);
+                uint32_t got = tile(a + (size_t)(i0 + i) * lda, lda, b->k, panel, rowsum + i,
+                                    b->bias + p * EMU_NR, c + (size_t)(i0 + i) * ldc + p * EMU_NR,
+                                    ldc, rows, cols);
                 most = got > most ? got : most;
             }
         }
