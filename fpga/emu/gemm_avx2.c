@@ -4,7 +4,7 @@
  * vpmaddubsw would saturate (255 * 127 * 2 > 32767), so A and B are
  * widened to int16 and multiplied with vpmaddwd, which sums pairs exactly
  * into int32.  A tile is 4 rows x 4 columns: per group of 8 rows of k, one
- * vector of B holds 2 columns' 8 values, the row of A's 8 values are
+ * vector of B holds 2 columns' 8 values, a row of A's 8 values is
  * broadcast to both halves, and each column's sum ends spread over 4
  * lanes, which two vphaddd join at the end.
  */
