@@ -14,6 +14,7 @@ enum { EEB_EXIT_OK = 0, EEB_EXIT_ERROR = 1, EEB_EXIT_USAGE = 2, EEB_EXIT_FAILED 
 int eeb_cmd_score(int argc, char **argv);
 int eeb_cmd_db(int argc, char **argv);
 int eeb_cmd_model(int argc, char **argv);
+int eeb_cmd_eval(int argc, char **argv);
 
 /* Prints "eeb CMD: message" and a pointer to --help on stderr; returns 2. */
 int eeb_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -9,6 +9,7 @@
 #include "eeb_emu_gemm.h"
 #include "eeb_score.h"
 
+#include <expat.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ static const struct command {
     {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
     {"db", eeb_cmd_db, "create or inspect a run database"},
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},
+    {"eval", eeb_cmd_eval, "a task metric from prediction files (top-5, VOC mAP)"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -49,7 +51,8 @@ static void version(void)
 {
     printf("eeb %s\n", EEB_VERSION);
     printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
-    printf("libraries: SQLite %s, jansson %s\n", sqlite3_libversion(), jansson_version_str());
+    printf("libraries: SQLite %s, jansson %s, %s\n", sqlite3_libversion(), jansson_version_str(),
+           XML_ExpatVersion());
     printf("accelerator backends:");
     for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
         printf(" %s", (*b)->name);

@@ -23,6 +23,19 @@ struct eeb_topk {
  * only the first EEB_TOPK_MAX count. */
 void eeb_topk_add(struct eeb_topk *t, int truth, const int *ranked, int nranked);
 
+/*
+ * Top-1 and top-5 accuracy of a prediction file against a classification
+ * or video shard.  The file has a line per item: its record id, then its
+ * predicted classes, best first, comma-separated; a class is a name from
+ * the shard's header, or else its 0-based index.  A first line starting
+ * "id," is a header; blank lines and lines starting '#' are skipped.  An
+ * item without a line counts as wrong (*missing says how many); a line for
+ * an unknown or repeated id, or naming an unknown class, is an error naming
+ * the file and line.
+ */
+int eeb_topk_eval_csv(const char *shard_path, const char *csv_path, struct eeb_topk *out,
+                      uint64_t *missing, char *err, size_t errlen);
+
 /* ---- detection ---- */
 
 /*
