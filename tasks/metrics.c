@@ -94,6 +94,29 @@ static double eleven_point_ap(const double *rec, const double *prec, int n)
     return ap;
 }
 
+/* The truth of each image together: by_image[first[i] .. first[i + 1])
+ * are the indices of image i's boxes, in their given order (a counting
+ * sort), so that each detection looks at its own image's boxes only. */
+static int group_by_image(const struct eeb_voc_truth *truth, int ntruth, int **first,
+                          int **by_image, int *nimages)
+{
+    int n = 0;
+    for (int g = 0; g < ntruth; g++)
+        n = truth[g].image >= n ? truth[g].image + 1 : n;
+    *first = calloc((size_t)n + 2, sizeof **first);
+    *by_image = malloc((size_t)(ntruth > 0 ? ntruth : 1) * sizeof **by_image);
+    if (!*first || !*by_image)
+        return EEB_ENOMEM;
+    for (int g = 0; g < ntruth; g++)
+        (*first)[truth[g].image + 2]++;
+    for (int i = 2; i <= n + 1; i++)
+        (*first)[i] += (*first)[i - 1];
+    for (int g = 0; g < ntruth; g++) /* first[i + 1] is image i's next free slot */
+        (*by_image)[(*first)[truth[g].image + 1]++] = g;
+    *nimages = n;
+    return EEB_OK;
+}
+
 int eeb_voc_class_ap(const struct eeb_voc_truth *truth, int ntruth,
                      const struct eeb_voc_detection *det, int ndet, double min_iou,
                      enum eeb_voc_ap method, struct eeb_voc_class_result *out)
@@ -101,12 +124,14 @@ int eeb_voc_class_ap(const struct eeb_voc_truth *truth, int ntruth,
     *out = (struct eeb_voc_class_result){.detections = ndet};
     for (int g = 0; g < ntruth; g++)
         out->positives += !truth[g].difficult;
+    int *first = NULL, *by_image = NULL, nimages = 0;
+    int rc = group_by_image(truth, ntruth, &first, &by_image, &nimages);
     struct ranked *order = rank(ndet, confidence_of, det);
     char *taken = calloc((size_t)(ntruth > 0 ? ntruth : 1), 1);
     double *rec = malloc((size_t)(ndet > 0 ? ndet : 1) * sizeof *rec);
     double *prec = malloc((size_t)(ndet > 0 ? ndet : 1) * sizeof *prec);
-    if (!order || !taken || !rec || !prec) {
-        free(order), free(taken), free(rec), free(prec);
+    if (rc || !order || !taken || !rec || !prec) {
+        free(first), free(by_image), free(order), free(taken), free(rec), free(prec);
         return EEB_ENOMEM;
     }
     int n = 0; /* detections that count: all but those on difficult truth */
@@ -114,9 +139,11 @@ int eeb_voc_class_ap(const struct eeb_voc_truth *truth, int ntruth,
         const struct eeb_voc_detection *d = &det[order[i].index];
         double best = 0; /* boxes that do not overlap are never matched */
         int match = -1;
-        for (int g = 0; g < ntruth; g++) {
-            if (truth[g].image != d->image)
-                continue;
+        int lo = 0, hi = 0; /* the boxes of the detection's image */
+        if (d->image >= 0 && d->image < nimages)
+            lo = first[d->image], hi = first[d->image + 1];
+        for (int j = lo; j < hi; j++) {
+            int g = by_image[j];
             double iou = eeb_voc_iou(&d->box, &truth[g].box);
             if (iou > best) /* the first of equal IoUs, as the devkit's max */
                 best = iou, match = g;
@@ -143,7 +170,7 @@ int eeb_voc_class_ap(const struct eeb_voc_truth *truth, int ntruth,
     else
         out->ap = method == EEB_VOC_AP_11_POINTS ? eleven_point_ap(rec, prec, n)
                                                  : all_point_ap(rec, prec, n);
-    free(order), free(taken), free(rec), free(prec);
+    free(first), free(by_image), free(order), free(taken), free(rec), free(prec);
     return EEB_OK;
 }
 
