@@ -137,6 +137,11 @@ static int eval_class(const char *dir, const char *name, const struct eeb_voc_tr
     return rc;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The classes to report: the ground truth's, then any with a result file
  * but no ground truth at all (sorted, as readdir's order is not). */
 static int list_classes(const char *dir, const struct eeb_voc_truth_set *t, char ***names, int *n,
@@ -172,11 +177,7 @@ static int list_classes(const char *dir, const struct eeb_voc_truth_set *t, char
         (*names)[(*n)++] = copy;
     }
     closedir(d);
-    for (int i = extra + 1; i < *n; i++) /* insertion sort of the few extra names */
-        for (int j = i; j > extra && strcmp((*names)[j - 1], (*names)[j]) > 0; j--) {
-            char *s = (*names)[j];
-            (*names)[j] = (*names)[j - 1], (*names)[j - 1] = s;
-        }
+    qsort(*names + extra, (size_t)(*n - extra), sizeof **names, by_name);
     return EEB_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "eeb_common.h"
 #include "eeb_shard.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <expat.h>
@@ -130,33 +131,37 @@ static void XMLCALL on_text(void *ctx, const XML_Char *s, int len)
     st->ntext += (size_t)len;
 }
 
-/* The collected text as a number, or NAN. */
-static double number(struct xml_state *st)
+/* The collected text without the white space around it. */
+static char *stripped_text(struct xml_state *st)
 {
-    st->text[st->ntext] = '\0';
+    char *s = st->text, *e = st->text + st->ntext;
+    while (isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    *e = '\0';
+    return s;
+}
+
+/* s as a number filling it all, or NAN. */
+static double number(const char *s)
+{
     char *end;
     errno = 0;
-    double v = strtod(st->text, &end);
-    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
-        end++;
-    return end == st->text || *end || errno || !isfinite(v) ? NAN : v;
+    double v = strtod(s, &end);
+    return end == s || *end || errno || !isfinite(v) ? NAN : v;
 }
 
 static void take_field(struct xml_state *st)
 {
     struct eeb_voc_annotation *a = st->a;
     struct eeb_voc_object *o = a->nobjects < st->capacity ? &a->objects[a->nobjects] : NULL;
-    st->text[st->ntext] = '\0';
+    char *s = stripped_text(st);
     if (st->field == F_FILENAME) {
-        snprintf(a->filename, sizeof a->filename, "%s", st->text);
+        snprintf(a->filename, sizeof a->filename, "%s", s);
         return;
     }
     if (st->field == F_NAME) {
-        char *s = st->text, *e = st->text + st->ntext;
-        while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
-            s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t' || e[-1] == '\r'))
-            *--e = '\0';
         size_t len = strlen(s);
         if (len == 0 || len > EEB_VOC_MAX_NAME)
             return fail(st, "an object's <name> is empty or longer than 63 bytes");
@@ -164,9 +169,13 @@ static void take_field(struct xml_state *st)
         st->have |= 1u << F_NAME;
         return;
     }
-    double v = number(st);
-    if (isnan(v))
-        return fail(st, "a number was expected");
+    double v = number(s);
+    if (isnan(v)) {
+        char what[MAX_TEXT + 96]; /* the element is the innermost one open */
+        snprintf(what, sizeof what, "a number was expected in <%s>, not '%s'",
+                 st->stack[st->depth - 1], s);
+        return fail(st, what);
+    }
     switch (st->field) {
     case F_WIDTH: a->width = (int)v; break;
     case F_HEIGHT: a->height = (int)v; break;
@@ -290,16 +299,38 @@ static int push_string(char ***v, int *n, const char *s)
     return EEB_OK;
 }
 
-/* One object of image `image` (an index into the sorted images). */
+/* An object as it is read, before the images and classes are sorted:
+ * its image id and class name point into the set's own strings, which
+ * sorting does not move. */
 struct pending {
-    int image, cls, difficult;
+    const char *image, *cls;
+    int difficult;
     struct eeb_voc_box box;
 };
 
-/* Sorts the images and classes, then files every pending object under
- * its class, in the order given. */
-static int index_truth(struct eeb_voc_truth_set *t, struct pending *p, int np, char **pending_class,
-                       char **pending_image, const char *src, char *err, size_t errlen)
+struct gather {
+    struct pending *p;
+    int n, cap;
+};
+
+static int gather_add(struct gather *g, const char *image, const char *cls, int difficult,
+                      struct eeb_voc_box box)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        struct pending *p = realloc(g->p, (size_t)cap * sizeof *p);
+        if (!p)
+            return EEB_ENOMEM;
+        g->p = p, g->cap = cap;
+    }
+    g->p[g->n++] = (struct pending){image, cls, difficult, box};
+    return EEB_OK;
+}
+
+/* Sorts the images and classes, then files every gathered object under
+ * its class, in the order gathered. */
+static int index_truth(struct eeb_voc_truth_set *t, const struct gather *g, const char *src,
+                       char *err, size_t errlen)
 {
     qsort(t->images, (size_t)t->nimages, sizeof *t->images, by_string);
     for (int i = 1; i < t->nimages; i++)
@@ -311,47 +342,18 @@ static int index_truth(struct eeb_voc_truth_set *t, struct pending *p, int np, c
     t->truth = calloc((size_t)t->nclasses + 1, sizeof *t->truth);
     if (!t->ntruth || !t->truth)
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", src);
-    for (int i = 0; i < np; i++) {
-        p[i].image = eeb_voc_image_index(t, pending_image[i]);
-        p[i].cls = eeb_voc_class_index(t, pending_class[i]);
-        t->ntruth[p[i].cls]++;
-    }
+    for (int i = 0; i < g->n; i++)
+        t->ntruth[eeb_voc_class_index(t, g->p[i].cls)]++;
     for (int c = 0; c < t->nclasses; c++)
         if (!(t->truth[c] = malloc((size_t)(t->ntruth[c] + 1) * sizeof **t->truth)))
             return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", src);
     memset(t->ntruth, 0, (size_t)t->nclasses * sizeof *t->ntruth);
-    for (int i = 0; i < np; i++)
-        t->truth[p[i].cls][t->ntruth[p[i].cls]++] =
-            (struct eeb_voc_truth){p[i].image, p[i].difficult, p[i].box};
-    return EEB_OK;
-}
-
-/* Objects as they are read, before the images and classes are sorted. */
-struct gather {
-    struct pending *p;
-    char **cls, **img; /* borrowed: point into t's strings */
-    int n, cap;
-};
-
-static int gather_add(struct gather *g, const char *img, const char *cls, int difficult,
-                      struct eeb_voc_box box)
-{
-    if (g->n == g->cap) {
-        int cap = g->cap ? 2 * g->cap : 64;
-        struct pending *p = realloc(g->p, (size_t)cap * sizeof *p);
-        char **c = p ? realloc(g->cls, (size_t)cap * sizeof *c) : NULL;
-        char **i = c ? realloc(g->img, (size_t)cap * sizeof *i) : NULL;
-        if (p)
-            g->p = p;
-        if (c)
-            g->cls = c;
-        if (!i)
-            return EEB_ENOMEM;
-        g->img = i, g->cap = cap;
+    for (int i = 0; i < g->n; i++) {
+        const struct pending *p = &g->p[i];
+        int c = eeb_voc_class_index(t, p->cls);
+        t->truth[c][t->ntruth[c]++] =
+            (struct eeb_voc_truth){eeb_voc_image_index(t, p->image), p->difficult, p->box};
     }
-    g->p[g->n] = (struct pending){0, 0, difficult, box};
-    g->cls[g->n] = (char *)cls;
-    g->img[g->n++] = (char *)img;
     return EEB_OK;
 }
 
@@ -444,10 +446,9 @@ int eeb_voc_truth_load(const char *dir_or_shard, struct eeb_voc_truth_set *out, 
     struct gather g = {0};
     int rc = S_ISDIR(sb.st_mode) ? load_annotations(dir_or_shard, out, &g, err, errlen)
                                  : load_shard(dir_or_shard, out, &g, err, errlen);
-    /* the pending objects point at the strings; sorting moves pointers only */
     if (rc == EEB_OK)
-        rc = index_truth(out, g.p, g.n, g.cls, g.img, dir_or_shard, err, errlen);
-    free(g.p), free(g.cls), free(g.img);
+        rc = index_truth(out, &g, dir_or_shard, err, errlen);
+    free(g.p);
     if (rc)
         eeb_voc_truth_free(out);
     return rc;
@@ -487,10 +488,11 @@ int eeb_voc_read_results(const char *path, const struct eeb_voc_truth_set *t,
                           path, lineno, id);
             break;
         }
-        for (int i = 0; i < 5; i++)
+        static const char *const field[5] = {"confidence", "xmin", "ymin", "xmax", "ymax"};
+        for (int i = 0; i < 5 && rc == EEB_OK; i++)
             if (!isfinite(v[i]))
-                rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%ld: a number is not finite", path,
-                              lineno);
+                rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%ld: %s is %g, not a finite number",
+                              path, lineno, field[i], v[i]);
         if (rc)
             break;
         if (*n == cap) {
