@@ -19,7 +19,8 @@ CFLAGS  += -std=c11 $(OPT) $(WARN)
 CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
             -Ifpga/emu -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
-LDLIBS  := -lsqlite3 -ljansson -lexpat -lopenblas -lz -lpthread -lm
+LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
+           -lopenblas -lz -lpthread -lm
 
 # Every package the project builds, tests or runs against (DESIGN.md §5).
 DEB_PACKAGES := build-essential clang pkg-config \

@@ -24,6 +24,7 @@ static const struct command {
     {"db", eeb_cmd_db, "create or inspect a run database"},
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},
     {"eval", eeb_cmd_eval, "a task metric from prediction files (top-5, VOC mAP)"},
+    {"data", eeb_cmd_data, "generate, import or describe .eebd dataset shards"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -1,0 +1,496 @@
+/*
+ * import.c - Food-101, Pascal VOC and UCF-101 layouts into shards.
+ *
+ * Sections: list files; the class list; the items of each layout; loading
+ * one item; the import loop.  Each layout first becomes a list of items
+ * (files, id, label), so a bad list fails before anything is decoded and
+ * progress knows its total.
+ */
+#include "eeb_import.h"
+
+#include "eeb_shard.h"
+#include "eeb_voc.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_LIST_BYTES (256u << 20)
+
+static const char *const format_names[] = {"food101", "voc", "ucf101"};
+
+/* The 20 classes of Pascal VOC 2007-2012, in the devkit's order. */
+static const char *const voc_classes[] = {
+    "aeroplane", "bicycle", "bird",  "boat",      "bottle", "bus",         "car",
+    "cat",       "chair",   "cow",   "diningtable", "dog",  "horse",       "motorbike",
+    "person",    "pottedplant", "sheep", "sofa",  "train",  "tvmonitor"};
+
+int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char *err,
+                            size_t errlen)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, format_names[i]) == 0) {
+            *out = (enum eeb_import_format)i;
+            return EEB_OK;
+        }
+    return eeb_errf(err, errlen, EEB_EINVAL, "'%s' (food101, voc or ucf101)", name);
+}
+
+/* ---- list files ---- */
+
+/* A text file's non-blank lines, trimmed, with their line numbers. */
+struct lines {
+    char *path, *buf;
+    char **text;
+    int *lineno;
+    int n;
+};
+
+static void lines_free(struct lines *l)
+{
+    free(l->path), free(l->buf), free(l->text), free(l->lineno);
+    memset(l, 0, sizeof *l);
+}
+
+static int lines_read(struct lines *l, const char *path, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    size_t len;
+    int rc = eeb_read_file(path, MAX_LIST_BYTES, &l->buf, &len, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    size_t cap = 1;
+    for (size_t i = 0; i < len; i++)
+        cap += l->buf[i] == '\n';
+    l->path = strdup(path);
+    l->text = malloc(cap * sizeof *l->text);
+    l->lineno = malloc(cap * sizeof *l->lineno);
+    if (!l->path || !l->text || !l->lineno) {
+        lines_free(l);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
+    }
+    char *p = l->buf;
+    for (int no = 1; p; no++) {
+        char *next = strchr(p, '\n');
+        if (next)
+            *next++ = '\0';
+        while (isspace((unsigned char)*p))
+            p++;
+        size_t n = strlen(p);
+        while (n && isspace((unsigned char)p[n - 1]))
+            p[--n] = '\0';
+        if (n) {
+            l->text[l->n] = p;
+            l->lineno[l->n++] = no;
+        }
+        p = next;
+    }
+    return EEB_OK;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* ---- the class list ---- */
+
+struct classes {
+    int n;
+    char (*names)[EEB_SHARD_MAX_NAME + 1];
+};
+
+static int class_index(const struct classes *c, const char *name, size_t len)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strlen(c->names[i]) == len && strncmp(c->names[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
+static int class_add(struct classes *c, const char *name, size_t len, const char *where,
+                     char *err, size_t errlen)
+{
+    if (len < 1 || len > EEB_SHARD_MAX_NAME || memchr(name, ',', len))
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: class name '%.*s' (1..%d bytes, no commas)",
+                        where, (int)len, name, EEB_SHARD_MAX_NAME);
+    if (class_index(c, name, len) >= 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: class '%.*s' given twice", where, (int)len,
+                        name);
+    if (c->n == EEB_SHARD_MAX_CLASSES)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: more than %d classes", where,
+                        EEB_SHARD_MAX_CLASSES);
+    if (c->n % 64 == 0) {
+        void *p = realloc(c->names, (size_t)(c->n + 64) * sizeof *c->names);
+        if (!p)
+            return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", where);
+        c->names = p;
+    }
+    memcpy(c->names[c->n], name, len);
+    c->names[c->n++][len] = '\0';
+    return EEB_OK;
+}
+
+/*
+ * The shard's classes: the dataset's own (all), or the --classes list,
+ * each of which must be one of the dataset's.
+ */
+static int choose_classes(const struct classes *all, const char *wanted, struct classes *out,
+                          char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!wanted) {
+        for (int i = 0; i < all->n; i++) {
+            int rc = class_add(out, all->names[i], strlen(all->names[i]), "classes", err, errlen);
+            if (rc != EEB_OK)
+                return rc;
+        }
+        return EEB_OK;
+    }
+    for (const char *p = wanted; *p;) {
+        size_t len = strcspn(p, ",");
+        if (class_index(all, p, len) < 0)
+            return eeb_errf(err, errlen, EEB_EINVAL,
+                            "--classes: '%.*s' is not a class of this dataset", (int)len, p);
+        int rc = class_add(out, p, len, "--classes", err, errlen);
+        if (rc != EEB_OK)
+            return rc;
+        p += len + (p[len] == ',');
+    }
+    if (out->n == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "--classes: no class given");
+    return EEB_OK;
+}
+
+/* ---- the items of each layout ---- */
+
+struct item {
+    char *file; /* image or video */
+    char *xml;  /* voc: the annotation */
+    char id[EEB_SHARD_MAX_ID + 1];
+    int label;
+};
+
+struct import {
+    const struct eeb_import_spec *sp;
+    struct classes all, chosen;
+    struct item *items;
+    int n, cap;
+};
+
+/* A new string from a format (free it), or NULL if out of memory. */
+__attribute__((format(printf, 1, 2))) static char *joinf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p;
+    if (vasprintf(&p, fmt, ap) < 0)
+        p = NULL;
+    va_end(ap);
+    return p;
+}
+
+static int add_item(struct import *im, char *file, char *xml, const char *id, size_t id_len,
+                    int label, const struct lines *l, int i, char *err, size_t errlen)
+{
+    int rc = EEB_OK;
+    if (!file || (im->sp->format == EEB_IMPORT_VOC && !xml))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    else if (id_len < 1 || id_len > EEB_SHARD_MAX_ID)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s:%d: item id of %zu bytes (1..%d)", l->path,
+                      l->lineno[i], id_len, EEB_SHARD_MAX_ID);
+    else if (im->n == im->cap) {
+        int cap = im->cap ? im->cap * 2 : 256;
+        void *p = realloc(im->items, (size_t)cap * sizeof *im->items);
+        if (!p)
+            rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+        else
+            im->items = p, im->cap = cap;
+    }
+    if (rc != EEB_OK) {
+        free(file), free(xml);
+        return rc;
+    }
+    struct item *it = &im->items[im->n++];
+    it->file = file, it->xml = xml, it->label = label;
+    memcpy(it->id, id, id_len);
+    it->id[id_len] = '\0';
+    return EEB_OK;
+}
+
+/* Food-101: meta/classes.txt names the classes; meta/train.txt and
+ * test.txt list "class/id", the image being images/class/id.jpg. */
+static int food101_items(struct import *im, char *err, size_t errlen)
+{
+    const char *src = im->sp->src;
+    struct lines cl, list;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/meta/classes.txt", src);
+    int rc = lines_read(&cl, path, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < cl.n; i++) {
+        char where[4200];
+        snprintf(where, sizeof where, "%s:%d", path, cl.lineno[i]);
+        rc = class_add(&im->all, cl.text[i], strlen(cl.text[i]), where, err, errlen);
+    }
+    lines_free(&cl);
+    if (rc == EEB_OK)
+        rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    snprintf(path, sizeof path, "%s/meta/%s.txt", src, im->sp->test ? "test" : "train");
+    rc = lines_read(&list, path, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < list.n; i++) {
+        const char *line = list.text[i], *slash = strchr(line, '/');
+        if (!slash || slash == line || !slash[1] || strstr(line, ".."))
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: '%s' is not class/id", path,
+                          list.lineno[i], line);
+        else if (class_index(&im->all, line, (size_t)(slash - line)) < 0)
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: class '%.*s' is not in classes.txt",
+                          path, list.lineno[i], (int)(slash - line), line);
+        if (rc != EEB_OK)
+            break;
+        int label = class_index(&im->chosen, line, (size_t)(slash - line));
+        if (label >= 0)
+            rc = add_item(im, joinf("%s/images/%s.jpg", src, line), NULL, line, strlen(line),
+                          label, &list, i, err, errlen);
+    }
+    lines_free(&list);
+    return rc;
+}
+
+/* VOC: ImageSets/Main/trainval.txt (or train.txt) and test.txt list image
+ * ids; Annotations/<id>.xml describes JPEGImages/<id>.jpg. */
+static int voc_items(struct import *im, char *err, size_t errlen)
+{
+    const char *src = im->sp->src;
+    for (size_t i = 0; i < sizeof voc_classes / sizeof *voc_classes; i++) {
+        int rc = class_add(&im->all, voc_classes[i], strlen(voc_classes[i]), "VOC", err, errlen);
+        if (rc != EEB_OK)
+            return rc;
+    }
+    int rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ImageSets/Main/%s.txt", src,
+             im->sp->test ? "test" : "trainval");
+    if (!im->sp->test && !exists(path))
+        snprintf(path, sizeof path, "%s/ImageSets/Main/train.txt", src);
+    struct lines list;
+    rc = lines_read(&list, path, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < list.n; i++) {
+        const char *id = list.text[i];
+        size_t len = strcspn(id, " \t");
+        if (memchr(id, '/', len) || (len == 2 && id[0] == '.' && id[1] == '.')) {
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: '%.*s' is not an image id", path,
+                          list.lineno[i], (int)len, id);
+            break;
+        }
+        rc = add_item(im, joinf("%s/JPEGImages/%.*s.jpg", src, (int)len, id),
+                      joinf("%s/Annotations/%.*s.xml", src, (int)len, id), id, len, 0, &list, i,
+                      err, errlen);
+    }
+    lines_free(&list);
+    return rc;
+}
+
+/* UCF-101: classInd.txt ("1 ApplyEyeMakeup"), trainlist01.txt
+ * ("ApplyEyeMakeup/v_..._c01.avi 1") and testlist01.txt (the path alone),
+ * in ucfTrainTestlist/ or at the top; the videos under UCF-101/ or at the
+ * top.  The class is the video's directory, checked against the index. */
+static int ucf101_items(struct import *im, char *err, size_t errlen)
+{
+    const char *src = im->sp->src;
+    char lists[4096], videos[4096], path[4200];
+    snprintf(lists, sizeof lists, "%s/ucfTrainTestlist", src);
+    if (!exists(lists))
+        snprintf(lists, sizeof lists, "%s", src);
+    snprintf(videos, sizeof videos, "%s/UCF-101", src);
+    if (!exists(videos))
+        snprintf(videos, sizeof videos, "%s", src);
+    snprintf(path, sizeof path, "%s/classInd.txt", lists);
+    struct lines cl, list;
+    int rc = lines_read(&cl, path, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < cl.n; i++) {
+        char name[128];
+        int index, used = 0;
+        if (sscanf(cl.text[i], "%d %127s%n", &index, name, &used) != 2 || cl.text[i][used] ||
+            index != im->all.n + 1) {
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: '%s' is not '%d ClassName'", path,
+                          cl.lineno[i], cl.text[i], im->all.n + 1);
+            break;
+        }
+        char where[4300];
+        snprintf(where, sizeof where, "%s:%d", path, cl.lineno[i]);
+        rc = class_add(&im->all, name, strlen(name), where, err, errlen);
+    }
+    lines_free(&cl);
+    if (rc == EEB_OK)
+        rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    snprintf(path, sizeof path, "%s/%s01.txt", lists, im->sp->test ? "testlist" : "trainlist");
+    rc = lines_read(&list, path, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < list.n; i++) {
+        const char *line = list.text[i];
+        size_t len = strcspn(line, " \t");
+        const char *slash = memchr(line, '/', len);
+        int cls = slash ? class_index(&im->all, line, (size_t)(slash - line)) : -1;
+        int given = -1, used = 0;
+        if (line[len] && (sscanf(line + len, " %d%n", &given, &used) != 1 || line[len + used]))
+            given = 0;
+        if (!slash || strstr(line, "..") || cls < 0 || (line[len] && given != cls + 1)) {
+            rc = eeb_errf(err, errlen, EEB_EFORMAT,
+                          "%s:%d: '%s' is not Class/video[ index] with a class of classInd.txt",
+                          path, list.lineno[i], line);
+            break;
+        }
+        int label = class_index(&im->chosen, line, (size_t)(slash - line));
+        if (label < 0)
+            continue;
+        const char *base = slash + 1, *dot = memrchr(base, '.', (size_t)(line + len - base));
+        size_t id_len = (size_t)((dot ? dot : line + len) - base);
+        rc = add_item(im, joinf("%s/%.*s", videos, (int)len, line), NULL, base, id_len, label,
+                      &list, i, err, errlen);
+    }
+    lines_free(&list);
+    return rc;
+}
+
+/* ---- loading one item ---- */
+
+static int load_image(const struct import *im, const char *path, struct eeb_record *r, int *w,
+                      int *h, char *err, size_t errlen)
+{
+    uint8_t *rgb;
+    int rc = eeb_jpeg_read(path, &rgb, w, h, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    eeb_rgb_resize(rgb, *w, *h, r->pixels, im->sp->size, im->sp->size);
+    free(rgb);
+    return EEB_OK;
+}
+
+/* The annotation's objects of the chosen classes, boxes scaled from the
+ * image's w x h pixels to the shard's; the devkit's 1-based inclusive
+ * pixels xmin..xmax are the continuous span [xmin - 1, xmax]. */
+static int voc_boxes(const struct import *im, const struct item *it, const struct eeb_voc_annotation *a,
+                     int w, int h, struct eeb_record *r, char *err, size_t errlen)
+{
+    if ((a->width && a->width != w) || (a->height && a->height != h))
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: <size> %dx%d, but the image is %dx%d",
+                        it->xml, a->width, a->height, w, h);
+    double sx = (double)im->sp->size / w, sy = (double)im->sp->size / h;
+    for (int i = 0; i < a->nobjects; i++) {
+        const struct eeb_voc_object *o = &a->objects[i];
+        int cls = class_index(&im->chosen, o->name, strlen(o->name));
+        if (cls < 0 && !im->sp->classes)
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: object %d: '%s' is not a Pascal VOC class (name the classes "
+                            "with --classes)",
+                            it->xml, i + 1, o->name);
+        if (cls < 0)
+            continue;
+        const struct eeb_voc_box *b = &o->box;
+        if (b->x0 < 1 || b->y0 < 1 || b->x0 > b->x1 || b->y0 > b->y1 || b->x1 > w || b->y1 > h)
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: object %d (%s): bndbox %g,%g-%g,%g is not within the %dx%d image",
+                            it->xml, i + 1, o->name, b->x0, b->y0, b->x1, b->y1, w, h);
+        if (r->nboxes == EEB_SHARD_MAX_BOXES)
+            return eeb_errf(err, errlen, EEB_EFORMAT, "%s: more than %d objects", it->xml,
+                            EEB_SHARD_MAX_BOXES);
+        float side = (float)im->sp->size;
+        struct eeb_box *x = &r->boxes[r->nboxes++];
+        *x = (struct eeb_box){cls,
+                              o->difficult,
+                              fminf((float)((b->x0 - 1) * sx), side),
+                              fminf((float)((b->y0 - 1) * sy), side),
+                              fminf((float)(b->x1 * sx), side),
+                              fminf((float)(b->y1 * sy), side)};
+    }
+    return EEB_OK;
+}
+
+static int load_item(const struct import *im, const struct item *it, struct eeb_record *r,
+                     char *err, size_t errlen)
+{
+    memcpy(r->id, it->id, sizeof r->id);
+    r->label = it->label;
+    r->nboxes = 0;
+    int w, h;
+    if (im->sp->format == EEB_IMPORT_UCF101)
+        return eeb_video_read(it->file, im->sp->size, im->sp->frames, r->pixels, err, errlen);
+    if (im->sp->format == EEB_IMPORT_FOOD101)
+        return load_image(im, it->file, r, &w, &h, err, errlen);
+    struct eeb_voc_annotation a;
+    int rc = eeb_voc_read_annotation(it->xml, &a, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    rc = load_image(im, it->file, r, &w, &h, err, errlen);
+    if (rc == EEB_OK)
+        rc = voc_boxes(im, it, &a, w, h, r, err, errlen);
+    eeb_voc_annotation_free(&a);
+    return rc;
+}
+
+/* ---- the import loop ---- */
+
+int eeb_import(const struct eeb_import_spec *sp,
+               void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg,
+               struct eeb_import_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    if (sp->size < 16 || sp->size > 1024)
+        return eeb_errf(err, errlen, EEB_EINVAL, "import: size %d (16..1024 pixels)", sp->size);
+    int video = sp->format == EEB_IMPORT_UCF101;
+    if (video && (sp->frames < 2 || sp->frames > 64))
+        return eeb_errf(err, errlen, EEB_EINVAL, "import: %d frames (2..64)", sp->frames);
+    struct import im = {.sp = sp};
+    struct eeb_shard_writer *w = NULL;
+    struct eeb_record *r = calloc(1, sizeof *r);
+    int rc = r ? EEB_OK : eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
+    if (rc == EEB_OK)
+        rc = sp->format == EEB_IMPORT_FOOD101 ? food101_items(&im, err, errlen)
+             : sp->format == EEB_IMPORT_VOC   ? voc_items(&im, err, errlen)
+                                              : ucf101_items(&im, err, errlen);
+    struct eeb_shard_info info = {
+        sp->format == EEB_IMPORT_FOOD101 ? EEB_TASK_CLS
+        : video                          ? EEB_TASK_VIDEO
+                                         : EEB_TASK_DET,
+        sp->size, sp->size, 3, video ? sp->frames : 1, im.chosen.n, im.chosen.names, 0};
+    if (rc == EEB_OK && !(r->pixels = malloc(eeb_shard_pixels(&info))))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
+    if (rc == EEB_OK)
+        rc = eeb_shard_create(&w, sp->out, &info, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < im.n; i++) {
+        rc = load_item(&im, &im.items[i], r, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_shard_write(w, r, err, errlen);
+        else if (sp->skip_bad && rc != EEB_ENOMEM) {
+            if (res->skipped++ == 0)
+                snprintf(res->first_skipped, sizeof res->first_skipped, "%s", err);
+            rc = EEB_OK;
+        }
+        if (rc == EEB_OK && progress)
+            progress((uint64_t)i + 1, (uint64_t)im.n, arg);
+    }
+    if (rc == EEB_OK) {
+        res->records = (uint64_t)im.n - res->skipped;
+        rc = eeb_shard_finish(w, err, errlen);
+        w = NULL;
+    }
+    eeb_shard_abort(w);
+    for (int i = 0; i < im.n; i++)
+        free(im.items[i].file), free(im.items[i].xml);
+    free(im.items);
+    free(im.all.names), free(im.chosen.names);
+    if (r)
+        free(r->pixels);
+    free(r);
+    return rc;
+}
