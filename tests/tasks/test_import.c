@@ -1,0 +1,466 @@
+/*
+ * test_import.c - the importers on small datasets written here in each real
+ * layout: JPEGs encoded with libjpeg-turbo, VOC annotation XML, and clips
+ * encoded with libavcodec into AVI files; and their broken variants.
+ */
+#include "eeb_import.h"
+#include "eeb_shard.h"
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+/* ---- fixtures ---- */
+
+static void mkdirs(const char *dir, const char *sub)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    mkdir(path, 0755);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    test_write_file(path, text, strlen(text));
+}
+
+/* A w x h JPEG of one colour, with a grey square in its top-left quarter
+ * (so a resize that flips or shifts shows). */
+static void write_jpeg(const char *dir, const char *name, int w, int h, const uint8_t rgb[3])
+{
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++)
+                px[((size_t)y * w + x) * 3 + c] = x < w / 2 && y < h / 2 ? 128 : rgb[c];
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpeg = NULL;
+    unsigned long len = 0;
+    cr_assert_eq(tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jpeg, &len, TJSAMP_444, 98, 0), 0, "%s",
+                 tjGetErrorStr2(tj));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    test_write_file(path, jpeg, len);
+    tjFree(jpeg);
+    tjDestroy(tj);
+    free(px);
+}
+
+static void encode(AVCodecContext *c, AVFrame *f, AVFormatContext *oc, AVStream *st)
+{
+    AVPacket *pkt = av_packet_alloc();
+    cr_assert_eq(avcodec_send_frame(c, f), 0);
+    while (avcodec_receive_packet(c, pkt) == 0) {
+        av_packet_rescale_ts(pkt, c->time_base, st->time_base);
+        pkt->stream_index = st->index;
+        cr_assert_eq(av_interleaved_write_frame(oc, pkt), 0);
+    }
+    av_packet_free(&pkt);
+}
+
+/* An MPEG-4 AVI of n grey frames, frame f of luma 30 + 15 f. */
+static void write_video(const char *dir, const char *name, int w, int h, int n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    AVFormatContext *oc = NULL;
+    cr_assert_geq(avformat_alloc_output_context2(&oc, NULL, "avi", path), 0);
+    const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+    cr_assert(codec, "libavcodec has no MPEG-4 encoder");
+    AVStream *st = avformat_new_stream(oc, NULL);
+    AVCodecContext *c = avcodec_alloc_context3(codec);
+    c->width = w, c->height = h;
+    c->time_base = (AVRational){1, 25};
+    c->framerate = (AVRational){25, 1};
+    c->pix_fmt = AV_PIX_FMT_YUV420P;
+    c->gop_size = 4, c->max_b_frames = 0;
+    c->qmin = c->qmax = 2;
+    if (oc->oformat->flags & AVFMT_GLOBALHEADER)
+        c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    cr_assert_eq(avcodec_open2(c, codec, NULL), 0);
+    cr_assert_geq(avcodec_parameters_from_context(st->codecpar, c), 0);
+    st->time_base = c->time_base;
+    cr_assert_geq(avio_open(&oc->pb, path, AVIO_FLAG_WRITE), 0);
+    cr_assert_geq(avformat_write_header(oc, NULL), 0);
+    AVFrame *f = av_frame_alloc();
+    f->format = c->pix_fmt, f->width = w, f->height = h;
+    cr_assert_eq(av_frame_get_buffer(f, 0), 0);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(av_frame_make_writable(f), 0);
+        for (int y = 0; y < h; y++)
+            memset(f->data[0] + y * f->linesize[0], 30 + 15 * i, (size_t)w);
+        for (int y = 0; y < h / 2; y++) {
+            memset(f->data[1] + y * f->linesize[1], 128, (size_t)w / 2);
+            memset(f->data[2] + y * f->linesize[2], 128, (size_t)w / 2);
+        }
+        f->pts = i;
+        encode(c, f, oc, st);
+    }
+    encode(c, NULL, oc, st);
+    cr_assert_eq(av_write_trailer(oc), 0);
+    avio_closep(&oc->pb);
+    av_frame_free(&f);
+    avcodec_free_context(&c);
+    avformat_free_context(oc);
+}
+
+/* Food-101 layout: classes apple_pie, ramen, sushi; two train images and
+ * one test image each, of different sizes; sushi's colour is blue. */
+static const uint8_t food_colour[3][3] = {{200, 40, 40}, {40, 200, 40}, {40, 40, 200}};
+
+static const char *food101(void)
+{
+    static char dir[256];
+    snprintf(dir, sizeof dir, "%s/food-101", test_tmpdir());
+    static const char *const cls[3] = {"apple_pie", "ramen", "sushi"};
+    for (int k = 0; k < 3; k++) {
+        char sub[64], name[96];
+        snprintf(sub, sizeof sub, "images/%s", cls[k]);
+        mkdirs(dir, sub);
+        for (int i = 0; i < 3; i++) {
+            snprintf(name, sizeof name, "%s/%d.jpg", sub, 100 * k + i);
+            write_jpeg(dir, name, 64 + 16 * i, 48, food_colour[k]);
+        }
+    }
+    mkdirs(dir, "meta");
+    write_text(dir, "meta/classes.txt", "apple_pie\nramen\nsushi\n");
+    write_text(dir, "meta/train.txt",
+               "apple_pie/0\napple_pie/1\nramen/100\nramen/101\r\nsushi/200\nsushi/201\n");
+    write_text(dir, "meta/test.txt", "apple_pie/2\n\nramen/102\nsushi/202\n");
+    return dir;
+}
+
+static struct eeb_import_spec spec(enum eeb_import_format f, const char *src, const char *name)
+{
+    static char out[256];
+    snprintf(out, sizeof out, "%s/%s", test_tmpdir(), name);
+    return (struct eeb_import_spec){f, src, out, 0, 16, 4, NULL, 0};
+}
+
+/* ---- Food-101 ---- */
+
+Test(import, food101_images_classes_and_resize)
+{
+    const char *src = food101();
+    struct eeb_import_spec sp = spec(EEB_IMPORT_FOOD101, src, "food.eebd");
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 6);
+    cr_assert_eq(res.skipped, 0);
+
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    cr_assert(in->task == EEB_TASK_CLS && in->classes == 3 && in->h == 16 && in->w == 16);
+    cr_assert_str_eq(in->names[2], "sushi");
+    const struct eeb_record *r;
+    int n = 0;
+    while (eeb_shard_next(s, &r, err, sizeof err) == 1) {
+        int k = n / 2;
+        cr_assert_eq(r->label, k, "record %d (%s)", n, r->id);
+        /* bottom-right pixel: the class colour; top-left: the grey square */
+        const uint8_t *br = r->pixels + (15 * 16 + 15) * 3, *tl = r->pixels;
+        for (int c = 0; c < 3; c++) {
+            cr_assert_leq(abs(br[c] - food_colour[k][c]), 4, "%s channel %d: %d", r->id, c, br[c]);
+            cr_assert_leq(abs(tl[c] - 128), 4, "%s channel %d: %d", r->id, c, tl[c]);
+        }
+        n++;
+    }
+    cr_assert_eq(n, 6);
+    cr_assert_str_eq(r->id, "sushi/201");
+    eeb_shard_close(s);
+
+    /* --classes picks and orders; the test split is read from test.txt */
+    sp.classes = "sushi,apple_pie";
+    sp.test = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 2);
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_str_eq(eeb_shard_info(s)->names[0], "sushi");
+    cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
+    cr_assert(strcmp(r->id, "apple_pie/2") == 0 && r->label == 1, "%s %d", r->id, r->label);
+    eeb_shard_close(s);
+
+    sp.classes = "sushi,pizza";
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EINVAL);
+    cr_assert(strstr(err, "--classes: 'pizza' is not a class of this dataset"), "%s", err);
+}
+
+Test(import, food101_broken_items_are_named_or_skipped)
+{
+    const char *src = food101();
+    char path[512];
+    /* a truncated JPEG: the header decodes, the data after SOS ends early */
+    snprintf(path, sizeof path, "%s/images/ramen/101.jpg", src);
+    size_t len, sos = 0;
+    char *jpeg = test_read_file(path, &len);
+    while (sos + 1 < len && !((uint8_t)jpeg[sos] == 0xff && (uint8_t)jpeg[sos + 1] == 0xda))
+        sos++;
+    cr_assert_lt(sos + 16, len, "no SOS marker in the JPEG");
+    test_write_file(path, jpeg, sos + (len - sos) / 2);
+    free(jpeg);
+    struct eeb_import_spec sp = spec(EEB_IMPORT_FOOD101, src, "food.eebd");
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "images/ramen/101.jpg: corrupt JPEG"), "%s", err);
+    struct stat st;
+    cr_assert_neq(stat(sp.out, &st), 0, "a failed import left a shard");
+
+    /* not a JPEG at all, and a missing file */
+    snprintf(path, sizeof path, "%s/images/sushi/200.jpg", src);
+    test_write_file(path, "GIF89a", 6);
+    snprintf(path, sizeof path, "%s/images/apple_pie/0.jpg", src);
+    unlink(path);
+    sp.skip_bad = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 3);
+    cr_assert_eq(res.skipped, 3);
+    cr_assert(strstr(res.first_skipped, "images/apple_pie/0.jpg: No such file"), "%s",
+              res.first_skipped);
+
+    /* the lists' own errors are never skipped */
+    write_text(src, "meta/train.txt", "apple_pie/1\npizza/7\n");
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "meta/train.txt:2: class 'pizza' is not in classes.txt"), "%s", err);
+}
+
+/* ---- Pascal VOC ---- */
+
+static const char voc_xml[] =
+    "<annotation><folder>VOC2007</folder><filename>%s.jpg</filename>\n"
+    "<size><width>100</width><height>50</height><depth>3</depth></size>\n"
+    "<object><name>dog</name><difficult>0</difficult>\n"
+    "  <bndbox><xmin>11</xmin><ymin>6</ymin><xmax>60</xmax><ymax>30</ymax></bndbox></object>\n"
+    "<object><name>person</name><difficult>1</difficult>\n"
+    "  <bndbox><xmin>1</xmin><ymin>1</ymin><xmax>100</xmax><ymax>50</ymax></bndbox>\n"
+    "  <part><name>head</name><bndbox><xmin>2</xmin><ymin>2</ymin><xmax>9</xmax><ymax>9</ymax>"
+    "</bndbox></part></object>\n"
+    "%s</annotation>\n";
+
+static const char *voc(void)
+{
+    static char dir[256];
+    snprintf(dir, sizeof dir, "%s/VOC2007", test_tmpdir());
+    mkdirs(dir, "JPEGImages");
+    mkdirs(dir, "Annotations");
+    mkdirs(dir, "ImageSets/Main");
+    static const uint8_t grey[3] = {90, 90, 90};
+    const char *ids[3] = {"000005", "000007", "000009"};
+    for (int i = 0; i < 3; i++) {
+        char name[64], xml[2048];
+        snprintf(name, sizeof name, "JPEGImages/%s.jpg", ids[i]);
+        write_jpeg(dir, name, 100, 50, grey);
+        snprintf(name, sizeof name, "Annotations/%s.xml", ids[i]);
+        snprintf(xml, sizeof xml, voc_xml, ids[i], "");
+        write_text(dir, name, xml);
+    }
+    write_text(dir, "ImageSets/Main/trainval.txt", "000005\n000007\n");
+    write_text(dir, "ImageSets/Main/test.txt", "000009\n");
+    return dir;
+}
+
+Test(import, voc_boxes_scale_with_the_image)
+{
+    const char *src = voc();
+    struct eeb_import_spec sp = spec(EEB_IMPORT_VOC, src, "voc.eebd");
+    sp.size = 20;
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 2);
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    cr_assert(in->task == EEB_TASK_DET && in->classes == 20);
+    cr_assert_str_eq(in->names[11], "dog");
+    const struct eeb_record *r;
+    cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
+    cr_assert_str_eq(r->id, "000005");
+    cr_assert_eq(r->nboxes, 2, "the <part> is not an object");
+    /* pixels 11..60 of 100 are [10, 60] continuous: x 0.2 -> [2, 12];
+     * rows 6..30 of 50 are [5, 30]: y 0.4 -> [2, 12] */
+    const struct eeb_box *b = &r->boxes[0];
+    cr_assert(b->cls == 11 && !b->difficult);
+    cr_assert_float_eq(b->x0, 2.0f, 1e-5);
+    cr_assert_float_eq(b->x1, 12.0f, 1e-5);
+    cr_assert_float_eq(b->y0, 2.0f, 1e-5);
+    cr_assert_float_eq(b->y1, 12.0f, 1e-5);
+    b = &r->boxes[1];
+    cr_assert(b->cls == 14 && b->difficult && b->x0 == 0 && b->x1 == 20 && b->y1 == 20);
+    eeb_shard_close(s);
+
+    /* --classes keeps only those objects, renumbered */
+    sp.classes = "person";
+    sp.test = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
+    cr_assert(r->nboxes == 1 && r->boxes[0].cls == 0 && strcmp(r->id, "000009") == 0);
+    eeb_shard_close(s);
+}
+
+Test(import, voc_broken_annotations_are_named)
+{
+    const char *src = voc();
+    char xml[2048];
+    snprintf(xml, sizeof xml, voc_xml, "000007",
+             "<object><name>cat</name><difficult>0</difficult></object>\n");
+    write_text(src, "Annotations/000007.xml", xml);
+    struct eeb_import_spec sp = spec(EEB_IMPORT_VOC, src, "voc.eebd");
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "Annotations/000007.xml:8"), "%s", err);
+    cr_assert(strstr(err, "bndbox"), "%s", err);
+
+    sp.skip_bad = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert(res.records == 1 && res.skipped == 1);
+
+    snprintf(xml, sizeof xml, voc_xml, "000007",
+             "<object><name>unicorn</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax>"
+             "<ymax>5</ymax></bndbox></object>\n");
+    write_text(src, "Annotations/000007.xml", xml);
+    sp.skip_bad = 0;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "000007.xml: object 3: 'unicorn' is not a Pascal VOC class"), "%s",
+              err);
+
+    snprintf(xml, sizeof xml, voc_xml, "000007",
+             "<object><name>cat</name><bndbox><xmin>90</xmin><ymin>1</ymin><xmax>101</xmax>"
+             "<ymax>5</ymax></bndbox></object>\n");
+    write_text(src, "Annotations/000007.xml", xml);
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "object 3 (cat): bndbox 90,1-101,5 is not within the 100x50 image"),
+              "%s", err);
+}
+
+/* ---- UCF-101 ---- */
+
+static const char *ucf101(void)
+{
+    static char dir[256];
+    snprintf(dir, sizeof dir, "%s/UCF101", test_tmpdir());
+    mkdirs(dir, "UCF-101/Archery");
+    mkdirs(dir, "UCF-101/Biking");
+    mkdirs(dir, "ucfTrainTestlist");
+    write_video(dir, "UCF-101/Archery/v_Archery_g01_c01.avi", 48, 32, 12);
+    write_video(dir, "UCF-101/Biking/v_Biking_g01_c01.avi", 32, 32, 3);
+    write_video(dir, "UCF-101/Biking/v_Biking_g08_c01.avi", 32, 32, 12);
+    write_text(dir, "ucfTrainTestlist/classInd.txt", "1 Archery\n2 Biking\n");
+    write_text(dir, "ucfTrainTestlist/trainlist01.txt",
+               "Archery/v_Archery_g01_c01.avi 1\nBiking/v_Biking_g01_c01.avi 2\n");
+    write_text(dir, "ucfTrainTestlist/testlist01.txt", "Biking/v_Biking_g08_c01.avi\n");
+    return dir;
+}
+
+/* Full-range RGB of the limited-range luma y (BT.601, as swscale does). */
+static int rgb_of_luma(int y)
+{
+    return (int)((y - 16) * 255.0 / 219 + 0.5);
+}
+
+Test(import, ucf101_clips_sample_frames_evenly)
+{
+    const char *src = ucf101();
+    struct eeb_import_spec sp = spec(EEB_IMPORT_UCF101, src, "ucf.eebd");
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 2);
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    cr_assert(in->task == EEB_TASK_VIDEO && in->frames == 4 && in->classes == 2);
+    const struct eeb_record *r;
+    cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
+    cr_assert_str_eq(r->id, "v_Archery_g01_c01");
+    cr_assert_eq(r->label, 0);
+    /* 12 frames in 4 parts: the centres are frames 1, 4, 7 and 10 */
+    static const int picked[4] = {1, 4, 7, 10};
+    for (int f = 0; f < 4; f++) {
+        int want = rgb_of_luma(30 + 15 * picked[f]);
+        const uint8_t *p = r->pixels + (size_t)f * 16 * 16 * 3 + (8 * 16 + 8) * 3;
+        for (int c = 0; c < 3; c++)
+            cr_assert_leq(abs(p[c] - want), 4, "frame %d channel %d: %d, expected %d", f, c, p[c],
+                          want);
+    }
+    /* 3 frames for 4: the centres of the parts are frames 0, 1, 1, 2 */
+    cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
+    cr_assert_eq(r->label, 1);
+    size_t frame = 16 * 16 * 3;
+    cr_assert_eq(memcmp(r->pixels + frame, r->pixels + 2 * frame, frame), 0);
+    cr_assert_neq(memcmp(r->pixels, r->pixels + frame, frame), 0);
+    cr_assert_neq(memcmp(r->pixels + 2 * frame, r->pixels + 3 * frame, frame), 0);
+    eeb_shard_close(s);
+
+    sp.test = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.records, 1);
+}
+
+Test(import, ucf101_broken_videos_and_lists_are_named)
+{
+    const char *src = ucf101();
+    char path[512];
+    snprintf(path, sizeof path, "%s/UCF-101/Biking/v_Biking_g01_c01.avi", src);
+    test_write_file(path, "RIFF\0\0\0\0AVI garbage", 19);
+    struct eeb_import_spec sp = spec(EEB_IMPORT_UCF101, src, "ucf.eebd");
+    struct eeb_import_result res;
+    char err[512];
+    cr_assert_neq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK);
+    cr_assert(strstr(err, "v_Biking_g01_c01.avi: "), "%s", err);
+    sp.skip_bad = 1;
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert(res.records == 1 && res.skipped == 1);
+
+    write_text(src, "ucfTrainTestlist/trainlist01.txt",
+               "Archery/v_Archery_g01_c01.avi 1\nArchery/v_Biking_g01_c01.avi 2\n");
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "trainlist01.txt:2: 'Archery/v_Biking_g01_c01.avi 2' is not"), "%s",
+              err);
+}
+
+/* ---- the command ---- */
+
+Test(import, the_command_reports_what_it_skipped)
+{
+    const char *src = food101();
+    char path[512], out[256];
+    snprintf(path, sizeof path, "%s/images/ramen/100.jpg", src);
+    test_write_file(path, "\xff\xd8\xff", 3);
+    snprintf(out, sizeof out, "%s/f.eebd", test_tmpdir());
+    struct test_run r = test_eeb((const char *[]){"data", "import", "--format", "food101", src,
+                                                  "--split", "train", "-o", out, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "images/ramen/100.jpg"), "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"data", "import", "--format", "food101", src, "--split",
+                                  "train", "-o", out, "--size", "32", "--skip-bad", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "5 cls records, 3 classes, 32x32x3"), "%s", r.out);
+    cr_assert(strstr(r.err, "skipped 1 unreadable item (--skip-bad)"), "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"data", "import", "--format", "coco", src, "--split", "train",
+                                  "-o", out, NULL});
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "'coco' (food101, voc or ucf101)"), "%s", r.err);
+    test_run_free(&r);
+}
