@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const cmd = "model";
 
@@ -21,6 +22,8 @@ static void help(void)
 {
     puts("Usage: eeb model info [--json] FILE.eebm\n"
          "       eeb model pretrain --task TASK --data FILE.eebd -o OUT.eebm [options]\n"
+         "       eeb model test FILE.eebm --data TEST.eebd [--backend NAME] [--pred PATH]\n"
+         "                      [--json]\n"
          "       eeb model convert FILE.eebm -o OUT.eebm --format f32|fx24\n"
          "\n"
          "  info      the model's task, weight format, input, every layer (inputs,\n"
@@ -28,12 +31,17 @@ static void help(void)
          "            its size in parameters and multiply-accumulates per item\n"
          "  pretrain  trains the task's reference model from scratch on a shard\n"
          "            (the float32 trainer by default) and writes OUT after every\n"
-         "            epoch, so an interrupted run keeps its last whole epoch\n"
+         "            epoch, so an interrupted run keeps its last whole epoch; with\n"
+         "            --init it fine-tunes that model instead\n"
+         "  test      predicts a test shard and prints the task's metric: top-1 and\n"
+         "            top-5 accuracy (cls, video) or VOC mAP@0.5 (det); --pred writes\n"
+         "            the predictions as `eeb eval` reads them (a CSV file, or a\n"
+         "            directory of comp4_det_test_<class>.txt)\n"
          "  convert   float32 -> fixed point (each tensor's exponent puts its\n"
          "            largest weight in [2^21, 2^22)) or back (exact)\n"
          "\n"
          "Pretrain options:\n"
-         "  --task TASK       cls or det (must match the shard)\n"
+         "  --task TASK       cls, det or video (must match the shard)\n"
          "  --data FILE.eebd  training shard\n"
          "  -o, --out FILE    model to write\n"
          "  --epochs N        passes over the shard (default 10)\n"
@@ -43,6 +51,8 @@ static void help(void)
          "                    --decay (5e-4) likewise\n"
          "  --window N        shuffle window in records (default 1024)\n"
          "  --seed N          initial weights and shuffling (default 1)\n"
+         "  --init FILE.eebm  start from this model (fine-tuning), not from scratch\n"
+         "  --frozen N        leading learnable layers left untrained (default 0)\n"
          "  --backend NAME    fp32 (default), emu or kernel\n"
          "  --format F        f32 (default) or fx24 for the written weights\n"
          "\n"
@@ -178,7 +188,7 @@ static int convert(const char *in, const char *out, enum eeb_format format)
 }
 
 struct pretrain_args {
-    const char *task, *data, *out, *backend;
+    const char *task, *data, *out, *backend, *init, *pred;
     double epochs, steps, window, seed;
     struct eeb_accel_config cfg;
     enum eeb_format format;
@@ -208,15 +218,24 @@ static int pretrain(const struct pretrain_args *a)
         snprintf(err, sizeof err, "%s: no records to train on", a->data);
         goto fail;
     }
-    if (eeb_task_model(in, (uint64_t)a->seed, &net, err, sizeof err) ||
-        eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
+    int init_task = (int)task;
+    if ((a->init ? eeb_model_load(a->init, &net, &init_task, err, sizeof err)
+                 : eeb_task_model(in, (uint64_t)a->seed, &net, err, sizeof err)))
+        goto fail;
+    if (init_task != (int)task) {
+        snprintf(err, sizeof err, "%s is a %s model, --task is %s", a->init,
+                 task_label(init_task), eeb_task_name(task));
+        goto fail;
+    }
+    if (eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
         eeb_batcher_new(&bt, shard, net, a->cfg.batch_max, (int)a->window, (uint64_t)a->seed, err,
                         sizeof err))
         goto fail;
     fprintf(stderr,
-            "eeb model: pretraining the %s model (%llu parameters, %.1f M MAC/item) on %llu "
+            "eeb model: %s the %s model (%llu parameters, %.1f M MAC/item) on %llu "
             "records of %s, backend %s\n",
-            eeb_task_name(task), (unsigned long long)eeb_net_params(net),
+            a->init ? "fine-tuning" : "pretraining", eeb_task_name(task),
+            (unsigned long long)eeb_net_params(net),
             (double)eeb_net_macs(net) / 1e6, (unsigned long long)in->count, a->data,
             acc->ops->name);
     long step = 0, max_steps = a->steps > 0 ? (long)a->steps : -1;
@@ -224,7 +243,7 @@ static int pretrain(const struct pretrain_args *a)
         if (epoch > 1 && eeb_batcher_rewind(bt, err, sizeof err))
             goto fail;
         double loss = 0;
-        long items = 0, correct = 0;
+        long items = 0, correct = 0, targets = 0;
         int64_t t0 = eeb_mono_ns();
         for (; step != max_steps; step++) {
             struct eeb_batch b;
@@ -242,6 +261,7 @@ static int pretrain(const struct pretrain_args *a)
             loss += r.loss * b.n;
             items += b.n;
             correct += r.correct;
+            targets += eeb_task_targets(net, &b);
         }
         double s = (double)(eeb_mono_ns() - t0) / 1e9;
         if (acc->ops->read_model(acc, net, err, sizeof err))
@@ -251,8 +271,8 @@ static int pretrain(const struct pretrain_args *a)
             goto fail;
         fprintf(stderr, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
                 epoch, step, items ? loss / items : 0.0,
-                task == EEB_TASK_DET ? "cell class" : "top-1",
-                items ? 100.0 * correct / items : 0.0, s > 0 ? items / s : 0.0, a->out);
+                task == EEB_TASK_DET ? "object-cell class" : "top-1",
+                targets ? 100.0 * correct / targets : 0.0, s > 0 ? items / s : 0.0, a->out);
     }
     rc = EEB_EXIT_OK;
 fail:
@@ -262,6 +282,70 @@ fail:
     eeb_accel_close(acc);
     eeb_net_free(net);
     eeb_shard_close(shard);
+    return rc;
+}
+
+static void show_progress(uint64_t done, uint64_t total, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "\reeb model: predicted %llu of %llu", (unsigned long long)done,
+            (unsigned long long)total);
+    if (done == total)
+        fputc('\n', stderr);
+}
+
+/* The test stage: predicts the shard and prints the task's metric. */
+static int test_model(const char *path, const struct pretrain_args *a, int as_json)
+{
+    char err[512];
+    struct eeb_net *net = NULL;
+    struct eeb_accel *acc = NULL;
+    int task, rc = EEB_EXIT_ERROR;
+    struct eeb_task_eval_options opt;
+    eeb_task_eval_defaults(&opt);
+    opt.batch = a->cfg.batch_max;
+    opt.predictions = a->pred;
+    if (isatty(2) && !as_json)
+        opt.progress = show_progress;
+    struct eeb_task_score s;
+    if (eeb_model_load(path, &net, &task, err, sizeof err) ||
+        eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
+        eeb_task_evaluate(acc, net, a->data, &opt, &s, err, sizeof err))
+        goto out;
+    rc = EEB_EXIT_OK;
+    int det = eeb_net_loss(net)->kind == EEB_LAYER_GRID_LOSS;
+    double n = s.items ? (double)s.items : 1;
+    if (as_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "model", path, "data", a->data, "backend",
+                              acc->ops->name, "items", (json_int_t)s.items);
+        if (o && det) {
+            json_object_set_new(o, "detections", json_integer((json_int_t)s.detections));
+            json_object_set_new(o, "map", isnan(s.map) ? json_null() : json_real(s.map));
+            json_object_set_new(o, "iou", json_real(opt.iou));
+        } else if (o) {
+            json_object_set_new(o, "top1", json_real(s.topk.top1 / n));
+            json_object_set_new(o, "top5", json_real(s.topk.top5 / n));
+        }
+        rc = eeb_cli_print_json(cmd, o);
+    } else if (det) {
+        printf("%s on %s (%s): %llu images, %llu detections\n", path, a->data, acc->ops->name,
+               (unsigned long long)s.items, (unsigned long long)s.detections);
+        printf("mAP    %.4f  (VOC all-point AP, IoU >= %g)\n", s.map, opt.iou);
+    } else {
+        printf("%s on %s (%s): %llu items\n", path, a->data, acc->ops->name,
+               (unsigned long long)s.items);
+        printf("top-1  %.4f  (%llu of %llu)\n", s.topk.top1 / n, (unsigned long long)s.topk.top1,
+               (unsigned long long)s.items);
+        printf("top-5  %.4f  (%llu of %llu)\n", s.topk.top5 / n, (unsigned long long)s.topk.top5,
+               (unsigned long long)s.items);
+    }
+    if (a->pred)
+        fprintf(stderr, "eeb model: predictions written to %s\n", a->pred);
+out:
+    if (rc == EEB_EXIT_ERROR)
+        eeb_cli_error(cmd, "%s", err);
+    eeb_accel_close(acc);
+    eeb_net_free(net);
     return rc;
 }
 
@@ -289,6 +373,9 @@ int eeb_cmd_model(int argc, char **argv)
         O_SEED,
         O_BACKEND,
         O_FORMAT,
+        O_INIT,
+        O_FROZEN,
+        O_PRED,
         O_JSON
     };
     static const struct option options[] = {
@@ -305,6 +392,9 @@ int eeb_cmd_model(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"backend", required_argument, NULL, O_BACKEND},
         {"format", required_argument, NULL, O_FORMAT},
+        {"init", required_argument, NULL, O_INIT},
+        {"frozen", required_argument, NULL, O_FROZEN},
+        {"pred", required_argument, NULL, O_PRED},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -313,7 +403,7 @@ int eeb_cmd_model(int argc, char **argv)
         .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
     eeb_accel_config_default(&a.cfg);
     int c, rc = EEB_EXIT_OK, as_json = 0, have_format = 0;
-    double batch = a.cfg.batch_max;
+    double batch = a.cfg.batch_max, frozen = 0;
     opterr = 0;
     optind = 1;
     while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
@@ -331,6 +421,9 @@ int eeb_cmd_model(int argc, char **argv)
         case O_DECAY: rc = eeb_cli_number(cmd, "--decay", optarg, &a.cfg.weight_decay); break;
         case O_BACKEND: a.backend = optarg; break;
         case O_FORMAT: rc = parse_format(optarg, &a.format), have_format = 1; break;
+        case O_INIT: a.init = optarg; break;
+        case O_FROZEN: rc = count_arg("--frozen", optarg, 0, &frozen); break;
+        case O_PRED: a.pred = optarg; break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); return EEB_EXIT_OK;
         case '?':
@@ -342,14 +435,20 @@ int eeb_cmd_model(int argc, char **argv)
     if (batch > 65535 || a.window > 1 << 20)
         return eeb_cli_usage_error(cmd, "--batch at most 65535, --window at most 1048576");
     a.cfg.batch_max = (int)batch;
+    a.cfg.frozen = frozen > 4096 ? 4096 : (int)frozen;
     if (optind >= argc)
-        return eeb_cli_usage_error(cmd, "expected info, pretrain or convert");
+        return eeb_cli_usage_error(cmd, "expected info, pretrain, test or convert");
     const char *action = argv[optind++];
     int nargs = argc - optind;
     if (strcmp(action, "info") == 0) {
         if (nargs != 1)
             return eeb_cli_usage_error(cmd, "'info' takes exactly one FILE");
         return info(argv[optind], as_json);
+    }
+    if (strcmp(action, "test") == 0) {
+        if (nargs != 1 || !a.data)
+            return eeb_cli_usage_error(cmd, "'test' takes FILE and --data");
+        return test_model(argv[optind], &a, as_json);
     }
     if (strcmp(action, "convert") == 0) {
         if (nargs != 1 || !a.out || !have_format)
@@ -364,6 +463,6 @@ int eeb_cmd_model(int argc, char **argv)
             return eeb_cli_usage_error(cmd, "'pretrain' needs --task, --data and -o");
         return pretrain(&a);
     }
-    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected info, pretrain or convert)",
+    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected info, pretrain, test or convert)",
                                action);
 }

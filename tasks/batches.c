@@ -24,9 +24,7 @@ struct eeb_batcher {
     uint64_t seed, epoch, rng;
 };
 
-/* Copies a record's pixels with frames stacked along channels: the item
- * T x H x W x C becomes H x W x (T * C). */
-static void stack_frames(const struct eeb_shard_info *in, const uint8_t *src, uint8_t *dst)
+void eeb_task_stack_frames(const struct eeb_shard_info *in, const uint8_t *src, uint8_t *dst)
 {
     if (in->frames == 1) {
         memcpy(dst, src, eeb_shard_pixels(in));
@@ -48,7 +46,7 @@ static int load_slot(struct eeb_batcher *bt, int i, char *err, size_t errlen)
         return rc;
     }
     const struct eeb_shard_info *in = eeb_shard_info(bt->shard);
-    stack_frames(in, r->pixels, bt->slot_px + (size_t)i * bt->px);
+    eeb_task_stack_frames(in, r->pixels, bt->slot_px + (size_t)i * bt->px);
     eeb_task_labels(bt->net, in, r, bt->slot_lab + (size_t)i * bt->nlab);
     return 1;
 }

@@ -10,9 +10,9 @@
  *   video  20 classes: 2 shapes x 10 motions (8 directions, grow, shrink);
  *          no single frame tells the class, only their order does
  *
- * The pre-train domain draws warm-coloured objects on dark, plain
- * backgrounds; the fine-tune domain draws cool-coloured, smaller objects on
- * bright gradients with clutter, so a model pre-trained on the first does
+ * The pre-train domain draws saturated objects on dark, plain backgrounds;
+ * the fine-tune domain draws washed-out, smaller objects on coloured
+ * gradients crossed by clutter, so a model pre-trained on the first does
  * measurably worse on the second until it is fine-tuned.  Every record
  * depends only on (seed, task, domain, split, index).
  */

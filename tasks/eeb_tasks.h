@@ -7,6 +7,7 @@
 #define EEB_TASKS_H
 
 #include "eeb_accel.h"
+#include "eeb_metrics.h"
 #include "eeb_net.h"
 #include "eeb_shard.h"
 
@@ -17,8 +18,9 @@
  * The task's reference model for the shard's items, He-initialized from
  * seed.  cls: a small residual CNN (three stride-2 stages, two residual
  * blocks, global pooling, fc); det: the same backbone and a single-shot
- * grid head, one box per cell of the input/8 grid (YOLO v1 style).
- * EEB_EINVAL for a task without one yet (video).
+ * grid head, one box per cell of the input/8 grid (YOLO v1 style); video:
+ * a slow-fusion CNN over the stacked frames (groups of 4 frames fused in
+ * pairs, then all together), global pooling, fc.
  */
 int eeb_task_model(const struct eeb_shard_info *info, uint64_t seed, struct eeb_net **out,
                    char *err, size_t errlen);
@@ -32,6 +34,10 @@ int eeb_task_check_model(const struct eeb_net *net, const struct eeb_shard_info 
  * cell (grid loss). */
 size_t eeb_task_label_count(const struct eeb_net *net);
 
+/* What a batch's train result `correct` counts out of: its items
+ * (softmax), or its object cells (grid). */
+long eeb_task_targets(const struct eeb_net *net, const struct eeb_batch *b);
+
 /*
  * A record's labels for the net's loss: its class, or grid targets -- the
  * cell holding a box's centre gets the object flag, the class, the centre's
@@ -41,6 +47,10 @@ size_t eeb_task_label_count(const struct eeb_net *net);
  */
 void eeb_task_labels(const struct eeb_net *net, const struct eeb_shard_info *info,
                      const struct eeb_record *r, int32_t *labels);
+
+/* Copies a record's pixels with frames stacked along channels, as the
+ * net takes them: the item T x H x W x C becomes H x W x (T * C). */
+void eeb_task_stack_frames(const struct eeb_shard_info *in, const uint8_t *src, uint8_t *dst);
 
 /*
  * Batches from a shard, through a shuffle window of `window` records (the
@@ -57,5 +67,53 @@ int eeb_batcher_next(struct eeb_batcher *bt, struct eeb_batch *b, char *err, siz
 /* Starts the next epoch. */
 int eeb_batcher_rewind(struct eeb_batcher *bt, char *err, size_t errlen);
 void eeb_batcher_free(struct eeb_batcher *bt);
+
+/* ---- the test stage ---- */
+
+struct eeb_task_eval_options {
+    int batch;           /* items per predict call (at most the backend's batch_max) */
+    double iou;          /* det: IoU a detection needs to be a true positive */
+    double nms_iou;      /* det: overlap above which NMS drops the lower box */
+    float min_score;     /* det: boxes scoring less are not reported */
+    int max_boxes;       /* det: per image, after NMS */
+    const char *predictions; /* NULL, or where to write the predictions: a CSV
+                                file (cls, video) or a directory of VOC devkit
+                                result files (det), the formats `eeb eval` reads */
+    void (*progress)(uint64_t done, uint64_t total, void *arg); /* after each batch */
+    void *arg;
+};
+
+/* batch 32, IoU 0.5, NMS 0.45, min score 0.005, 100 boxes, no files. */
+void eeb_task_eval_defaults(struct eeb_task_eval_options *opt);
+
+/* The test stage's figures: top-k counts (cls, video) or mAP (det), and
+ * value, the task's M_s (top-5 accuracy or mAP@iou, all-point AP). */
+struct eeb_task_score {
+    uint64_t items, detections;
+    struct eeb_topk topk;
+    double map; /* NaN when no class has ground truth */
+    double value;
+};
+
+/*
+ * Predicts every record of the shard at shard_path on accelerator a
+ * (loaded with net) and scores the predictions: ranked classes, or the
+ * grid detector's boxes -- decoded, non-maximum suppressed per class --
+ * judged by the VOC devkit's rules against the shard's boxes.
+ */
+int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char *shard_path,
+                      const struct eeb_task_eval_options *opt, struct eeb_task_score *score,
+                      char *err, size_t errlen);
+
+/*
+ * One item's grid output (loss layer input, cells x (5 + classes)) as
+ * boxes in the shard's pixels: for every cell and class, score =
+ * sigmoid(objectness) x softmax class probability, kept if >= min_score;
+ * centre = (cell + offset) / grid, side = (sqrt side)^2, clamped to the
+ * image.  Returns how many were written (at most max).
+ */
+int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
+                         const float *out, float min_score, struct eeb_scored_box *boxes,
+                         int max);
 
 #endif

@@ -64,17 +64,20 @@ struct rgb {
     double r, g, b;
 };
 
-static const struct rgb warm[4] = {{230, 60, 40}, {240, 150, 30}, {230, 220, 50}, {220, 80, 160}};
-static const struct rgb cool[4] = {{40, 200, 220}, {50, 90, 230}, {60, 210, 90}, {150, 90, 230}};
+static const struct rgb hues[8] = {{230, 60, 40},  {240, 150, 30}, {230, 220, 50}, {220, 80, 160},
+                                   {40, 200, 220}, {50, 90, 230},  {60, 210, 90},  {150, 90, 230}};
 
 static uint8_t clamp8(double v)
 {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : lrint(v));
 }
 
+/* A saturated hue; in the fine-tune domain washed 40 % toward grey. */
 static struct rgb object_colour(enum eeb_gen_domain d, uint64_t *rng)
 {
-    struct rgb c = (d == EEB_GEN_PRETRAIN ? warm : cool)[below(rng, 4)];
+    struct rgb c = hues[below(rng, 8)];
+    if (d == EEB_GEN_FINETUNE)
+        c = (struct rgb){c.r * 0.6 + 64, c.g * 0.6 + 64, c.b * 0.6 + 64};
     c.r += 40 * uniform(rng) - 20, c.g += 40 * uniform(rng) - 20, c.b += 40 * uniform(rng) - 20;
     return c;
 }
@@ -90,8 +93,8 @@ static void put(struct canvas *cv, int x, int y, struct rgb c)
     p[0] = clamp8(c.r), p[1] = clamp8(c.g), p[2] = clamp8(c.b);
 }
 
-/* Pre-train: a dark, plain field.  Fine-tune: a bright gradient crossed by
- * a few thin lines of other colours (clutter no class depends on). */
+/* Pre-train: a dark, plain field.  Fine-tune: a coloured gradient crossed
+ * by a few thin lines of other colours (clutter no class depends on). */
 static void background(struct canvas *cv, enum eeb_gen_domain d, uint64_t *rng)
 {
     int s = cv->side;
@@ -104,11 +107,11 @@ static void background(struct canvas *cv, enum eeb_gen_domain d, uint64_t *rng)
             }
         return;
     }
-    struct rgb a = {90 + 80 * uniform(rng), 90 + 80 * uniform(rng), 90 + 80 * uniform(rng)};
-    struct rgb b = {90 + 80 * uniform(rng), 90 + 80 * uniform(rng), 90 + 80 * uniform(rng)};
+    struct rgb a = {40 + 70 * uniform(rng), 40 + 70 * uniform(rng), 40 + 70 * uniform(rng)};
+    struct rgb b = {40 + 70 * uniform(rng), 40 + 70 * uniform(rng), 40 + 70 * uniform(rng)};
     for (int y = 0; y < s; y++)
         for (int x = 0; x < s; x++) {
-            double t = (double)(x + y) / (2 * s), n = 50 * uniform(rng) - 25;
+            double t = (double)(x + y) / (2 * s), n = 40 * uniform(rng) - 20;
             put(cv, x, y,
                 (struct rgb){a.r + (b.r - a.r) * t + n, a.g + (b.g - a.g) * t + n,
                              a.b + (b.b - a.b) * t + n});

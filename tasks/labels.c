@@ -16,6 +16,18 @@ size_t eeb_task_label_count(const struct eeb_net *net)
     return 1;
 }
 
+long eeb_task_targets(const struct eeb_net *net, const struct eeb_batch *b)
+{
+    const struct eeb_layer *loss = eeb_net_loss(net);
+    if (!loss || loss->kind != EEB_LAYER_GRID_LOSS)
+        return b->n;
+    size_t cells = (size_t)loss->out.h * loss->out.w * (size_t)b->n;
+    long objects = 0;
+    for (size_t i = 0; i < cells; i++)
+        objects += b->labels[i * FX_GT_N + FX_GT_OBJ] != 0;
+    return objects;
+}
+
 static int32_t q16(double v)
 {
     return (int32_t)lrint(v * 65536);

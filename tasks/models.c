@@ -20,6 +20,33 @@ static int residual(struct eeb_net *net, int in, int c)
     return eeb_net_relu(net, eeb_net_add(net, a, in));
 }
 
+/*
+ * Slow fusion (Karpathy et al., CVPR 2014) over a clip stacked along
+ * channels: the first layer looks at groups of 4 frames, 2 apart, each
+ * through its own 3x3/2 conv; the second fuses neighbouring groups in
+ * pairs; the third fuses all of them, so the temporal extent grows with
+ * depth (4 frames, then 6, then the clip).  Unlike the paper's 3D
+ * convolutions, the groups do not share weights: eeb's layers are 2D.
+ * input/8 resolution, 128 channels, like the image backbone.
+ */
+static int slow_fusion(struct eeb_net *net, int frames, int c)
+{
+    enum { EXTENT = 4, STEP = 2, MAX_GROUPS = 32 };
+    int extent = frames < EXTENT ? frames : EXTENT;
+    int groups = (frames - extent) / STEP + 1, g1[MAX_GROUPS], g2[MAX_GROUPS];
+    for (int g = 0; g < groups; g++)
+        g1[g] = conv_relu(net, eeb_net_slice(net, EEB_NET_INPUT, g * STEP * c, extent * c), 32, 3,
+                          2);
+    int fused = groups > 1 ? groups - 1 : 1;
+    for (int g = 0; g < fused; g++)
+        g2[g] = conv_relu(net, groups > 1 ? eeb_net_concat(net, g1[g], g1[g + 1]) : g1[0], 64, 3,
+                          2);
+    int all = g2[0];
+    for (int g = 1; g < fused; g++)
+        all = eeb_net_concat(net, all, g2[g]);
+    return conv_relu(net, all, 128, 3, 2);
+}
+
 /* input/8 resolution, 128 channels */
 static int backbone(struct eeb_net *net)
 {
@@ -33,15 +60,15 @@ static int backbone(struct eeb_net *net)
 int eeb_task_model(const struct eeb_shard_info *info, uint64_t seed, struct eeb_net **out,
                    char *err, size_t errlen)
 {
-    if (info->task == EEB_TASK_VIDEO)
-        return eeb_errf(err, errlen, EEB_EINVAL,
-                        "video: no reference model yet (the slow-fusion CNN comes with the tasks)");
+    if (info->task == EEB_TASK_VIDEO && info->frames > 64)
+        return eeb_errf(err, errlen, EEB_EINVAL, "video model: %d frames (at most 64)",
+                        info->frames);
     struct eeb_shape in = {info->h, info->w, info->c * info->frames};
     struct eeb_net *net = eeb_net_new(in);
     if (!net)
         return eeb_errf(err, errlen, EEB_ENOMEM, "model: out of memory");
-    int l = backbone(net);
-    if (info->task == EEB_TASK_CLS) {
+    int l = info->task == EEB_TASK_VIDEO ? slow_fusion(net, info->frames, info->c) : backbone(net);
+    if (info->task != EEB_TASK_DET) {
         l = eeb_net_fc(net, eeb_net_gap(net, l), info->classes);
         l = eeb_net_softmax_ce(net, l);
     } else {

@@ -222,6 +222,10 @@ static void forward(struct compiling *cc, uint16_t input)
         case EEB_LAYER_GAP: window(cmd(b, FX_OP_AVGPOOL_FWD, i, x, y, 0, 0), net, l); break;
         case EEB_LAYER_ADD: cmd(b, FX_OP_ADD, i, x, y, x2, 0); break;
         case EEB_LAYER_CONCAT: cmd(b, FX_OP_CONCAT_FWD, i, x, y, x2, 0); break;
+        case EEB_LAYER_SLICE:
+            if ((c = cmd(b, FX_OP_SLICE_FWD, i, x, y, 0, 0)))
+                c->first = (uint32_t)l->first;
+            break;
         default: fail(b, "layer %d: unexpected %s", i, eeb_layer_kind_name(l->kind));
         }
     }
@@ -328,6 +332,12 @@ static void backward(struct compiling *cc, uint16_t input)
         case EEB_LAYER_FLATTEN: error_dest(cc, in, dy); break;
         case EEB_LAYER_CONCAT: {
             cmd(b, FX_OP_CONCAT_BWD, i, dy, error_dest(cc, in, 0), error_dest(cc, in2, 0), 0);
+            break;
+        }
+        case EEB_LAYER_SLICE: {
+            struct fx_cmd *c = cmd(b, FX_OP_SLICE_BWD, i, dy, error_dest(cc, in, 0), 0, 0);
+            if (c)
+                c->first = (uint32_t)l->first;
             break;
         }
         default: break;

@@ -34,6 +34,7 @@ enum eeb_layer_kind {
     EEB_LAYER_FLATTEN = 8,
     EEB_LAYER_SOFTMAX_CE = 9, /* loss: classification */
     EEB_LAYER_GRID_LOSS = 10, /* loss: grid detector, per cell 5 + classes */
+    EEB_LAYER_SLICE = 11,     /* a run of channels of its input */
     EEB_LAYER_KINDS
 };
 
@@ -47,6 +48,7 @@ struct eeb_layer {
     enum eeb_layer_kind kind;
     int in[2];            /* producing layers, EEB_NET_INPUT or EEB_NET_NONE */
     int k, stride, pad;   /* conv and pools (k: window side) */
+    int first;            /* slice: the first input channel it takes */
     struct eeb_shape out; /* output shape (loss layers: their input's) */
     /* learnable layers only: */
     int rows;         /* K = k * k * c_in (fc: h * w * c of the input) */
@@ -80,12 +82,14 @@ int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride);
 int eeb_net_gap(struct eeb_net *net, int in);
 int eeb_net_add(struct eeb_net *net, int a, int b);
 int eeb_net_concat(struct eeb_net *net, int a, int b);
+/* Channels first .. first + count - 1 of in (frames of a stacked clip). */
+int eeb_net_slice(struct eeb_net *net, int in, int first, int count);
 int eeb_net_flatten(struct eeb_net *net, int in);
 int eeb_net_softmax_ce(struct eeb_net *net, int in);
 int eeb_net_grid_loss(struct eeb_net *net, int in);
 
-/* Appends the layer spec describes (its kind, in[], k, stride, pad and, for
- * conv and fc, out.c) through the builder of its kind. */
+/* Appends the layer spec describes (its kind, in[], k, stride, pad, first
+ * and, for conv, fc and slice, out.c) through the builder of its kind. */
 int eeb_net_append(struct eeb_net *net, const struct eeb_layer *spec);
 
 /* Shape of layer i's output, or the input's for EEB_NET_INPUT. */

@@ -47,6 +47,7 @@ enum {
     L_ROWS = 16,
     L_WE = 20,
     L_BE = 21,
+    L_FIRST = 22, /* slice */
     L_WEIGHTS = 24,
 };
 
@@ -119,6 +120,7 @@ int eeb_model_encode(const struct eeb_net *net, int task, uint8_t **out, size_t 
         eeb_put16(r + L_OUT_W, (uint16_t)l->out.w);
         eeb_put32(r + L_OUT_C, (uint32_t)l->out.c);
         eeb_put32(r + L_ROWS, (uint32_t)l->rows);
+        eeb_put16(r + L_FIRST, (uint16_t)l->first);
         if (!eeb_layer_learnable(l))
             continue;
         r[L_WE] = (uint8_t)(int8_t)(fixed ? l->we : 0);
@@ -236,6 +238,7 @@ static struct eeb_layer read_spec(const uint8_t *r)
     s.out.c = c > EEB_NET_MAX_CH ? EEB_NET_MAX_CH + 1 : (int)c;
     s.rows = rows > INT32_MAX ? -1 : (int)rows;
     s.we = (int8_t)r[L_WE], s.be = (int8_t)r[L_BE];
+    s.first = eeb_get16(r + L_FIRST);
     return s;
 }
 
@@ -269,6 +272,9 @@ static int read_layer(const struct reader *rd, struct eeb_net *net, int i, size_
                        "layer %d (%s) out.c: %d channels need more weights than the %zu bytes left",
                        i, kind, s.out.c, remaining);
     }
+    if (s.kind != EEB_LAYER_SLICE && s.first != 0)
+        return bad(rd, off + L_FIRST, "layer %d (%s) first channel: %d (only slices have one)", i,
+                   kind, s.first);
     if (eeb_net_append(net, &s) < 0)
         return bad(rd, off, "%s", net->err);
     const struct eeb_layer *l = &net->layers[i];

@@ -24,6 +24,7 @@ static const char *const kind_names[] = {
     [EEB_LAYER_FLATTEN] = "flatten",
     [EEB_LAYER_SOFTMAX_CE] = "softmax_ce",
     [EEB_LAYER_GRID_LOSS] = "grid_loss",
+    [EEB_LAYER_SLICE] = "slice",
 };
 
 const char *eeb_layer_kind_name(enum eeb_layer_kind kind)
@@ -263,6 +264,18 @@ int eeb_net_concat(struct eeb_net *net, int a, int b)
     return commit(net, l);
 }
 
+int eeb_net_slice(struct eeb_net *net, int in, int first, int count)
+{
+    struct eeb_layer *l = append(net, EEB_LAYER_SLICE, in, EEB_NET_NONE);
+    if (!l)
+        return -1;
+    if (first < 0 || count < 1 || first > l->out.c - count)
+        return fail(net, "slice of channels %d..%d from %d", first, first + count - 1, l->out.c);
+    l->first = first;
+    l->out.c = count;
+    return commit(net, l);
+}
+
 int eeb_net_flatten(struct eeb_net *net, int in)
 {
     struct eeb_layer *l = append(net, EEB_LAYER_FLATTEN, in, EEB_NET_NONE);
@@ -307,6 +320,7 @@ int eeb_net_append(struct eeb_net *net, const struct eeb_layer *spec)
     case EEB_LAYER_ADD: return eeb_net_add(net, in, spec->in[1]);
     case EEB_LAYER_CONCAT: return eeb_net_concat(net, in, spec->in[1]);
     case EEB_LAYER_FLATTEN: return eeb_net_flatten(net, in);
+    case EEB_LAYER_SLICE: return eeb_net_slice(net, in, spec->first, spec->out.c);
     case EEB_LAYER_SOFTMAX_CE: return eeb_net_softmax_ce(net, in);
     case EEB_LAYER_GRID_LOSS: return eeb_net_grid_loss(net, in);
     case EEB_LAYER_KINDS: break;

@@ -39,6 +39,7 @@ enum fx_type { FX_I8 = 1, FX_I32 = 4 }; /* value = element size in bytes */
  *   AVGPOOL_FWD x, y, -, -, acc         AVGPOOL_BWD dy, dx, -, -, acc
  *   ADD a, y, b, -, acc     (forward add, and the sum of errors at a fork)
  *   CONCAT_FWD a, y, b      CONCAT_BWD dy, da, db
+ *   SLICE_FWD x, y          SLICE_BWD dy, dx   (channels first.. of x)
  *   SOFTMAX_CE x, dx, labels, -, acc    GRID_LOSS x, dx, targets, -, acc
  *   QUANT_W w24, w8         SGD w24, v, g8
  * FC ops see their input as flat (one row of h*w*c per item).  Pools use
@@ -65,6 +66,8 @@ enum fx_op {
     FX_OP_GRID_LOSS,
     FX_OP_QUANT_W,
     FX_OP_SGD,
+    FX_OP_SLICE_FWD,
+    FX_OP_SLICE_BWD,
     FX_OPS
 };
 
@@ -116,7 +119,8 @@ struct fx_cmd {
     uint8_t flags;  /* FX_C_* */
     uint16_t layer; /* the network layer it came from (messages, stats) */
     uint16_t t[8];  /* operand tensor ids, see enum fx_op */
-    uint32_t reserved[2];
+    uint32_t first; /* slice: the first channel of x */
+    uint32_t reserved;
 };
 _Static_assert(sizeof(struct fx_cmd) == 32, "fx_cmd is a device format");
 

@@ -640,6 +640,41 @@ static enum fx_status concat_bwd(uint8_t *mem, const struct fx_cmd *c)
     return FX_OK;
 }
 
+/* A run of channels, at the input's exponent: exact. */
+static enum fx_status slice_fwd(uint8_t *mem, const struct fx_cmd *c)
+{
+    struct fx_tensor *tx = fx_tensor_at(mem, c->t[0]), *ty = fx_tensor_at(mem, c->t[1]);
+    if (tx->h != ty->h || tx->w != ty->w || c->first > tx->c || ty->c > tx->c - c->first ||
+        !tx->batched || !ty->batched)
+        return FX_BAD_OPERAND;
+    const int8_t *x = i8(mem, tx);
+    int8_t *y = i8(mem, ty);
+    uint64_t pixels = (uint64_t)((struct fx_header *)mem)->batch * tx->h * tx->w;
+    for (uint64_t p = 0; p < pixels; p++)
+        for (uint32_t j = 0; j < ty->c; j++)
+            y[p * ty->c + j] = x[p * tx->c + c->first + j];
+    fx_set_exp(ty, tx->exp);
+    return FX_OK;
+}
+
+/* The error of x: dy in the sliced channels, zero in the others. */
+static enum fx_status slice_bwd(uint8_t *mem, const struct fx_cmd *c)
+{
+    struct fx_tensor *tdy = fx_tensor_at(mem, c->t[0]), *tdx = fx_tensor_at(mem, c->t[1]);
+    if (tdx->h != tdy->h || tdx->w != tdy->w || c->first > tdx->c ||
+        tdy->c > tdx->c - c->first || !tdx->batched || !tdy->batched)
+        return FX_BAD_OPERAND;
+    const int8_t *dy = i8(mem, tdy);
+    int8_t *dx = i8(mem, tdx);
+    uint64_t pixels = (uint64_t)((struct fx_header *)mem)->batch * tdx->h * tdx->w;
+    for (uint64_t p = 0; p < pixels; p++)
+        for (uint32_t j = 0; j < tdx->c; j++)
+            dx[p * tdx->c + j] =
+                j >= c->first && j - c->first < tdy->c ? dy[p * tdy->c + j - c->first] : 0;
+    tdx->exp = tdy->exp;
+    return FX_OK;
+}
+
 /* ---- losses ---- */
 
 /* z[0..n) (exponent e) to Q16 differences from the maximum, for exp. */
@@ -872,6 +907,8 @@ enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd)
     case FX_OP_AVGPOOL_BWD: return avgpool_bwd(mem, cmd);
     case FX_OP_CONCAT_FWD: return concat_fwd(mem, cmd);
     case FX_OP_CONCAT_BWD: return concat_bwd(mem, cmd);
+    case FX_OP_SLICE_FWD: return slice_fwd(mem, cmd);
+    case FX_OP_SLICE_BWD: return slice_bwd(mem, cmd);
     case FX_OP_SOFTMAX_CE: return softmax_ce(mem, cmd);
     case FX_OP_GRID_LOSS: return grid_loss(mem, cmd);
     case FX_OP_QUANT_W: return quant_w(mem, cmd);

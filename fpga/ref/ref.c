@@ -351,6 +351,15 @@ static void elementwise(struct eeb_ref *r, const struct eeb_layer *l, struct sta
             if (backward && db)
                 db[i] += s->err[i];
         }
+    } else if (l->kind == EEB_LAYER_SLICE) {
+        int xc = eeb_net_shape(r->net, l->in[0]).c;
+        size_t pixels = count / (size_t)l->out.c;
+        for (size_t p = 0; p < pixels; p++)
+            for (int j = 0; j < l->out.c; j++)
+                if (!backward)
+                    s->act[p * l->out.c + j] = a[p * xc + l->first + j];
+                else if (da)
+                    da[p * xc + l->first + j] += s->err[p * l->out.c + j];
     } else if (l->kind == EEB_LAYER_CONCAT) {
         const float *b = act_in(r, l->in[1]);
         float *db = err_in(r, l, 1);
@@ -389,7 +398,8 @@ static void layer_pass(struct eeb_ref *r, const struct eeb_layer *l, struct stat
     case EEB_LAYER_GAP: pool(r, l, s, backward); break;
     case EEB_LAYER_RELU:
     case EEB_LAYER_ADD:
-    case EEB_LAYER_CONCAT: elementwise(r, l, s, backward); break;
+    case EEB_LAYER_CONCAT:
+    case EEB_LAYER_SLICE: elementwise(r, l, s, backward); break;
     default: break;
     }
 }

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Every layer kind the file can hold, with a residual fork and a concat. */
+/* Every layer kind the file can hold, with a residual fork, a concat and a
+ * slice. */
 static struct eeb_net *every_kind(void)
 {
     struct eeb_net *net = eeb_net_new((struct eeb_shape){12, 10, 3});
@@ -22,7 +23,7 @@ static struct eeb_net *every_kind(void)
     int b = eeb_net_conv(net, a, 6, 5, 1, 2);
     int l = eeb_net_add(net, a, b);
     l = eeb_net_concat(net, eeb_net_maxpool(net, l, 2, 2), eeb_net_avgpool(net, b, 2, 2));
-    l = eeb_net_conv(net, l, 8, 1, 2, 0);
+    l = eeb_net_conv(net, eeb_net_slice(net, l, 2, 7), 8, 1, 2, 0);
     int g = eeb_net_gap(net, l);
     l = eeb_net_fc(net, eeb_net_flatten(net, g), 5);
     cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
@@ -40,7 +41,7 @@ static void assert_same(const struct eeb_net *a, const struct eeb_net *b)
         cr_assert(x->kind == y->kind && x->in[0] == y->in[0] && x->in[1] == y->in[1] &&
                       x->k == y->k && x->stride == y->stride && x->pad == y->pad &&
                       x->out.h == y->out.h && x->out.w == y->out.w && x->out.c == y->out.c &&
-                      x->rows == y->rows,
+                      x->rows == y->rows && x->first == y->first,
                   "layer %d", i);
         if (!eeb_layer_learnable(x))
             continue;

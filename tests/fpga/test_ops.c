@@ -256,6 +256,22 @@ Test(ops, concat)
     }
 }
 
+/* Slices of the input (frames of a clip, as slow fusion takes them) and
+ * two overlapping slices of a hidden layer, whose errors are summed. */
+Test(ops, slice)
+{
+    for (state = 35; state < 38; state++) {
+        struct eeb_net *net = net_of(6, 7, 6);
+        int a = eeb_net_conv(net, eeb_net_slice(net, EEB_NET_INPUT, 0, 4), 5, 3, 1, 1);
+        int b = eeb_net_conv(net, eeb_net_slice(net, EEB_NET_INPUT, 2, 4), 5, 3, 1, 1);
+        int l = eeb_net_relu(net, eeb_net_concat(net, a, b));
+        int c = eeb_net_slice(net, l, 1, 6), d = eeb_net_slice(net, l, 4, 6);
+        l = eeb_net_add(net, c, d);
+        head(net, eeb_net_relu(net, eeb_net_conv(net, l, 4, 1, 1, 0)));
+        check_exact(net, 3, 0, "slice");
+    }
+}
+
 Test(ops, grid_detector_loss)
 {
     for (state = 41; state < 44; state++) {

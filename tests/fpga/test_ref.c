@@ -116,6 +116,7 @@ Test(ref, gradients_through_every_layer_kind, .timeout = 60)
     l = eeb_net_avgpool(net, l, 2, 2);
     int c = eeb_net_conv(net, EEB_NET_INPUT, 3, 5, 2, 2);
     l = eeb_net_concat(net, l, c);
+    l = eeb_net_add(net, eeb_net_slice(net, l, 0, 4), eeb_net_slice(net, l, 2, 4));
     l = eeb_net_maxpool(net, l, 2, 1);
     l = eeb_net_fc(net, eeb_net_flatten(net, l), 5);
     eeb_net_softmax_ce(net, l);

@@ -306,3 +306,51 @@ Test(train, bad_networks_and_calls_say_why)
     eeb_accel_close(acc);
     eeb_net_free(net);
 }
+
+/* The kernel's slice passes errors back to the channels it took (the
+ * emulator runs the same C, so only the float trainer can judge it): one
+ * step from the same weights moves the weights below two overlapping
+ * slices the same way on both, and not at all for channels no slice takes. */
+Test(train, slice_errors_reach_the_channels_they_came_from)
+{
+    struct eeb_shape in = {SIDE, SIDE, 3};
+    struct eeb_net *net = eeb_net_new(in);
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 8, 3, 1, 1));
+    l = eeb_net_add(net, eeb_net_slice(net, l, 0, 4), eeb_net_slice(net, l, 2, 4));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 8, 3, 2, 1));
+    l = eeb_net_fc(net, eeb_net_flatten(net, l), CLASSES);
+    cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
+    eeb_net_init(net, 5);
+    eeb_net_to_fixed(net); /* both start from weights the fixed format holds */
+    eeb_net_to_float(net);
+    struct eeb_accel_config cfg;
+    eeb_accel_config_default(&cfg);
+    cfg.weight_decay = 0;
+    cfg.lr = 0.05;
+    size_t n = (size_t)net->layers[0].rows * 8;
+    float *delta[2];
+    const char *backends[2] = {"fp32", "kernel"};
+    for (int b = 0; b < 2; b++) {
+        struct eeb_accel *a = start(backends[b], &cfg, net);
+        float *w0 = weights_of(a, net, 0);
+        train(a, 1, 32, 9);
+        delta[b] = weights_of(a, net, 0);
+        for (size_t j = 0; j < n; j++)
+            delta[b][j] -= w0[j];
+        free(w0);
+        eeb_accel_close(a);
+    }
+    double dot = 0, n0 = 0, n1 = 0, untaken = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (j % 8 >= 6) /* channels 6 and 7: in no slice */
+            untaken += fabs(delta[1][j]);
+        dot += (double)delta[0][j] * delta[1][j];
+        n0 += (double)delta[0][j] * delta[0][j], n1 += (double)delta[1][j] * delta[1][j];
+    }
+    double cosine = dot / sqrt(n0 * n1);
+    cr_assert_gt(n0, 0, "the float step did not move layer 0");
+    cr_assert_gt(cosine, 0.9, "fixed and float steps of layer 0 point apart: cosine %.3f", cosine);
+    cr_assert_eq(untaken, 0, "channels no slice takes got gradients");
+    free(delta[0]), free(delta[1]);
+    eeb_net_free(net);
+}

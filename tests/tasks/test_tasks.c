@@ -36,9 +36,25 @@ Test(tasks, reference_models_fit_their_shards)
     cr_assert_eq(eeb_task_check_model(net, &cls, err, sizeof err), EEB_EINVAL);
     eeb_net_free(net);
 
+    /* slow fusion over 8 frames: 3 groups of 4 frames (0-3, 2-5, 4-7), each
+     * its own slice of the stacked input, fused in 2 pairs, then in 1 */
     struct eeb_shard_info video = {EEB_TASK_VIDEO, 64, 64, 3, 8, 101, NULL, 0};
-    cr_assert_eq(eeb_task_model(&video, 1, &net, err, sizeof err), EEB_EINVAL);
-    cr_assert(strstr(err, "video: no reference model yet"), "%s", err);
+    cr_assert_eq(eeb_task_model(&video, 1, &net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_task_check_model(net, &video, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(net->input.c, 24);
+    int slices = 0, concats = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        if (l->kind == EEB_LAYER_SLICE) {
+            cr_assert(l->in[0] == EEB_NET_INPUT && l->first == slices * 6 && l->out.c == 12,
+                      "slice %d: channels %d..%d", slices, l->first, l->first + l->out.c - 1);
+            slices++;
+        }
+        concats += l->kind == EEB_LAYER_CONCAT;
+    }
+    cr_assert(slices == 3 && concats == 3, "%d slices, %d concats", slices, concats);
+    cr_assert_eq(eeb_net_classes(net), 101);
+    eeb_net_free(net);
 }
 
 Test(tasks, grid_targets_by_hand)
