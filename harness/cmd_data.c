@@ -93,6 +93,7 @@ static void summary(const char *path)
     if (in->task == EEB_TASK_VIDEO)
         printf(" x %d frames", in->frames);
     putchar('\n');
+    fflush(stdout); /* before any note on stderr */
     eeb_shard_close(s);
 }
 
@@ -229,8 +230,19 @@ static int count_arg(const char *opt, const char *text, double min, double max, 
 
 int eeb_cmd_data(int argc, char **argv)
 {
-    enum { O_TASK = 256, O_DOMAIN, O_SPLIT, O_N, O_SEED, O_SIZE, O_FRAMES, O_FORMAT, O_CLASSES,
-           O_SKIP, O_JSON };
+    enum {
+        O_TASK = 256,
+        O_DOMAIN,
+        O_SPLIT,
+        O_N,
+        O_SEED,
+        O_SIZE,
+        O_FRAMES,
+        O_FORMAT,
+        O_CLASSES,
+        O_SKIP,
+        O_JSON
+    };
     static const struct option options[] = {
         {"task", required_argument, NULL, O_TASK},
         {"domain", required_argument, NULL, O_DOMAIN},
@@ -287,8 +299,7 @@ int eeb_cmd_data(int argc, char **argv)
         if (nargs != 0)
             return eeb_cli_usage_error(cmd, "'gen' takes no FILE arguments: '%s'", argv[optind]);
         if (!a.task || !a.domain || !a.split || a.n < 0 || !a.out)
-            return eeb_cli_usage_error(cmd,
-                                       "'gen' needs --task, --domain, --split, --n and -o");
+            return eeb_cli_usage_error(cmd, "'gen' needs --task, --domain, --split, --n and -o");
         return gen(&a);
     }
     if (strcmp(action, "import") == 0) {

@@ -223,8 +223,8 @@ static int pretrain(const struct pretrain_args *a)
                  : eeb_task_model(in, (uint64_t)a->seed, &net, err, sizeof err)))
         goto fail;
     if (init_task != (int)task) {
-        snprintf(err, sizeof err, "%s is a %s model, --task is %s", a->init,
-                 task_label(init_task), eeb_task_name(task));
+        snprintf(err, sizeof err, "%s is a %s model, --task is %s", a->init, task_label(init_task),
+                 eeb_task_name(task));
         goto fail;
     }
     if (eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
@@ -235,9 +235,8 @@ static int pretrain(const struct pretrain_args *a)
             "eeb model: %s the %s model (%llu parameters, %.1f M MAC/item) on %llu "
             "records of %s, backend %s\n",
             a->init ? "fine-tuning" : "pretraining", eeb_task_name(task),
-            (unsigned long long)eeb_net_params(net),
-            (double)eeb_net_macs(net) / 1e6, (unsigned long long)in->count, a->data,
-            acc->ops->name);
+            (unsigned long long)eeb_net_params(net), (double)eeb_net_macs(net) / 1e6,
+            (unsigned long long)in->count, a->data, acc->ops->name);
     long step = 0, max_steps = a->steps > 0 ? (long)a->steps : -1;
     for (int epoch = 1; epoch <= (int)a->epochs && step != max_steps; epoch++) {
         if (epoch > 1 && eeb_batcher_rewind(bt, err, sizeof err))
@@ -463,6 +462,6 @@ int eeb_cmd_model(int argc, char **argv)
             return eeb_cli_usage_error(cmd, "'pretrain' needs --task, --data and -o");
         return pretrain(&a);
     }
-    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected info, pretrain, test or convert)",
-                               action);
+    return eeb_cli_usage_error(
+        cmd, "unknown action '%s' (expected info, pretrain, test or convert)", action);
 }

@@ -42,7 +42,7 @@ int eeb_gen_classes(enum eeb_task task);
 /* Writes the shard spec describes to path (atomically).  progress, if
  * not NULL, is called after each record with the count written so far. */
 int eeb_gen_shard(const char *path, const struct eeb_gen_spec *spec,
-                  void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg,
-                  char *err, size_t errlen);
+                  void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg, char *err,
+                  size_t errlen);
 
 #endif

@@ -57,7 +57,6 @@ void eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, in
 
 /* Decodes a video and keeps `frames` frames at evenly spaced positions,
  * each scaled to size x size RGB, one after another in dst. */
-int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err,
-                   size_t errlen);
+int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err, size_t errlen);
 
 #endif

@@ -71,11 +71,11 @@ void eeb_batcher_free(struct eeb_batcher *bt);
 /* ---- the test stage ---- */
 
 struct eeb_task_eval_options {
-    int batch;           /* items per predict call (at most the backend's batch_max) */
-    double iou;          /* det: IoU a detection needs to be a true positive */
-    double nms_iou;      /* det: overlap above which NMS drops the lower box */
-    float min_score;     /* det: boxes scoring less are not reported */
-    int max_boxes;       /* det: per image, after NMS */
+    int batch;               /* items per predict call (at most the backend's batch_max) */
+    double iou;              /* det: IoU a detection needs to be a true positive */
+    double nms_iou;          /* det: overlap above which NMS drops the lower box */
+    float min_score;         /* det: boxes scoring less are not reported */
+    int max_boxes;           /* det: per image, after NMS */
     const char *predictions; /* NULL, or where to write the predictions: a CSV
                                 file (cls, video) or a directory of VOC devkit
                                 result files (det), the formats `eeb eval` reads */
@@ -113,7 +113,6 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
  * image.  Returns how many were written (at most max).
  */
 int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
-                         const float *out, float min_score, struct eeb_scored_box *boxes,
-                         int max);
+                         const float *out, float min_score, struct eeb_scored_box *boxes, int max);
 
 #endif

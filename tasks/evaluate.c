@@ -111,9 +111,9 @@ struct evaluation {
     struct eeb_voc_truth_set truth; /* det */
     struct detections dets;
     struct eeb_scored_box *boxes;
-    FILE *csv;     /* cls, video predictions */
-    FILE **files;  /* det: per shard class */
-    char **paths;  /* and their names */
+    FILE *csv;    /* cls, video predictions */
+    FILE **files; /* det: per shard class */
+    char **paths; /* and their names */
 };
 
 /* Records one item's outputs. */
@@ -122,7 +122,7 @@ static int judge(struct evaluation *ev, const char *id, int label, const float *
 {
     const struct eeb_shard_info *in = ev->info;
     if (in->task != EEB_TASK_DET) {
-        int ranked[EEB_TOPK_MAX], n = rank(out, in->classes, ranked);
+        int ranked[EEB_TOPK_MAX] = {0}, n = rank(out, in->classes, ranked);
         eeb_topk_add(&ev->score->topk, label, ranked, n);
         if (ev->csv) {
             fprintf(ev->csv, "%s", id);
@@ -208,8 +208,8 @@ static int average_precision(struct evaluation *ev, char *err, size_t errlen)
     if (!r)
         return eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
     for (int c = 0; c < t->nclasses; c++)
-        if (eeb_voc_class_ap(t->truth[c], t->ntruth[c], ev->dets.d[c], ev->dets.n[c],
-                             ev->opt->iou, EEB_VOC_AP_ALL_POINTS, &r[c]) != EEB_OK) {
+        if (eeb_voc_class_ap(t->truth[c], t->ntruth[c], ev->dets.d[c], ev->dets.n[c], ev->opt->iou,
+                             EEB_VOC_AP_ALL_POINTS, &r[c]) != EEB_OK) {
             free(r);
             return eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
         }
@@ -245,7 +245,7 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
     int batch = opt->batch, det = in->task == EEB_TASK_DET;
     uint8_t *pixels = malloc((size_t)batch * px);
     float *out = malloc((size_t)batch * outs * sizeof *out);
-    char (*ids)[EEB_SHARD_MAX_ID + 1] = malloc((size_t)batch * sizeof *ids);
+    char(*ids)[EEB_SHARD_MAX_ID + 1] = malloc((size_t)batch * sizeof *ids);
     int *labels = malloc((size_t)batch * sizeof *labels);
     if (!pixels || !out || !ids || !labels)
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
@@ -284,8 +284,9 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
     if (rc == EEB_OK && det)
         rc = average_precision(&ev, err, errlen);
     if (rc == EEB_OK)
-        score->value = det ? score->map
-                           : score->items ? (double)score->topk.top5 / score->items : 0;
+        score->value = det            ? score->map
+                       : score->items ? (double)score->topk.top5 / score->items
+                                      : 0;
     rc = close_outputs(&ev, rc, err, errlen);
     if (det) {
         for (int c = 0; ev.dets.d && c < ev.truth.nclasses; c++)

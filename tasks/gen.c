@@ -17,9 +17,8 @@ enum { SHAPES = 5, TEXTURES = 4, MOTIONS = 10, VIDEO_SHAPES = 2, MAX_OBJECTS = 3
 
 static const char *const shape_names[SHAPES] = {"disc", "square", "triangle", "cross", "ring"};
 static const char *const texture_names[TEXTURES] = {"solid", "hstripes", "vstripes", "checker"};
-static const char *const motion_names[MOTIONS] = {"left", "right", "up",   "down", "upleft",
-                                                  "upright", "downleft", "downright", "grow",
-                                                  "shrink"};
+static const char *const motion_names[MOTIONS] = {
+    "left", "right", "up", "down", "upleft", "upright", "downleft", "downright", "grow", "shrink"};
 /* unit steps per motion (x right, y down) */
 static const int motion_dx[8] = {-1, 1, 0, 0, -1, 1, -1, 1};
 static const int motion_dy[8] = {0, 0, -1, 1, -1, -1, 1, 1};
@@ -230,9 +229,9 @@ static void gen_det(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_
     for (int i = 0; i < n; i++) {
         draw(&cv, &objs[i]);
         const struct object *o = &objs[i];
-        r->boxes[i] = (struct eeb_box){o->shape,           tiny && i == n - 1,
-                                       (float)o->x0,       (float)o->y0,
-                                       (float)(o->x0 + o->side), (float)(o->y0 + o->side)};
+        r->boxes[i] =
+            (struct eeb_box){o->shape,     tiny && i == n - 1,       (float)o->x0,
+                             (float)o->y0, (float)(o->x0 + o->side), (float)(o->y0 + o->side)};
     }
 }
 
@@ -288,8 +287,8 @@ static int check_spec(const struct eeb_gen_spec *sp, char *err, size_t errlen)
 }
 
 int eeb_gen_shard(const char *path, const struct eeb_gen_spec *sp,
-                  void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg,
-                  char *err, size_t errlen)
+                  void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg, char *err,
+                  size_t errlen)
 {
     int rc = check_spec(sp, err, errlen);
     if (rc != EEB_OK)

@@ -22,18 +22,24 @@ int eeb_jpeg_read(const char *path, uint8_t **rgb, int *w, int *h, char *err, si
     uint8_t *px = NULL;
     tjhandle tj = tjInitDecompress();
     if (!tj) {
-        rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: libjpeg-turbo: %s", path,
-                      tjGetErrorStr2(NULL));
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: libjpeg-turbo: %s", path, tjGetErrorStr2(NULL));
         goto out;
     }
-    int width, height, subsamp, colorspace;
+    int width = 0, height = 0, subsamp, colorspace;
     if (tjDecompressHeader3(tj, (const unsigned char *)buf, (unsigned long)len, &width, &height,
                             &subsamp, &colorspace) != 0) {
         rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: not a readable JPEG: %s", path,
                       tjGetErrorStr2(tj));
         goto out;
     }
-    if (width < 1 || height < 1 || width > MAX_JPEG_SIDE || height > MAX_JPEG_SIDE) {
+    /* libjpeg reads a stream cut short in its header as "tables only" and
+     * reports no image rather than an error */
+    if (width < 1 || height < 1) {
+        rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: not a readable JPEG: no image in its header",
+                      path);
+        goto out;
+    }
+    if (width > MAX_JPEG_SIDE || height > MAX_JPEG_SIDE) {
         rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: %dx%d pixels (sides 1..%d)", path, width,
                       height, MAX_JPEG_SIDE);
         goto out;

@@ -25,12 +25,11 @@ static const char *const format_names[] = {"food101", "voc", "ucf101"};
 
 /* The 20 classes of Pascal VOC 2007-2012, in the devkit's order. */
 static const char *const voc_classes[] = {
-    "aeroplane", "bicycle", "bird",  "boat",      "bottle", "bus",         "car",
-    "cat",       "chair",   "cow",   "diningtable", "dog",  "horse",       "motorbike",
-    "person",    "pottedplant", "sheep", "sofa",  "train",  "tvmonitor"};
+    "aeroplane", "bicycle",     "bird",  "boat",        "bottle", "bus",      "car",
+    "cat",       "chair",       "cow",   "diningtable", "dog",    "horse",    "motorbike",
+    "person",    "pottedplant", "sheep", "sofa",        "train",  "tvmonitor"};
 
-int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char *err,
-                            size_t errlen)
+int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char *err, size_t errlen)
 {
     for (int i = 0; i < 3; i++)
         if (strcmp(name, format_names[i]) == 0) {
@@ -113,8 +112,8 @@ static int class_index(const struct classes *c, const char *name, size_t len)
     return -1;
 }
 
-static int class_add(struct classes *c, const char *name, size_t len, const char *where,
-                     char *err, size_t errlen)
+static int class_add(struct classes *c, const char *name, size_t len, const char *where, char *err,
+                     size_t errlen)
 {
     if (len < 1 || len > EEB_SHARD_MAX_NAME || memchr(name, ',', len))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: class name '%.*s' (1..%d bytes, no commas)",
@@ -218,8 +217,7 @@ static int add_item(struct import *im, char *file, char *xml, const char *id, si
     }
     struct item *it = &im->items[im->n++];
     it->file = file, it->xml = xml, it->label = label;
-    memcpy(it->id, id, id_len);
-    it->id[id_len] = '\0';
+    snprintf(it->id, sizeof it->id, "%.*s", (int)id_len, id); /* id_len checked above */
     return EEB_OK;
 }
 
@@ -256,8 +254,8 @@ static int food101_items(struct import *im, char *err, size_t errlen)
             break;
         int label = class_index(&im->chosen, line, (size_t)(slash - line));
         if (label >= 0)
-            rc = add_item(im, joinf("%s/images/%s.jpg", src, line), NULL, line, strlen(line),
-                          label, &list, i, err, errlen);
+            rc = add_item(im, joinf("%s/images/%s.jpg", src, line), NULL, line, strlen(line), label,
+                          &list, i, err, errlen);
     }
     lines_free(&list);
     return rc;
@@ -379,8 +377,9 @@ static int load_image(const struct import *im, const char *path, struct eeb_reco
 /* The annotation's objects of the chosen classes, boxes scaled from the
  * image's w x h pixels to the shard's; the devkit's 1-based inclusive
  * pixels xmin..xmax are the continuous span [xmin - 1, xmax]. */
-static int voc_boxes(const struct import *im, const struct item *it, const struct eeb_voc_annotation *a,
-                     int w, int h, struct eeb_record *r, char *err, size_t errlen)
+static int voc_boxes(const struct import *im, const struct item *it,
+                     const struct eeb_voc_annotation *a, int w, int h, struct eeb_record *r,
+                     char *err, size_t errlen)
 {
     if ((a->width && a->width != w) || (a->height && a->height != h))
         return eeb_errf(err, errlen, EEB_EFORMAT, "%s: <size> %dx%d, but the image is %dx%d",
@@ -458,11 +457,16 @@ int eeb_import(const struct eeb_import_spec *sp,
         rc = sp->format == EEB_IMPORT_FOOD101 ? food101_items(&im, err, errlen)
              : sp->format == EEB_IMPORT_VOC   ? voc_items(&im, err, errlen)
                                               : ucf101_items(&im, err, errlen);
-    struct eeb_shard_info info = {
-        sp->format == EEB_IMPORT_FOOD101 ? EEB_TASK_CLS
-        : video                          ? EEB_TASK_VIDEO
-                                         : EEB_TASK_DET,
-        sp->size, sp->size, 3, video ? sp->frames : 1, im.chosen.n, im.chosen.names, 0};
+    struct eeb_shard_info info = {sp->format == EEB_IMPORT_FOOD101 ? EEB_TASK_CLS
+                                  : video                          ? EEB_TASK_VIDEO
+                                                                   : EEB_TASK_DET,
+                                  sp->size,
+                                  sp->size,
+                                  3,
+                                  video ? sp->frames : 1,
+                                  im.chosen.n,
+                                  im.chosen.names,
+                                  0};
     if (rc == EEB_OK && !(r->pixels = malloc(eeb_shard_pixels(&info))))
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
     if (rc == EEB_OK)

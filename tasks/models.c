@@ -33,14 +33,14 @@ static int slow_fusion(struct eeb_net *net, int frames, int c)
 {
     enum { EXTENT = 4, STEP = 2, MAX_GROUPS = 32 };
     int extent = frames < EXTENT ? frames : EXTENT;
-    int groups = (frames - extent) / STEP + 1, g1[MAX_GROUPS], g2[MAX_GROUPS];
+    int groups = (frames - extent) / STEP + 1, g1[MAX_GROUPS] = {0}, g2[MAX_GROUPS] = {0};
     for (int g = 0; g < groups; g++)
-        g1[g] = conv_relu(net, eeb_net_slice(net, EEB_NET_INPUT, g * STEP * c, extent * c), 32, 3,
-                          2);
+        g1[g] =
+            conv_relu(net, eeb_net_slice(net, EEB_NET_INPUT, g * STEP * c, extent * c), 32, 3, 2);
     int fused = groups > 1 ? groups - 1 : 1;
     for (int g = 0; g < fused; g++)
-        g2[g] = conv_relu(net, groups > 1 ? eeb_net_concat(net, g1[g], g1[g + 1]) : g1[0], 64, 3,
-                          2);
+        g2[g] =
+            conv_relu(net, groups > 1 ? eeb_net_concat(net, g1[g], g1[g + 1]) : g1[0], 64, 3, 2);
     int all = g2[0];
     for (int g = 1; g < fused; g++)
         all = eeb_net_concat(net, all, g2[g]);

@@ -84,8 +84,7 @@ static int keep(struct decoder *d, char *err, size_t errlen)
     int stride[4] = {d->size * 3, 0, 0, 0};
     if (sws_scale(d->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, dst,
                   stride) != d->size)
-        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: frame %zu did not scale", d->path,
-                        d->nkept);
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: frame %zu did not scale", d->path, d->nkept);
     d->nkept++;
     return EEB_OK;
 }
@@ -109,8 +108,7 @@ static int decode(struct decoder *d, const AVPacket *pkt, char *err, size_t errl
     }
 }
 
-int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err,
-                   size_t errlen)
+int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err, size_t errlen)
 {
     /* Our errors name the file and the cause; FFmpeg's own log lines would
      * only interleave with the progress line. */

@@ -661,8 +661,8 @@ static enum fx_status slice_fwd(uint8_t *mem, const struct fx_cmd *c)
 static enum fx_status slice_bwd(uint8_t *mem, const struct fx_cmd *c)
 {
     struct fx_tensor *tdy = fx_tensor_at(mem, c->t[0]), *tdx = fx_tensor_at(mem, c->t[1]);
-    if (tdx->h != tdy->h || tdx->w != tdy->w || c->first > tdx->c ||
-        tdy->c > tdx->c - c->first || !tdx->batched || !tdy->batched)
+    if (tdx->h != tdy->h || tdx->w != tdy->w || c->first > tdx->c || tdy->c > tdx->c - c->first ||
+        !tdx->batched || !tdy->batched)
         return FX_BAD_OPERAND;
     const int8_t *dy = i8(mem, tdy);
     int8_t *dx = i8(mem, tdx);

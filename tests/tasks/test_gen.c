@@ -133,8 +133,8 @@ Test(gen, the_commands)
     char out[256];
     snprintf(out, sizeof out, "%s/det.eebd", test_tmpdir());
     struct test_run r =
-        test_eeb((const char *[]){"data", "gen", "--task", "det", "--domain", "finetune",
-                                  "--split", "test", "--n", "30", "--size", "32", "-o", out, NULL});
+        test_eeb((const char *[]){"data", "gen", "--task", "det", "--domain", "finetune", "--split",
+                                  "test", "--n", "30", "--size", "32", "-o", out, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "30 det records, 5 classes, 32x32x3"), "%s", r.out);
     test_run_free(&r);

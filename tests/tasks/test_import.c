@@ -340,16 +340,15 @@ Test(import, voc_broken_annotations_are_named)
     write_text(src, "Annotations/000007.xml", xml);
     sp.skip_bad = 0;
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
-    cr_assert(strstr(err, "000007.xml: object 3: 'unicorn' is not a Pascal VOC class"), "%s",
-              err);
+    cr_assert(strstr(err, "000007.xml: object 3: 'unicorn' is not a Pascal VOC class"), "%s", err);
 
     snprintf(xml, sizeof xml, voc_xml, "000007",
              "<object><name>cat</name><bndbox><xmin>90</xmin><ymin>1</ymin><xmax>101</xmax>"
              "<ymax>5</ymax></bndbox></object>\n");
     write_text(src, "Annotations/000007.xml", xml);
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
-    cr_assert(strstr(err, "object 3 (cat): bndbox 90,1-101,5 is not within the 100x50 image"),
-              "%s", err);
+    cr_assert(strstr(err, "object 3 (cat): bndbox 90,1-101,5 is not within the 100x50 image"), "%s",
+              err);
 }
 
 /* ---- UCF-101 ---- */
@@ -434,8 +433,7 @@ Test(import, ucf101_broken_videos_and_lists_are_named)
     write_text(src, "ucfTrainTestlist/trainlist01.txt",
                "Archery/v_Archery_g01_c01.avi 1\nArchery/v_Biking_g01_c01.avi 2\n");
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
-    cr_assert(strstr(err, "trainlist01.txt:2: 'Archery/v_Biking_g01_c01.avi 2' is not"), "%s",
-              err);
+    cr_assert(strstr(err, "trainlist01.txt:2: 'Archery/v_Biking_g01_c01.avi 2' is not"), "%s", err);
 }
 
 /* ---- the command ---- */
@@ -450,10 +448,10 @@ Test(import, the_command_reports_what_it_skipped)
     struct test_run r = test_eeb((const char *[]){"data", "import", "--format", "food101", src,
                                                   "--split", "train", "-o", out, NULL});
     cr_assert_eq(r.status, 1);
-    cr_assert(strstr(r.err, "images/ramen/100.jpg"), "%s", r.err);
+    cr_assert(strstr(r.err, "images/ramen/100.jpg: not a readable JPEG"), "%s", r.err);
     test_run_free(&r);
-    r = test_eeb((const char *[]){"data", "import", "--format", "food101", src, "--split",
-                                  "train", "-o", out, "--size", "32", "--skip-bad", NULL});
+    r = test_eeb((const char *[]){"data", "import", "--format", "food101", src, "--split", "train",
+                                  "-o", out, "--size", "32", "--skip-bad", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "5 cls records, 3 classes, 32x32x3"), "%s", r.out);
     cr_assert(strstr(r.err, "skipped 1 unreadable item (--skip-bad)"), "%s", r.err);
