@@ -48,6 +48,18 @@ int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *o
     return EEB_EXIT_OK;
 }
 
+int eeb_cli_count(const char *cmd, const char *opt, const char *text, double min, double max,
+                  double *out)
+{
+    int rc = eeb_cli_number(cmd, opt, text, out);
+    if (rc == EEB_EXIT_OK && (*out < min || *out > max || *out != floor(*out)))
+        rc = max >= 1e12 /* no limit a user would meet */
+                 ? eeb_cli_usage_error(cmd, "%s: '%s' (a whole number >= %.0f)", opt, text, min)
+                 : eeb_cli_usage_error(cmd, "%s: '%s' (a whole number, %.0f..%.0f)", opt, text, min,
+                                       max);
+    return rc;
+}
+
 int eeb_cli_print_json(const char *cmd, json_t *o)
 {
     if (!o)

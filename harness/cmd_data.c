@@ -219,15 +219,6 @@ static int info(const char *path, int as_json)
     return rc;
 }
 
-/* A whole-number option value in [min, max]. */
-static int count_arg(const char *opt, const char *text, double min, double max, double *out)
-{
-    int rc = eeb_cli_number(cmd, opt, text, out);
-    if (rc == EEB_EXIT_OK && (*out < min || *out > max || *out != floor(*out)))
-        rc = eeb_cli_usage_error(cmd, "%s: '%s' (a whole number, %g..%g)", opt, text, min, max);
-    return rc;
-}
-
 int eeb_cmd_data(int argc, char **argv)
 {
     enum {
@@ -269,10 +260,10 @@ int eeb_cmd_data(int argc, char **argv)
         case O_TASK: a.task = optarg; break;
         case O_DOMAIN: a.domain = optarg; break;
         case O_SPLIT: a.split = optarg; break;
-        case O_N: rc = count_arg("--n", optarg, 1, 1e9, &a.n); break;
-        case O_SEED: rc = count_arg("--seed", optarg, 0, 1e18, &a.seed); break;
-        case O_SIZE: rc = count_arg("--size", optarg, 16, 1024, &a.size); break;
-        case O_FRAMES: rc = count_arg("--frames", optarg, 2, 64, &a.frames); break;
+        case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &a.n); break;
+        case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.seed); break;
+        case O_SIZE: rc = eeb_cli_count(cmd, "--size", optarg, 16, 1024, &a.size); break;
+        case O_FRAMES: rc = eeb_cli_count(cmd, "--frames", optarg, 2, 64, &a.frames); break;
         case O_FORMAT: a.format = optarg; break;
         case O_CLASSES: a.classes = optarg; break;
         case O_SKIP: a.skip_bad = 1; break;

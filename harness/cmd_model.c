@@ -348,15 +348,6 @@ out:
     return rc;
 }
 
-/* A whole-number option value of at least min. */
-static int count_arg(const char *opt, const char *text, double min, double *out)
-{
-    int rc = eeb_cli_number(cmd, opt, text, out);
-    if (rc == EEB_EXIT_OK && (*out < min || *out != floor(*out) || *out > 1e12))
-        rc = eeb_cli_usage_error(cmd, "%s: '%s' (a whole number >= %g)", opt, text, min);
-    return rc;
-}
-
 int eeb_cmd_model(int argc, char **argv)
 {
     enum {
@@ -410,18 +401,18 @@ int eeb_cmd_model(int argc, char **argv)
         case O_TASK: a.task = optarg; break;
         case O_DATA: a.data = optarg; break;
         case 'o': a.out = optarg; break;
-        case O_EPOCHS: rc = count_arg("--epochs", optarg, 1, &a.epochs); break;
-        case O_STEPS: rc = count_arg("--steps", optarg, 1, &a.steps); break;
-        case O_BATCH: rc = count_arg("--batch", optarg, 1, &batch); break;
-        case O_WINDOW: rc = count_arg("--window", optarg, 1, &a.window); break;
-        case O_SEED: rc = count_arg("--seed", optarg, 0, &a.seed); break;
+        case O_EPOCHS: rc = eeb_cli_count(cmd, "--epochs", optarg, 1, 1e12, &a.epochs); break;
+        case O_STEPS: rc = eeb_cli_count(cmd, "--steps", optarg, 1, 1e12, &a.steps); break;
+        case O_BATCH: rc = eeb_cli_count(cmd, "--batch", optarg, 1, 65535, &batch); break;
+        case O_WINDOW: rc = eeb_cli_count(cmd, "--window", optarg, 1, 1 << 20, &a.window); break;
+        case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.seed); break;
         case O_LR: rc = eeb_cli_number(cmd, "--lr", optarg, &a.cfg.lr); break;
         case O_MOM: rc = eeb_cli_number(cmd, "--momentum", optarg, &a.cfg.momentum); break;
         case O_DECAY: rc = eeb_cli_number(cmd, "--decay", optarg, &a.cfg.weight_decay); break;
         case O_BACKEND: a.backend = optarg; break;
         case O_FORMAT: rc = parse_format(optarg, &a.format), have_format = 1; break;
         case O_INIT: a.init = optarg; break;
-        case O_FROZEN: rc = count_arg("--frozen", optarg, 0, &frozen); break;
+        case O_FROZEN: rc = eeb_cli_count(cmd, "--frozen", optarg, 0, 4096, &frozen); break;
         case O_PRED: a.pred = optarg; break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); return EEB_EXIT_OK;
@@ -431,10 +422,8 @@ int eeb_cmd_model(int argc, char **argv)
     }
     if (rc != EEB_EXIT_OK)
         return rc;
-    if (batch > 65535 || a.window > 1 << 20)
-        return eeb_cli_usage_error(cmd, "--batch at most 65535, --window at most 1048576");
     a.cfg.batch_max = (int)batch;
-    a.cfg.frozen = frozen > 4096 ? 4096 : (int)frozen;
+    a.cfg.frozen = (int)frozen;
     if (optind >= argc)
         return eeb_cli_usage_error(cmd, "expected info, pretrain, test or convert");
     const char *action = argv[optind++];

@@ -33,4 +33,8 @@ int eeb_cli_print_json(const char *cmd, struct json_t *o);
  * prints a usage error and returns 2. */
 int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *out);
 
+/* The same for a whole number in [min, max]. */
+int eeb_cli_count(const char *cmd, const char *opt, const char *text, double min, double max,
+                  double *out);
+
 #endif

@@ -112,9 +112,13 @@ static int class_index(const struct classes *c, const char *name, size_t len)
     return -1;
 }
 
-static int class_add(struct classes *c, const char *name, size_t len, const char *where, char *err,
-                     size_t errlen)
+/* Adds a class; errors name where it came from: a file and line (line 0:
+ * the file alone). */
+static int class_add(struct classes *c, const char *name, size_t len, const char *file, int line,
+                     char *err, size_t errlen)
 {
+    char where[4200];
+    snprintf(where, sizeof where, line ? "%s:%d" : "%s", file, line);
     if (len < 1 || len > EEB_SHARD_MAX_NAME || memchr(name, ',', len))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: class name '%.*s' (1..%d bytes, no commas)",
                         where, (int)len, name, EEB_SHARD_MAX_NAME);
@@ -145,7 +149,8 @@ static int choose_classes(const struct classes *all, const char *wanted, struct 
     memset(out, 0, sizeof *out);
     if (!wanted) {
         for (int i = 0; i < all->n; i++) {
-            int rc = class_add(out, all->names[i], strlen(all->names[i]), "classes", err, errlen);
+            int rc =
+                class_add(out, all->names[i], strlen(all->names[i]), "classes", 0, err, errlen);
             if (rc != EEB_OK)
                 return rc;
         }
@@ -156,7 +161,7 @@ static int choose_classes(const struct classes *all, const char *wanted, struct 
         if (class_index(all, p, len) < 0)
             return eeb_errf(err, errlen, EEB_EINVAL,
                             "--classes: '%.*s' is not a class of this dataset", (int)len, p);
-        int rc = class_add(out, p, len, "--classes", err, errlen);
+        int rc = class_add(out, p, len, "--classes", 0, err, errlen);
         if (rc != EEB_OK)
             return rc;
         p += len + (p[len] == ',');
@@ -230,11 +235,8 @@ static int food101_items(struct import *im, char *err, size_t errlen)
     char path[4096];
     snprintf(path, sizeof path, "%s/meta/classes.txt", src);
     int rc = lines_read(&cl, path, err, errlen);
-    for (int i = 0; rc == EEB_OK && i < cl.n; i++) {
-        char where[4200];
-        snprintf(where, sizeof where, "%s:%d", path, cl.lineno[i]);
-        rc = class_add(&im->all, cl.text[i], strlen(cl.text[i]), where, err, errlen);
-    }
+    for (int i = 0; rc == EEB_OK && i < cl.n; i++)
+        rc = class_add(&im->all, cl.text[i], strlen(cl.text[i]), path, cl.lineno[i], err, errlen);
     lines_free(&cl);
     if (rc == EEB_OK)
         rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
@@ -267,7 +269,7 @@ static int voc_items(struct import *im, char *err, size_t errlen)
 {
     const char *src = im->sp->src;
     for (size_t i = 0; i < sizeof voc_classes / sizeof *voc_classes; i++) {
-        int rc = class_add(&im->all, voc_classes[i], strlen(voc_classes[i]), "VOC", err, errlen);
+        int rc = class_add(&im->all, voc_classes[i], strlen(voc_classes[i]), "VOC", 0, err, errlen);
         if (rc != EEB_OK)
             return rc;
     }
@@ -323,9 +325,7 @@ static int ucf101_items(struct import *im, char *err, size_t errlen)
                           cl.lineno[i], cl.text[i], im->all.n + 1);
             break;
         }
-        char where[4300];
-        snprintf(where, sizeof where, "%s:%d", path, cl.lineno[i]);
-        rc = class_add(&im->all, name, strlen(name), where, err, errlen);
+        rc = class_add(&im->all, name, strlen(name), path, cl.lineno[i], err, errlen);
     }
     lines_free(&cl);
     if (rc == EEB_OK)
