@@ -157,3 +157,38 @@ Test(model_cli, wrong_or_damaged_input_is_named)
     cr_assert_eq(r.status, 2);
     test_run_free(&r);
 }
+
+/* A model meets a shard it does not fit: the test stage and fine-tuning
+ * say so instead of running. */
+Test(model_cli, test_and_fine_tune_refuse_a_model_of_another_task)
+{
+    char shard[128], det[128], model[128];
+    snprintf(shard, sizeof shard, "%s", test_cls_shard(64, SIDE, 3));
+    snprintf(model, sizeof model, "%s/cls.eebm", test_tmpdir());
+    snprintf(det, sizeof det, "%s/det.eebd", test_tmpdir());
+    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data",
+                                                  shard, "-o", model, "--steps", "1", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"data", "gen", "--task", "det", "--domain", "pretrain", "--split",
+                                  "test", "--n", "4", "--size", "16", "-o", det, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "test", model, "--data", det, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "the model's loss is softmax_ce, a det shard needs grid_loss"), "%s",
+              r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "pretrain", "--task", "det", "--init", model, "--data",
+                                  det, "-o", model, NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "cls.eebm is a cls model, --task is det"), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "test", model, NULL});
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "'test' takes FILE and --data"), "%s", r.err);
+    test_run_free(&r);
+}

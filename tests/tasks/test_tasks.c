@@ -8,6 +8,7 @@
 #include "testlib.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,5 +160,40 @@ Test(tasks, batches_visit_every_record_once_shuffled)
         cr_assert_lt(first[i], i + 16, "record %d came out at %d", first[i], i);
     eeb_batcher_free(bt);
     eeb_shard_close(s);
+    eeb_net_free(net);
+}
+
+/* One cell of a 64x64 image's 8x8 grid, worked by hand: cell (x 2, y 1),
+ * objectness logit ln 3 (sigmoid 0.75), centre offset (0.5, 0.25), sqrt
+ * sides 0.5 and 0.25, class logits 0 and ln 3 (softmax 0.25, 0.75). */
+Test(tasks, grid_output_decoded_by_hand)
+{
+    struct eeb_shard_info det = {EEB_TASK_DET, 64, 64, 3, 1, 2, NULL, 0};
+    struct eeb_net *net;
+    char err[256];
+    cr_assert_eq(eeb_task_model(&det, 1, &net, err, sizeof err), EEB_OK, "%s", err);
+    float out[8 * 8 * 7];
+    for (int i = 0; i < 8 * 8 * 7; i++)
+        out[i] = i % 7 == 0 ? -20.0f : 0.0f; /* no object anywhere */
+    float *z = out + (1 * 8 + 2) * 7;
+    z[0] = logf(3), z[1] = 0.5f, z[2] = 0.25f, z[3] = 0.5f, z[4] = 0.25f, z[5] = 0, z[6] = logf(3);
+    struct eeb_scored_box b[8 * 8 * 2];
+    int n = eeb_task_decode_grid(net, &det, out, 0.1f, b, 8 * 8 * 2);
+    cr_assert_eq(n, 2, "%d boxes above 0.1", n);
+    /* centre (2.5/8 * 64, 1.25/8 * 64) = (20, 10); sides 0.25 * 64 = 16 and
+     * 0.0625 * 64 = 4 */
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(b[i].cls, i);
+        cr_assert_float_eq(b[i].score, 0.75f * (i ? 0.75f : 0.25f), 1e-6);
+        cr_assert_float_eq(b[i].x0, 12.0f, 1e-5);
+        cr_assert_float_eq(b[i].x1, 28.0f, 1e-5);
+        cr_assert_float_eq(b[i].y0, 8.0f, 1e-5);
+        cr_assert_float_eq(b[i].y1, 12.0f, 1e-5);
+    }
+    /* a box reaching past the image is clamped to it */
+    z[3] = 1.0f;
+    n = eeb_task_decode_grid(net, &det, out, 0.5f, b, 8 * 8 * 2);
+    cr_assert(n == 1 && b[0].cls == 1 && b[0].x0 == 0 && b[0].x1 == 52.0f, "%d: %g-%g", n, b[0].x0,
+              b[0].x1);
     eeb_net_free(net);
 }
