@@ -10,6 +10,9 @@
 #include "eeb_score.h"
 
 #include <expat.h>
+#include <jconfig.h> /* TurboJPEG has no run-time version query */
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -52,8 +55,12 @@ static void version(void)
 {
     printf("eeb %s\n", EEB_VERSION);
     printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
-    printf("libraries: SQLite %s, jansson %s, %s\n", sqlite3_libversion(), jansson_version_str(),
-           XML_ExpatVersion());
+    int jpeg = LIBJPEG_TURBO_VERSION_NUMBER;
+    printf("libraries: SQLite %s, jansson %s, %s, libjpeg-turbo %d.%d.%d (built with), FFmpeg %s "
+           "(libavformat %u.%u, libavcodec %u.%u)\n",
+           sqlite3_libversion(), jansson_version_str(), XML_ExpatVersion(), jpeg / 1000000,
+           jpeg / 1000 % 1000, jpeg % 1000, av_version_info(), avformat_version() >> 16,
+           avformat_version() >> 8 & 0xff, avcodec_version() >> 16, avcodec_version() >> 8 & 0xff);
     printf("accelerator backends:");
     for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
         printf(" %s", (*b)->name);

@@ -160,6 +160,8 @@ Test(cli, help_and_version)
     assert_has(r.out, "eeb 0.");
     assert_has(r.out, "run database schema v1");
     assert_has(r.out, "accelerator backends: emu kernel fp32");
+    assert_has(r.out, "libjpeg-turbo 2.");
+    assert_has(r.out, ", FFmpeg ");
     assert_has(r.out, "power sources:");
     test_run_free(&r);
 }
