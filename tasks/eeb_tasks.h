@@ -110,7 +110,8 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
  * boxes in the shard's pixels: for every cell and class, score =
  * sigmoid(objectness) x softmax class probability, kept if >= min_score;
  * centre = (cell + offset) / grid, side = (sqrt side)^2, clamped to the
- * image.  Returns how many were written (at most max).
+ * image.  Returns how many were written (at most max; none for a net
+ * scoring more than EEB_SHARD_MAX_CLASSES classes).
  */
 int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
                          const float *out, float min_score, struct eeb_scored_box *boxes, int max);

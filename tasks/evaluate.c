@@ -36,6 +36,8 @@ int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info 
     const struct eeb_layer *loss = eeb_net_loss(net);
     int gh = loss->out.h, gw = loss->out.w, per = loss->out.c, classes = per - FX_GRID_BOX;
     double p[EEB_SHARD_MAX_CLASSES];
+    if (classes < 1 || classes > EEB_SHARD_MAX_CLASSES)
+        return 0;
     int n = 0;
     for (int cell = 0; cell < gh * gw; cell++) {
         const float *z = out + (size_t)cell * per;

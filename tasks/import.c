@@ -360,6 +360,28 @@ static int ucf101_items(struct import *im, char *err, size_t errlen)
     return rc;
 }
 
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const struct item *)a)->id, ((const struct item *)b)->id);
+}
+
+/* Record ids must be unique: evaluation matches predictions by id. */
+static int check_unique(const struct import *im, char *err, size_t errlen)
+{
+    struct item *sorted = malloc((size_t)im->n * sizeof *sorted + 1);
+    if (!sorted)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
+    memcpy(sorted, im->items, (size_t)im->n * sizeof *sorted);
+    qsort(sorted, (size_t)im->n, sizeof *sorted, by_id);
+    int rc = EEB_OK;
+    for (int i = 1; i < im->n && rc == EEB_OK; i++)
+        if (strcmp(sorted[i - 1].id, sorted[i].id) == 0)
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: item '%s' is listed twice", im->sp->src,
+                          sorted[i].id);
+    free(sorted);
+    return rc;
+}
+
 /* ---- loading one item ---- */
 
 static int load_image(const struct import *im, const char *path, struct eeb_record *r, int *w,
@@ -457,6 +479,8 @@ int eeb_import(const struct eeb_import_spec *sp,
         rc = sp->format == EEB_IMPORT_FOOD101 ? food101_items(&im, err, errlen)
              : sp->format == EEB_IMPORT_VOC   ? voc_items(&im, err, errlen)
                                               : ucf101_items(&im, err, errlen);
+    if (rc == EEB_OK)
+        rc = check_unique(&im, err, errlen);
     struct eeb_shard_info info = {sp->format == EEB_IMPORT_FOOD101 ? EEB_TASK_CLS
                                   : video                          ? EEB_TASK_VIDEO
                                                                    : EEB_TASK_DET,

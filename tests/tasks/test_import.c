@@ -236,6 +236,9 @@ Test(import, food101_broken_items_are_named_or_skipped)
               res.first_skipped);
 
     /* the lists' own errors are never skipped */
+    write_text(src, "meta/train.txt", "apple_pie/1\nramen/102\napple_pie/1\n");
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
+    cr_assert(strstr(err, "item 'apple_pie/1' is listed twice"), "%s", err);
     write_text(src, "meta/train.txt", "apple_pie/1\npizza/7\n");
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
     cr_assert(strstr(err, "meta/train.txt:2: class 'pizza' is not in classes.txt"), "%s", err);
