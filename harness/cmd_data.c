@@ -104,6 +104,15 @@ struct args {
     int skip_bad, quiet, json;
 };
 
+/* --split: 0 train, 1 test, or -1 after a usage error. */
+static int parse_split(const char *s)
+{
+    if (strcmp(s, "train") == 0 || strcmp(s, "test") == 0)
+        return strcmp(s, "test") == 0;
+    eeb_cli_usage_error(cmd, "--split: '%s' (train or test)", s);
+    return -1;
+}
+
 static int gen(const struct args *a)
 {
     char err[512];
@@ -116,9 +125,8 @@ static int gen(const struct args *a)
         sp.domain = EEB_GEN_FINETUNE;
     else
         return eeb_cli_usage_error(cmd, "--domain: '%s' (pretrain or finetune)", a->domain);
-    if (strcmp(a->split, "train") != 0 && strcmp(a->split, "test") != 0)
-        return eeb_cli_usage_error(cmd, "--split: '%s' (train or test)", a->split);
-    sp.test = strcmp(a->split, "test") == 0;
+    if ((sp.test = parse_split(a->split)) < 0)
+        return EEB_EXIT_USAGE;
     sp.n = (uint64_t)a->n;
     if (sp.task == EEB_TASK_VIDEO)
         sp.frames = (int)a->frames;
@@ -140,9 +148,8 @@ static int import(const struct args *a, const char *src)
                                  .skip_bad = a->skip_bad};
     if (eeb_import_format_parse(a->format, &sp.format, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--format: %s", err);
-    if (strcmp(a->split, "train") != 0 && strcmp(a->split, "test") != 0)
-        return eeb_cli_usage_error(cmd, "--split: '%s' (train or test)", a->split);
-    sp.test = strcmp(a->split, "test") == 0;
+    if ((sp.test = parse_split(a->split)) < 0)
+        return EEB_EXIT_USAGE;
     struct progress p = {!a->quiet && isatty(2), a->out, -1};
     struct eeb_import_result res;
     if (eeb_import(&sp, show_progress, &p, &res, err, sizeof err))
