@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_RUNDB_SCHEMA         1          /* the schema version this eeb writes */
+#define EEB_RUNDB_SCHEMA         2          /* the schema version this eeb writes */
 #define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
 
 struct eeb_rundb; /* opaque */
@@ -54,6 +54,7 @@ enum eeb_run_state {
 const char *eeb_rundb_state_name(enum eeb_run_state state);
 
 struct eeb_run_new {
+    int power_log;             /* a standalone power log: task 'none', budgets may be NAN */
     enum eeb_task task;
     const char *backend;       /* "emu", "xrt", ... */
     const char *config_json;   /* the whole run configuration; NULL stores {} */

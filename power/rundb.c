@@ -69,6 +69,30 @@ static const char *const migrations[EEB_RUNDB_SCHEMA] = {
     "                                                 'computed')),"
     "  PRIMARY KEY (run_id, name)"
     ") STRICT;",
+    /* v1 -> v2: a run may be a standalone power log (`eeb power log`): task
+     * 'none' and no budgets.  SQLite cannot change a CHECK in place, so the
+     * table is rebuilt (its "making other kinds of table schema changes"
+     * procedure); foreign keys are off while migrations run, so dropping the
+     * old table deletes nothing, and the children's REFERENCES runs name
+     * the new one once it is renamed. */
+    "CREATE TABLE runs_v2 ("
+    "  id INTEGER PRIMARY KEY,"
+    "  uuid TEXT NOT NULL UNIQUE CHECK (length(uuid) = 36),"
+    "  task TEXT NOT NULL CHECK (task IN ('cls', 'det', 'video', 'none')),"
+    "  backend TEXT NOT NULL,"
+    "  config TEXT NOT NULL CHECK (json_valid(config)),"
+    /* CASE, not OR: a CHECK that is NULL passes, and NULL > 0 is NULL */
+    "  t_max_s REAL CHECK (CASE WHEN t_max_s IS NULL THEN task = 'none' ELSE t_max_s > 0 END),"
+    "  p_max_w REAL CHECK (CASE WHEN p_max_w IS NULL THEN task = 'none' ELSE p_max_w > 0 END),"
+    "  rules_version TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('init', 'deploy', 'finetune', 'stopped', 'test',"
+    "                                       'score', 'submit', 'done', 'failed')),"
+    "  created_utc_ns INTEGER NOT NULL,"
+    "  finished_utc_ns INTEGER"
+    ") STRICT;"
+    "INSERT INTO runs_v2 SELECT * FROM runs;"
+    "DROP TABLE runs;"
+    "ALTER TABLE runs_v2 RENAME TO runs;",
 };
 
 static const char *const state_names[EEB_RUN_STATE_COUNT] = {
@@ -121,6 +145,7 @@ static int migrate(struct eeb_rundb *db, char *err, size_t errlen)
         rc = db_error(db, "reading the schema version", err, errlen);
         goto out;
     }
+    int from = (int)version;
     for (int64_t v = version; v < EEB_RUNDB_SCHEMA; v++) {
         char sql[96];
         if (sqlite3_exec(db->h, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
@@ -134,6 +159,20 @@ static int migrate(struct eeb_rundb *db, char *err, size_t errlen)
             rc = db_error(db, "setting the schema version", err, errlen);
             goto out;
         }
+    }
+    /* The rebuilt tables must still hold together. */
+    int64_t broken = 0;
+    if (from > 0 && from < EEB_RUNDB_SCHEMA &&
+        query_int(db->h, "SELECT count(*) FROM pragma_foreign_key_check", &broken) != SQLITE_OK) {
+        rc = db_error(db, "checking foreign keys after migrating", err, errlen);
+        goto out;
+    }
+    if (broken) {
+        rc = eeb_errf(err, errlen, EEB_EDB,
+                      "%s: migrating from schema v%d left %lld rows without their run; the "
+                      "file is left as it was",
+                      db->path, from, (long long)broken);
+        goto out;
     }
     if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = db_error(db, "committing the migration", err, errlen);
@@ -206,10 +245,6 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
     if ((rc = recognize(db, mode, err, errlen)))
         goto fail;
     /* Only now that the file is ours may anything be written to it. */
-    if (sqlite3_exec(db->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_error(db, "enabling foreign keys", err, errlen);
-        goto fail;
-    }
     if (mode == EEB_RUNDB_READWRITE) {
         /* WAL lets `eeb check` read while a run writes; synchronous=FULL
          * makes each committed batch of samples survive a power cut. */
@@ -220,6 +255,11 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
         }
         if ((rc = migrate(db, err, errlen)))
             goto fail;
+    }
+    /* After migrating: a migration that rebuilds a table needs them off. */
+    if (sqlite3_exec(db->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = db_error(db, "enabling foreign keys", err, errlen);
+        goto fail;
     }
     *out = db;
     return EEB_OK;
@@ -258,13 +298,21 @@ static int step_done(struct eeb_rundb *db, sqlite3_stmt *st, const char *what, c
     return rc;
 }
 
+static void bind_optional(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
 int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, int64_t *id,
                          char uuid[37], char *err, size_t errlen)
 {
     char u[37];
     sqlite3_stmt *st;
     int rc;
-    if ((unsigned)run->task >= EEB_TASK_COUNT)
+    if (!run->power_log && (unsigned)run->task >= EEB_TASK_COUNT)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: run task %d is not a task", db->path,
                         (int)run->task);
     if ((rc = eeb_uuid4(u, err, errlen)) ||
@@ -275,11 +323,12 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
              &st, err, errlen)))
         return rc;
     sqlite3_bind_text(st, 1, u, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, eeb_task_name(run->task), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, run->power_log ? "none" : eeb_task_name(run->task), -1,
+                      SQLITE_STATIC);
     sqlite3_bind_text(st, 3, run->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 4, run->config_json ? run->config_json : "{}", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 5, run->t_max_s);
-    sqlite3_bind_double(st, 6, run->p_max_w);
+    bind_optional(st, 5, run->t_max_s);
+    bind_optional(st, 6, run->p_max_w);
     sqlite3_bind_text(st, 7, run->rules_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 8, eeb_utc_ns());
     if ((rc = step_done(db, st, "creating a run", err, errlen)))
@@ -339,14 +388,6 @@ int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, in
     else
         sqlite3_bind_null(st, 5);
     return step_done(db, st, "adding an event", err, errlen);
-}
-
-static void bind_optional(sqlite3_stmt *st, int i, double v)
-{
-    if (isnan(v))
-        sqlite3_bind_null(st, i);
-    else
-        sqlite3_bind_double(st, i, v);
 }
 
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,

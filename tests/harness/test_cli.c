@@ -158,7 +158,7 @@ Test(cli, help_and_version)
     r = test_eeb((const char *[]){"--version", NULL});
     cr_assert_eq(r.status, 0);
     assert_has(r.out, "eeb 0.");
-    assert_has(r.out, "run database schema v1");
+    assert_has(r.out, "run database schema v2");
     assert_has(r.out, "accelerator backends: emu kernel fp32");
     assert_has(r.out, "libjpeg-turbo 2.");
     assert_has(r.out, ", FFmpeg ");
@@ -179,7 +179,7 @@ Test(cli, db_init_info_and_foreign_file)
     cr_assert_eq(r.status, 0, "%s", r.err);
     json_t *o = json_loads(r.out, 0, NULL);
     cr_assert_not_null(o, "not JSON: %s", r.out);
-    cr_assert_eq(json_integer_value(json_object_get(o, "schema")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(o, "schema")), 2);
     cr_assert_eq(json_integer_value(json_object_get(o, "runs")), 0);
     json_decref(o);
     test_run_free(&r);

@@ -261,3 +261,56 @@ Test(rundb, readonly_does_not_create)
     cr_assert_neq(eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err), EEB_OK);
     cr_assert_null(test_read_file(path, NULL), "read-only open created %s", path);
 }
+
+/* tests/data/rundb/v1.db was written by eeb 0.1 (schema v1): a det run with
+ * two events, three samples and a result.  Opening it read-write migrates
+ * it to v2 in place, every row kept and still tied to its run; then a
+ * standalone power log (task none, no budgets) fits, as v1 would refuse. */
+Test(rundb, migrates_a_v1_file_keeping_every_row)
+{
+    size_t len;
+    char *v1 = test_fixture("rundb/v1.db", &len);
+    test_write_file(path, v1, len);
+    free(v1);
+    struct eeb_rundb *db;
+    char err[512] = "";
+    cr_assert_eq(eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err), EEB_EVERSION);
+    cr_assert(strstr(err, "schema v1 needs migrating to v2"), "%s", err);
+    db = open_rw();
+    eeb_rundb_close(db);
+    cr_assert_eq(sql_int("PRAGMA user_version"), 2);
+    cr_assert_eq(sql_int("SELECT count(*) FROM runs WHERE task = 'det' AND p_max_w = 10 AND "
+                         "uuid = '0a6f6c8e-9d6e-4c2b-8a51-3f1f7d2c9b10'"),
+                 1);
+    cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE run_id = 1"), 2);
+    cr_assert_eq(sql_int("SELECT count(*) FROM samples WHERE run_id = 1 AND watts > 0"), 3);
+    cr_assert_eq(sql_int("SELECT count(*) FROM results WHERE run_id = 1"), 1);
+    cr_assert_eq(sql_int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    cr_assert_eq(sql_int("SELECT count(*) FROM sqlite_schema WHERE name = 'runs_v2'"), 0);
+
+    /* the children still follow their run: deleting it cascades */
+    db = open_rw();
+    struct eeb_run_new log = {.power_log = 1, .backend = "none", .t_max_s = NAN,
+                              .p_max_w = NAN, .rules_version = "1"};
+    int64_t id;
+    char uuid[37];
+    cr_assert_eq(eeb_rundb_run_create(db, &log, &id, uuid, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(id, 2);
+    eeb_rundb_close(db);
+    cr_assert_eq(sql_int("SELECT count(*) FROM runs WHERE task = 'none' AND p_max_w IS NULL"), 1);
+    sql_exec("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1");
+    cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 0);
+    cr_assert_eq(sql_int("SELECT count(*) FROM events"), 0);
+}
+
+Test(rundb, a_benchmark_run_still_needs_its_budgets)
+{
+    struct eeb_rundb *db = open_rw();
+    struct eeb_run_new run = {.task = EEB_TASK_CLS, .backend = "emu", .t_max_s = 600,
+                              .p_max_w = NAN, .rules_version = "1"};
+    int64_t id;
+    char uuid[37], err[512] = "";
+    cr_assert_eq(eeb_rundb_run_create(db, &run, &id, uuid, err, sizeof err), EEB_EDB);
+    cr_assert(strstr(err, "CHECK constraint failed"), "%s", err);
+    eeb_rundb_close(db);
+}
