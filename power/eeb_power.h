@@ -1,0 +1,160 @@
+/*
+ * eeb_power.h - everything between a power meter and the run database:
+ * power sources, the sampler that reads one on a fixed clock into SQLite,
+ * and the energy and validity figures computed from the samples.
+ *
+ * A source is a URI, "scheme:arguments", opened through a constant table
+ * of functions per scheme (SQLite's VFS shape).  Each reading carries the
+ * provenance of its numbers: measured (a meter), counter (an energy
+ * counter, differentiated) or modeled (a simulation or the analytical
+ * model) -- leaderboards never mix them.
+ */
+#ifndef EEB_POWER_H
+#define EEB_POWER_H
+
+#include "eeb_common.h"
+#include "eeb_rundb.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- sources ---- */
+
+enum eeb_provenance { EEB_MEASURED, EEB_COUNTER, EEB_MODELED };
+
+/* "measured", "counter", "modeled". */
+const char *eeb_provenance_name(enum eeb_provenance p);
+
+struct eeb_power_source {
+    const struct eeb_power_source_ops *ops;
+    char *uri;                      /* as opened */
+    enum eeb_provenance provenance; /* of its readings */
+};
+
+struct eeb_power_source_ops {
+    const char *scheme;      /* "sim" opens "sim:..." */
+    const char *description; /* one line, for --help and `eeb power list` */
+    /* Opens the source that args, the URI after "scheme:", describes
+     * (uri is the whole, for messages); fills every base field but uri. */
+    int (*open)(const char *uri, const char *args, struct eeb_power_source **out, char *err,
+                size_t errlen);
+    /* One reading for the sampler's deadline t_mono_ns: out->watts, and
+     * volts and amps (NAN when the source has none).  The sampler stamps
+     * the times.  EEB_EDEVICE or EEB_ETIMEOUT for a meter that failed,
+     * EEB_EFORMAT quoting an unparseable reply. */
+    int (*read)(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb_sample *out, char *err,
+                size_t errlen);
+    void (*close)(struct eeb_power_source *s);
+};
+
+/* Sources built in, NULL-terminated. */
+const struct eeb_power_source_ops *const *eeb_power_sources(void);
+
+/* Opens a source by URI; EEB_EINVAL naming the schemes for an unknown one. */
+int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen);
+
+static inline void eeb_power_close(struct eeb_power_source *s)
+{
+    if (s)
+        s->ops->close(s);
+}
+
+/* ---- the sampler ---- */
+
+struct eeb_sampler_config {
+    const char *db_path; /* the run database (the writer opens its own connection) */
+    int64_t run;         /* the run the samples belong to */
+    double rate_hz;      /* 1 .. 10000 */
+    size_t ring;         /* samples the ring holds; a power of two (default 65536) */
+    int writer_delay_ms; /* tests: the writer sleeps this long per batch */
+};
+
+/* rate 100 Hz, a ring of 65536 samples (11 minutes at 100 Hz). */
+void eeb_sampler_config_default(struct eeb_sampler_config *cfg);
+
+/* While sampling: what the live display shows. */
+struct eeb_sampler_live {
+    uint64_t samples;    /* read so far */
+    double watts;        /* the last reading */
+    double joules;       /* trapezoidal, since the start */
+    double seconds;      /* since the first sample */
+    uint64_t dropped;    /* the ring was full */
+    uint64_t failed;     /* reads that failed */
+};
+
+struct eeb_sampler_stats {
+    uint64_t ticks;          /* deadlines the clock reached */
+    uint64_t samples;        /* readings taken */
+    uint64_t failed;         /* reads that failed (meter errors) */
+    uint64_t missed;         /* deadlines skipped because a read overran them */
+    uint64_t dropped;        /* readings lost because the ring was full */
+    uint64_t written;        /* samples committed to the database */
+    double achieved_hz;      /* samples / their span */
+    double jitter_p50_us, jitter_p99_us, jitter_max_us; /* wake-up past the deadline */
+    double sampler_cpu_s, writer_cpu_s;                 /* thread CPU time */
+    char first_error[256];   /* the first read error, "" if none */
+};
+
+struct eeb_sampler;
+
+/*
+ * Starts sampling src into the run: a sampler thread wakes on absolute
+ * CLOCK_MONOTONIC deadlines (clock_nanosleep, TIMER_ABSTIME), reads, and
+ * pushes into a lock-free single-producer ring; a writer thread commits
+ * the ring to the database in batches.  The sampler never touches disk.
+ * A read that fails is counted and recorded once as a "power_fault" event
+ * with the reason (and "power_recovered" when readings resume); a ring that
+ * is full counts the reading as dropped.  src stays the caller's.
+ */
+int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_config *cfg,
+                      struct eeb_sampler **out, char *err, size_t errlen);
+
+/* Records an event now, on the samples' clock (written by the writer);
+ * payload_json may be NULL.  Returns its time. */
+int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *payload_json);
+
+void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out);
+
+/* Stops both threads, commits what is left and frees s.  An error of the
+ * writer (a full disk, say) is returned here; what was committed stays. */
+int eeb_sampler_stop(struct eeb_sampler *s, struct eeb_sampler_stats *stats, char *err,
+                     size_t errlen);
+
+/* ---- energy and validity ---- */
+
+struct eeb_energy {
+    double joules;       /* trapezoidal integral over [t0, t1] */
+    double seconds;      /* t1 - t0 */
+    double mean_w, peak_w;
+    uint64_t samples;    /* inside the window */
+    uint64_t gaps;       /* intervals longer than twice the nominal one */
+    double gap_seconds;  /* their total length */
+    double achieved_hz;  /* samples / seconds */
+};
+
+/*
+ * Energy of a stage from time-ordered samples: the trapezoidal integral of
+ * watts over [t0_ns, t1_ns], the samples' linear interpolation carried to
+ * the window's edges where samples lie beyond them (so a piecewise-linear
+ * signal sampled at its corners integrates exactly).  interval_s is the
+ * nominal sampling interval for gap detection.  EEB_EINVAL for fewer than
+ * two samples covering any of the window.
+ */
+int eeb_power_energy(const struct eeb_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
+                     double interval_s, struct eeb_energy *out, char *err, size_t errlen);
+
+/* Validity of a measurement (MLPerf power practice): minimum achieved rate,
+ * maximum fraction of the window in gaps, maximum fraction dropped. */
+struct eeb_power_validity {
+    double min_rate_hz;        /* default 1 */
+    double max_gap_fraction;   /* default 0.05 */
+    double max_drop_fraction;  /* default 0.001 */
+};
+
+void eeb_power_validity_default(struct eeb_power_validity *v);
+
+/* 1 if valid; else 0 and every reason in why ("; "-separated). */
+int eeb_power_valid(const struct eeb_energy *e, uint64_t dropped, uint64_t failed,
+                    const struct eeb_power_validity *v, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * source.c - the registry of power sources, opening one by URI, and the
+ * option parsing the sources share.
+ */
+#include "power_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct eeb_power_source_ops *const sources[] = {
+    &power_sim_ops,
+    &power_replay_ops,
+    &power_faulty_ops,
+    NULL,
+};
+
+const struct eeb_power_source_ops *const *eeb_power_sources(void)
+{
+    return sources;
+}
+
+const char *eeb_provenance_name(enum eeb_provenance p)
+{
+    return p == EEB_MEASURED ? "measured" : p == EEB_COUNTER ? "counter" : "modeled";
+}
+
+int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen)
+{
+    const char *colon = strchr(uri, ':');
+    size_t len = colon ? (size_t)(colon - uri) : strlen(uri);
+    for (const struct eeb_power_source_ops *const *o = sources; *o; o++) {
+        if (strlen((*o)->scheme) != len || strncmp((*o)->scheme, uri, len) != 0)
+            continue;
+        struct eeb_power_source *s;
+        int rc = (*o)->open(uri, colon ? colon + 1 : "", &s, err, errlen);
+        if (rc != EEB_OK)
+            return rc;
+        if (!(s->uri = strdup(uri))) {
+            s->ops->close(s);
+            return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
+        }
+        *out = s;
+        return EEB_OK;
+    }
+    char names[256] = "";
+    for (const struct eeb_power_source_ops *const *o = sources; *o; o++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s:", o == sources ? "" : ", ",
+                 (*o)->scheme);
+    return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': unknown scheme (known: %s)", uri,
+                    names);
+}
+
+int power_each_option(const char *uri, const char *args,
+                      int (*fn)(void *arg, const char *key, const char *value, char *err,
+                                size_t errlen),
+                      void *arg, char *err, size_t errlen)
+{
+    char *copy = strdup(args);
+    if (!copy)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
+    int rc = EEB_OK;
+    for (char *save = NULL, *opt = strtok_r(copy, ",", &save); opt && rc == EEB_OK;
+         opt = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(opt, '=');
+        if (!eq || eq == opt) {
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': '%s' is not key=value",
+                          uri, opt);
+            break;
+        }
+        *eq = '\0';
+        rc = fn(arg, opt, eq + 1, err, errlen);
+    }
+    free(copy);
+    return rc;
+}
+
+int power_number(const char *uri, const char *key, const char *text, double *out, char *err,
+                 size_t errlen)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v))
+        return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': %s: '%s' is not a number",
+                        uri, key, text);
+    *out = v;
+    return EEB_OK;
+}
