@@ -74,25 +74,25 @@ void eeb_sampler_config_default(struct eeb_sampler_config *cfg);
 
 /* While sampling: what the live display shows. */
 struct eeb_sampler_live {
-    uint64_t samples;    /* read so far */
-    double watts;        /* the last reading */
-    double joules;       /* trapezoidal, since the start */
-    double seconds;      /* since the first sample */
-    uint64_t dropped;    /* the ring was full */
-    uint64_t failed;     /* reads that failed */
+    uint64_t samples; /* read so far */
+    double watts;     /* the last reading */
+    double joules;    /* trapezoidal, since the start */
+    double seconds;   /* since the first sample */
+    uint64_t dropped; /* the ring was full */
+    uint64_t failed;  /* reads that failed */
 };
 
 struct eeb_sampler_stats {
-    uint64_t ticks;          /* deadlines the clock reached */
-    uint64_t samples;        /* readings taken */
-    uint64_t failed;         /* reads that failed (meter errors) */
-    uint64_t missed;         /* deadlines skipped because a read overran them */
-    uint64_t dropped;        /* readings lost because the ring was full */
-    uint64_t written;        /* samples committed to the database */
-    double achieved_hz;      /* samples / their span */
+    uint64_t ticks;     /* deadlines the clock reached */
+    uint64_t samples;   /* readings taken */
+    uint64_t failed;    /* reads that failed (meter errors) */
+    uint64_t missed;    /* deadlines skipped because a read overran them */
+    uint64_t dropped;   /* readings lost because the ring was full */
+    uint64_t written;   /* samples committed to the database */
+    double achieved_hz; /* samples / their span */
     double jitter_p50_us, jitter_p99_us, jitter_max_us; /* wake-up past the deadline */
     double sampler_cpu_s, writer_cpu_s;                 /* thread CPU time */
-    char first_error[256];   /* the first read error, "" if none */
+    char first_error[256];                              /* the first read error, "" if none */
 };
 
 struct eeb_sampler;
@@ -123,13 +123,13 @@ int eeb_sampler_stop(struct eeb_sampler *s, struct eeb_sampler_stats *stats, cha
 /* ---- energy and validity ---- */
 
 struct eeb_energy {
-    double joules;       /* trapezoidal integral over [t0, t1] */
-    double seconds;      /* t1 - t0 */
+    double joules;  /* trapezoidal integral over [t0, t1] */
+    double seconds; /* t1 - t0 */
     double mean_w, peak_w;
-    uint64_t samples;    /* inside the window */
-    uint64_t gaps;       /* intervals longer than twice the nominal one */
-    double gap_seconds;  /* their total length */
-    double achieved_hz;  /* samples / seconds */
+    uint64_t samples;   /* inside the window */
+    uint64_t gaps;      /* intervals longer than twice the nominal one */
+    double gap_seconds; /* their total length */
+    double achieved_hz; /* samples / seconds */
 };
 
 /*
@@ -146,9 +146,9 @@ int eeb_power_energy(const struct eeb_sample *s, size_t n, int64_t t0_ns, int64_
 /* Validity of a measurement (MLPerf power practice): minimum achieved rate,
  * maximum fraction of the window in gaps, maximum fraction dropped. */
 struct eeb_power_validity {
-    double min_rate_hz;        /* default 1 */
-    double max_gap_fraction;   /* default 0.05 */
-    double max_drop_fraction;  /* default 0.001 */
+    double min_rate_hz;       /* default 1 */
+    double max_gap_fraction;  /* default 0.05 */
+    double max_drop_fraction; /* default 0.001 */
 };
 
 void eeb_power_validity_default(struct eeb_power_validity *v);

@@ -54,7 +54,7 @@ enum eeb_run_state {
 const char *eeb_rundb_state_name(enum eeb_run_state state);
 
 struct eeb_run_new {
-    int power_log;             /* a standalone power log: task 'none', budgets may be NAN */
+    int power_log; /* a standalone power log: task 'none', budgets may be NAN */
     enum eeb_task task;
     const char *backend;       /* "emu", "xrt", ... */
     const char *config_json;   /* the whole run configuration; NULL stores {} */

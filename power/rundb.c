@@ -323,8 +323,7 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
              &st, err, errlen)))
         return rc;
     sqlite3_bind_text(st, 1, u, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, run->power_log ? "none" : eeb_task_name(run->task), -1,
-                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, run->power_log ? "none" : eeb_task_name(run->task), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, run->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 4, run->config_json ? run->config_json : "{}", -1, SQLITE_TRANSIENT);
     bind_optional(st, 5, run->t_max_s);

@@ -47,8 +47,8 @@ int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, si
     }
     char names[256] = "";
     for (const struct eeb_power_source_ops *const *o = sources; *o; o++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s:", o == sources ? "" : ", ",
-                 (*o)->scheme);
+        snprintf(names + strlen(names), sizeof names - strlen(names),
+                 "%s%s:", o == sources ? "" : ", ", (*o)->scheme);
     return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': unknown scheme (known: %s)", uri,
                     names);
 }
@@ -66,8 +66,8 @@ int power_each_option(const char *uri, const char *args,
          opt = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(opt, '=');
         if (!eq || eq == opt) {
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': '%s' is not key=value",
-                          uri, opt);
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': '%s' is not key=value", uri,
+                          opt);
             break;
         }
         *eq = '\0';
@@ -84,8 +84,8 @@ int power_number(const char *uri, const char *key, const char *text, double *out
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno || !isfinite(v))
-        return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': %s: '%s' is not a number",
-                        uri, key, text);
+        return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': %s: '%s' is not a number", uri,
+                        key, text);
     *out = v;
     return EEB_OK;
 }

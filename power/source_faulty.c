@@ -31,8 +31,8 @@ static void faulty_close(struct eeb_power_source *s)
     free(f);
 }
 
-static int faulty_open(const char *uri, const char *args, struct eeb_power_source **out,
-                       char *err, size_t errlen)
+static int faulty_open(const char *uri, const char *args, struct eeb_power_source **out, char *err,
+                       size_t errlen)
 {
     const char *colon = strchr(args, ':');
     unsigned long long n = 0, k = 0;

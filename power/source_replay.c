@@ -2,7 +2,7 @@
  * source_replay.c - "replay:FILE.csv": a recorded power trace played back
  * on the sampler's clock.  Each line is "t_s,watts" or "t_s,watts,volts,
  * amps", t_s strictly increasing from the trace's start; a first line that
- * is not numbers is a header, '#' starts a comment.  A reading at time t
+ * starts with a letter is a header, '#' starts a comment.  A reading at time t
  * after the first is the trace linearly interpolated at t; past its end the
  * meter is gone (EEB_EDEVICE).  Readings are measured: they were.
  */
@@ -78,8 +78,8 @@ static int load(struct replay *r, const char *path, char *err, size_t errlen)
         snprintf(copy, sizeof copy, "%s", line);
         struct point pt;
         if (!parse_line(line, &pt)) {
-            if (no == 1)
-                continue; /* a header */
+            if (no == 1 && isalpha((unsigned char)line[strspn(line, " \t")]))
+                continue; /* a header: a first line that starts with a name */
             rc = eeb_errf(err, errlen, EEB_EFORMAT,
                           "%s:%d: '%s' is not t_s,watts[,volts,amps] (numbers)", path, no, copy);
         } else if (pt.watts < 0 || (r->n && pt.t <= r->p[r->n - 1].t)) {
@@ -103,8 +103,8 @@ static void replay_close(struct eeb_power_source *s)
     free(r);
 }
 
-static int replay_open(const char *uri, const char *args, struct eeb_power_source **out,
-                       char *err, size_t errlen)
+static int replay_open(const char *uri, const char *args, struct eeb_power_source **out, char *err,
+                       size_t errlen)
 {
     struct replay *r = calloc(1, sizeof *r);
     if (!r)

@@ -43,8 +43,7 @@ static int option(void *arg, const char *key, const char *value, char *err, size
             s->profile = SINE;
         else
             return eeb_errf(err, errlen, EEB_EINVAL,
-                            "power source '%s': profile '%s' (const, step or sine)", p->uri,
-                            value);
+                            "power source '%s': profile '%s' (const, step or sine)", p->uri, value);
         return EEB_OK;
     }
     if (strcmp(key, "seed") == 0) {
@@ -53,9 +52,9 @@ static int option(void *arg, const char *key, const char *value, char *err, size
         s->rng = (uint64_t)fabs(seed);
         return rc;
     }
-    static const char *const keys[] = {"watts", "low", "high", "mean", "amp",
-                                       "period", "noise", "volts"};
-    double *fields[] = {&s->watts, &s->low, &s->high, &s->mean,
+    static const char *const keys[] = {"watts", "low",    "high",  "mean",
+                                       "amp",   "period", "noise", "volts"};
+    double *fields[] = {&s->watts, &s->low,    &s->high,  &s->mean,
                         &s->amp,   &s->period, &s->noise, &s->volts};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (strcmp(key, keys[i]) == 0)
