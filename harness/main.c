@@ -5,6 +5,7 @@
 #include "eeb_accel.h"
 #include "eeb_cli.h"
 #include "eeb_common.h"
+#include "eeb_power.h"
 #include "eeb_rundb.h"
 #include "eeb_emu_gemm.h"
 #include "eeb_score.h"
@@ -28,6 +29,7 @@ static const struct command {
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},
     {"eval", eeb_cmd_eval, "a task metric from prediction files (top-5, VOC mAP)"},
     {"data", eeb_cmd_data, "generate, import or describe .eebd dataset shards"},
+    {"power", eeb_cmd_power, "power sources, a standalone logger, energy and P_max of a run"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -65,7 +67,10 @@ static void version(void)
     for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
         printf(" %s", (*b)->name);
     printf(" (emulator on %s here)\n", eeb_emu_isa_name(eeb_emu_gemm_best_isa()));
-    printf("power sources: none built in\n");
+    printf("power sources:");
+    for (const struct eeb_power_source_ops *const *o = eeb_power_sources(); *o; o++)
+        printf(" %s:", (*o)->scheme);
+    putchar('\n');
 }
 
 static const struct command *find(const char *name)

@@ -137,8 +137,10 @@ struct eeb_energy {
  * watts over [t0_ns, t1_ns], the samples' linear interpolation carried to
  * the window's edges where samples lie beyond them (so a piecewise-linear
  * signal sampled at its corners integrates exactly).  interval_s is the
- * nominal sampling interval for gap detection.  EEB_EINVAL for fewer than
- * two samples covering any of the window.
+ * nominal sampling interval: samples further apart than twice it leave a
+ * gap; a window edge before the first or after the last sample is held at
+ * that sample's watts if shorter than a gap, else is one.  EEB_EINVAL for
+ * fewer than two samples covering any of the window.
  */
 int eeb_power_energy(const struct eeb_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
                      double interval_s, struct eeb_energy *out, char *err, size_t errlen);
@@ -156,5 +158,34 @@ void eeb_power_validity_default(struct eeb_power_validity *v);
 /* 1 if valid; else 0 and every reason in why ("; "-separated). */
 int eeb_power_valid(const struct eeb_energy *e, uint64_t dropped, uint64_t failed,
                     const struct eeb_power_validity *v, char *why, size_t whylen);
+
+/* ---- a run's power, from the database alone ---- */
+
+struct eeb_power_summary {
+    int64_t run;
+    char source[256];     /* the URI the samples came from */
+    char provenance[16];  /* measured, counter or modeled ("" if unrecorded) */
+    char window[64];      /* which events bound it: "finetune", "log", or "all samples" */
+    int64_t t0_ns, t1_ns; /* the window */
+    double rate_hz;       /* the nominal sampling rate (0 if unrecorded) */
+    struct eeb_energy energy;
+    uint64_t dropped, failed, missed; /* as the sampler counted them */
+    int valid;                        /* the validity rules (eeb_power_valid) hold */
+    char invalid[512];                /* why not */
+    double p_max_w;                   /* the budget judged against, or NAN: none */
+    int p_max_pass;                   /* the P_max rule (scoring/) over the window's samples */
+    double worst_w;                   /* its worst window's mean */
+    char p_max_reason[256];
+};
+
+/*
+ * Summarizes the power of run (0: the latest) in the database at path,
+ * read-only: the window is the fine-tune stage ("finetune_begin" ..
+ * "finetune_end" events), else a standalone log's ("log_begin" ..
+ * "log_end"), else all its samples.  p_max_w, if not NAN, overrides the
+ * run's budget; the P_max rule is the built-in rules'.
+ */
+int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
+                        struct eeb_power_summary *out, char *err, size_t errlen);
 
 #endif

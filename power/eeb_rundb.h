@@ -96,6 +96,36 @@ int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_
                            int (*fn)(void *arg, const char *source, const struct eeb_sample *s),
                            void *arg, char *err, size_t errlen);
 
+/* A run as stored. */
+struct eeb_run_row {
+    int64_t id;
+    char uuid[37];
+    char task[8]; /* cls, det, video or none */
+    char backend[64];
+    char *config;            /* JSON (free it with eeb_rundb_run_row_free) */
+    double t_max_s, p_max_w; /* NAN when not set (power logs) */
+    char rules_version[32];
+    char state[16];
+    int64_t created_utc_ns, finished_utc_ns; /* finished: 0 while running */
+};
+
+/* Reads run id, or with id 0 the latest run.  EEB_EINVAL naming the file
+ * if there is no such run. */
+int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out, char *err,
+                      size_t errlen);
+void eeb_rundb_run_row_free(struct eeb_run_row *row);
+
+/* Calls fn for each event of a run in time order (payload NULL if none);
+ * a non-zero return from fn stops the walk and is returned. */
+int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,
+                          int (*fn)(void *arg, int64_t t_mono_ns, int64_t t_utc_ns,
+                                    const char *kind, const char *payload),
+                          void *arg, char *err, size_t errlen);
+
+/* A stored result's value; EEB_EINVAL if the run has none of that name. */
+int eeb_rundb_result_get(struct eeb_rundb *db, int64_t run, const char *name, double *value,
+                         char *err, size_t errlen);
+
 /* Stores (or replaces) the prediction for one test item, as JSON. */
 int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
                              const char *payload_json, char *err, size_t errlen);

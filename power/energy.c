@@ -50,16 +50,25 @@ int eeb_power_energy(const struct eeb_sample *s, size_t n, int64_t t0, int64_t t
     if (covered == 0)
         return eeb_errf(err, errlen, EEB_EINVAL,
                         "energy: no two samples cover any of the window (%zu samples)", n);
+    /* The window's edges beyond the first and last sample: a reading holds
+     * until the next, so an edge shorter than a gap is held at its nearest
+     * sample; a longer one is a gap, and not integrated. */
+    int64_t edge[2] = {s[0].t_mono_ns - t0, t1 - s[n - 1].t_mono_ns};
+    double held[2] = {s[0].watts, s[n - 1].watts};
+    for (int i = 0; i < 2; i++) {
+        if (edge[i] <= 0)
+            continue;
+        if ((double)edge[i] <= gap_ns) {
+            joules += held[i] * (double)edge[i] / 1e9;
+        } else {
+            out->gaps++;
+            out->gap_seconds += (double)edge[i] / 1e9;
+        }
+    }
     out->joules = joules;
     out->seconds = (double)(t1 - t0) / 1e9;
     out->mean_w = joules / out->seconds;
     out->achieved_hz = (double)out->samples / out->seconds;
-    /* time of the window no segment covers counts as a gap too */
-    double uncovered = (double)(t1 - t0 - covered) / 1e9;
-    if (uncovered > 0) {
-        out->gaps++;
-        out->gap_seconds += uncovered;
-    }
     return EEB_OK;
 }
 

@@ -506,6 +506,103 @@ int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_
     return rc;
 }
 
+static void copy_text(sqlite3_stmt *st, int i, char *out, size_t n)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    snprintf(out, n, "%s", t ? (const char *)t : "");
+}
+
+int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out, char *err,
+                      size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+                     "SELECT id, uuid, task, backend, config, t_max_s, p_max_w, rules_version,"
+                     " state, created_utc_ns, finished_utc_ns FROM runs"
+                     " WHERE id = ?1 OR (?1 = 0 AND id = (SELECT max(id) FROM runs))",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        out->id = sqlite3_column_int64(st, 0);
+        copy_text(st, 1, out->uuid, sizeof out->uuid);
+        copy_text(st, 2, out->task, sizeof out->task);
+        copy_text(st, 3, out->backend, sizeof out->backend);
+        out->config = strdup((const char *)sqlite3_column_text(st, 4));
+        out->t_max_s = column_optional(st, 5);
+        out->p_max_w = column_optional(st, 6);
+        copy_text(st, 7, out->rules_version, sizeof out->rules_version);
+        copy_text(st, 8, out->state, sizeof out->state);
+        out->created_utc_ns = sqlite3_column_int64(st, 9);
+        out->finished_utc_ns = sqlite3_column_int64(st, 10);
+        rc =
+            out->config ? EEB_OK : eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", db->path);
+    } else if (step == SQLITE_DONE) {
+        rc = id ? eeb_errf(err, errlen, EEB_EINVAL, "%s: no run %lld", db->path, (long long)id)
+                : eeb_errf(err, errlen, EEB_EINVAL, "%s: no runs yet", db->path);
+    } else {
+        rc = db_error(db, "reading a run", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void eeb_rundb_run_row_free(struct eeb_run_row *row)
+{
+    free(row->config);
+    row->config = NULL;
+}
+
+int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,
+                          int (*fn)(void *arg, int64_t t_mono_ns, int64_t t_utc_ns,
+                                    const char *kind, const char *payload),
+                          void *arg, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+                     "SELECT t_mono_ns, t_utc_ns, kind, payload FROM events WHERE run_id = ?"
+                     " ORDER BY t_mono_ns, id",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        if ((rc = fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                     (const char *)sqlite3_column_text(st, 2),
+                     (const char *)sqlite3_column_text(st, 3))))
+            break;
+    if (!rc && step != SQLITE_DONE)
+        rc = db_error(db, "reading events", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int eeb_rundb_result_get(struct eeb_rundb *db, int64_t run, const char *name, double *value,
+                         char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc =
+        prepare(db, "SELECT value FROM results WHERE run_id = ? AND name = ?", &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *value = sqlite3_column_double(st, 0);
+    else if (step == SQLITE_DONE)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld has no result '%s'", db->path,
+                      (long long)run, name);
+    else
+        rc = db_error(db, "reading a result", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int eeb_rundb_info(struct eeb_rundb *db, struct eeb_rundb_info *out, char *err, size_t errlen)
 {
     static const struct {

@@ -91,7 +91,8 @@ static int faulty_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb
 
 const struct eeb_power_source_ops power_faulty_ops = {
     .scheme = "faulty",
-    .description = "faulty:WHEN:URI, another source failing or stalling on chosen reads (tests)",
+    .description =
+        "faulty:WHEN:URI, another source failing or stalling on chosen reads (its provenance)",
     .open = faulty_open,
     .read = faulty_read,
     .close = faulty_close,

@@ -148,7 +148,7 @@ static int replay_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb
 
 const struct eeb_power_source_ops power_replay_ops = {
     .scheme = "replay",
-    .description = "a recorded trace, replay:FILE.csv with t_s,watts[,volts,amps] lines",
+    .description = "replay:FILE.csv, a recorded trace of t_s,watts[,volts,amps] lines (measured)",
     .open = replay_open,
     .read = replay_read,
     .close = replay_close,

@@ -124,7 +124,7 @@ static void sim_close(struct eeb_power_source *s)
 
 const struct eeb_power_source_ops power_sim_ops = {
     .scheme = "sim",
-    .description = "simulated meter: constant, step or sine watts with seeded noise (modeled)",
+    .description = "sim:[key=value,...], constant, step or sine watts with seeded noise (modeled)",
     .open = sim_open,
     .read = sim_read,
     .close = sim_close,

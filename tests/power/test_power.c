@@ -117,9 +117,14 @@ Test(energy, gaps_are_flagged_and_make_a_run_invalid)
     cr_assert_not(eeb_power_valid(&e, 1, 3, &v, why, sizeof why));
     cr_assert(strstr(why, "1 of 97 samples dropped") && strstr(why, "failed 3 reads"), "%s", why);
 
-    /* a window the samples do not reach: the rest is a gap */
+    /* an edge shorter than a gap is held at the nearest sample; the part
+     * of a window the samples do not reach is a gap */
+    cr_assert_eq(eeb_power_energy(s, n, -15000000, 1015000000, 0.010, &e, err, sizeof err), EEB_OK);
+    cr_assert_float_eq(e.joules, 4 * 1.03, 1e-12);
+    cr_assert_eq(e.gaps, 1);
     cr_assert_eq(eeb_power_energy(s, n, 500000000, 1500000000, 0.010, &e, err, sizeof err), EEB_OK);
     cr_assert_float_eq(e.gap_seconds, 0.5, 1e-12);
+    cr_assert_float_eq(e.joules, 2.0, 1e-12);
     cr_assert_eq(eeb_power_energy(s, n, 2000000000, 3000000000, 0.010, &e, err, sizeof err),
                  EEB_EINVAL);
     cr_assert(strstr(err, "no two samples cover any of the window"), "%s", err);

@@ -1,0 +1,384 @@
+/*
+ * cmd_power.c - `eeb power list|log|summary|export`: the power sources
+ * this build has, a standalone logger into a run database, and a logged
+ * run's energy, validity and P_max verdict, or its samples as CSV or JSON.
+ */
+#include "eeb_cli.h"
+#include "eeb_power.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const cmd = "power";
+
+static void help(void)
+{
+    puts("Usage: eeb power list\n"
+         "       eeb power log --source URI --db FILE [--rate HZ] [--duration S] [--pmax W]\n"
+         "       eeb power summary FILE [--run ID] [--pmax W] [--json]\n"
+         "       eeb power export FILE [--run ID] --csv|--json\n"
+         "\n"
+         "  list     the power sources this build has, with their URI forms\n"
+         "  log      samples a source into a run database until --duration passes\n"
+         "           or Ctrl-C; every committed sample stays readable whatever\n"
+         "           happens to the process.  On a terminal a live line shows\n"
+         "           watts now, the mean and the joules so far\n"
+         "  summary  a run's energy, mean and peak power, samples, drops, gaps,\n"
+         "           achieved rate, provenance, whether the measurement is valid\n"
+         "           and, given a budget, the P_max verdict (exit 3 if it fails)\n"
+         "  export   a run's samples (t_mono_ns, t_utc_ns, volts, amps, watts)\n"
+         "\n"
+         "Options:\n"
+         "  --source URI    sim:[watts=W,...], replay:FILE.csv, faulty:WHEN:URI\n"
+         "                  (see `eeb power list`)\n"
+         "  --db FILE       the run database (created if missing)\n"
+         "  --rate HZ       samples per second, 1..10000 (default 100)\n"
+         "  --duration S    seconds to log (default: until Ctrl-C)\n"
+         "  --pmax W        the power budget to judge by\n"
+         "  --run ID        the run (default: the latest)\n"
+         "  --csv, --json   the export format; --json also for summary\n"
+         "  -q, --quiet     no live line\n"
+         "  -h, --help      show this help");
+}
+
+static int list(void)
+{
+    for (const struct eeb_power_source_ops *const *o = eeb_power_sources(); *o; o++)
+        printf("%-8s %s\n", (*o)->scheme, (*o)->description);
+    return EEB_EXIT_OK;
+}
+
+/* ---- log ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+struct log_args {
+    const char *source, *db;
+    double rate, duration, pmax;
+    int quiet;
+};
+
+/* Creates the power-log run and records what it measures with. */
+static int create_log_run(const struct log_args *a, const struct eeb_power_source *src,
+                          int64_t *run, char *err, size_t errlen)
+{
+    json_t *cfg = json_pack("{s:{s:s, s:f, s:s}}", "power", "source", src->uri, "rate_hz", a->rate,
+                            "provenance", eeb_provenance_name(src->provenance));
+    char *config = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(cfg);
+    if (!config)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    struct eeb_rundb *db;
+    int rc = eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, errlen);
+    if (rc == EEB_OK) {
+        struct eeb_run_new log = {.power_log = 1,
+                                  .backend = "none",
+                                  .config_json = config,
+                                  .t_max_s = a->duration > 0 ? a->duration : NAN,
+                                  .p_max_w = a->pmax > 0 ? a->pmax : NAN,
+                                  .rules_version = "1"};
+        char uuid[37];
+        rc = eeb_rundb_run_create(db, &log, run, uuid, err, errlen);
+        eeb_rundb_close(db);
+    }
+    free(config);
+    return rc;
+}
+
+/* The sampler's counts, and the run's end, into the database. */
+static int record_end(const char *path, int64_t run, const struct eeb_sampler_stats *st, int ok,
+                      char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = eeb_rundb_open(path, EEB_RUNDB_READWRITE, &db, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    const struct {
+        const char *name;
+        double value;
+        const char *unit;
+    } r[] = {
+        {"samples", (double)st->samples, "count"},
+        {"samples_dropped", (double)st->dropped, "count"},
+        {"reads_failed", (double)st->failed, "count"},
+        {"deadlines_missed", (double)st->missed, "count"},
+        {"achieved_rate", st->achieved_hz, "Hz"},
+        {"jitter_p99", st->jitter_p99_us, "us"},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof *r && rc == EEB_OK; i++)
+        rc = eeb_rundb_result_set(db, run, r[i].name, r[i].value, r[i].unit, "computed", err,
+                                  errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_set_state(db, run, ok ? EEB_RUN_DONE : EEB_RUN_FAILED, err, errlen);
+    eeb_rundb_close(db);
+    return rc;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int log_power(const struct log_args *a)
+{
+    char err[512];
+    struct eeb_power_source *src;
+    if (eeb_power_open(a->source, &src, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    int64_t run;
+    struct eeb_sampler *s = NULL;
+    struct eeb_sampler_config cfg;
+    eeb_sampler_config_default(&cfg);
+    cfg.db_path = a->db;
+    cfg.rate_hz = a->rate;
+    if (create_log_run(a, src, &run, err, sizeof err) ||
+        (cfg.run = run, eeb_sampler_start(src, &cfg, &s, err, sizeof err))) {
+        eeb_power_close(src);
+        return eeb_cli_error(cmd, "%s", err);
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int tty = isatty(2) && !a->quiet;
+    fprintf(stderr, "eeb power: logging %s (%s) at %g Hz into %s, run %lld%s\n", src->uri,
+            eeb_provenance_name(src->provenance), a->rate, a->db, (long long)run,
+            a->duration > 0 ? "" : "; Ctrl-C stops");
+    /* The window opens once the meter has answered (a second at most), so
+     * it does not start with a stretch no reading covers. */
+    struct eeb_sampler_live l = {0};
+    for (int64_t t = eeb_mono_ns(); !l.samples && eeb_mono_ns() - t < 1000000000;) {
+        sleep_ms(1);
+        eeb_sampler_live(s, &l);
+    }
+    int64_t begin = eeb_sampler_mark(s, "log_begin", NULL);
+    int64_t until = a->duration > 0 ? begin + (int64_t)(a->duration * 1e9) : INT64_MAX;
+    for (int64_t shown = 0; !interrupted && eeb_mono_ns() < until;) {
+        sleep_ms(50);
+        int64_t now = eeb_mono_ns();
+        if (now - shown < (tty ? 250000000 : 10000000000LL) || a->quiet)
+            continue;
+        shown = now;
+        eeb_sampler_live(s, &l);
+        fprintf(stderr, "%s%7.1f s  %8.3f W now  %8.3f W mean  %10.3f J  %llu samples%s%s",
+                tty ? "\r" : "", l.seconds, l.watts, l.seconds > 0 ? l.joules / l.seconds : 0,
+                l.joules, (unsigned long long)l.samples,
+                l.dropped || l.failed ? "  DROPS/FAULTS" : "", tty ? "   " : "\n");
+    }
+    if (tty)
+        fputc('\n', stderr);
+    eeb_sampler_mark(s, "log_end", interrupted ? "{\"stopped_by\": \"signal\"}" : NULL);
+    struct eeb_sampler_stats st;
+    int rc = eeb_sampler_stop(s, &st, err, sizeof err);
+    eeb_power_close(src);
+    char err2[512];
+    if (record_end(a->db, run, &st, rc == EEB_OK, err2, sizeof err2) && rc == EEB_OK) {
+        rc = EEB_EDB;
+        snprintf(err, sizeof err, "%s", err2);
+    }
+    printf("run %lld: %llu samples at %.1f Hz achieved, %llu dropped, %llu failed reads, "
+           "%llu deadlines missed; wake-up jitter p50 %.0f us, p99 %.0f us, max %.0f us\n",
+           (long long)run, (unsigned long long)st.samples, st.achieved_hz,
+           (unsigned long long)st.dropped, (unsigned long long)st.failed,
+           (unsigned long long)st.missed, st.jitter_p50_us, st.jitter_p99_us, st.jitter_max_us);
+    if (st.first_error[0])
+        fprintf(stderr, "eeb power: the first failed read: %s\n", st.first_error);
+    if (rc != EEB_OK)
+        return eeb_cli_error(cmd, "%s (samples committed before it are in %s)", err, a->db);
+    return EEB_EXIT_OK;
+}
+
+/* ---- summary ---- */
+
+static int summary(const char *path, int64_t run, double pmax, int as_json)
+{
+    char err[512];
+    struct eeb_power_summary s;
+    if (eeb_power_summarize(path, run, pmax, &s, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    const struct eeb_energy *e = &s.energy;
+    int judged = !isnan(s.p_max_w);
+    if (as_json) {
+        json_t *o = json_pack(
+            "{s:I, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:b}",
+            "run", (json_int_t)s.run, "source", s.source, "provenance", s.provenance, "window",
+            s.window, "energy_j", e->joules, "seconds", e->seconds, "mean_w", e->mean_w, "peak_w",
+            e->peak_w, "samples", (json_int_t)e->samples, "gaps", (json_int_t)e->gaps, "gap_s",
+            e->gap_seconds, "achieved_hz", e->achieved_hz, "dropped", (json_int_t)s.dropped,
+            "failed_reads", (json_int_t)s.failed, "missed_deadlines", (json_int_t)s.missed, "valid",
+            s.valid);
+        if (o && !s.valid)
+            json_object_set_new(o, "invalid", json_string(s.invalid));
+        if (o && judged) {
+            json_object_set_new(o, "p_max_w", json_real(s.p_max_w));
+            json_object_set_new(o, "p_max_pass", json_boolean(s.p_max_pass));
+            json_object_set_new(o, "worst_window_w", json_real(s.worst_w));
+            if (!s.p_max_pass)
+                json_object_set_new(o, "p_max_reason", json_string(s.p_max_reason));
+        }
+        int rc = eeb_cli_print_json(cmd, o);
+        return rc ? rc : judged && !s.p_max_pass ? EEB_EXIT_FAILED : EEB_EXIT_OK;
+    }
+    printf("run %lld, %s (%s), window: %s\n", (long long)s.run, s.source,
+           s.provenance[0] ? s.provenance : "provenance not recorded", s.window);
+    printf("energy      %.3f J over %.3f s\n", e->joules, e->seconds);
+    printf("power       mean %.3f W, peak %.3f W\n", e->mean_w, e->peak_w);
+    printf("samples     %llu at %.1f Hz achieved%s; %llu dropped, %llu failed reads, %llu "
+           "deadlines missed\n",
+           (unsigned long long)e->samples, e->achieved_hz,
+           s.rate_hz > 0 ? "" : " (nominal rate unrecorded)", (unsigned long long)s.dropped,
+           (unsigned long long)s.failed, (unsigned long long)s.missed);
+    printf("gaps        %llu, %.3f s in all\n", (unsigned long long)e->gaps, e->gap_seconds);
+    printf("validity    %s%s\n", s.valid ? "valid" : "INVALID: ", s.valid ? "" : s.invalid);
+    if (judged)
+        printf("P_max       %.3f W: %s (worst 1 s window %.3f W)%s%s\n", s.p_max_w,
+               s.p_max_pass ? "PASS" : "FAIL", s.worst_w, s.p_max_pass ? "" : "; ",
+               s.p_max_pass ? "" : s.p_max_reason);
+    return judged && !s.p_max_pass ? EEB_EXIT_FAILED : EEB_EXIT_OK;
+}
+
+/* ---- export ---- */
+
+struct export
+{
+    int json;
+    json_t *rows;
+    uint64_t n;
+};
+
+static void print_optional(double v)
+{
+    if (isnan(v))
+        fputs(",", stdout);
+    else
+        printf(",%.9g", v);
+}
+
+static int export_sample(void *arg, const char *source, const struct eeb_sample *x)
+{
+    (void)source;
+    struct export *ex = arg;
+    ex->n++;
+    if (!ex->json) {
+        printf("%lld,%lld", (long long)x->t_mono_ns, (long long)x->t_utc_ns);
+        print_optional(x->volts);
+        print_optional(x->amps);
+        printf(",%.9g\n", x->watts);
+        return 0;
+    }
+    json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:f}", "t_mono_ns", (json_int_t)x->t_mono_ns,
+                          "t_utc_ns", (json_int_t)x->t_utc_ns, "volts",
+                          isnan(x->volts) ? json_null() : json_real(x->volts), "amps",
+                          isnan(x->amps) ? json_null() : json_real(x->amps), "watts", x->watts);
+    return o && json_array_append_new(ex->rows, o) == 0 ? 0 : EEB_ENOMEM;
+}
+
+static int export_run(const char *path, int64_t run, int as_json)
+{
+    char err[512];
+    struct eeb_rundb *db;
+    if (eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    struct eeb_run_row row;
+    struct export ex = {as_json, as_json ? json_array() : NULL, 0};
+    int rc = eeb_rundb_run_get(db, run, &row, err, sizeof err);
+    if (rc == EEB_OK && !as_json)
+        puts("t_mono_ns,t_utc_ns,volts,amps,watts");
+    if (rc == EEB_OK)
+        rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, export_sample, &ex, err,
+                                    sizeof err);
+    if (rc == EEB_ENOMEM)
+        snprintf(err, sizeof err, "%s: out of memory", path);
+    eeb_rundb_close(db);
+    if (rc == EEB_OK && as_json) {
+        json_t *o = json_pack("{s:I, s:s, s:o}", "run", (json_int_t)row.id, "config", row.config,
+                              "samples", ex.rows);
+        ex.rows = NULL;
+        rc = eeb_cli_print_json(cmd, o);
+    }
+    json_decref(ex.rows);
+    eeb_rundb_run_row_free(&row);
+    if (rc < 0)
+        return eeb_cli_error(cmd, "%s", err);
+    return rc;
+}
+
+int eeb_cmd_power(int argc, char **argv)
+{
+    enum { O_SOURCE = 256, O_DB, O_RATE, O_DURATION, O_PMAX, O_RUN, O_CSV, O_JSON };
+    static const struct option options[] = {
+        {"source", required_argument, NULL, O_SOURCE},
+        {"db", required_argument, NULL, O_DB},
+        {"rate", required_argument, NULL, O_RATE},
+        {"duration", required_argument, NULL, O_DURATION},
+        {"pmax", required_argument, NULL, O_PMAX},
+        {"run", required_argument, NULL, O_RUN},
+        {"csv", no_argument, NULL, O_CSV},
+        {"json", no_argument, NULL, O_JSON},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct log_args a = {.rate = 100, .pmax = NAN};
+    double run = 0;
+    int c, rc = EEB_EXIT_OK, csv = 0, json = 0;
+    opterr = 0;
+    optind = 1;
+    while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "hq", options, NULL)) != -1) {
+        switch (c) {
+        case O_SOURCE: a.source = optarg; break;
+        case O_DB: a.db = optarg; break;
+        case O_RATE: rc = eeb_cli_number(cmd, "--rate", optarg, &a.rate); break;
+        case O_DURATION: rc = eeb_cli_number(cmd, "--duration", optarg, &a.duration); break;
+        case O_PMAX: rc = eeb_cli_number(cmd, "--pmax", optarg, &a.pmax); break;
+        case O_RUN: rc = eeb_cli_count(cmd, "--run", optarg, 1, 1e18, &run); break;
+        case O_CSV: csv = 1; break;
+        case O_JSON: json = 1; break;
+        case 'q': a.quiet = 1; break;
+        case 'h': help(); return EEB_EXIT_OK;
+        default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (rc != EEB_EXIT_OK)
+        return rc;
+    if (!(a.rate >= 1 && a.rate <= 10000))
+        return eeb_cli_usage_error(cmd, "--rate: %g (1..10000 Hz)", a.rate);
+    if (a.duration < 0 || (!isnan(a.pmax) && a.pmax <= 0))
+        return eeb_cli_usage_error(cmd, "--duration must be >= 0 and --pmax > 0");
+    if (optind >= argc)
+        return eeb_cli_usage_error(cmd, "expected list, log, summary or export");
+    const char *action = argv[optind++];
+    int nargs = argc - optind;
+    if (strcmp(action, "list") == 0)
+        return nargs ? eeb_cli_usage_error(cmd, "'list' takes no arguments") : list();
+    if (strcmp(action, "log") == 0) {
+        if (nargs || !a.source || !a.db)
+            return eeb_cli_usage_error(cmd, "'log' takes --source and --db, no arguments");
+        return log_power(&a);
+    }
+    if (strcmp(action, "summary") == 0) {
+        if (nargs != 1)
+            return eeb_cli_usage_error(cmd, "'summary' takes exactly one FILE");
+        return summary(argv[optind], (int64_t)run, a.pmax, json);
+    }
+    if (strcmp(action, "export") == 0) {
+        if (nargs != 1 || csv == json)
+            return eeb_cli_usage_error(cmd, "'export' takes one FILE and --csv or --json");
+        return export_run(argv[optind], (int64_t)run, json);
+    }
+    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected list, log, summary or export)",
+                               action);
+}
