@@ -92,7 +92,9 @@ struct eeb_sampler_stats {
     double achieved_hz; /* samples / their span */
     double jitter_p50_us, jitter_p99_us, jitter_max_us; /* wake-up past the deadline */
     double sampler_cpu_s, writer_cpu_s;                 /* thread CPU time */
-    char first_error[256];                              /* the first read error, "" if none */
+    int realtime;          /* the sampler thread ran at SCHED_FIFO priority */
+    int timer_slack;       /* its timer slack was set to 1 ns */
+    char first_error[256]; /* the first read error, "" if none */
 };
 
 struct eeb_sampler;

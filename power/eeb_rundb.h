@@ -54,13 +54,13 @@ enum eeb_run_state {
 const char *eeb_rundb_state_name(enum eeb_run_state state);
 
 struct eeb_run_new {
-    int power_log; /* a standalone power log: task 'none', budgets may be NAN */
     enum eeb_task task;
     const char *backend;       /* "emu", "xrt", ... */
     const char *config_json;   /* the whole run configuration; NULL stores {} */
     double t_max_s;            /* time budget, seconds */
     double p_max_w;            /* power budget, watts */
     const char *rules_version; /* scoring rules the run is judged by */
+    int power_log;             /* a standalone power log: task 'none', budgets may be NAN */
 };
 
 /* Creates a run in state init; fills its row id and a new UUID. */
