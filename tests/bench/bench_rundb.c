@@ -27,8 +27,11 @@ static struct eeb_rundb *fresh(char *path, int64_t *run)
         fprintf(stderr, "bench_rundb: %s\n", err);
         exit(1);
     }
-    const struct eeb_run_new r = {.task = EEB_TASK_CLS, .backend = "bench", .t_max_s = 600,
-                                  .p_max_w = 10, .rules_version = "1"};
+    const struct eeb_run_new r = {.task = EEB_TASK_CLS,
+                                  .backend = "bench",
+                                  .t_max_s = 600,
+                                  .p_max_w = 10,
+                                  .rules_version = "1"};
     char uuid[37];
     if (eeb_rundb_run_create(db, &r, run, uuid, err, sizeof err)) {
         fprintf(stderr, "bench_rundb: %s\n", err);

@@ -290,8 +290,8 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
 
     /* the children still follow their run: deleting it cascades */
     db = open_rw();
-    struct eeb_run_new log = {.power_log = 1, .backend = "none", .t_max_s = NAN,
-                              .p_max_w = NAN, .rules_version = "1"};
+    struct eeb_run_new log = {
+        .power_log = 1, .backend = "none", .t_max_s = NAN, .p_max_w = NAN, .rules_version = "1"};
     int64_t id;
     char uuid[37];
     cr_assert_eq(eeb_rundb_run_create(db, &log, &id, uuid, err, sizeof err), EEB_OK, "%s", err);
@@ -306,8 +306,11 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
 Test(rundb, a_benchmark_run_still_needs_its_budgets)
 {
     struct eeb_rundb *db = open_rw();
-    struct eeb_run_new run = {.task = EEB_TASK_CLS, .backend = "emu", .t_max_s = 600,
-                              .p_max_w = NAN, .rules_version = "1"};
+    struct eeb_run_new run = {.task = EEB_TASK_CLS,
+                              .backend = "emu",
+                              .t_max_s = 600,
+                              .p_max_w = NAN,
+                              .rules_version = "1"};
     int64_t id;
     char uuid[37], err[512] = "";
     cr_assert_eq(eeb_rundb_run_create(db, &run, &id, uuid, err, sizeof err), EEB_EDB);
