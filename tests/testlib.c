@@ -6,6 +6,7 @@
 #include "eeb_shard.h"
 
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,19 @@ struct test_run test_eeb(const char *const *args)
     r.err = test_read_file(errpath, NULL);
     unlink(errpath);
     return r;
+}
+
+long long test_sql_int(const char *db_path, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open(db_path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
 }
 
 void test_run_free(struct test_run *r)

@@ -34,6 +34,9 @@ struct test_run test_eeb(const char *const *args);
 
 void test_run_free(struct test_run *r);
 
+/* One integer from one query on an SQLite file, with plain SQLite. */
+long long test_sql_int(const char *db_path, const char *sql);
+
 /*
  * Writes a learnable classification shard of n side x side RGB images in
  * four classes -- red or green, horizontal or vertical stripes, in a patch

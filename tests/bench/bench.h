@@ -31,6 +31,17 @@ static inline void bench_line(const char *name, double value, const char *unit)
     fflush(stdout);
 }
 
+/* Removes an SQLite database and its WAL and shared-memory files. */
+static inline void bench_remove_db(const char *path)
+{
+    char aux[512];
+    remove(path);
+    snprintf(aux, sizeof aux, "%s-wal", path);
+    remove(aux);
+    snprintf(aux, sizeof aux, "%s-shm", path);
+    remove(aux);
+}
+
 static inline double bench_seconds_since(int64_t t0_ns)
 {
     return (double)(eeb_mono_ns() - t0_ns) / 1e9;

@@ -83,11 +83,6 @@ int main(void)
     bench_line("rundb_samples_batched", b, "samples/s");
     bench_line("rundb_samples_single_commit", one, "samples/s");
     bench_line("rundb_batched_vs_single", b / one, "x");
-    char aux[64];
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path);
-    unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path);
-    unlink(aux);
+    bench_remove_db(path);
     return 0;
 }

@@ -114,11 +114,6 @@ int main(void)
             bench_line(name, lines[j].v, lines[j].unit);
         }
     }
-    char aux[64];
-    unlink(db);
-    snprintf(aux, sizeof aux, "%s-wal", db);
-    unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", db);
-    unlink(aux);
+    bench_remove_db(db);
     return 0;
 }

@@ -46,18 +46,9 @@ static int64_t new_run(struct eeb_rundb *db, char uuid[37])
     return id;
 }
 
-/* Runs one query on the file with plain SQLite and returns an integer. */
 static long long sql_int(const char *sql)
 {
-    sqlite3 *h;
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return v;
+    return test_sql_int(path, sql);
 }
 
 static void sql_exec(const char *sql)
