@@ -198,6 +198,15 @@ static void *sampler_main(void *arg)
 
 /* ---- the writer thread ---- */
 
+static void free_events(struct event *e)
+{
+    while (e) {
+        struct event *next = e->next;
+        free(e->kind), free(e->payload), free(e);
+        e = next;
+    }
+}
+
 /* Commits what the ring holds and the queued events; on a database error
  * keeps the first and stops writing (the sampler's drops then count). */
 static void drain(struct eeb_sampler *s, struct eeb_sample *buf)
@@ -220,11 +229,10 @@ static void drain(struct eeb_sampler *s, struct eeb_sample *buf)
             nanosleep(&ts, NULL);
         }
     }
-    for (; e; e = e->next) {
-        if (!failed && rc == EEB_OK)
-            rc = eeb_rundb_event_add(s->db, s->cfg.run, e->t_mono_ns, e->t_utc_ns, e->kind,
-                                     e->payload, err, sizeof err);
-    }
+    for (struct event *x = e; x && !failed && rc == EEB_OK; x = x->next)
+        rc = eeb_rundb_event_add(s->db, s->cfg.run, x->t_mono_ns, x->t_utc_ns, x->kind, x->payload,
+                                 err, sizeof err);
+    free_events(e);
     if (rc != EEB_OK) {
         pthread_mutex_lock(&s->lock);
         if (!s->write_rc) {
@@ -232,15 +240,6 @@ static void drain(struct eeb_sampler *s, struct eeb_sample *buf)
             snprintf(s->write_err, sizeof s->write_err, "%s", err);
         }
         pthread_mutex_unlock(&s->lock);
-    }
-}
-
-static void free_events(struct event *e)
-{
-    while (e) {
-        struct event *next = e->next;
-        free(e->kind), free(e->payload), free(e);
-        e = next;
     }
 }
 
