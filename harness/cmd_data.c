@@ -10,11 +10,9 @@
 
 #include <getopt.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const cmd = "data";

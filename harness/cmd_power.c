@@ -72,8 +72,9 @@ struct log_args {
 };
 
 /* Creates the power-log run and records what it measures with. */
-static int create_log_run(const struct log_args *a, const struct eeb_power_source *src,
-                          int64_t *run, char *err, size_t errlen)
+static int create_log_run(struct eeb_rundb *db, const struct log_args *a,
+                          const struct eeb_power_source *src, int64_t *run, char *err,
+                          size_t errlen)
 {
     json_t *cfg = json_pack("{s:{s:s, s:f, s:s}}", "power", "source", src->uri, "rate_hz", a->rate,
                             "provenance", eeb_provenance_name(src->provenance));
@@ -81,49 +82,15 @@ static int create_log_run(const struct log_args *a, const struct eeb_power_sourc
     json_decref(cfg);
     if (!config)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    struct eeb_rundb *db;
-    int rc = eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, errlen);
-    if (rc == EEB_OK) {
-        struct eeb_run_new log = {.power_log = 1,
-                                  .backend = "none",
-                                  .config_json = config,
-                                  .t_max_s = a->duration > 0 ? a->duration : NAN,
-                                  .p_max_w = a->pmax > 0 ? a->pmax : NAN,
-                                  .rules_version = "1"};
-        char uuid[37];
-        rc = eeb_rundb_run_create(db, &log, run, uuid, err, errlen);
-        eeb_rundb_close(db);
-    }
+    struct eeb_run_new log = {.power_log = 1,
+                              .backend = "none",
+                              .config_json = config,
+                              .t_max_s = a->duration > 0 ? a->duration : NAN,
+                              .p_max_w = a->pmax > 0 ? a->pmax : NAN,
+                              .rules_version = "1"};
+    char uuid[37];
+    int rc = eeb_rundb_run_create(db, &log, run, uuid, err, errlen);
     free(config);
-    return rc;
-}
-
-/* The sampler's counts, and the run's end, into the database. */
-static int record_end(const char *path, int64_t run, const struct eeb_sampler_stats *st, int ok,
-                      char *err, size_t errlen)
-{
-    struct eeb_rundb *db;
-    int rc = eeb_rundb_open(path, EEB_RUNDB_READWRITE, &db, err, errlen);
-    if (rc != EEB_OK)
-        return rc;
-    const struct {
-        const char *name;
-        double value;
-        const char *unit;
-    } r[] = {
-        {"samples", (double)st->samples, "count"},
-        {"samples_dropped", (double)st->dropped, "count"},
-        {"reads_failed", (double)st->failed, "count"},
-        {"deadlines_missed", (double)st->missed, "count"},
-        {"achieved_rate", st->achieved_hz, "Hz"},
-        {"jitter_p99", st->jitter_p99_us, "us"},
-    };
-    for (size_t i = 0; i < sizeof r / sizeof *r && rc == EEB_OK; i++)
-        rc = eeb_rundb_result_set(db, run, r[i].name, r[i].value, r[i].unit, "computed", err,
-                                  errlen);
-    if (rc == EEB_OK)
-        rc = eeb_rundb_run_set_state(db, run, ok ? EEB_RUN_DONE : EEB_RUN_FAILED, err, errlen);
-    eeb_rundb_close(db);
     return rc;
 }
 
@@ -139,14 +106,19 @@ static int log_power(const struct log_args *a)
     struct eeb_power_source *src;
     if (eeb_power_open(a->source, &src, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
+    /* This connection creates and ends the run; the sampler's writer has
+     * its own for the samples. */
+    struct eeb_rundb *db = NULL;
     int64_t run;
     struct eeb_sampler *s = NULL;
     struct eeb_sampler_config cfg;
     eeb_sampler_config_default(&cfg);
     cfg.db_path = a->db;
     cfg.rate_hz = a->rate;
-    if (create_log_run(a, src, &run, err, sizeof err) ||
+    if (eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, sizeof err) ||
+        create_log_run(db, a, src, &run, err, sizeof err) ||
         (cfg.run = run, eeb_sampler_start(src, &cfg, &s, err, sizeof err))) {
+        eeb_rundb_close(db);
         eeb_power_close(src);
         return eeb_cli_error(cmd, "%s", err);
     }
@@ -185,10 +157,13 @@ static int log_power(const struct log_args *a)
     int rc = eeb_sampler_stop(s, &st, err, sizeof err);
     eeb_power_close(src);
     char err2[512];
-    if (record_end(a->db, run, &st, rc == EEB_OK, err2, sizeof err2) && rc == EEB_OK) {
+    if (eeb_rundb_run_set_state(db, run, rc == EEB_OK ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,
+                                sizeof err2) &&
+        rc == EEB_OK) {
         rc = EEB_EDB;
         snprintf(err, sizeof err, "%s", err2);
     }
+    eeb_rundb_close(db);
     printf("run %lld: %llu samples at %.1f Hz achieved, %llu dropped, %llu failed reads, "
            "%llu deadlines missed; wake-up jitter p50 %.0f us, p99 %.0f us, max %.0f us\n",
            (long long)run, (unsigned long long)st.samples, st.achieved_hz,
@@ -356,8 +331,10 @@ int eeb_cmd_power(int argc, char **argv)
         return rc;
     if (!(a.rate >= 1 && a.rate <= 10000))
         return eeb_cli_usage_error(cmd, "--rate: %g (1..10000 Hz)", a.rate);
-    if (a.duration < 0 || (!isnan(a.pmax) && a.pmax <= 0))
-        return eeb_cli_usage_error(cmd, "--duration must be >= 0 and --pmax > 0");
+    if (a.duration < 0)
+        return eeb_cli_usage_error(cmd, "--duration: %g (seconds, >= 0)", a.duration);
+    if (!isnan(a.pmax) && a.pmax <= 0)
+        return eeb_cli_usage_error(cmd, "--pmax: %g (watts, > 0)", a.pmax);
     if (optind >= argc)
         return eeb_cli_usage_error(cmd, "expected list, log, summary or export");
     const char *action = argv[optind++];

@@ -117,8 +117,18 @@ int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *pa
 
 void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out);
 
-/* Stops both threads, commits what is left and frees s.  An error of the
- * writer (a full disk, say) is returned here; what was committed stays. */
+/* The results the sampler stores for its run when it stops (provenance
+ * computed), so that a measurement can be judged from the database alone. */
+#define EEB_RESULT_SAMPLES     "samples"          /* count */
+#define EEB_RESULT_DROPPED     "samples_dropped"  /* count */
+#define EEB_RESULT_FAILED      "reads_failed"     /* count */
+#define EEB_RESULT_MISSED      "deadlines_missed" /* count */
+#define EEB_RESULT_ACHIEVED_HZ "achieved_rate"    /* Hz */
+#define EEB_RESULT_JITTER_P99  "jitter_p99"       /* us */
+
+/* Stops both threads, commits what is left, stores the counts above with
+ * the run and frees s.  An error of the writer (a full disk, say) is
+ * returned here; what was committed stays. */
 int eeb_sampler_stop(struct eeb_sampler *s, struct eeb_sampler_stats *stats, char *err,
                      size_t errlen);
 
@@ -184,8 +194,9 @@ struct eeb_power_summary {
  * Summarizes the power of run (0: the latest) in the database at path,
  * read-only: the window is the fine-tune stage ("finetune_begin" ..
  * "finetune_end" events), else a standalone log's ("log_begin" ..
- * "log_end"), else all its samples.  p_max_w, if not NAN, overrides the
- * run's budget; the P_max rule is the built-in rules'.
+ * "log_end"), else all its samples, of the run's first source.  p_max_w,
+ * if not NAN, overrides the run's budget; the P_max rule is the built-in
+ * rules'.
  */
 int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
                         struct eeb_power_summary *out, char *err, size_t errlen);

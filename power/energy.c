@@ -5,6 +5,7 @@
 #include "eeb_power.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,31 +79,39 @@ void eeb_power_validity_default(struct eeb_power_validity *v)
         .min_rate_hz = 1, .max_gap_fraction = 0.05, .max_drop_fraction = 0.001};
 }
 
+/* Appends a reason to why, "; "-separated. */
+__attribute__((format(printf, 3, 4))) static void add_reason(char *why, size_t whylen,
+                                                             const char *fmt, ...)
+{
+    size_t at = strlen(why);
+    if (at && at + 2 < whylen)
+        at += (size_t)snprintf(why + at, whylen - at, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    if (at < whylen)
+        vsnprintf(why + at, whylen - at, fmt, ap);
+    va_end(ap);
+}
+
 int eeb_power_valid(const struct eeb_energy *e, uint64_t dropped, uint64_t failed,
                     const struct eeb_power_validity *v, char *why, size_t whylen)
 {
     why[0] = '\0';
-    size_t at = 0;
-#define REASON(...)                                                                                \
-    do {                                                                                           \
-        if (at < whylen)                                                                           \
-            at += (size_t)snprintf(why + at, whylen - at, "%s", at ? "; " : "");                   \
-        if (at < whylen)                                                                           \
-            at += (size_t)snprintf(why + at, whylen - at, __VA_ARGS__);                            \
-    } while (0)
     if (e->achieved_hz < v->min_rate_hz)
-        REASON("sampled at %.2f Hz, below the %.2f Hz minimum", e->achieved_hz, v->min_rate_hz);
+        add_reason(why, whylen, "sampled at %.2f Hz, below the %.2f Hz minimum", e->achieved_hz,
+                   v->min_rate_hz);
     double gap_fraction = e->seconds > 0 ? e->gap_seconds / e->seconds : 1;
     if (gap_fraction > v->max_gap_fraction)
-        REASON("%.1f%% of the window (%.3f s in %llu gaps) has no samples, above %.1f%%",
-               100 * gap_fraction, e->gap_seconds, (unsigned long long)e->gaps,
-               100 * v->max_gap_fraction);
+        add_reason(why, whylen,
+                   "%.1f%% of the window (%.3f s in %llu gaps) has no samples, above %.1f%%",
+                   100 * gap_fraction, e->gap_seconds, (unsigned long long)e->gaps,
+                   100 * v->max_gap_fraction);
     uint64_t taken = e->samples + dropped;
     if (taken && (double)dropped / (double)taken > v->max_drop_fraction)
-        REASON("%llu of %llu samples dropped, above %.2f%%", (unsigned long long)dropped,
-               (unsigned long long)taken, 100 * v->max_drop_fraction);
+        add_reason(why, whylen, "%llu of %llu samples dropped, above %.2f%%",
+                   (unsigned long long)dropped, (unsigned long long)taken,
+                   100 * v->max_drop_fraction);
     if (failed)
-        REASON("the meter failed %llu reads", (unsigned long long)failed);
-#undef REASON
+        add_reason(why, whylen, "the meter failed %llu reads", (unsigned long long)failed);
     return why[0] == '\0';
 }

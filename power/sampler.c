@@ -14,6 +14,7 @@
 #include "power_int.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -103,18 +104,15 @@ int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *pa
     return queue_event(s, kind, payload_json);
 }
 
-/* The reason as a JSON payload (jansson is not needed for one string). */
+/* An event whose payload is {"reason": reason}; only when a meter fails
+ * or recovers, so the allocations stay off the sampler's steady path. */
 static void fault_event(struct eeb_sampler *s, const char *kind, const char *reason)
 {
-    char payload[600] = "{\"reason\": \"";
-    size_t at = strlen(payload);
-    for (const char *c = reason; *c && at < sizeof payload - 8; c++) {
-        if (*c == '"' || *c == '\\')
-            payload[at++] = '\\';
-        payload[at++] = (unsigned char)*c < 0x20 ? ' ' : *c;
-    }
-    snprintf(payload + at, sizeof payload - at, "\"}");
-    queue_event(s, kind, payload);
+    json_t *o = json_pack("{s:s}", "reason", reason);
+    char *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    queue_event(s, kind, payload ? payload : "{}");
+    free(payload);
 }
 
 /* ---- the sampler thread ---- */
@@ -352,6 +350,30 @@ static double quantile_us(const struct eeb_sampler *s, double q)
     return 0;
 }
 
+/* The stop's counts into the run, through the writer's connection (its
+ * thread has ended). */
+static int record_counts(struct eeb_sampler *s, const struct eeb_sampler_stats *st, char *err,
+                         size_t errlen)
+{
+    const struct {
+        const char *name;
+        double value;
+        const char *unit;
+    } r[] = {
+        {EEB_RESULT_SAMPLES, (double)st->samples, "count"},
+        {EEB_RESULT_DROPPED, (double)st->dropped, "count"},
+        {EEB_RESULT_FAILED, (double)st->failed, "count"},
+        {EEB_RESULT_MISSED, (double)st->missed, "count"},
+        {EEB_RESULT_ACHIEVED_HZ, st->achieved_hz, "Hz"},
+        {EEB_RESULT_JITTER_P99, st->jitter_p99_us, "us"},
+    };
+    int rc = EEB_OK;
+    for (size_t i = 0; i < sizeof r / sizeof *r && rc == EEB_OK; i++)
+        rc = eeb_rundb_result_set(s->db, s->cfg.run, r[i].name, r[i].value, r[i].unit, "computed",
+                                  err, errlen);
+    return rc;
+}
+
 int eeb_sampler_stop(struct eeb_sampler *s, struct eeb_sampler_stats *st, char *err, size_t errlen)
 {
     atomic_store(&s->stop, 1);
@@ -379,7 +401,8 @@ int eeb_sampler_stop(struct eeb_sampler *s, struct eeb_sampler_stats *st, char *
     snprintf(st->first_error, sizeof st->first_error, "%s", s->first_error);
     double span = (double)(s->last_t - s->first_t) / 1e9;
     st->achieved_hz = st->samples > 1 && span > 0 ? (double)(st->samples - 1) / span : 0;
-    int rc = s->write_rc ? eeb_errf(err, errlen, s->write_rc, "%s", s->write_err) : EEB_OK;
+    int rc = s->write_rc ? eeb_errf(err, errlen, s->write_rc, "%s", s->write_err)
+                         : record_counts(s, st, err, errlen);
     sampler_free(s);
     return rc;
 }

@@ -15,21 +15,16 @@
 struct gather {
     struct eeb_sample *s;
     size_t n, cap;
-    char source[256];
-    int sources; /* distinct sources seen */
+    char source[256]; /* the first source's; other sources' samples are left out */
 };
 
 static int gather_sample(void *arg, const char *source, const struct eeb_sample *x)
 {
     struct gather *g = arg;
-    if (g->n == 0 && !g->sources) {
+    if (g->n == 0)
         snprintf(g->source, sizeof g->source, "%s", source);
-        g->sources = 1;
-    }
-    if (strcmp(source, g->source) != 0) {
-        g->sources = 2;
-        return 0; /* the first source's samples only */
-    }
+    if (strcmp(source, g->source) != 0)
+        return 0;
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 4096;
         void *p = realloc(g->s, cap * sizeof *g->s);
@@ -115,12 +110,16 @@ int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
     double interval = out->rate_hz > 0 ? 1 / out->rate_hz
                                        : (double)(g.s[g.n - 1].t_mono_ns - g.s[0].t_mono_ns) / 1e9 /
                                              (double)(g.n - 1);
-    if ((rc = eeb_power_energy(g.s, g.n, out->t0_ns, out->t1_ns, interval, &out->energy, err,
-                               errlen)) != EEB_OK)
+    char why[256];
+    if ((rc = eeb_power_energy(g.s, g.n, out->t0_ns, out->t1_ns, interval, &out->energy, why,
+                               sizeof why)) != EEB_OK) {
+        rc = eeb_errf(err, errlen, rc, "%s: run %lld, %s window: %s", path, (long long)row.id,
+                      out->window, why);
         goto out;
-    out->dropped = count_of(db, row.id, "samples_dropped");
-    out->failed = count_of(db, row.id, "reads_failed");
-    out->missed = count_of(db, row.id, "deadlines_missed");
+    }
+    out->dropped = count_of(db, row.id, EEB_RESULT_DROPPED);
+    out->failed = count_of(db, row.id, EEB_RESULT_FAILED);
+    out->missed = count_of(db, row.id, EEB_RESULT_MISSED);
     struct eeb_power_validity v;
     eeb_power_validity_default(&v);
     out->valid = eeb_power_valid(&out->energy, out->dropped, out->failed, &v, out->invalid,

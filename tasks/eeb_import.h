@@ -52,8 +52,9 @@ int eeb_import(const struct eeb_import_spec *spec,
 int eeb_jpeg_read(const char *path, uint8_t **rgb, int *w, int *h, char *err, size_t errlen);
 
 /* Resizes RGB src (sw x sh) to dst (dw x dh), each output pixel the mean
- * of the source area it covers (exact fractional coverage). */
-void eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh);
+ * of the source area it covers (exact fractional coverage).  EEB_OK, or
+ * EEB_ENOMEM for its working buffers. */
+int eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh);
 
 /* Decodes a video and keeps `frames` frames at evenly spaced positions,
  * each scaled to size x size RGB, one after another in dst. */

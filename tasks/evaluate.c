@@ -112,10 +112,11 @@ struct evaluation {
     struct eeb_task_score *score;
     struct eeb_voc_truth_set truth; /* det */
     struct detections dets;
-    struct eeb_scored_box *boxes;
-    FILE *csv;    /* cls, video predictions */
-    FILE **files; /* det: per shard class */
-    char **paths; /* and their names */
+    struct eeb_scored_box *boxes; /* one item's, max_boxes of them */
+    int max_boxes;                /* cells x classes */
+    FILE *csv;                    /* cls, video predictions */
+    FILE **files;                 /* det: per shard class */
+    char **paths;                 /* and their names */
 };
 
 /* Records one item's outputs. */
@@ -134,8 +135,7 @@ static int judge(struct evaluation *ev, const char *id, int label, const float *
         }
         return EEB_OK;
     }
-    int max = eeb_net_loss(ev->net)->out.h * eeb_net_loss(ev->net)->out.w * in->classes;
-    int n = eeb_task_decode_grid(ev->net, in, out, ev->opt->min_score, ev->boxes, max);
+    int n = eeb_task_decode_grid(ev->net, in, out, ev->opt->min_score, ev->boxes, ev->max_boxes);
     n = eeb_nms(ev->boxes, n, ev->opt->nms_iou);
     if (n < 0)
         return eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
@@ -257,7 +257,8 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         ev.dets.d = calloc((size_t)nc, sizeof *ev.dets.d);
         ev.dets.n = calloc((size_t)nc, sizeof *ev.dets.n);
         ev.dets.cap = calloc((size_t)nc, sizeof *ev.dets.cap);
-        ev.boxes = malloc((size_t)loss->out.h * loss->out.w * in->classes * sizeof *ev.boxes);
+        ev.max_boxes = loss->out.h * loss->out.w * in->classes;
+        ev.boxes = malloc((size_t)ev.max_boxes * sizeof *ev.boxes);
         if (rc == EEB_OK && (!ev.dets.d || !ev.dets.n || !ev.dets.cap || !ev.boxes))
             rc = eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
     }

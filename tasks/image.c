@@ -107,18 +107,13 @@ static void axis_free(struct axis *a)
     free(a->first), free(a->count), free(a->weight);
 }
 
-void eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh)
+int eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh)
 {
     struct axis ax = {0}, ay = {0};
     float *rows = malloc((size_t)sh * dw * 3 * sizeof *rows); /* horizontal pass */
-    if (!rows || axis_new(&ax, sw, dw) != EEB_OK || axis_new(&ay, sh, dh) != EEB_OK) {
-        /* out of memory: nearest neighbour needs none */
-        for (int y = 0; y < dh; y++)
-            for (int x = 0; x < dw; x++)
-                memcpy(dst + ((size_t)y * dw + x) * 3,
-                       src + ((size_t)(y * sh / dh) * sw + (size_t)x * sw / dw) * 3, 3);
+    int rc = EEB_ENOMEM;
+    if (!rows || axis_new(&ax, sw, dw) != EEB_OK || axis_new(&ay, sh, dh) != EEB_OK)
         goto out;
-    }
     for (int y = 0; y < sh; y++)
         for (int x = 0; x < dw; x++)
             for (int ch = 0; ch < 3; ch++) {
@@ -138,7 +133,9 @@ void eeb_rgb_resize(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, in
                 long v = lrintf(s);
                 dst[((size_t)y * dw + x) * 3 + ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
+    rc = EEB_OK;
 out:
     axis_free(&ax), axis_free(&ay);
     free(rows);
+    return rc;
 }

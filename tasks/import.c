@@ -391,9 +391,11 @@ static int load_image(const struct import *im, const char *path, struct eeb_reco
     int rc = eeb_jpeg_read(path, &rgb, w, h, err, errlen);
     if (rc != EEB_OK)
         return rc;
-    eeb_rgb_resize(rgb, *w, *h, r->pixels, im->sp->size, im->sp->size);
+    rc = eeb_rgb_resize(rgb, *w, *h, r->pixels, im->sp->size, im->sp->size);
     free(rgb);
-    return EEB_OK;
+    return rc == EEB_OK ? rc
+                        : eeb_errf(err, errlen, rc, "%s: out of memory resizing %dx%d to %d", path,
+                                   *w, *h, im->sp->size);
 }
 
 /* The annotation's objects of the chosen classes, boxes scaled from the
