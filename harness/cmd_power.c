@@ -25,7 +25,8 @@ static void help(void)
          "       eeb power summary FILE [--run ID] [--pmax W] [--json]\n"
          "       eeb power export FILE [--run ID] --csv|--json\n"
          "\n"
-         "  list     the power sources this build has, with their URI forms\n"
+         "  list     the kinds of source this build has, with their URI forms, and\n"
+         "           every hwmon rail and RAPL zone found here with a reading now\n"
          "  log      samples a source into a run database until --duration passes\n"
          "           or Ctrl-C; every committed sample stays readable whatever\n"
          "           happens to the process.  On a terminal a live line shows\n"
@@ -36,8 +37,9 @@ static void help(void)
          "  export   a run's samples (t_mono_ns, t_utc_ns, volts, amps, watts)\n"
          "\n"
          "Options:\n"
-         "  --source URI    sim:[watts=W,...], replay:FILE.csv, faulty:WHEN:URI\n"
-         "                  (see `eeb power list`)\n"
+         "  --source URI    hwmon:[CHIP][/RAIL], rapl:[ZONE], scpi://HOST:PORT,\n"
+         "                  ptd://HOST:PORT, sim:[watts=W,...], replay:FILE.csv,\n"
+         "                  faulty:WHEN:URI (see `eeb power list`)\n"
          "  --db FILE       the run database (created if missing)\n"
          "  --rate HZ       samples per second, 1..10000 (default 100)\n"
          "  --duration S    seconds to log (default: until Ctrl-C)\n"
@@ -48,10 +50,25 @@ static void help(void)
          "  -h, --help      show this help");
 }
 
+/* The kinds of source, then every meter found here with a reading now
+ * (like `sensors`): what --source can be given on this machine. */
 static int list(void)
 {
+    puts("Sources this build has:");
     for (const struct eeb_power_source_ops *const *o = eeb_power_sources(); *o; o++)
-        printf("%-8s %s\n", (*o)->scheme, (*o)->description);
+        printf("  %-8s %s\n", (*o)->scheme, (*o)->description);
+    puts("\nFound on this machine (network meters are found by address):");
+    int found = 0;
+    for (const struct eeb_power_source_ops *const *o = eeb_power_sources(); *o; o++) {
+        char err[512];
+        int n = (*o)->list ? (*o)->list(stdout, err, sizeof err) : 0;
+        if (n < 0)
+            printf("  %s: %s\n", (*o)->scheme, err);
+        found += n > 0 ? n : 0;
+    }
+    if (!found)
+        puts("  none: no hwmon power rails, no RAPL zones");
+    fflush(stdout);
     return EEB_EXIT_OK;
 }
 

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- sources ---- */
 
@@ -45,6 +46,10 @@ struct eeb_power_source_ops {
     int (*read)(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb_sample *out, char *err,
                 size_t errlen);
     void (*close)(struct eeb_power_source *s);
+    /* The meters of this kind found on this machine, one line each with
+     * the URI that opens it and a reading now; how many, or an error.
+     * NULL for kinds found only by address (network meters). */
+    int (*list)(FILE *out, char *err, size_t errlen);
 };
 
 /* Sources built in, NULL-terminated. */

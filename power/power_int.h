@@ -7,7 +7,8 @@
 
 #include "eeb_power.h"
 
-extern const struct eeb_power_source_ops power_sim_ops, power_replay_ops, power_faulty_ops;
+extern const struct eeb_power_source_ops power_sim_ops, power_replay_ops, power_faulty_ops,
+    power_hwmon_ops, power_rapl_ops, power_scpi_ops, power_ptd_ops;
 
 /* Parses "key=value,key=value" (args may be empty): calls fn for each
  * pair; fn returns EEB_OK or an error it wrote.  uri names the source in
@@ -20,6 +21,56 @@ int power_each_option(const char *uri, const char *args,
 /* The whole of text as a finite number, or EEB_EINVAL naming uri and key. */
 int power_number(const char *uri, const char *key, const char *text, double *out, char *err,
                  size_t errlen);
+
+/*
+ * An energy counter read as power: each reading is the mean watts since
+ * the one before, so the samples integrate back to the counter's own
+ * energy.  A counter that wraps to 0 past range (RAPL) is unwrapped; one
+ * that goes backwards without a range was reset.
+ */
+struct power_counter {
+    double joules; /* at the last reading */
+    int64_t t_ns;  /* its time */
+    double range;  /* the joules at which it wraps, 0: never */
+};
+
+void power_counter_start(struct power_counter *c, double joules, int64_t t_ns, double range);
+
+/* The mean watts over (the last reading, t_ns]; EEB_EDEVICE, naming uri,
+ * when time did not advance or the counter was reset (it restarts from
+ * this reading). */
+int power_counter_watts(struct power_counter *c, const char *uri, double joules, int64_t t_ns,
+                        double *watts, char *err, size_t errlen);
+
+/*
+ * A line-oriented TCP connection to a network meter (SCPI, PTDaemon),
+ * from URIs "scheme://host:port[?key=value,...]".  Every wait is bounded
+ * by timeout_ms.  Any failure closes the connection (a late reply would
+ * answer the wrong question); the next command reconnects.
+ */
+struct power_line {
+    int fd; /* -1: not connected */
+    char host[256], port[8];
+    int timeout_ms;
+    const char *eol; /* ends each command: "\n" or "\r\n" */
+    char buf[4096];  /* received, not yet returned */
+    size_t len;
+};
+
+/* Parses args, "//host:port[?options]" ("[v6addr]:port" too), into c
+ * (not connected); *options points at the options ("" if none). */
+int power_line_init(struct power_line *c, const char *uri, const char *args, const char *eol,
+                    const char **options, char *err, size_t errlen);
+int power_line_connect(struct power_line *c, const char *uri, char *err, size_t errlen);
+/* Sends a command that has no reply. */
+int power_line_send(struct power_line *c, const char *uri, const char *cmd, char *err,
+                    size_t errlen);
+/* Sends a command and reads its one-line reply (without the line end):
+ * EEB_ETIMEOUT, EEB_EDEVICE for a closed connection, EEB_EFORMAT for a
+ * line longer than the buffer. */
+int power_line_query(struct power_line *c, const char *uri, const char *cmd, char *reply,
+                     size_t len, char *err, size_t errlen);
+void power_line_close(struct power_line *c);
 
 /* ---- the sample ring (ring.c) ---- */
 

@@ -11,10 +11,8 @@
 #include <string.h>
 
 static const struct eeb_power_source_ops *const sources[] = {
-    &power_sim_ops,
-    &power_replay_ops,
-    &power_faulty_ops,
-    NULL,
+    &power_sim_ops,  &power_replay_ops, &power_faulty_ops, &power_hwmon_ops,
+    &power_rapl_ops, &power_scpi_ops,   &power_ptd_ops,    NULL,
 };
 
 const struct eeb_power_source_ops *const *eeb_power_sources(void)
@@ -88,4 +86,29 @@ int power_number(const char *uri, const char *key, const char *text, double *out
                         key, text);
     *out = v;
     return EEB_OK;
+}
+
+void power_counter_start(struct power_counter *c, double joules, int64_t t_ns, double range)
+{
+    c->joules = joules, c->t_ns = t_ns, c->range = range;
+}
+
+int power_counter_watts(struct power_counter *c, const char *uri, double joules, int64_t t_ns,
+                        double *watts, char *err, size_t errlen)
+{
+    double de = joules - c->joules, dt = (double)(t_ns - c->t_ns) / 1e9;
+    if (de < 0 && c->range > 0)
+        de += c->range;
+    int rc = EEB_OK;
+    if (dt <= 0)
+        rc = eeb_errf(err, errlen, EEB_EDEVICE, "%s: a reading at the time of the last one", uri);
+    else if (de < 0)
+        rc = eeb_errf(err, errlen, EEB_EDEVICE,
+                      "%s: the energy counter went back from %.6f J to %.6f J (reset)", uri,
+                      c->joules, joules);
+    else
+        *watts = de / dt;
+    if (rc == EEB_OK || de < 0)
+        c->joules = joules, c->t_ns = t_ns;
+    return rc;
 }

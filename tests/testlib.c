@@ -7,7 +7,10 @@
 
 #include <criterion/criterion.h>
 #include <sqlite3.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,4 +173,18 @@ const char *test_cls_shard(int n, int side, unsigned seed)
     free(r.pixels);
     cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
     return path;
+}
+
+const char *test_private_bind(const char *dir, const char *target)
+{
+    static char why[256];
+    if (unshare(CLONE_NEWNS) != 0)
+        snprintf(why, sizeof why, "no private mount namespace (unshare: %s)", strerror(errno));
+    else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        snprintf(why, sizeof why, "cannot make mounts private: %s", strerror(errno));
+    else if (mount(dir, target, NULL, MS_BIND, NULL) != 0)
+        snprintf(why, sizeof why, "cannot bind %s over %s: %s", dir, target, strerror(errno));
+    else
+        return NULL;
+    return why;
 }

@@ -34,6 +34,14 @@ struct test_run test_eeb(const char *const *args);
 
 void test_run_free(struct test_run *r);
 
+/*
+ * Mounts dir over target (a bind mount) in a private mount namespace of
+ * this test's process, which Criterion forks for each test, so nothing
+ * outside it sees the mount: NULL, or why it could not (not root, or a
+ * container without CAP_SYS_ADMIN) for cr_skip_test.
+ */
+const char *test_private_bind(const char *dir, const char *target);
+
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
 
