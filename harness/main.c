@@ -15,6 +15,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <jansson.h>
+#include <sensors/sensors.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,10 +60,11 @@ static void version(void)
     printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
     int jpeg = LIBJPEG_TURBO_VERSION_NUMBER;
     printf("libraries: SQLite %s, jansson %s, %s, libjpeg-turbo %d.%d.%d (built with), FFmpeg %s "
-           "(libavformat %u.%u, libavcodec %u.%u)\n",
+           "(libavformat %u.%u, libavcodec %u.%u), libsensors %s\n",
            sqlite3_libversion(), jansson_version_str(), XML_ExpatVersion(), jpeg / 1000000,
            jpeg / 1000 % 1000, jpeg % 1000, av_version_info(), avformat_version() >> 16,
-           avformat_version() >> 8 & 0xff, avcodec_version() >> 16, avcodec_version() >> 8 & 0xff);
+           avformat_version() >> 8 & 0xff, avcodec_version() >> 16, avcodec_version() >> 8 & 0xff,
+           libsensors_version);
     printf("accelerator backends:");
     for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
         printf(" %s", (*b)->name);
