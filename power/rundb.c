@@ -403,14 +403,15 @@ int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
         return db_error(db, "beginning a sample batch", err, errlen);
     sqlite3_stmt *st = db->insert_sample;
     rc = EEB_OK;
+    /* Bindings outlive sqlite3_reset: the batch's run and source once. */
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
     for (size_t i = 0; i < n && rc == EEB_OK; i++) {
         if (!isfinite(s[i].watts)) {
             rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: sample %zu from %s: watts is not finite",
                           db->path, i, source);
             break;
         }
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_text(st, 2, source, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, s[i].t_mono_ns);
         sqlite3_bind_int64(st, 4, s[i].t_utc_ns);
         bind_optional(st, 5, s[i].volts);

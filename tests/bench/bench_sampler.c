@@ -88,13 +88,16 @@ int main(void)
         struct eeb_sampler_stats st = run(db, rates[i].hz, secs);
         double bare = bare_p99_us(rates[i].hz, 2);
         double cpu = 100 * (st.sampler_cpu_s + st.writer_cpu_s) / secs;
-        printf("sampler at %s for %.0f s: %llu samples, %.1f Hz achieved, %llu dropped, %llu "
-               "written, %llu deadlines missed; jitter p50 %.0f us, p99 %.0f us, max %.0f us "
-               "(a bare clock_nanosleep loop: p99 %.0f us); %.2f %% of a core%s\n",
-               rates[i].name, secs, (unsigned long long)st.samples, st.achieved_hz,
-               (unsigned long long)st.dropped, (unsigned long long)st.written,
-               (unsigned long long)st.missed, st.jitter_p50_us, st.jitter_p99_us, st.jitter_max_us,
-               bare, cpu, st.realtime ? "; SCHED_FIFO" : "; not real-time");
+        printf(
+            "sampler at %s for %.0f s: %llu samples, %.1f Hz achieved, %llu dropped, %llu "
+            "written, %llu deadlines missed; jitter p50 %.0f us, p99 %.0f us, max %.0f us "
+            "(a bare clock_nanosleep loop: p99 %.0f us); %.2f %% of a core (sampler %.2f, writer "
+            "%.2f)%s\n",
+            rates[i].name, secs, (unsigned long long)st.samples, st.achieved_hz,
+            (unsigned long long)st.dropped, (unsigned long long)st.written,
+            (unsigned long long)st.missed, st.jitter_p50_us, st.jitter_p99_us, st.jitter_max_us,
+            bare, cpu, 100 * st.sampler_cpu_s / secs, 100 * st.writer_cpu_s / secs,
+            st.realtime ? "; SCHED_FIFO" : "; not real-time");
         char name[64];
         const struct {
             const char *what;
