@@ -155,13 +155,13 @@ static int log_power(const struct log_args *a)
     }
     int64_t begin = eeb_sampler_mark(s, "log_begin", NULL);
     int64_t until = a->duration > 0 ? begin + (int64_t)(a->duration * 1e9) : INT64_MAX;
-    for (int64_t shown = 0; !interrupted && eeb_mono_ns() < until;) {
+    for (int64_t shown = 0; !interrupted && !l.write_failed && eeb_mono_ns() < until;) {
         sleep_ms(50);
+        eeb_sampler_live(s, &l);
         int64_t now = eeb_mono_ns();
         if (now - shown < (tty ? 250000000 : 10000000000LL) || a->quiet)
             continue;
         shown = now;
-        eeb_sampler_live(s, &l);
         fprintf(stderr, "%s%7.1f s  %8.3f W now  %8.3f W mean  %10.3f J  %llu samples%s%s",
                 tty ? "\r" : "", l.seconds, l.watts, l.seconds > 0 ? l.joules / l.seconds : 0,
                 l.joules, (unsigned long long)l.samples,
@@ -181,11 +181,12 @@ static int log_power(const struct log_args *a)
         snprintf(err, sizeof err, "%s", err2);
     }
     eeb_rundb_close(db);
-    printf("run %lld: %llu samples at %.1f Hz achieved, %llu dropped, %llu failed reads, "
-           "%llu deadlines missed; wake-up jitter p50 %.0f us, p99 %.0f us, max %.0f us\n",
+    printf("run %lld: %llu samples at %.1f Hz achieved, %llu written, %llu dropped, %llu failed "
+           "reads, %llu deadlines missed; wake-up jitter p50 %.0f us, p99 %.0f us, max %.0f us\n",
            (long long)run, (unsigned long long)st.samples, st.achieved_hz,
-           (unsigned long long)st.dropped, (unsigned long long)st.failed,
-           (unsigned long long)st.missed, st.jitter_p50_us, st.jitter_p99_us, st.jitter_max_us);
+           (unsigned long long)st.written, (unsigned long long)st.dropped,
+           (unsigned long long)st.failed, (unsigned long long)st.missed, st.jitter_p50_us,
+           st.jitter_p99_us, st.jitter_max_us);
     if (st.first_error[0])
         fprintf(stderr, "eeb power: the first failed read: %s\n", st.first_error);
     if (rc != EEB_OK)

@@ -85,6 +85,8 @@ struct eeb_sampler_live {
     double seconds;   /* since the first sample */
     uint64_t dropped; /* the ring was full */
     uint64_t failed;  /* reads that failed */
+    int write_failed; /* the writer stopped on an error (a full disk): nothing
+                       * more is stored, and eeb_sampler_stop says why */
 };
 
 struct eeb_sampler_stats {

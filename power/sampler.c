@@ -341,6 +341,9 @@ void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out)
     out->seconds = atomic_load(&s->seconds);
     out->dropped = atomic_load(&s->dropped);
     out->failed = atomic_load(&s->failed);
+    pthread_mutex_lock(&s->lock);
+    out->write_failed = s->write_rc != 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* The smallest wake-up lateness that fraction q of the ticks stayed within. */

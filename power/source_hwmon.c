@@ -36,6 +36,7 @@ struct rail {
     char parts[64];                 /* where its watts come from: "power1", "in1 x curr1" */
     int energy, power, volts, amps; /* subfeature numbers, -1: none */
     struct power_counter counter;
+    char error[192]; /* `eeb power list`: why it could not be read */
 };
 
 struct hwmon {
@@ -443,8 +444,7 @@ static int list_find(void *arg, char *err, size_t errlen)
     for (int nr = 0; (chip = sensors_get_detected_chips(NULL, &nr));)
         chip_rails(chip, a->rails, &a->n, MAX_RAILS);
     for (size_t i = 0; i < a->n; i++)
-        if (rail_start(&a->rails[i], "hwmon", err, errlen) != EEB_OK)
-            a->rails[i].energy = -2; /* shown as failed */
+        rail_start(&a->rails[i], "hwmon", a->rails[i].error, sizeof a->rails[i].error);
     return EEB_OK;
 }
 
@@ -454,13 +454,13 @@ static int list_print(void *arg, char *err, size_t errlen)
     for (size_t i = 0; i < a->n; i++) {
         struct rail *r = &a->rails[i];
         struct eeb_sample s;
-        char uri[192], why[256];
+        char uri[192];
         snprintf(uri, sizeof uri, "hwmon:%s", r->name);
-        int rc =
-            r->energy == -2 ? EEB_EDEVICE : rail_read(r, uri, eeb_mono_ns(), &s, why, sizeof why);
+        if (!r->error[0])
+            rail_read(r, uri, eeb_mono_ns(), &s, r->error, sizeof r->error);
         fprintf(a->out, "  %-40s ", uri);
-        if (rc != EEB_OK)
-            fprintf(a->out, "unreadable  %s\n", r->energy == -2 ? "energy counter" : why);
+        if (r->error[0])
+            fprintf(a->out, "unreadable  %s\n", r->error);
         else if (!isnan(s.volts))
             fprintf(a->out, "%9.3f W  %8.3f V  %8.3f A  %s (%s)\n", s.watts, s.volts, s.amps,
                     r->energy >= 0 ? "counter" : "measured", r->parts);

@@ -175,16 +175,38 @@ const char *test_cls_shard(int n, int side, unsigned seed)
     return path;
 }
 
+/* Enters a private mount namespace: NULL, or why not (in why). */
+static const char *private_namespace(char *why, size_t len)
+{
+    if (unshare(CLONE_NEWNS) != 0)
+        snprintf(why, len, "no private mount namespace (unshare: %s)", strerror(errno));
+    else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        snprintf(why, len, "cannot make mounts private: %s", strerror(errno));
+    else
+        return NULL;
+    return why;
+}
+
 const char *test_private_bind(const char *dir, const char *target)
 {
     static char why[256];
-    if (unshare(CLONE_NEWNS) != 0)
-        snprintf(why, sizeof why, "no private mount namespace (unshare: %s)", strerror(errno));
-    else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        snprintf(why, sizeof why, "cannot make mounts private: %s", strerror(errno));
-    else if (mount(dir, target, NULL, MS_BIND, NULL) != 0)
-        snprintf(why, sizeof why, "cannot bind %s over %s: %s", dir, target, strerror(errno));
-    else
+    if (private_namespace(why, sizeof why))
+        return why;
+    if (mount(dir, target, NULL, MS_BIND, NULL) == 0)
         return NULL;
+    snprintf(why, sizeof why, "cannot bind %s over %s: %s", dir, target, strerror(errno));
+    return why;
+}
+
+const char *test_private_tmpfs(const char *target, size_t size)
+{
+    static char why[256];
+    char options[64];
+    snprintf(options, sizeof options, "size=%zu", size);
+    if (private_namespace(why, sizeof why))
+        return why;
+    if (mount("eeb-test", target, "tmpfs", 0, options) == 0)
+        return NULL;
+    snprintf(why, sizeof why, "cannot mount a tmpfs on %s: %s", target, strerror(errno));
     return why;
 }

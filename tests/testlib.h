@@ -42,6 +42,9 @@ void test_run_free(struct test_run *r);
  */
 const char *test_private_bind(const char *dir, const char *target);
 
+/* The same for a tmpfs of size bytes mounted on target: a small disk. */
+const char *test_private_tmpfs(const char *target, size_t size);
+
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
 

@@ -1,7 +1,8 @@
 /*
  * test_power_cli.c - `eeb power` as a user runs it: log a source, summarize
  * and export the run; a budget that fails; a meter that fails; Ctrl-C and
- * kill -9 of the logger leaving every committed sample readable.
+ * kill -9 of the logger leaving every committed sample readable; a disk
+ * that fills up mid-log.
  */
 #include "eeb_power.h"
 #include "testlib.h"
@@ -159,12 +160,44 @@ Test(power_cli, kill_9_leaves_every_committed_sample_readable)
     cr_assert(WIFSIGNALED(st));
     json_t *o = summary_json(NULL, 0);
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "all samples");
-    cr_assert_gt(num(o, "samples"), 100, "batches committed every 100 ms survive");
+    cr_assert_gt(num(o, "samples"), 100, "batches committed every 250 ms survive");
     cr_assert_float_eq(num(o, "mean_w"), 2, 1e-9);
     json_decref(o);
     struct test_run r = test_eeb((const char *[]){"db", "info", db, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     test_run_free(&r);
+}
+
+/* The database on a 256 KiB disk that 10 kHz sampling fills in about a
+ * second: the logger stops at once with SQLite's reason, and what was
+ * committed before is intact and summarizes. */
+Test(power_cli, a_full_disk_ends_the_log_with_a_clear_error)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    const char *why = test_private_tmpfs(dir, 256 << 10);
+    if (why)
+        cr_skip_test("a small disk: %s", why);
+    snprintf(db, sizeof db, "%s/full.db", dir);
+    int64_t t0 = eeb_mono_ns();
+    struct test_run r =
+        test_eeb((const char *[]){"power", "log", "--source", "sim:watts=3", "--db", db, "--rate",
+                                  "10000", "--duration", "60", "-q", NULL});
+    double took = (double)(eeb_mono_ns() - t0) / 1e9;
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "full"), "%s", r.err);
+    cr_expect(strstr(r.err, "samples committed before it are in"), "%s", r.err);
+    cr_expect_lt(took, 30, "the logger went on %.0f s after the disk filled", took);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM pragma_integrity_check WHERE "
+                                  "integrity_check = 'ok'"),
+                 1);
+    long long n = test_sql_int(db, "SELECT count(*) FROM samples");
+    cr_expect_gt(n, 1000, "%lld samples committed", n);
+    json_t *o = summary_json(NULL, 0);
+    cr_expect_float_eq(num(o, "samples"), (double)n, 0.5);
+    cr_expect_float_eq(num(o, "mean_w"), 3, 1e-9);
+    json_decref(o);
 }
 
 Test(power_cli, bad_input_is_named)
