@@ -453,7 +453,7 @@ static int list_print(void *arg, char *err, size_t errlen)
     struct list_args *a = arg;
     for (size_t i = 0; i < a->n; i++) {
         struct rail *r = &a->rails[i];
-        struct eeb_sample s;
+        struct eeb_sample s = {0};
         char uri[192];
         snprintf(uri, sizeof uri, "hwmon:%s", r->name);
         if (!r->error[0])

@@ -168,14 +168,14 @@ Test(power_cli, kill_9_leaves_every_committed_sample_readable)
     test_run_free(&r);
 }
 
-/* The database on a 256 KiB disk that 10 kHz sampling fills in about a
- * second: the logger stops at once with SQLite's reason, and what was
+/* The database on a 1 MiB disk that 10 kHz sampling fills in a few
+ * seconds: the logger stops at once with SQLite's reason, and what was
  * committed before is intact and summarizes. */
 Test(power_cli, a_full_disk_ends_the_log_with_a_clear_error)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    const char *why = test_private_tmpfs(dir, 256 << 10);
+    const char *why = test_private_tmpfs(dir, 1 << 20);
     if (why)
         cr_skip_test("a small disk: %s", why);
     snprintf(db, sizeof db, "%s/full.db", dir);
