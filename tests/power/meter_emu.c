@@ -112,7 +112,7 @@ static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
         snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990",
                  e->cfg.volts * e->cfg.amps, e->cfg.volts, e->cfg.amps);
     } else
-        snprintf(reply, len, "Error: unknown command '%s'", cmd);
+        snprintf(reply, len, "Error: unknown command '%.400s'", cmd);
     return 0;
 }
 
