@@ -3,6 +3,7 @@
  */
 #include "testlib.h"
 
+#include "eeb_power.h"
 #include "eeb_shard.h"
 
 #include <criterion/criterion.h>
@@ -209,4 +210,21 @@ const char *test_private_tmpfs(const char *target, size_t size)
         return NULL;
     snprintf(why, sizeof why, "cannot mount a tmpfs on %s: %s", target, strerror(errno));
     return why;
+}
+
+struct eeb_power_source *test_power_open(const char *uri)
+{
+    struct eeb_power_source *s;
+    char err[512];
+    cr_assert_eq(eeb_power_open(uri, &s, err, sizeof err), EEB_OK, "%s: %s", uri, err);
+    return s;
+}
+
+void test_power_open_fails(const char *uri, int status, const char *message)
+{
+    struct eeb_power_source *s;
+    char err[512] = "";
+    int rc = eeb_power_open(uri, &s, err, sizeof err);
+    cr_assert_eq(rc, status, "%s: status %d, not %d (%s)", uri, rc, status, err);
+    cr_assert(strstr(err, message), "%s: '%s' lacks '%s'", uri, err, message);
 }

@@ -45,6 +45,14 @@ const char *test_private_bind(const char *dir, const char *target);
 /* The same for a tmpfs of size bytes mounted on target: a small disk. */
 const char *test_private_tmpfs(const char *target, size_t size);
 
+struct eeb_power_source;
+
+/* Opens a power source by URI; fails the test on an error. */
+struct eeb_power_source *test_power_open(const char *uri);
+
+/* Asserts that opening uri fails with status and an error containing message. */
+void test_power_open_fails(const char *uri, int status, const char *message);
+
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
 

@@ -41,8 +41,9 @@ static void record(struct meter_emu *e, const char *cmd)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* What a reading's fault makes of it: 0 answer, 1 odd answer, -1 hang up. */
-static int fault(struct meter_emu *e)
+/* Counts a reading and applies its fault: 0 none (answer it), 1 the odd
+ * reply is in reply, -1 hang up. */
+static int fault(struct meter_emu *e, char *reply, size_t len)
 {
     unsigned r = ++e->readings;
     if (r == e->cfg.stall_at) {
@@ -50,7 +51,12 @@ static int fault(struct meter_emu *e)
                               (long)((e->cfg.stall_s - (double)(time_t)e->cfg.stall_s) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    return r == e->cfg.drop_at ? -1 : r == e->cfg.odd_at ? 1 : 0;
+    if (r == e->cfg.drop_at)
+        return -1;
+    if (r != e->cfg.odd_at)
+        return 0;
+    snprintf(reply, len, "%s", e->cfg.odd_reply);
+    return 1;
 }
 
 /* The WT300 subset: settings have no reply, queries one line. */
@@ -67,13 +73,9 @@ static int scpi(struct meter_emu *e, const char *cmd, char *reply, size_t len)
     else if (sscanf(cmd, ":NUMeric:NORMal:ITEM%d %c,", &item, &fn) == 2 && item >= 1 && item <= 3)
         e->items[item - 1] = fn;
     else if (strcmp(cmd, ":NUMeric:NORMal:VALue?") == 0) {
-        int f = fault(e);
-        if (f < 0)
-            return -1;
-        if (f > 0) {
-            snprintf(reply, len, "%s", e->cfg.odd_reply);
-            return 0;
-        }
+        int f = fault(e, reply, len);
+        if (f)
+            return f < 0 ? -1 : 0;
         reply[0] = '\0';
         for (int i = 0; i < e->number && i < 3; i++) {
             double v = e->items[i] == 'U'   ? e->cfg.volts
@@ -102,13 +104,9 @@ static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
     else if (strcmp(cmd, "RL") == 0 && !e->going)
         snprintf(reply, len, "Error: no measurement running");
     else if (strcmp(cmd, "RL") == 0) {
-        int f = fault(e);
-        if (f < 0)
-            return -1;
-        if (f > 0) {
-            snprintf(reply, len, "%s", e->cfg.odd_reply);
-            return 0;
-        }
+        int f = fault(e, reply, len);
+        if (f)
+            return f < 0 ? -1 : 0;
         snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990",
                  e->cfg.volts * e->cfg.amps, e->cfg.volts, e->cfg.amps);
     } else

@@ -50,23 +50,6 @@ static void mount_tree(void)
         cr_skip_test("fake sysfs tree: %s", why);
 }
 
-static struct eeb_power_source *open_ok(const char *uri)
-{
-    struct eeb_power_source *s;
-    char err[512];
-    cr_assert_eq(eeb_power_open(uri, &s, err, sizeof err), EEB_OK, "%s: %s", uri, err);
-    return s;
-}
-
-static void open_fails(const char *uri, int status, const char *message)
-{
-    struct eeb_power_source *s;
-    char err[512] = "";
-    int rc = eeb_power_open(uri, &s, err, sizeof err);
-    cr_assert_eq(rc, status, "%s: status %d, not %d (%s)", uri, rc, status, err);
-    cr_assert(strstr(err, message), "%s: '%s' lacks '%s'", uri, err, message);
-}
-
 static struct eeb_sample read_ok(struct eeb_power_source *s, int64_t t_ns)
 {
     struct eeb_sample x;
@@ -122,7 +105,7 @@ Test(hwmon, rails_through_libsensors)
     hwmon_tree();
     mount_tree();
 
-    struct eeb_power_source *s = open_ok("hwmon:ina226/VCCINT");
+    struct eeb_power_source *s = test_power_open("hwmon:ina226/VCCINT");
     struct eeb_sample x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 4.25, 1e-12);
     cr_expect_float_eq(x.volts, 0.85, 1e-12, "in1 joins power1's rail by number");
@@ -130,17 +113,17 @@ Test(hwmon, rails_through_libsensors)
     cr_expect_eq(s->provenance, EEB_MEASURED);
     eeb_power_close(s);
 
-    s = open_ok("hwmon:ina3221-*/VDD_IN"); /* named by in1's label */
+    s = test_power_open("hwmon:ina3221-*/VDD_IN"); /* named by in1's label */
     x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 6.0, 1e-12, "12 V x 0.5 A");
     eeb_power_close(s);
-    s = open_ok("hwmon:ina3221/in2");
+    s = test_power_open("hwmon:ina3221/in2");
     x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 1.0, 1e-12, "5 V x 0.2 A");
     eeb_power_close(s);
 
     /* a chip's rails, and every rail, summed; curr3 alone is no power */
-    s = open_ok("hwmon:ina3221");
+    s = test_power_open("hwmon:ina3221");
     x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 7.0, 1e-12);
     cr_expect(isnan(x.volts), "a sum of rails has no one voltage");
@@ -148,7 +131,7 @@ Test(hwmon, rails_through_libsensors)
 
     /* the card's energy counter is preferred to its power reading (99 W):
      * 5 J over 2 s is 2.5 W, and the sum is a counter's */
-    s = open_ok("hwmon:*");
+    s = test_power_open("hwmon:*");
     cr_expect_eq(s->provenance, EEB_COUNTER);
     int64_t t = eeb_mono_ns();
     read_ok(s, t);
@@ -156,17 +139,17 @@ Test(hwmon, rails_through_libsensors)
     x = read_ok(s, t + 2000000000);
     cr_expect_float_eq(x.watts, 4.25 + 7.0 + 2.5 + 1.5, 1e-9, "%.9f W", x.watts);
     eeb_power_close(s);
-    s = open_ok("hwmon:");
+    s = test_power_open("hwmon:");
     eeb_power_close(s);
 
-    open_fails("hwmon:*/VCCINT", EEB_EINVAL, "name the chip");
-    open_fails("hwmon:ina226/VCCAUX", EEB_EINVAL, "no hwmon power rail matches");
-    open_fails("hwmon:nosuchchip", EEB_EINVAL, "no hwmon power rail matches");
-    open_fails("hwmon:ina226-bogus-bus-x", EEB_EINVAL, "not a chip name");
+    test_power_open_fails("hwmon:*/VCCINT", EEB_EINVAL, "name the chip");
+    test_power_open_fails("hwmon:ina226/VCCAUX", EEB_EINVAL, "no hwmon power rail matches");
+    test_power_open_fails("hwmon:nosuchchip", EEB_EINVAL, "no hwmon power rail matches");
+    test_power_open_fails("hwmon:ina226-bogus-bus-x", EEB_EINVAL, "not a chip name");
 
     /* a sensor that goes away fails the read, naming the rail, and reads
      * again once it is back */
-    s = open_ok("hwmon:ina219");
+    s = test_power_open("hwmon:ina219");
     char path[256], err[512];
     snprintf(path, sizeof path, "%s/hwmon/hwmon3/power1_input", tree);
     cr_assert_eq(unlink(path), 0);
@@ -223,7 +206,7 @@ Test(rapl, packages_summed_and_the_counter_unwrapped)
     mount_tree();
 
     /* package-0 wraps: 999000 -> 500 is 1500 uJ, not -998500 */
-    struct eeb_power_source *s = open_ok("rapl:package-0");
+    struct eeb_power_source *s = test_power_open("rapl:package-0");
     cr_expect_eq(s->provenance, EEB_COUNTER);
     int64_t t = eeb_mono_ns();
     read_ok(s, t);
@@ -233,7 +216,7 @@ Test(rapl, packages_summed_and_the_counter_unwrapped)
     eeb_power_close(s);
 
     /* the default sums the packages only: not psys, not their cores */
-    s = open_ok("rapl:");
+    s = test_power_open("rapl:");
     t = eeb_mono_ns();
     read_ok(s, t);
     put("powercap/intel-rapl:0/energy_uj", "2500500");
@@ -244,15 +227,16 @@ Test(rapl, packages_summed_and_the_counter_unwrapped)
     cr_expect_float_eq(x.watts, (2.5 + 4.0) / 2, 1e-12, "%.9f W", x.watts);
     eeb_power_close(s);
 
-    s = open_ok("rapl:intel-rapl:1:0");
+    s = test_power_open("rapl:intel-rapl:1:0");
     eeb_power_close(s);
-    open_fails("rapl:core", EEB_EINVAL, "name its directory");
-    open_fails("rapl:dram", EEB_EINVAL, "no RAPL zone");
+    test_power_open_fails("rapl:core", EEB_EINVAL, "name its directory");
+    test_power_open_fails("rapl:dram", EEB_EINVAL, "no RAPL zone");
 
     char path[256];
     snprintf(path, sizeof path, "%s/powercap/intel-rapl:2/max_energy_range_uj", tree);
     cr_assert_eq(unlink(path), 0);
-    open_fails("rapl:psys", EEB_EINVAL, "/sys/class/powercap/intel-rapl:2/max_energy_range_uj");
+    test_power_open_fails("rapl:psys", EEB_EINVAL,
+                          "/sys/class/powercap/intel-rapl:2/max_energy_range_uj");
 }
 
 /* ---- SCPI ---- */
@@ -274,7 +258,7 @@ Test(scpi, a_wt300_set_up_and_read)
                                                      .amps = 0.5,
                                                      .odd_at = 2,
                                                      .odd_reply = "2.3000E+02,oops,1.1500E+02"});
-    struct eeb_power_source *s = open_ok(emu_uri("scpi", "element=2"));
+    struct eeb_power_source *s = test_power_open(emu_uri("scpi", "element=2"));
     cr_expect_eq(s->provenance, EEB_MEASURED);
     struct eeb_sample x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.volts, 230.0, 1e-9);
@@ -302,16 +286,16 @@ Test(scpi, a_wt300_set_up_and_read)
                                                      .amps = 1,
                                                      .odd_at = 1,
                                                      .odd_reply = "9.91E+37,9.91E+37,9.91E+37"});
-    s = open_ok(emu_uri("scpi", ""));
+    s = test_power_open(emu_uri("scpi", ""));
     cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE);
     cr_expect(strstr(err, "overrange or no data"), "%s", err);
     eeb_power_close(s);
-    open_fails(emu_uri("scpi", "element=4"), EEB_EINVAL, "element=1..3");
+    test_power_open_fails(emu_uri("scpi", "element=4"), EEB_EINVAL, "element=1..3");
     meter_emu_stop(emu);
 
-    open_fails("scpi:127.0.0.1:5025", EEB_EINVAL, "//HOST:PORT");
-    open_fails("scpi://127.0.0.1:", EEB_EINVAL, "//HOST:PORT");
-    open_fails("scpi://127.0.0.1:1", EEB_EDEVICE, "cannot connect");
+    test_power_open_fails("scpi:127.0.0.1:5025", EEB_EINVAL, "//HOST:PORT");
+    test_power_open_fails("scpi://127.0.0.1:", EEB_EINVAL, "//HOST:PORT");
+    test_power_open_fails("scpi://127.0.0.1:1", EEB_EDEVICE, "cannot connect");
 }
 
 /* A meter that stalls past the timeout, then one that hangs up: each
@@ -325,7 +309,7 @@ Test(scpi, stalls_and_disconnects_fail_a_read_then_reconnect)
                                                      .stall_at = 2,
                                                      .stall_s = 0.5,
                                                      .drop_at = 4});
-    struct eeb_power_source *s = open_ok(emu_uri("scpi", "timeout=0.2"));
+    struct eeb_power_source *s = test_power_open(emu_uri("scpi", "timeout=0.2"));
     char err[512];
     read_ok(s, eeb_mono_ns());
     int64_t t0 = eeb_mono_ns();
@@ -354,7 +338,7 @@ Test(ptd, a_measurement_started_read_and_stopped)
                                                      .amps = 0.25,
                                                      .odd_at = 2,
                                                      .odd_reply = "Watts,n/a,Volts,229.5"});
-    struct eeb_power_source *s = open_ok(emu_uri("ptd", "interval=500,name=board-7"));
+    struct eeb_power_source *s = test_power_open(emu_uri("ptd", "interval=500,name=board-7"));
     struct eeb_sample x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 57.375, 1e-9);
     cr_expect_float_eq(x.volts, 229.5, 1e-9);
@@ -369,8 +353,9 @@ Test(ptd, a_measurement_started_read_and_stopped)
     meter_emu_stop(emu);
 
     emu = meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD, .not_ptd = 1});
-    open_fails(emu_uri("ptd", ""), EEB_EFORMAT, "not a PTDaemon: 'Hello' answered '220 mail");
-    open_fails(emu_uri("ptd", "name=a b"), EEB_EINVAL, "name=a b");
+    test_power_open_fails(emu_uri("ptd", ""), EEB_EFORMAT,
+                          "not a PTDaemon: 'Hello' answered '220 mail");
+    test_power_open_fails(emu_uri("ptd", "name=a b"), EEB_EINVAL, "name=a b");
     meter_emu_stop(emu);
 
     emu = meter_emu_start(
@@ -379,7 +364,7 @@ Test(ptd, a_measurement_started_read_and_stopped)
                                    .amps = 1,
                                    .odd_at = 1,
                                    .odd_reply = "Watts,-1.000000,Volts,-1.000000,Amps,-1.000000"});
-    s = open_ok(emu_uri("ptd", ""));
+    s = test_power_open(emu_uri("ptd", ""));
     cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE);
     cr_expect(strstr(err, "no valid reading"), "%s", err);
     eeb_power_close(s);
@@ -390,7 +375,7 @@ Test(ptd, a_dropped_connection_restarts_the_measurement)
 {
     emu = meter_emu_start(
         &(struct meter_emu_config){.protocol = METER_PTD, .volts = 10, .amps = 1, .drop_at = 2});
-    struct eeb_power_source *s = open_ok(emu_uri("ptd", ""));
+    struct eeb_power_source *s = test_power_open(emu_uri("ptd", ""));
     char err[512];
     read_ok(s, eeb_mono_ns());
     cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE);

@@ -15,22 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-static struct eeb_power_source *open_ok(const char *uri)
-{
-    struct eeb_power_source *s;
-    char err[512];
-    cr_assert_eq(eeb_power_open(uri, &s, err, sizeof err), EEB_OK, "%s: %s", uri, err);
-    return s;
-}
-
-static void open_fails(const char *uri, int status, const char *message)
-{
-    struct eeb_power_source *s;
-    char err[512] = "";
-    cr_assert_eq(eeb_power_open(uri, &s, err, sizeof err), status, "%s: %s", uri, err);
-    cr_assert(strstr(err, message), "%s: %s", uri, err);
-}
-
 static double read_at(struct eeb_power_source *s, double t_s, int *rc)
 {
     struct eeb_sample x = {.volts = NAN, .amps = NAN};
@@ -197,7 +181,7 @@ Test(ring, one_producer_one_consumer_lose_nothing)
 Test(sources, sim_profiles)
 {
     int rc;
-    struct eeb_power_source *s = open_ok("sim:watts=7.5,volts=12");
+    struct eeb_power_source *s = test_power_open("sim:watts=7.5,volts=12");
     cr_assert_eq(s->provenance, EEB_MODELED);
     cr_assert_float_eq(read_at(s, 0, &rc), 7.5, 1e-12);
     struct eeb_sample x;
@@ -206,21 +190,21 @@ Test(sources, sim_profiles)
     cr_assert_float_eq(x.amps, 7.5 / 12, 1e-12);
     eeb_power_close(s);
 
-    s = open_ok("sim:profile=step,low=2,high=9,period=2");
+    s = test_power_open("sim:profile=step,low=2,high=9,period=2");
     cr_assert_float_eq(read_at(s, 0, &rc), 2, 0);
     cr_assert_float_eq(read_at(s, 0.99, &rc), 2, 0);
     cr_assert_float_eq(read_at(s, 1.01, &rc), 9, 0);
     cr_assert_float_eq(read_at(s, 2.5, &rc), 2, 0);
     eeb_power_close(s);
 
-    s = open_ok("sim:profile=sine,mean=6,amp=2,period=4");
+    s = test_power_open("sim:profile=sine,mean=6,amp=2,period=4");
     read_at(s, 0, &rc);
     cr_assert_float_eq(read_at(s, 1, &rc), 8, 1e-9);
     cr_assert_float_eq(read_at(s, 3, &rc), 4, 1e-9);
     eeb_power_close(s);
 
     /* noise: seeded, zero-mean, of the given deviation */
-    s = open_ok("sim:watts=10,noise=0.5,seed=3");
+    s = test_power_open("sim:watts=10,noise=0.5,seed=3");
     double sum = 0, sq = 0;
     for (int i = 0; i < 20000; i++) {
         double w = read_at(s, i * 0.001, &rc) - 10;
@@ -230,11 +214,14 @@ Test(sources, sim_profiles)
     cr_assert_float_eq(sqrt(sq / 20000), 0.5, 0.02);
     eeb_power_close(s);
 
-    open_fails("sim:profile=square", EEB_EINVAL, "profile 'square' (const, step or sine)");
-    open_fails("sim:watts=lots", EEB_EINVAL, "sim:watts=lots': watts: 'lots' is not a number");
-    open_fails("sim:colour=blue", EEB_EINVAL, "unknown option 'colour'");
-    open_fails("sim:period=0", EEB_EINVAL, "period must be > 0");
-    open_fails("gpib:7", EEB_EINVAL, "'gpib:7': unknown scheme (known: sim:, replay:, faulty:");
+    test_power_open_fails("sim:profile=square", EEB_EINVAL,
+                          "profile 'square' (const, step or sine)");
+    test_power_open_fails("sim:watts=lots", EEB_EINVAL,
+                          "sim:watts=lots': watts: 'lots' is not a number");
+    test_power_open_fails("sim:colour=blue", EEB_EINVAL, "unknown option 'colour'");
+    test_power_open_fails("sim:period=0", EEB_EINVAL, "period must be > 0");
+    test_power_open_fails("gpib:7", EEB_EINVAL,
+                          "'gpib:7': unknown scheme (known: sim:, replay:, faulty:");
 }
 
 Test(sources, replay_reads_a_trace_and_names_bad_lines)
@@ -246,7 +233,7 @@ Test(sources, replay_reads_a_trace_and_names_bad_lines)
     test_write_file(path, trace, strlen(trace));
     char uri[300];
     snprintf(uri, sizeof uri, "replay:%s", path);
-    struct eeb_power_source *s = open_ok(uri);
+    struct eeb_power_source *s = test_power_open(uri);
     cr_assert_eq(s->provenance, EEB_MEASURED);
     int rc;
     cr_assert_float_eq(read_at(s, 0, &rc), 4, 1e-12); /* the trace's start, t = 10 */
@@ -266,15 +253,15 @@ Test(sources, replay_reads_a_trace_and_names_bad_lines)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         test_write_file(path, bad[i][0], strlen(bad[i][0]));
-        open_fails(uri, EEB_EFORMAT, bad[i][1]);
+        test_power_open_fails(uri, EEB_EFORMAT, bad[i][1]);
     }
-    open_fails("replay:/nonexistent.csv", EEB_EIO, "/nonexistent.csv");
+    test_power_open_fails("replay:/nonexistent.csv", EEB_EIO, "/nonexistent.csv");
 }
 
 /* Which of reads 1..8 fail (a bit each). */
 static unsigned failures(const char *uri)
 {
-    struct eeb_power_source *s = open_ok(uri);
+    struct eeb_power_source *s = test_power_open(uri);
     unsigned mask = 0;
     int rc;
     for (int i = 0; i < 8; i++) {
@@ -290,15 +277,15 @@ Test(sources, faulty_fails_or_stalls_the_reads_it_is_told)
     cr_assert_eq(failures("faulty:3:sim:watts=2"), 0x04);
     cr_assert_eq(failures("faulty:2+3:sim:"), 0x0e);
     cr_assert_eq(failures("faulty:6*:sim:"), 0xe0);
-    struct eeb_power_source *s = open_ok("faulty:2~0.2:sim:watts=3");
+    struct eeb_power_source *s = test_power_open("faulty:2~0.2:sim:watts=3");
     int rc;
     read_at(s, 0, &rc);
     int64_t t = eeb_mono_ns();
     cr_assert_float_eq(read_at(s, 0.01, &rc), 3, 0);
     cr_assert_geq(eeb_mono_ns() - t, 200000000, "read 2 did not stall");
     eeb_power_close(s);
-    open_fails("faulty:0:sim:", EEB_EINVAL, "faulty:WHEN:URI");
-    open_fails("faulty:3x:sim:", EEB_EINVAL, "faulty:WHEN:URI");
-    open_fails("faulty:3", EEB_EINVAL, "faulty:WHEN:URI");
-    open_fails("faulty:3:gpib:", EEB_EINVAL, "unknown scheme");
+    test_power_open_fails("faulty:0:sim:", EEB_EINVAL, "faulty:WHEN:URI");
+    test_power_open_fails("faulty:3x:sim:", EEB_EINVAL, "faulty:WHEN:URI");
+    test_power_open_fails("faulty:3", EEB_EINVAL, "faulty:WHEN:URI");
+    test_power_open_fails("faulty:3:gpib:", EEB_EINVAL, "unknown scheme");
 }
