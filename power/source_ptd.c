@@ -66,9 +66,8 @@ static int refused(const char *uri, const char *cmd, const char *reply, char *er
 }
 
 /* Greets the daemon and starts a measurement on a fresh connection. */
-static int start(struct ptd *p, char *err, size_t errlen)
+static int start(struct ptd *p, const char *uri, char *err, size_t errlen)
 {
-    const char *uri = p->base.uri ? p->base.uri : "ptd";
     char reply[256], go[128];
     p->going = 0;
     int rc = power_line_query(&p->line, uri, "Hello", reply, sizeof reply, err, errlen);
@@ -117,7 +116,7 @@ static int ptd_open(const char *uri, const char *args, struct eeb_power_source *
     if (rc == EEB_OK)
         rc = power_each_option(uri, options, option, &a, err, errlen);
     if (rc == EEB_OK)
-        rc = start(p, err, errlen);
+        rc = start(p, uri, err, errlen);
     if (rc != EEB_OK) {
         ptd_close(&p->base);
         return rc;
@@ -164,7 +163,7 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
     (void)t_mono_ns;
     struct ptd *p = (struct ptd *)base;
     char reply[512];
-    int rc = p->line.fd >= 0 && p->going ? EEB_OK : start(p, err, errlen);
+    int rc = p->line.fd >= 0 && p->going ? EEB_OK : start(p, base->uri, err, errlen);
     if (rc == EEB_OK)
         rc = power_line_query(&p->line, base->uri, "RL", reply, sizeof reply, err, errlen);
     if (rc == EEB_OK && strncmp(reply, "Error", 5) == 0)

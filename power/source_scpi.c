@@ -46,9 +46,8 @@ static int option(void *arg, const char *key, const char *value, char *err, size
 }
 
 /* Sets the meter up on a fresh connection. */
-static int setup(struct scpi *s, char *err, size_t errlen)
+static int setup(struct scpi *s, const char *uri, char *err, size_t errlen)
 {
-    const char *uri = s->base.uri ? s->base.uri : "scpi";
     char cmd[64], reply[256];
     int rc = power_line_query(&s->line, uri, "*IDN?", reply, sizeof reply, err, errlen);
     if (rc == EEB_OK)
@@ -98,7 +97,7 @@ static int scpi_open(const char *uri, const char *args, struct eeb_power_source 
     if (rc == EEB_OK)
         rc = power_each_option(uri, options, option, &p, err, errlen);
     if (rc == EEB_OK)
-        rc = setup(s, err, errlen);
+        rc = setup(s, uri, err, errlen);
     if (rc != EEB_OK) {
         scpi_close(&s->base);
         return rc;
@@ -136,7 +135,7 @@ static int scpi_read(struct eeb_power_source *base, int64_t t_mono_ns, struct ee
     struct scpi *s = (struct scpi *)base;
     char reply[256];
     double v[3];
-    int rc = s->line.fd >= 0 && s->ready ? EEB_OK : setup(s, err, errlen);
+    int rc = s->line.fd >= 0 && s->ready ? EEB_OK : setup(s, base->uri, err, errlen);
     if (rc == EEB_OK)
         rc = power_line_query(&s->line, base->uri, ":NUMeric:NORMal:VALue?", reply, sizeof reply,
                               err, errlen);
