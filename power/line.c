@@ -129,13 +129,13 @@ int power_line_send(struct power_line *c, const char *uri, const char *cmd, char
         ssize_t w = send(c->fd, line + off, (size_t)n - off, MSG_NOSIGNAL);
         if (w > 0)
             off += (size_t)w;
-        else if (w < 0 && errno == EAGAIN && wait_fd(c->fd, POLLOUT, deadline) == EEB_OK)
-            continue;
         else if (w < 0 && errno == EINTR)
             continue;
-        else
-            return fail(c, w < 0 && errno == EAGAIN ? EEB_ETIMEOUT : EEB_EDEVICE, uri,
-                        w < 0 && errno != EAGAIN ? strerror(errno) : "cannot send", err, errlen);
+        else if (w < 0 && errno == EAGAIN) {
+            if (wait_fd(c->fd, POLLOUT, deadline) != EEB_OK)
+                return fail(c, EEB_ETIMEOUT, uri, "the meter takes no more input", err, errlen);
+        } else
+            return fail(c, EEB_EDEVICE, uri, w < 0 ? strerror(errno) : "cannot send", err, errlen);
     }
     return EEB_OK;
 }

@@ -36,11 +36,15 @@ struct power_counter {
 
 void power_counter_start(struct power_counter *c, double joules, int64_t t_ns, double range);
 
-/* The mean watts over (the last reading, t_ns]; EEB_EDEVICE, naming uri,
- * when time did not advance or the counter was reset (it restarts from
- * this reading). */
-int power_counter_watts(struct power_counter *c, const char *uri, double joules, int64_t t_ns,
-                        double *watts, char *err, size_t errlen);
+/* The mean watts over (the last reading, t_ns]; EEB_EDEVICE, naming uri
+ * and the counter (a rail, a zone), when time did not advance or the
+ * counter was reset (it restarts from this reading). */
+int power_counter_watts(struct power_counter *c, const char *uri, const char *counter,
+                        double joules, int64_t t_ns, double *watts, char *err, size_t errlen);
+
+/* Waits long enough (200 ms) for counters started just now to tell a
+ * power: `eeb power list` reads each twice. */
+void power_counter_settle(void);
 
 /*
  * A line-oriented TCP connection to a network meter (SCPI, PTDaemon),

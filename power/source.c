@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct eeb_power_source_ops *const sources[] = {
     &power_sim_ops,  &power_replay_ops, &power_faulty_ops, &power_hwmon_ops,
@@ -93,19 +94,25 @@ void power_counter_start(struct power_counter *c, double joules, int64_t t_ns, d
     c->joules = joules, c->t_ns = t_ns, c->range = range;
 }
 
-int power_counter_watts(struct power_counter *c, const char *uri, double joules, int64_t t_ns,
-                        double *watts, char *err, size_t errlen)
+void power_counter_settle(void)
+{
+    nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+}
+
+int power_counter_watts(struct power_counter *c, const char *uri, const char *counter,
+                        double joules, int64_t t_ns, double *watts, char *err, size_t errlen)
 {
     double de = joules - c->joules, dt = (double)(t_ns - c->t_ns) / 1e9;
     if (de < 0 && c->range > 0)
         de += c->range;
     int rc = EEB_OK;
     if (dt <= 0)
-        rc = eeb_errf(err, errlen, EEB_EDEVICE, "%s: a reading at the time of the last one", uri);
+        rc = eeb_errf(err, errlen, EEB_EDEVICE, "%s: %s: a reading at the time of the last one",
+                      uri, counter);
     else if (de < 0)
         rc = eeb_errf(err, errlen, EEB_EDEVICE,
-                      "%s: the energy counter went back from %.6f J to %.6f J (reset)", uri,
-                      c->joules, joules);
+                      "%s: %s: the energy counter went back from %.6f J to %.6f J (reset)", uri,
+                      counter, c->joules, joules);
     else
         *watts = de / dt;
     if (rc == EEB_OK || de < 0)

@@ -28,7 +28,6 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct rail {
     const sensors_chip_name *chip;  /* libsensors' own, valid until cleanup */
@@ -79,22 +78,17 @@ static int guarded(int (*fn)(void *arg, char *err, size_t errlen), void *arg, co
                    char *err, size_t errlen)
 {
     jmp_buf jb;
-    pthread_mutex_lock(&lib_lock);
-    if (setjmp(jb)) {
-        lib_guard = NULL, lib_broken = 1;
-        pthread_mutex_unlock(&lib_lock);
-        return eeb_errf(err, errlen, EEB_EDEVICE, "%s: %s (hwmon is unusable until eeb restarts)",
-                        uri, lib_error);
-    }
     int rc;
-    if (lib_broken) {
-        rc = eeb_errf(err, errlen, EEB_EDEVICE, "%s: %s (hwmon is unusable until eeb restarts)",
-                      uri, lib_error);
-    } else {
+    pthread_mutex_lock(&lib_lock);
+    if (!lib_broken && setjmp(jb) == 0) {
         lib_guard = &jb;
         rc = fn(arg, err, errlen);
-        lib_guard = NULL;
+    } else { /* broken before, or by a fatal error in fn just now */
+        lib_broken = 1;
+        rc = eeb_errf(err, errlen, EEB_EDEVICE, "%s: %s (hwmon is unusable until eeb restarts)",
+                      uri, lib_error);
     }
+    lib_guard = NULL;
     pthread_mutex_unlock(&lib_lock);
     return rc;
 }
@@ -277,9 +271,9 @@ static int rail_read(struct rail *r, const char *uri, int64_t t_ns, struct eeb_s
     if (r->energy >= 0) {
         double joules;
         rc = value(r, r->energy, "energy", uri, &joules, err, errlen);
-        return rc == EEB_OK
-                   ? power_counter_watts(&r->counter, uri, joules, t_ns, &out->watts, err, errlen)
-                   : rc;
+        return rc == EEB_OK ? power_counter_watts(&r->counter, uri, r->name, joules, t_ns,
+                                                  &out->watts, err, errlen)
+                            : rc;
     }
     if (r->power >= 0)
         return value(r, r->power, "power", uri, &out->watts, err, errlen);
@@ -480,12 +474,11 @@ static int hwmon_list(FILE *out, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_ENOMEM, "hwmon: out of memory");
     int rc = guarded(list_find, &a, "hwmon", err, errlen);
     if (rc == EEB_OK) {
-        /* Energy counters need time to tell a power. */
         int counters = 0;
         for (size_t i = 0; i < a.n; i++)
             counters |= a.rails[i].energy >= 0;
         if (counters)
-            nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+            power_counter_settle();
         rc = guarded(list_print, &a, "hwmon", err, errlen);
     }
     free(a.rails);

@@ -21,8 +21,7 @@ struct ptd {
     struct eeb_power_source base;
     struct power_line line;
     int interval_ms;
-    char name[64];
-    int going; /* Go accepted on this connection */
+    char name[64]; /* a measurement runs whenever line is connected: a failed start closes it */
     char identity[256];
 };
 
@@ -69,7 +68,6 @@ static int refused(const char *uri, const char *cmd, const char *reply, char *er
 static int start(struct ptd *p, const char *uri, char *err, size_t errlen)
 {
     char reply[256], go[128];
-    p->going = 0;
     int rc = power_line_query(&p->line, uri, "Hello", reply, sizeof reply, err, errlen);
     if (rc == EEB_OK && strncmp(reply, "Hello, PTDaemon here", 20) != 0) {
         power_line_close(&p->line);
@@ -83,9 +81,10 @@ static int start(struct ptd *p, const char *uri, char *err, size_t errlen)
     snprintf(go, sizeof go, "Go,%d,0,%s", p->interval_ms, p->name);
     if (rc == EEB_OK)
         rc = power_line_query(&p->line, uri, go, reply, sizeof reply, err, errlen);
-    if (rc == EEB_OK && strncmp(reply, "Error", 5) == 0)
+    if (rc == EEB_OK && strncmp(reply, "Error", 5) == 0) {
+        power_line_close(&p->line);
         rc = refused(uri, go, reply, err, errlen);
-    p->going = rc == EEB_OK;
+    }
     return rc;
 }
 
@@ -93,7 +92,7 @@ static void ptd_close(struct eeb_power_source *s)
 {
     struct ptd *p = (struct ptd *)s;
     char reply[256], err[256];
-    if (p->line.fd >= 0 && p->going)
+    if (p->line.fd >= 0)
         power_line_query(&p->line, s->uri, "Stop", reply, sizeof reply, err, sizeof err);
     power_line_close(&p->line);
     free(s->uri);
@@ -163,7 +162,7 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
     (void)t_mono_ns;
     struct ptd *p = (struct ptd *)base;
     char reply[512];
-    int rc = p->line.fd >= 0 && p->going ? EEB_OK : start(p, base->uri, err, errlen);
+    int rc = p->line.fd >= 0 ? EEB_OK : start(p, base->uri, err, errlen);
     if (rc == EEB_OK)
         rc = power_line_query(&p->line, base->uri, "RL", reply, sizeof reply, err, errlen);
     if (rc == EEB_OK && strncmp(reply, "Error", 5) == 0)

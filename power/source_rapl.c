@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define POWERCAP  "/sys/class/powercap"
 #define MAX_ZONES 64
@@ -28,6 +27,7 @@ struct zone {
     char name[64]; /* "package-0" */
     double range;  /* max_energy_range_uj, in joules */
     struct power_counter counter;
+    char error[192]; /* `eeb power list`: why it could not be read */
 };
 
 struct rapl {
@@ -151,8 +151,9 @@ static int zone_read(struct zone *z, const char *uri, int64_t t_ns, double *watt
 {
     double joules;
     int rc = read_uj(uri, z->dir, "energy_uj", &joules, err, errlen);
-    return rc == EEB_OK ? power_counter_watts(&z->counter, uri, joules, t_ns, watts, err, errlen)
-                        : rc;
+    return rc == EEB_OK
+               ? power_counter_watts(&z->counter, uri, z->dir, joules, t_ns, watts, err, errlen)
+               : rc;
 }
 
 static int rapl_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb_sample *out,
@@ -172,28 +173,25 @@ static int rapl_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb_s
 
 static int rapl_list(FILE *out, char *err, size_t errlen)
 {
-    struct zone z[MAX_ZONES];
-    int ok[MAX_ZONES];
-    char why[MAX_ZONES][160];
+    struct zone z[MAX_ZONES] = {0};
     size_t n = find_zones(z, MAX_ZONES);
-    for (size_t i = 0; i < n; i++) {
-        ok[i] = read_attr("rapl", z[i].dir, "name", z[i].name, sizeof z[i].name, why[i],
-                          sizeof why[i]) == EEB_OK &&
-                zone_start(&z[i], "rapl", why[i], sizeof why[i]) == EEB_OK;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (read_attr("rapl", z[i].dir, "name", z[i].name, sizeof z[i].name, z[i].error,
+                      sizeof z[i].error) == EEB_OK)
+            zone_start(&z[i], "rapl", z[i].error, sizeof z[i].error);
     if (n)
-        nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+        power_counter_settle();
     for (size_t i = 0; i < n; i++) {
         char uri[80];
         double w;
         snprintf(uri, sizeof uri, "rapl:%.63s", z[i].dir);
-        if (ok[i])
-            ok[i] = zone_read(&z[i], uri, eeb_mono_ns(), &w, why[i], sizeof why[i]) == EEB_OK;
+        if (!z[i].error[0])
+            zone_read(&z[i], uri, eeb_mono_ns(), &w, z[i].error, sizeof z[i].error);
         fprintf(out, "  %-40s ", uri);
-        if (ok[i])
-            fprintf(out, "%9.3f W %24s counter (%s)\n", w, "", z[i].name);
+        if (z[i].error[0])
+            fprintf(out, "unreadable  %s\n", z[i].error);
         else
-            fprintf(out, "unreadable  %s\n", why[i]);
+            fprintf(out, "%9.3f W %24s counter (%s)\n", w, "", z[i].name);
     }
     (void)err, (void)errlen;
     return (int)n;

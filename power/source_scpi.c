@@ -17,8 +17,7 @@
 struct scpi {
     struct eeb_power_source base;
     struct power_line line;
-    int element;
-    int ready; /* set up on this connection */
+    int element; /* set up whenever line is connected: a failed setup closes it */
     char idn[256];
 };
 
@@ -71,7 +70,6 @@ static int setup(struct scpi *s, const char *uri, char *err, size_t errlen)
                       "answered '%s', not 3",
                       uri, reply);
     }
-    s->ready = rc == EEB_OK;
     return rc;
 }
 
@@ -135,7 +133,7 @@ static int scpi_read(struct eeb_power_source *base, int64_t t_mono_ns, struct ee
     struct scpi *s = (struct scpi *)base;
     char reply[256];
     double v[3];
-    int rc = s->line.fd >= 0 && s->ready ? EEB_OK : setup(s, base->uri, err, errlen);
+    int rc = s->line.fd >= 0 ? EEB_OK : setup(s, base->uri, err, errlen);
     if (rc == EEB_OK)
         rc = power_line_query(&s->line, base->uri, ":NUMeric:NORMal:VALue?", reply, sizeof reply,
                               err, errlen);

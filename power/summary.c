@@ -94,9 +94,8 @@ int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
         goto out;
     if (g.n < 2) {
         rc = eeb_errf(err, errlen, EEB_EINVAL,
-                      "%s: run %lld has %zu power samples; a summary "
-                      "needs two",
-                      path, (long long)row.id, g.n);
+                      "%s: run %lld has %zu power samples; a summary needs two", path,
+                      (long long)row.id, g.n);
         goto out;
     }
     snprintf(out->source, sizeof out->source, "%s", g.source);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,19 @@ const char *test_tmpdir(void)
     snprintf(dir, sizeof dir, "/tmp/eeb-test-XXXXXX");
     cr_assert_not_null(mkdtemp(dir), "mkdtemp failed");
     return dir;
+}
+
+void test_mkdirs(const char *dir, const char *sub)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    mkdir(path, 0755);
 }
 
 void test_write_file(const char *path, const void *data, size_t len)

@@ -17,6 +17,9 @@ char *test_replace(const char *text, const char *from, const char *to);
 /* Makes a fresh scratch directory and returns its path (static storage). */
 const char *test_tmpdir(void);
 
+/* Makes dir/sub and every directory above it that is missing. */
+void test_mkdirs(const char *dir, const char *sub);
+
 /* Writes len bytes to path; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t len);
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static char tree[64];
@@ -21,13 +20,10 @@ static char tree[64];
 /* Writes tree/rel (making its directories) holding text and a newline. */
 static void put(const char *rel, const char *text)
 {
-    char path[256], line[128];
+    char path[256], parent[128], line[128];
+    snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(rel, '/') - rel), rel);
+    test_mkdirs(tree, parent);
     snprintf(path, sizeof path, "%s/%s", tree, rel);
-    for (char *p = path + strlen(tree) + 1; (p = strchr(p, '/')); p++) {
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-    }
     snprintf(line, sizeof line, "%s\n", text);
     test_write_file(path, line, strlen(line));
 }
@@ -36,11 +32,8 @@ static void put(const char *rel, const char *text)
 static void fake_sys_class(void)
 {
     snprintf(tree, sizeof tree, "%s", test_tmpdir());
-    char dir[96];
-    snprintf(dir, sizeof dir, "%s/hwmon", tree);
-    mkdir(dir, 0755);
-    snprintf(dir, sizeof dir, "%s/powercap", tree);
-    mkdir(dir, 0755);
+    test_mkdirs(tree, "hwmon");
+    test_mkdirs(tree, "powercap");
 }
 
 static void mount_tree(void)

@@ -19,19 +19,6 @@
 
 /* ---- fixtures ---- */
 
-static void mkdirs(const char *dir, const char *sub)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, sub);
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = '/';
-        }
-    mkdir(path, 0755);
-}
-
 static void write_text(const char *dir, const char *name, const char *text)
 {
     char path[512];
@@ -131,13 +118,13 @@ static const char *food101(void)
     for (int k = 0; k < 3; k++) {
         char sub[64], name[96];
         snprintf(sub, sizeof sub, "images/%s", cls[k]);
-        mkdirs(dir, sub);
+        test_mkdirs(dir, sub);
         for (int i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "%s/%d.jpg", sub, 100 * k + i);
             write_jpeg(dir, name, 64 + 16 * i, 48, food_colour[k]);
         }
     }
-    mkdirs(dir, "meta");
+    test_mkdirs(dir, "meta");
     write_text(dir, "meta/classes.txt", "apple_pie\nramen\nsushi\n");
     write_text(dir, "meta/train.txt",
                "apple_pie/0\napple_pie/1\nramen/100\nramen/101\r\nsushi/200\nsushi/201\n");
@@ -261,9 +248,9 @@ static const char *voc(void)
 {
     static char dir[256];
     snprintf(dir, sizeof dir, "%s/VOC2007", test_tmpdir());
-    mkdirs(dir, "JPEGImages");
-    mkdirs(dir, "Annotations");
-    mkdirs(dir, "ImageSets/Main");
+    test_mkdirs(dir, "JPEGImages");
+    test_mkdirs(dir, "Annotations");
+    test_mkdirs(dir, "ImageSets/Main");
     static const uint8_t grey[3] = {90, 90, 90};
     const char *ids[3] = {"000005", "000007", "000009"};
     for (int i = 0; i < 3; i++) {
@@ -360,9 +347,9 @@ static const char *ucf101(void)
 {
     static char dir[256];
     snprintf(dir, sizeof dir, "%s/UCF101", test_tmpdir());
-    mkdirs(dir, "UCF-101/Archery");
-    mkdirs(dir, "UCF-101/Biking");
-    mkdirs(dir, "ucfTrainTestlist");
+    test_mkdirs(dir, "UCF-101/Archery");
+    test_mkdirs(dir, "UCF-101/Biking");
+    test_mkdirs(dir, "ucfTrainTestlist");
     write_video(dir, "UCF-101/Archery/v_Archery_g01_c01.avi", 48, 32, 12);
     write_video(dir, "UCF-101/Biking/v_Biking_g01_c01.avi", 32, 32, 3);
     write_video(dir, "UCF-101/Biking/v_Biking_g08_c01.avi", 32, 32, 12);
