@@ -4,7 +4,7 @@
 #   make         build build/eeb
 #   make check   build with gcc and clang, then run the Criterion suite
 #   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make demo    score an example run
+#   make demo    the embedded default run: demo.db and demo.html
 #   make bench   run the benchmarks in tests/bench (BENCH lines on stdout)
 #   make lint    clang-format check and cppcheck
 #
@@ -20,7 +20,7 @@ CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/ke
             -Ifpga/emu -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lz -lpthread -lm
+           -lopenblas -lsensors -lcrypto -lz -lpthread -lm
 
 # Every package the project builds, tests or runs against (DESIGN.md §5).
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -28,12 +28,15 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libcurl4-openssl-dev libmicrohttpd-dev libsensors-dev lm-sensors \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
-    libdnnl-dev ocl-icd-libopencl1 libopenblas-dev \
+    libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
+    libpng-dev chromium \
     clang-format cppcheck
 
+# harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
+# which is library code the tests drive directly.
+CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
 LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*.c fpga/host/*.c \
-                       fpga/emu/*.c fpga/ref/*.c)
-CLI_SRC   := $(wildcard harness/*.c)
+                       fpga/emu/*.c fpga/ref/*.c) $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 
@@ -43,7 +46,7 @@ EEB     := $(BUILD)/eeb
 TESTS   := $(BUILD)/tests/eeb-tests
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps check test asan demo bench lint clean clang-build
+.PHONY: all deps check test asan demo bench lint clean clang-build FORCE
 all: $(EEB)
 
 $(BUILD)/obj/%.o: %.c
@@ -56,6 +59,13 @@ $(call obj,$(wildcard fpga/kernel/*.c)): CFLAGS += -Wno-unknown-pragmas
 # The emulator's loops, and the kernel's element-wise loops it runs on
 # parts, are the benchmark's hot path: -O3 vectorizes them.
 $(call obj,$(wildcard fpga/kernel/*.c fpga/emu/*.c)): OPT += -O3
+
+# Every run records the build; build.o is recompiled each time so the
+# commit it names is never stale.
+GIT_DESCRIBE := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/obj/common/build.o: CPPFLAGS += -DEEB_GIT='"$(GIT_DESCRIBE)"'
+$(BUILD)/obj/common/build.o: FORCE
+FORCE:
 
 # .incbin reads the rules file at assembly time; -MMD cannot see that.
 $(BUILD)/obj/scoring/rules_builtin.o: scoring/rules/v1.json
@@ -73,7 +83,7 @@ $(call obj,$(TEST_SRC) $(BENCH_SRC)): CPPFLAGS += -Itests -DEEB_TEST_DATA='"test
 
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
@@ -101,14 +111,12 @@ asan:
 	if grep -q 'ERROR: LeakSanitizer' build/asan/tests.log; then echo "asan: leaks reported"; exit 1; fi; \
 	exit $$rc
 
+# The embedded default end to end: synthetic data and a pre-trained base
+# model (made once under build/demo), a fine-tune on the emulator under the
+# task's T_max and P_max, the test stage and the score, into demo.db and
+# demo.html.
 demo: $(EEB)
-	@echo '$$ eeb score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 --time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81'
-	@$(EEB) score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 \
-	    --time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81
-	@echo
-	@echo '$$ eeb score --task det --util tests/data/util/zcu102_placed.rpt --time 600 --tmax 600 --energy 5400 --pmax 10 --metric 0.62'
-	@$(EEB) score --task det --util tests/data/util/zcu102_placed.rpt \
-	    --time 600 --tmax 600 --energy 5400 --pmax 10 --metric 0.62
+	$(EEB) run --task cls --workdir build/demo --db demo.db --report demo.html
 
 bench: $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done

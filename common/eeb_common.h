@@ -15,6 +15,9 @@
 
 #define EEB_VERSION "0.1.0"
 
+/* The build: "git <describe>, <compiler and version>". */
+const char *eeb_build(void);
+
 enum eeb_status {
     EEB_OK = 0,
     EEB_EINVAL = -1,   /* bad argument or malformed input */
@@ -79,6 +82,12 @@ int eeb_uuid4(char out[37], char *err, size_t errlen);
  */
 int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                   size_t errlen);
+
+#define EEB_SHA256_HEX 65 /* 64 hex digits and a NUL */
+
+/* The SHA-256 of a buffer, or of a file's contents, as lowercase hex. */
+void eeb_sha256(const void *data, size_t len, char out[EEB_SHA256_HEX]);
+int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_t errlen);
 
 /*
  * A file written so that a crash leaves the old file or the whole new one,

@@ -25,6 +25,9 @@ static const struct command {
     int (*run)(int argc, char **argv);
     const char *summary;
 } commands[] = {
+    {"run", eeb_cmd_run, "the benchmark: deploy, fine-tune under T_max and P_max, test, score"},
+    {"check", eeb_cmd_check, "recompute a run's metrics and verdict from its database"},
+    {"report", eeb_cmd_report, "a run's self-contained HTML report"},
     {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
     {"db", eeb_cmd_db, "create or inspect a run database"},
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},

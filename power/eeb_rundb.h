@@ -126,9 +126,16 @@ int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,
 int eeb_rundb_result_get(struct eeb_rundb *db, int64_t run, const char *name, double *value,
                          char *err, size_t errlen);
 
-/* Stores (or replaces) the prediction for one test item, as JSON. */
-int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
-                             const char *payload_json, char *err, size_t errlen);
+/* Stores (or replaces) the predictions of n test items, as JSON, in one
+ * transaction. */
+int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *items,
+                              const char *const *payloads, size_t n, char *err, size_t errlen);
+
+/* Calls fn for each prediction of a run by item; a non-zero return from
+ * fn stops the walk and is returned. */
+int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,
+                               int (*fn)(void *arg, int64_t item, const char *payload), void *arg,
+                               char *err, size_t errlen);
 
 /* Stores (or replaces) a named result; provenance is measured, counter,
  * modeled or computed. */

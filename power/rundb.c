@@ -430,8 +430,8 @@ int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
     return rc;
 }
 
-int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
-                             const char *payload_json, char *err, size_t errlen)
+int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *items,
+                              const char *const *payloads, size_t n, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     int rc =
@@ -439,10 +439,44 @@ int eeb_rundb_prediction_set(struct eeb_rundb *db, int64_t run, int64_t item,
                 &st, err, errlen);
     if (rc)
         return rc;
+    if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return db_error(db, "beginning a prediction batch", err, errlen);
+    }
     sqlite3_bind_int64(st, 1, run);
-    sqlite3_bind_int64(st, 2, item);
-    sqlite3_bind_text(st, 3, payload_json, -1, SQLITE_TRANSIENT);
-    return step_done(db, st, "storing a prediction", err, errlen);
+    for (size_t i = 0; i < n && rc == EEB_OK; i++) {
+        sqlite3_bind_int64(st, 2, items[i]);
+        sqlite3_bind_text(st, 3, payloads[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = db_error(db, "storing a prediction", err, errlen);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = db_error(db, "committing a prediction batch", err, errlen);
+    if (rc)
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,
+                               int (*fn)(void *arg, int64_t item, const char *payload), void *arg,
+                               char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db, "SELECT item, payload FROM predictions WHERE run_id = ? ORDER BY item",
+                     &st, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        if ((rc = fn(arg, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1))))
+            break;
+    if (!rc && step != SQLITE_DONE)
+        rc = db_error(db, "reading predictions", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int eeb_rundb_result_set(struct eeb_rundb *db, int64_t run, const char *name, double value,

@@ -67,6 +67,12 @@ void eeb_shard_abort(struct eeb_shard_writer *w);
 struct eeb_shard;
 
 int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t errlen);
+/* The same, with the whole file read into memory first (at most max_bytes,
+ * else EEB_EINVAL), so that reading records does no I/O: how a run loads
+ * its data outside the metered window.  sha256, if not NULL, receives the
+ * digest of the bytes read. */
+int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,
+                   char sha256[EEB_SHA256_HEX], char *err, size_t errlen);
 const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s);
 /* The next record (valid until the next call): 1, or 0 after the last,
  * or a negative status naming the record and offset. */

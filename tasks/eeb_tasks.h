@@ -70,6 +70,20 @@ void eeb_batcher_free(struct eeb_batcher *bt);
 
 /* ---- the test stage ---- */
 
+/* One test item's prediction as the evaluator judged it: enough, with the
+ * truth, to compute the metric again without the shard. */
+struct eeb_task_prediction {
+    uint64_t index; /* the record's position in the shard */
+    const char *id;
+    int label;   /* cls, video: the true class */
+    int nranked; /* cls, video: the best classes, best first */
+    const int *ranked;
+    int nboxes;                         /* det: the boxes reported, after NMS, best first */
+    const struct eeb_scored_box *boxes; /*      (continuous pixels) */
+    int ntruth;                         /* det: the record's ground truth */
+    const struct eeb_box *truth;
+};
+
 struct eeb_task_eval_options {
     int batch;               /* items per predict call (at most the backend's batch_max) */
     double iou;              /* det: IoU a detection needs to be a true positive */
@@ -80,6 +94,9 @@ struct eeb_task_eval_options {
                                 file (cls, video) or a directory of VOC devkit
                                 result files (det), the formats `eeb eval` reads */
     void (*progress)(uint64_t done, uint64_t total, void *arg); /* after each batch */
+    /* NULL, or called for every item in shard order; a non-zero return
+     * (with err filled) stops the evaluation and is returned */
+    int (*on_prediction)(void *arg, const struct eeb_task_prediction *p, char *err, size_t errlen);
     void *arg;
 };
 

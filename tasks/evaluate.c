@@ -119,21 +119,34 @@ struct evaluation {
     char **paths;                 /* and their names */
 };
 
+/* One item of a batch, as the shard gave it. */
+struct item {
+    uint64_t index;
+    char id[EEB_SHARD_MAX_ID + 1];
+    int label;
+    int ntruth; /* det, when predictions are handed on */
+    struct eeb_box truth[EEB_SHARD_MAX_BOXES];
+};
+
 /* Records one item's outputs. */
-static int judge(struct evaluation *ev, const char *id, int label, const float *out, char *err,
+static int judge(struct evaluation *ev, const struct item *it, const float *out, char *err,
                  size_t errlen)
 {
     const struct eeb_shard_info *in = ev->info;
+    const char *id = it->id;
+    struct eeb_task_prediction p = {.index = it->index, .id = id, .label = it->label};
     if (in->task != EEB_TASK_DET) {
         int ranked[EEB_TOPK_MAX] = {0}, n = rank(out, in->classes, ranked);
-        eeb_topk_add(&ev->score->topk, label, ranked, n);
+        eeb_topk_add(&ev->score->topk, it->label, ranked, n);
         if (ev->csv) {
             fprintf(ev->csv, "%s", id);
             for (int k = 0; k < n; k++)
                 fprintf(ev->csv, ",%s", in->names[ranked[k]]);
             fputc('\n', ev->csv);
         }
-        return EEB_OK;
+        p.ranked = ranked, p.nranked = n;
+        return ev->opt->on_prediction ? ev->opt->on_prediction(ev->opt->arg, &p, err, errlen)
+                                      : EEB_OK;
     }
     int n = eeb_task_decode_grid(ev->net, in, out, ev->opt->min_score, ev->boxes, ev->max_boxes);
     n = eeb_nms(ev->boxes, n, ev->opt->nms_iou);
@@ -154,7 +167,9 @@ static int judge(struct evaluation *ev, const char *id, int label, const float *
                     d.box.x0, d.box.y0, d.box.x1, d.box.y1);
     }
     ev->score->detections += (uint64_t)n;
-    return EEB_OK;
+    p.boxes = ev->boxes, p.nboxes = n;
+    p.truth = it->truth, p.ntruth = it->ntruth;
+    return ev->opt->on_prediction ? ev->opt->on_prediction(ev->opt->arg, &p, err, errlen) : EEB_OK;
 }
 
 /* Opens the prediction file(s) under opt->predictions. */
@@ -247,9 +262,8 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
     int batch = opt->batch, det = in->task == EEB_TASK_DET;
     uint8_t *pixels = malloc((size_t)batch * px);
     float *out = malloc((size_t)batch * outs * sizeof *out);
-    char(*ids)[EEB_SHARD_MAX_ID + 1] = malloc((size_t)batch * sizeof *ids);
-    int *labels = malloc((size_t)batch * sizeof *labels);
-    if (!pixels || !out || !ids || !labels)
+    struct item *items = malloc((size_t)batch * sizeof *items);
+    if (!pixels || !out || !items)
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
     if (rc == EEB_OK && det) {
         rc = eeb_voc_truth_load(shard_path, &ev.truth, err, errlen);
@@ -269,8 +283,12 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         const struct eeb_record *r;
         while (n < batch && (rc = eeb_shard_next(s, &r, err, errlen)) == 1) {
             eeb_task_stack_frames(in, r->pixels, pixels + (size_t)n * px);
-            memcpy(ids[n], r->id, sizeof ids[n]);
-            labels[n++] = r->label;
+            struct item *it = &items[n++];
+            it->index = r->index;
+            memcpy(it->id, r->id, sizeof it->id);
+            it->label = r->label;
+            it->ntruth = r->nboxes;
+            memcpy(it->truth, r->boxes, (size_t)r->nboxes * sizeof *r->boxes);
         }
         done = rc == 0;
         if (rc < 0 || n == 0)
@@ -279,7 +297,7 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         struct eeb_batch b = {n, pixels, NULL};
         rc = a->ops->predict(a, &b, out, err, errlen);
         for (int i = 0; rc == EEB_OK && i < n; i++)
-            rc = judge(&ev, ids[i], labels[i], out + (size_t)i * outs, err, errlen);
+            rc = judge(&ev, &items[i], out + (size_t)i * outs, err, errlen);
         score->items += (uint64_t)n;
         if (rc == EEB_OK && opt->progress)
             opt->progress(score->items, in->count, opt->arg);
@@ -297,7 +315,7 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         free(ev.dets.d), free(ev.dets.n), free(ev.dets.cap), free(ev.boxes);
         eeb_voc_truth_free(&ev.truth);
     }
-    free(pixels), free(out), free(ids), free(labels);
+    free(pixels), free(out), free(items);
     eeb_shard_close(s);
     return rc;
 }

@@ -220,6 +220,7 @@ void eeb_shard_abort(struct eeb_shard_writer *w)
 
 struct eeb_shard {
     FILE *f;
+    void *mem; /* the whole file, when loaded into memory */
     char *path;
     struct eeb_shard_info info;
     size_t data_at; /* offset of the first record */
@@ -307,14 +308,20 @@ out:
     return rc;
 }
 
-int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t errlen)
+/* Opens the shard in f (taken over, NULL if opening failed with errno);
+ * mem, if not NULL, is the buffer f reads from, freed at close. */
+static int open_stream(struct eeb_shard **out, const char *path, FILE *f, void *mem, char *err,
+                       size_t errlen)
 {
     struct eeb_shard *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
-        free(s);
+        if (f)
+            fclose(f);
+        free(s), free(mem);
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
     }
-    s->f = fopen(path, "rb");
+    s->f = f;
+    s->mem = mem;
     int rc = s->f ? read_header(s, err, errlen)
                   : eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
     if (rc == EEB_OK) {
@@ -329,6 +336,26 @@ int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t e
     }
     *out = s;
     return EEB_OK;
+}
+
+int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t errlen)
+{
+    return open_stream(out, path, fopen(path, "rb"), NULL, err, errlen);
+}
+
+int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,
+                   char sha256[EEB_SHA256_HEX], char *err, size_t errlen)
+{
+    char *buf;
+    size_t len;
+    int rc = eeb_read_file(path, max_bytes, &buf, &len, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    if (sha256)
+        eeb_sha256(buf, len, sha256);
+    /* an empty buffer cannot be fmemopen'ed; the header check reports it */
+    FILE *f = fmemopen(buf, len ? len : 1, "rb");
+    return open_stream(out, path, f, buf, err, errlen);
 }
 
 const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s)
@@ -427,5 +454,6 @@ void eeb_shard_close(struct eeb_shard *s)
     free(s->info.names);
     free(s->body);
     free(s->path);
+    free(s->mem);
     free(s);
 }

@@ -176,6 +176,22 @@ Test(rundb, foreign_keys_are_enforced)
     eeb_rundb_close(db);
 }
 
+struct seen {
+    int n;
+    int64_t items[4];
+    char payloads[4][32];
+};
+
+static int collect_prediction(void *arg, int64_t item, const char *payload)
+{
+    struct seen *s = arg;
+    if (s->n == 4)
+        return 1;
+    s->items[s->n] = item;
+    snprintf(s->payloads[s->n++], sizeof s->payloads[0], "%s", payload);
+    return 0;
+}
+
 Test(rundb, events_predictions_results_and_state)
 {
     char uuid[37], err[512] = "";
@@ -185,8 +201,20 @@ Test(rundb, events_predictions_results_and_state)
                                      err, sizeof err),
                  EEB_OK, "%s", err);
     cr_assert_eq(eeb_rundb_event_add(db, run, 10, 20, "x", "{not json", err, sizeof err), EEB_EDB);
-    cr_assert_eq(eeb_rundb_prediction_set(db, run, 7, "[3, 1, 4, 1, 5]", err, sizeof err), EEB_OK);
-    cr_assert_eq(eeb_rundb_prediction_set(db, run, 7, "[2, 7, 1, 8, 2]", err, sizeof err), EEB_OK);
+    int64_t items[] = {7, 3, 7};
+    const char *preds[] = {"[3, 1, 4, 1, 5]", "[9]", "[2, 7, 1, 8, 2]"};
+    cr_assert_eq(eeb_rundb_predictions_add(db, run, items, preds, 3, err, sizeof err), EEB_OK, "%s",
+                 err);
+    const char *bad[] = {"[1]", "{not json"};
+    cr_assert_eq(eeb_rundb_predictions_add(db, run, items + 1, bad, 2, err, sizeof err), EEB_EDB);
+    struct seen seen = {0};
+    cr_assert_eq(eeb_rundb_predictions_each(db, run, collect_prediction, &seen, err, sizeof err),
+                 EEB_OK, "%s", err);
+    cr_assert_eq(seen.n, 2); /* 3 then 7, the later 7 replacing the first; the bad batch undone */
+    cr_assert_eq(seen.items[0], 3);
+    cr_assert_str_eq(seen.payloads[0], "[9]");
+    cr_assert_eq(seen.items[1], 7);
+    cr_assert_str_eq(seen.payloads[1], "[2, 7, 1, 8, 2]");
     cr_assert_eq(eeb_rundb_result_set(db, run, "energy_j", 2700, "J", "measured", err, sizeof err),
                  EEB_OK, "%s", err);
     cr_assert_eq(eeb_rundb_result_set(db, run, "S", 0.5, "1", "guessed", err, sizeof err), EEB_EDB);
@@ -198,7 +226,7 @@ Test(rundb, events_predictions_results_and_state)
     cr_assert_eq(eeb_rundb_run_set_state(db, run, EEB_RUN_DONE, err, sizeof err), EEB_OK);
     eeb_rundb_close(db);
 
-    cr_assert_eq(sql_int("SELECT count(*) FROM predictions"), 1);
+    cr_assert_eq(sql_int("SELECT count(*) FROM predictions"), 2);
     cr_assert_eq(sql_int("SELECT count(*) FROM events"), 1);
     cr_assert_eq(sql_int("SELECT count(*) FROM runs WHERE state = 'done' AND "
                          "finished_utc_ns >= created_utc_ns"),

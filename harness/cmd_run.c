@@ -1,0 +1,338 @@
+/*
+ * cmd_run.c - `eeb run`: the benchmark workflow from a configuration file
+ * and options, with a live display, the result table or JSON, and the
+ * embedded default (synthetic data and a pre-trained base model, made on
+ * first use with the same `eeb data gen` and `eeb model pretrain` a user
+ * would type).
+ */
+#include "eeb_cli.h"
+#include "eeb_run.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const cmd = "run";
+
+static void help(void)
+{
+    puts("Usage: eeb run --task TASK [--config FILE.json] [options]\n"
+         "\n"
+         "Runs the benchmark workflow of seed 004 (Tao et al., Fig. 3): deploys the\n"
+         "pre-trained model to the accelerator, fine-tunes it on the fine-tune shard\n"
+         "within T_max while the power source is sampled into the run database, runs\n"
+         "the test shard in inference mode, and scores M_u, M_t, M_p, M_s and S.\n"
+         "Only fine-tuning is metered; the data is loaded into memory before it.  At\n"
+         "T_max the accelerator stops at its next batch boundary (T = T_max); one\n"
+         "that has not returned within the grace period is abandoned and the run\n"
+         "aborted.  A run above P_max goes on and fails at scoring, unless\n"
+         "--abort-on-pmax stops it at once.\n"
+         "\n"
+         "Without --finetune, --test and --model, the task's embedded default is\n"
+         "used: synthetic data and a base model pre-trained on it, made in --workdir\n"
+         "on first use.  Emulator runs are labelled modeled: their time is the\n"
+         "emulator's and their power declared (--declared-power), not measured.\n"
+         "\n"
+         "Options (each also a key of the --config file, '-' written '_'):");
+    for (const struct eeb_run_key *k = eeb_run_keys(); k->name; k++) {
+        char opt[48];
+        snprintf(opt, sizeof opt, "--%s%s%s", k->name, k->arg ? " " : "", k->arg ? k->arg : "");
+        printf("  %-26s %s\n", opt, k->help);
+    }
+    puts("  --config FILE.json         a configuration object; options win over it\n"
+         "  --workdir DIR              where the embedded default's data and model live\n"
+         "                             (default $XDG_CACHE_HOME/eeb or ~/.cache/eeb)\n"
+         "  -q, --quiet                no progress display\n"
+         "  --json                     the result as one JSON object on stdout\n"
+         "  -h, --help                 show this help\n"
+         "\n"
+         "Exit status: 0 passed, 1 error or an invalid measurement, 2 usage error,\n"
+         "3 failed (over P_max, or aborted).");
+}
+
+/* ---- the embedded default ---- */
+
+static int say_and_run(int quiet, int (*fn)(int, char **), char **argv)
+{
+    int argc = 0;
+    if (!quiet) {
+        fputs("$ eeb", stderr);
+        for (; argv[argc]; argc++)
+            fprintf(stderr, " %s", argv[argc]);
+        fputc('\n', stderr);
+    }
+    for (argc = 0; argv[argc]; argc++) {
+    }
+    return fn(argc, argv);
+}
+
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(path, 0777) && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* Makes (once) and names the task's embedded data and base model. */
+static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
+{
+    char dflt[4096];
+    if (!workdir) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        snprintf(dflt, sizeof dflt, "%s%s/eeb",
+                 xdg && *xdg ? xdg
+                 : home      ? home
+                             : ".",
+                 xdg && *xdg ? "" : "/.cache");
+        workdir = dflt;
+    }
+    if (make_dirs(workdir))
+        return eeb_cli_error(cmd, "--workdir %s: %s", workdir, strerror(errno));
+    const struct eeb_run_profile *p = eeb_run_profile((enum eeb_task)c->task);
+    const char *task = eeb_task_name((enum eeb_task)c->task);
+    char paths[4][4200], n[3][16], size[16], frames[16], epochs[16], lr[32];
+    static const char *const names[] = {"pretrain", "finetune", "test", "base"};
+    for (int i = 0; i < 4; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s-%s.%s", workdir, task, names[i],
+                 i < 3 ? "eebd" : "eebm");
+    snprintf(n[0], sizeof n[0], "%d", p->pretrain_n);
+    snprintf(n[1], sizeof n[1], "%d", p->finetune_n);
+    snprintf(n[2], sizeof n[2], "%d", p->test_n);
+    snprintf(size, sizeof size, "%d", p->size);
+    snprintf(frames, sizeof frames, "%d", p->frames);
+    snprintf(epochs, sizeof epochs, "%d", p->pretrain_epochs);
+    snprintf(lr, sizeof lr, "%g", p->lr);
+    static const char *const domains[] = {"pretrain", "finetune", "finetune"};
+    static const char *const splits[] = {"train", "train", "test"};
+    for (int i = 0; i < 3; i++) {
+        if (access(paths[i], R_OK) == 0)
+            continue;
+        /* images take no --frames; the seed is the generator's default */
+        int video = c->task == EEB_TASK_VIDEO;
+        char *argv[] = {"data",
+                        "gen",
+                        "--task",
+                        (char *)task,
+                        "--domain",
+                        (char *)domains[i],
+                        "--split",
+                        (char *)splits[i],
+                        "--n",
+                        n[i],
+                        "--size",
+                        size,
+                        "-o",
+                        paths[i],
+                        "-q",
+                        video ? "--frames" : "--seed",
+                        video ? frames : "1",
+                        NULL};
+        int rc = say_and_run(quiet, eeb_cmd_data, argv);
+        if (rc)
+            return rc;
+    }
+    if (access(paths[3], R_OK) != 0) {
+        char *argv[] = {"model",  "pretrain", "--task", (char *)task, "--data", paths[0], "-o",
+                        paths[3], "--epochs", epochs,   "--lr",       lr,       NULL};
+        int rc = say_and_run(quiet, eeb_cmd_model, argv);
+        if (rc)
+            return rc;
+    }
+    char **fields[] = {&c->finetune, &c->test, &c->model};
+    for (int i = 0; i < 3; i++)
+        if (!*fields[i] && !(*fields[i] = strdup(paths[i + 1])))
+            return eeb_cli_error(cmd, "out of memory");
+    return EEB_EXIT_OK;
+}
+
+/* ---- the display ---- */
+
+struct display {
+    int tty;
+    int shown; /* a \r line is on screen */
+};
+
+static void show(const struct eeb_run_progress *p, void *arg)
+{
+    struct display *d = arg;
+    char line[256];
+    if (p->state == EEB_RUN_FINETUNE) {
+        char steps[32] = "";
+        if (p->steps > 0)
+            snprintf(steps, sizeof steps, "/%ld", p->steps);
+        snprintf(line, sizeof line,
+                 "fine-tune  epoch %d/%d  step %ld%s  %.1f/%g s  %.2f W now / P_max %g W%s  "
+                 "%.1f J  loss %.4f",
+                 p->epoch, p->epochs, p->step, steps, p->elapsed_s, p->t_max_s, p->watts,
+                 p->p_max_w, p->over_pmax ? " OVER" : "", p->joules, p->loss);
+    } else {
+        if (d->tty && d->shown && p->tested == 0)
+            fputc('\n', stderr);
+        snprintf(line, sizeof line, "test  predicted %llu/%llu items",
+                 (unsigned long long)p->tested, (unsigned long long)p->test_items);
+    }
+    fprintf(stderr, d->tty ? "\r%-110s" : "%s\n", line);
+    d->shown = d->tty;
+    fflush(stderr);
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* ---- the result ---- */
+
+static int print_result(const struct eeb_run_config *c, const struct eeb_run_outcome *o,
+                        int as_json)
+{
+    const struct eeb_score *s = &o->score;
+    const char *verdict = o->aborted  ? "aborted"
+                          : !o->valid ? "invalid"
+                          : o->pass   ? "pass"
+                                      : "fail";
+    if (as_json) {
+        json_t *j =
+            json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "run", (json_int_t)o->run, "uuid",
+                      o->uuid, "db", c->db, "task", eeb_task_name((enum eeb_task)c->task),
+                      "backend", c->backend, "provenance", o->provenance, "verdict", verdict);
+        if (j) {
+            json_t *figures =
+                json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}", "m_u", s->m_u,
+                          "m_t", s->m_t, "m_p", s->m_p, "m_s", isnan(s->m_s) ? -1.0 : s->m_s, "t_s",
+                          o->t_s, "t_max_s", c->t_max_s, "energy_j", o->energy_j, "p_max_w",
+                          c->p_max_w, "worst_window_w", isnan(o->worst_w) ? 0.0 : o->worst_w,
+                          "steps", (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
+            json_object_set_new(j, "figures", figures);
+            json_object_set_new(j, "S", o->pass ? json_real(s->s) : json_null());
+            json_object_set_new(j, "why", json_string(o->why));
+        }
+        return eeb_cli_print_json(cmd, j);
+    }
+    printf("run %lld (%s) in %s: %s, %s, provenance %s\n", (long long)o->run, o->uuid, c->db,
+           eeb_task_name((enum eeb_task)c->task), c->backend, o->provenance);
+    if (!o->aborted) {
+        printf("  M_u  %8.4f   mean utilization (%s)\n", s->m_u, c->util);
+        printf("  M_t  %8.4f   T %.3f s / T_max %g s%s\n", s->m_t, o->t_s, c->t_max_s,
+               o->tmax_reached ? " (stopped at T_max)" : "");
+        printf("  M_p  %8.4f   E %.3f J / (P_max %g W x T); mean %.3f W, worst window %.3f W\n",
+               s->m_p, o->energy_j, c->p_max_w, s->mean_power_w, o->worst_w);
+        printf("  M_s  %8.4f   %s on %llu test items\n", s->m_s,
+               eeb_task_metric((enum eeb_task)c->task), (unsigned long long)o->test_items);
+    }
+    if (o->pass)
+        printf("  S    %8.4f   PASS\n", s->s);
+    else
+        printf("  %s: %s\n", o->aborted ? "ABORTED" : !o->valid ? "INVALID" : "FAIL", o->why);
+    return EEB_EXIT_OK;
+}
+
+int eeb_cmd_run(int argc, char **argv)
+{
+    enum { O_CONFIG = 256, O_WORKDIR, O_JSON, O_KEY0 = 512 };
+    const struct eeb_run_key *keys = eeb_run_keys();
+    size_t nkeys = 0;
+    while (keys[nkeys].name)
+        nkeys++;
+    struct option *options = calloc(nkeys + 6, sizeof *options);
+    if (!options)
+        return eeb_cli_error(cmd, "out of memory");
+    for (size_t i = 0; i < nkeys; i++)
+        options[i] = (struct option){keys[i].name, keys[i].arg ? required_argument : no_argument,
+                                     NULL, O_KEY0 + (int)i};
+    options[nkeys] = (struct option){"config", required_argument, NULL, O_CONFIG};
+    options[nkeys + 1] = (struct option){"workdir", required_argument, NULL, O_WORKDIR};
+    options[nkeys + 2] = (struct option){"quiet", no_argument, NULL, 'q'};
+    options[nkeys + 3] = (struct option){"json", no_argument, NULL, O_JSON};
+    options[nkeys + 4] = (struct option){"help", no_argument, NULL, 'h'};
+
+    struct eeb_run_config c;
+    eeb_run_config_init(&c);
+    const char *config = NULL, *workdir = NULL;
+    int quiet = 0, as_json = 0, rc = EEB_EXIT_OK, opt;
+    char err[1024];
+    opterr = 0;
+    optind = 1;
+    while (rc == EEB_EXIT_OK && (opt = getopt_long(argc, argv, "hq", options, NULL)) != -1) {
+        if (opt >= O_KEY0) {
+            const struct eeb_run_key *k = &keys[opt - O_KEY0];
+            char where[64];
+            snprintf(where, sizeof where, "--%s", k->name);
+            if (eeb_run_config_set(&c, k->name, k->arg ? optarg : "1", where, err, sizeof err))
+                rc = eeb_cli_usage_error(cmd, "%s", err);
+            continue;
+        }
+        switch (opt) {
+        case O_CONFIG: config = optarg; break;
+        case O_WORKDIR: workdir = optarg; break;
+        case 'q': quiet = 1; break;
+        case O_JSON: as_json = 1; break;
+        case 'h': help(); goto out;
+        default: rc = eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (rc == EEB_EXIT_OK && optind < argc)
+        rc = eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (rc == EEB_EXIT_OK && config && eeb_run_config_load(&c, config, err, sizeof err))
+        rc = eeb_cli_error(cmd, "%s", err);
+    if (rc == EEB_EXIT_OK && c.task < 0)
+        rc = eeb_cli_usage_error(cmd, "no task: give --task cls, det or video");
+    if (rc == EEB_EXIT_OK && (!c.finetune || !c.test || !c.model))
+        rc = embedded(&c, workdir, quiet || as_json);
+    if (rc == EEB_EXIT_OK && eeb_run_config_finish(&c, err, sizeof err))
+        rc = eeb_cli_usage_error(cmd, "%s", err);
+    if (rc != EEB_EXIT_OK)
+        goto out;
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct display d = {.tty = isatty(2)};
+    struct eeb_run_hooks hooks = {.progress = quiet ? NULL : show,
+                                  .arg = &d,
+                                  .progress_every_s = d.tty ? 0.25 : 5,
+                                  .cancel = &interrupted};
+    if (!quiet)
+        fprintf(stderr, "eeb run: %s on %s, T_max %g s, P_max %g W, power %s at %g Hz, into %s\n",
+                eeb_task_name((enum eeb_task)c.task), c.backend, c.t_max_s, c.p_max_w, c.power,
+                c.rate_hz, c.db);
+    struct eeb_run_outcome o;
+    int st = eeb_run_execute(&c, &hooks, &o, err, sizeof err);
+    if (d.shown)
+        fputc('\n', stderr);
+    if (st != EEB_OK) {
+        rc = eeb_cli_error(cmd, "%s", err);
+        if (o.run)
+            fprintf(stderr,
+                    "eeb run: run %lld in %s is marked failed; `eeb check %s --run %lld` "
+                    "shows its record\n",
+                    (long long)o.run, c.db, c.db, (long long)o.run);
+        goto out;
+    }
+    rc = print_result(&c, &o, as_json);
+    if (rc == EEB_EXIT_OK && c.report && !quiet && !as_json)
+        fprintf(stderr, "eeb run: report written to %s\n", c.report);
+    if (rc == EEB_EXIT_OK)
+        rc = o.pass ? EEB_EXIT_OK : o.aborted || o.valid ? EEB_EXIT_FAILED : EEB_EXIT_ERROR;
+out:
+    eeb_run_config_free(&c);
+    free(options);
+    return rc;
+}

@@ -1,0 +1,147 @@
+/*
+ * eeb_run.h - the benchmark run of seed 004 (Fig. 3) on one machine, and
+ * what is done with a run database afterwards.
+ *
+ *   INIT -> DEPLOY -> FINETUNE -> STOPPED -> TEST -> SCORE -> DONE | FAILED
+ *
+ * Each transition is a state in the run database and an event on the
+ * power samples' clock.  Only FINETUNE ("finetune_begin" .. "finetune_end")
+ * is metered for M_p; the data is loaded into memory before it.  Sections:
+ * the configuration, the run, the check, the report.
+ */
+#ifndef EEB_RUN_H
+#define EEB_RUN_H
+
+#include "eeb_accel.h"
+#include "eeb_common.h"
+#include "eeb_power.h"
+#include "eeb_score.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- configuration ---- */
+
+/* Everything a run is given: from a JSON file (keys named as the options,
+ * '-' written '_'), then options.  Strings are owned (eeb_run_config_free). */
+struct eeb_run_config {
+    int task;                      /* enum eeb_task, or -1 until given */
+    char *finetune, *test, *model; /* the fine-tune and test shards, the pre-trained model */
+    char *backend;
+    char *power;    /* power source URI; NULL: the emulator's declared power (sim:) */
+    double rate_hz; /* sampling */
+    double t_max_s, p_max_w, grace_s;
+    int abort_on_pmax;
+    char *rules; /* a rules file; NULL: the built-in v1 */
+    char *util;  /* a utilization report, or lut=..,ff=..,bram=..,dsp=.. */
+    double declared_power_w;
+    double seed, epochs, steps, batch, frozen, window;
+    double lr, momentum, decay;
+    char *db, *report, *save_model, *predictions;
+};
+
+/* Nothing set: task -1, NULL paths, NAN budgets; eeb_run_config_finish
+ * fills what is left from the task's embedded default. */
+void eeb_run_config_init(struct eeb_run_config *c);
+void eeb_run_config_free(struct eeb_run_config *c);
+
+/* The keys a configuration takes, NULL-terminated, as option names
+ * ("tmax", "abort-on-pmax"), and one line of help each. */
+struct eeb_run_key {
+    const char *name, *arg, *help;
+};
+const struct eeb_run_key *eeb_run_keys(void);
+
+/* Sets one key from text (an option's argument; "1"/"0" for switches);
+ * errors name the key and the source ("--tmax", "run.json: key 'tmax'"). */
+int eeb_run_config_set(struct eeb_run_config *c, const char *key, const char *value,
+                       const char *where, char *err, size_t errlen);
+
+/* Reads a JSON configuration file: one object of those keys (numbers,
+ * strings, booleans); an unknown key or a wrong type is an error naming the
+ * file, the line and the key.  Keys already set are kept (options win). */
+int eeb_run_config_load(struct eeb_run_config *c, const char *path, char *err, size_t errlen);
+
+/* The embedded default of a task: synthetic data sizes, the base model's
+ * pre-training, and the fine-tune run's budgets and schedule. */
+struct eeb_run_profile {
+    int size, frames;                   /* pixels per side, frames per item */
+    int pretrain_n, finetune_n, test_n; /* records */
+    int pretrain_epochs;
+    double lr; /* pre-training and fine-tuning */
+    int epochs;
+    double t_max_s, p_max_w;
+    double declared_power_w; /* the emulator's, until the analytical model */
+    const char *util;        /* the reference accelerator's, declared */
+};
+const struct eeb_run_profile *eeb_run_profile(enum eeb_task task);
+
+/* Fills every unset field from the task's profile and checks the whole:
+ * a task, existing inputs, budgets > 0, rates in range. */
+int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen);
+
+/* ---- the run ---- */
+
+/* What the live display shows; handed to the progress hook. */
+struct eeb_run_progress {
+    enum eeb_run_state state;
+    int epoch, epochs;
+    long step, steps; /* steps: the whole schedule's, or -1 */
+    double elapsed_s; /* in the stage */
+    double t_max_s;
+    double watts, p_max_w; /* now */
+    double joules;         /* since fine-tuning began */
+    double loss;           /* the mean of the last steps */
+    uint64_t tested, test_items;
+    int over_pmax; /* the live 1 s mean went above P_max */
+};
+
+struct eeb_run_hooks {
+    const struct eeb_accel_ops *backend; /* NULL: config's backend by name */
+    void (*progress)(const struct eeb_run_progress *p, void *arg);
+    void *arg;
+    double progress_every_s;             /* how often progress is called (default 0.25) */
+    const volatile sig_atomic_t *cancel; /* NULL, or set (by a signal) to stop the run */
+};
+
+/* The run's end, as eeb_run_execute and eeb_run_check compute it. */
+struct eeb_run_outcome {
+    int64_t run;
+    char uuid[37];
+    enum eeb_task task;
+    char provenance[16]; /* modeled, measured or counter */
+    int complete;        /* the run reached a terminal state */
+    int aborted;         /* stopped by the harness (a budget, a hung accelerator) */
+    int tmax_reached;    /* fine-tuning was stopped at T_max */
+    int valid;           /* the power measurement is valid and the records agree */
+    int pass;            /* and no budget failed: S is defined */
+    struct eeb_score score;
+    double energy_j, t_s, worst_w;
+    uint64_t steps, test_items;
+    char why[768]; /* every reason it failed or is invalid ("; "-separated) */
+};
+
+/* Runs the whole workflow.  Returns EEB_OK when the run was judged (look at
+ * out->pass), or an error; either way a run that was created is left in a
+ * terminal state, with the error as an "error" event. */
+int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *hooks,
+                    struct eeb_run_outcome *out, char *err, size_t errlen);
+
+/* ---- the check ---- */
+
+/* Recomputes every metric and the verdict of run (0: the latest) from the
+ * database alone and compares them with what the run stored; writes a
+ * line per figure to report (if not NULL). */
+int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run_outcome *out,
+                  char *err, size_t errlen);
+
+/* ---- the report ---- */
+
+/* Writes run's self-contained HTML report (inline SVG, no external
+ * assets) to html_path, atomically. */
+int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
+                   size_t errlen);
+
+#endif

@@ -1,0 +1,386 @@
+/*
+ * judge.c - a run's verdict from its database alone: the metrics, S, the
+ * P_max rule and the validity of the measurement, recomputed from the
+ * stored configuration, events, samples and predictions (`eeb check`, and
+ * the run's own SCORE stage, which must agree with it).
+ */
+#include "eeb_rundb.h"
+#include "eeb_shard.h"
+#include "eeb_voc.h"
+#include "run_int.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends a reason to out->why, "; "-separated. */
+__attribute__((format(printf, 2, 3))) static void why(struct eeb_run_outcome *out, const char *fmt,
+                                                      ...)
+{
+    size_t n = strlen(out->why);
+    if (n && n + 2 < sizeof out->why)
+        memcpy(out->why + n, "; ", 3), n += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->why + n, sizeof out->why - n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the stored record ---- */
+
+struct record {
+    int64_t ft_begin, ft_end;
+    char complete[16]; /* the "complete" event's reason */
+    char abort[256];   /* the "abort" event's reason, "" if none */
+    char error[256];   /* the "error" event's message, "" if none */
+    int scored;
+};
+
+static const char *payload_string(const char *payload, const char *key, char *buf, size_t n)
+{
+    json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
+    snprintf(buf, n, "%s", json_string_value(json_object_get(o, key)) ?: "?");
+    json_decref(o);
+    return buf;
+}
+
+static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)utc;
+    struct record *rec = arg;
+    if (strcmp(kind, "finetune_begin") == 0)
+        rec->ft_begin = t;
+    else if (strcmp(kind, "finetune_end") == 0)
+        rec->ft_end = t;
+    else if (strcmp(kind, "complete") == 0)
+        payload_string(payload, "reason", rec->complete, sizeof rec->complete);
+    else if (strcmp(kind, "abort") == 0)
+        payload_string(payload, "reason", rec->abort, sizeof rec->abort);
+    else if (strcmp(kind, "error") == 0)
+        payload_string(payload, "message", rec->error, sizeof rec->error);
+    else if (strcmp(kind, "score") == 0)
+        rec->scored = 1;
+    return 0;
+}
+
+/* ---- M_s from the stored predictions ---- */
+
+struct recount {
+    enum eeb_task task;
+    uint64_t n;
+    struct eeb_topk topk;
+    int nclasses; /* det: 1 + the highest class seen */
+    struct eeb_voc_truth *truth[EEB_SHARD_MAX_CLASSES];
+    int ntruth[EEB_SHARD_MAX_CLASSES], cap_truth[EEB_SHARD_MAX_CLASSES];
+    struct eeb_voc_detection *det[EEB_SHARD_MAX_CLASSES];
+    int ndet[EEB_SHARD_MAX_CLASSES], cap_det[EEB_SHARD_MAX_CLASSES];
+    char bad[200];
+};
+
+static int grow(void **a, int *n, int *cap, size_t size)
+{
+    if (*n < *cap)
+        return 0;
+    int c = *cap ? 2 * *cap : 64;
+    void *p = realloc(*a, (size_t)c * size);
+    if (!p)
+        return -1;
+    *a = p, *cap = c;
+    return 0;
+}
+
+/* A box array [class, score or difficult, x0, y0, x1, y1]; its class. */
+static int box_of(json_t *b, double v[6])
+{
+    if (json_array_size(b) != 6)
+        return -1;
+    for (int i = 0; i < 6; i++) {
+        json_t *x = json_array_get(b, (size_t)i);
+        if (!json_is_number(x))
+            return -1;
+        v[i] = json_number_value(x);
+    }
+    return v[0] >= 0 && v[0] < EEB_SHARD_MAX_CLASSES && v[0] == floor(v[0]) ? (int)v[0] : -1;
+}
+
+static int recount_det(struct recount *rc, int64_t item, json_t *o)
+{
+    json_t *boxes = json_object_get(o, "boxes"), *truth = json_object_get(o, "truth");
+    if (!json_is_array(boxes) || !json_is_array(truth))
+        return -1;
+    size_t i;
+    json_t *b;
+    double v[6];
+    /* a shard's continuous [x0, x1] is the devkit's pixels x0 + 1 .. x1,
+     * as the evaluator converts both */
+    json_array_foreach(truth, i, b)
+    {
+        int c = box_of(b, v);
+        if (c < 0 ||
+            grow((void **)&rc->truth[c], &rc->ntruth[c], &rc->cap_truth[c], sizeof **rc->truth))
+            return -1;
+        rc->truth[c][rc->ntruth[c]++] =
+            (struct eeb_voc_truth){(int)item, v[1] != 0, {v[2] + 1.0, v[3] + 1.0, v[4], v[5]}};
+        rc->nclasses = c + 1 > rc->nclasses ? c + 1 : rc->nclasses;
+    }
+    json_array_foreach(boxes, i, b)
+    {
+        int c = box_of(b, v);
+        if (c < 0 || grow((void **)&rc->det[c], &rc->ndet[c], &rc->cap_det[c], sizeof **rc->det))
+            return -1;
+        rc->det[c][rc->ndet[c]++] =
+            (struct eeb_voc_detection){(int)item, v[1], {v[2] + 1.0, v[3] + 1.0, v[4], v[5]}};
+        rc->nclasses = c + 1 > rc->nclasses ? c + 1 : rc->nclasses;
+    }
+    return 0;
+}
+
+static int recount_item(void *arg, int64_t item, const char *payload)
+{
+    struct recount *rc = arg;
+    json_t *o = json_loads(payload, 0, NULL);
+    int bad = !o;
+    if (o && rc->task == EEB_TASK_DET) {
+        bad = recount_det(rc, item, o) != 0;
+    } else if (o) {
+        json_t *top = json_object_get(o, "top"), *x;
+        int ranked[EEB_TOPK_MAX], n = 0;
+        size_t i;
+        json_array_foreach(top, i, x) if (n < EEB_TOPK_MAX) ranked[n++] =
+            (int)json_integer_value(x);
+        bad = !json_is_integer(json_object_get(o, "label")) || !json_is_array(top);
+        eeb_topk_add(&rc->topk, (int)json_integer_value(json_object_get(o, "label")), ranked, n);
+    }
+    json_decref(o);
+    rc->n++;
+    if (bad)
+        snprintf(rc->bad, sizeof rc->bad, "prediction %lld is not what eeb run stores",
+                 (long long)item);
+    return bad;
+}
+
+/* M_s again; NAN (with a reason) if the predictions cannot give it. */
+static double recount(struct eeb_rundb *db, int64_t run, enum eeb_task task, uint64_t items,
+                      struct eeb_run_outcome *out, char *err, size_t errlen)
+{
+    struct recount *rc = calloc(1, sizeof *rc);
+    if (!rc) {
+        why(out, "recounting the predictions: out of memory");
+        return NAN;
+    }
+    rc->task = task;
+    double m_s = NAN;
+    int st = eeb_rundb_predictions_each(db, run, recount_item, rc, err, errlen);
+    if (st > 0)
+        why(out, "%s", rc->bad);
+    else if (st < 0)
+        why(out, "%s", err);
+    else if (rc->n != items)
+        why(out, "%llu predictions stored for %llu test items", (unsigned long long)rc->n,
+            (unsigned long long)items);
+    else if (task != EEB_TASK_DET)
+        m_s = items ? (double)rc->topk.top5 / (double)items : NAN;
+    else {
+        struct eeb_voc_class_result *res = calloc((size_t)rc->nclasses + 1, sizeof *res);
+        int ok = res != NULL;
+        for (int c = 0; ok && c < rc->nclasses; c++)
+            ok = eeb_voc_class_ap(rc->truth[c], rc->ntruth[c], rc->det[c], rc->ndet[c], 0.5,
+                                  EEB_VOC_AP_ALL_POINTS, &res[c]) == EEB_OK;
+        m_s = ok ? eeb_voc_map(res, rc->nclasses) : NAN;
+        if (!ok)
+            why(out, "recounting the predictions: out of memory");
+        free(res);
+    }
+    for (int c = 0; c < EEB_SHARD_MAX_CLASSES; c++)
+        free(rc->truth[c]), free(rc->det[c]);
+    free(rc);
+    return m_s;
+}
+
+/* ---- the verdict ---- */
+
+static double number_at(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(json_object_get(o, a), b);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
+              size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_run_row row;
+    if ((rc = eeb_rundb_run_get(db, run, &row, err, errlen))) {
+        eeb_rundb_close(db);
+        return rc;
+    }
+    struct record rec = {0};
+    json_t *cfg = json_loads(row.config, 0, NULL);
+    enum eeb_task task;
+    out->run = row.id;
+    snprintf(out->uuid, sizeof out->uuid, "%s", row.uuid);
+    snprintf(out->provenance, sizeof out->provenance, "%s",
+             json_string_value(json_object_get(cfg, "provenance")) ?: "?");
+    out->valid = 1;
+    if (eeb_task_parse(row.task, &task, err, errlen)) {
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is a %s, not a benchmark run", db_path,
+                      (long long)row.id, strcmp(row.task, "none") ? row.task : "power log");
+        goto out;
+    }
+    out->task = task;
+    if ((rc = eeb_rundb_events_each(db, row.id, read_event, &rec, err, errlen)))
+        goto out;
+    out->tmax_reached = strcmp(rec.complete, "t_max") == 0;
+    out->test_items = (uint64_t)number_at(cfg, "test", "items");
+    if (isnan(m_s))
+        m_s = recount(db, row.id, task, out->test_items, out, err, errlen);
+    if (!rec.ft_begin || !rec.ft_end) {
+        why(out, "no fine-tune window (finetune_begin and finetune_end events)");
+        out->valid = 0;
+        goto out;
+    }
+    out->t_s = (double)(rec.ft_end - rec.ft_begin) / 1e9;
+    struct eeb_power_summary ps;
+    char perr[512];
+    if (eeb_power_summarize(db_path, row.id, NAN, &ps, perr, sizeof perr)) {
+        why(out, "power: %s", perr);
+        out->valid = 0;
+        goto out;
+    }
+    out->energy_j = ps.energy.joules;
+    out->worst_w = ps.worst_w;
+    if (!ps.valid) {
+        why(out, "the power measurement is invalid: %s", ps.invalid);
+        out->valid = 0;
+    }
+    if (isnan(m_s)) {
+        out->valid = 0;
+        if (!out->why[0])
+            why(out, "M_s is undefined (no class has ground truth)");
+    }
+    struct eeb_score_input in = {
+        .m_u = (number_at(cfg, "util", "lut") + number_at(cfg, "util", "ff") +
+                number_at(cfg, "util", "bram") + number_at(cfg, "util", "dsp")) /
+               4,
+        .t_s = out->t_s,
+        .t_max_s = row.t_max_s,
+        .energy_j = out->energy_j,
+        .p_max_w = row.p_max_w,
+        .m_s = isnan(m_s) ? 0 : m_s,
+        .w = {number_at(json_object_get(cfg, "rules"), "weights", "u"),
+              number_at(json_object_get(cfg, "rules"), "weights", "t"),
+              number_at(json_object_get(cfg, "rules"), "weights", "p"),
+              number_at(json_object_get(cfg, "rules"), "weights", "s")}};
+    char serr[256];
+    if (eeb_score_compute(&in, &out->score, serr, sizeof serr)) {
+        why(out, "the stored configuration cannot be scored: %s", serr);
+        out->valid = 0;
+        goto out;
+    }
+    out->score.m_s = m_s;
+    if (!out->score.pass)
+        why(out, "%s", out->score.reason);
+    if (!ps.p_max_pass && out->score.pass)
+        why(out, "%s", ps.p_max_reason);
+    out->pass = out->valid && out->score.pass && ps.p_max_pass;
+    if (!out->pass)
+        out->score.s = NAN;
+out:
+    json_decref(cfg);
+    eeb_rundb_run_row_free(&row);
+    eeb_rundb_close(db);
+    return rc;
+}
+
+/* ---- eeb check ---- */
+
+static int count_sample(void *arg, const char *source, const struct eeb_sample *s)
+{
+    (void)source, (void)s;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+struct stored {
+    const char *name, *label;
+    double recomputed;
+};
+
+int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run_outcome *out,
+                  char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->score.s = NAN;
+    struct eeb_rundb *db;
+    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_run_row row;
+    if ((rc = eeb_rundb_run_get(db, run, &row, err, errlen))) {
+        eeb_rundb_close(db);
+        return rc;
+    }
+    struct record rec = {0};
+    rc = eeb_rundb_events_each(db, row.id, read_event, &rec, err, errlen);
+    out->run = row.id;
+    snprintf(out->uuid, sizeof out->uuid, "%s", row.uuid);
+    out->complete = strcmp(row.state, "done") == 0 || strcmp(row.state, "failed") == 0;
+    if (rc)
+        goto out;
+    if (!out->complete) {
+        uint64_t n = 0;
+        if ((rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, count_sample, &n, err,
+                                         errlen)))
+            goto out;
+        why(out,
+            "incomplete: the run stopped in state %s (its harness was killed, or is still "
+            "running); %llu power samples committed",
+            row.state, (unsigned long long)n);
+        goto out;
+    }
+    if (rec.abort[0]) {
+        out->aborted = 1;
+        out->valid = 1;
+        why(out, "aborted: %s", rec.abort);
+        goto out;
+    }
+    if (rec.error[0] || !rec.scored) {
+        why(out, "the run ended in an error: %s", rec.error[0] ? rec.error : "(no score)");
+        goto out;
+    }
+    if ((rc = run_judge(db_path, row.id, NAN, out, err, errlen)))
+        goto out;
+    /* what the run stored must be what its record gives again */
+    const struct stored figures[] = {
+        {"m_u", "M_u", out->score.m_u}, {"m_t", "M_t", out->score.m_t},
+        {"m_p", "M_p", out->score.m_p}, {"m_s", "M_s", out->score.m_s},
+        {"t_s", "T", out->t_s},         {"energy_j", "E", out->energy_j},
+        {"S", "S", out->score.s},       {"pass", "verdict", out->pass},
+    };
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
+        double v, x = figures[i].recomputed;
+        char gerr[256];
+        int have = eeb_rundb_result_get(db, row.id, figures[i].name, &v, gerr, sizeof gerr) == 0;
+        if (!have && isnan(x))
+            continue;
+        int same = have && (v == x || fabs(v - x) <= 1e-9 * fmax(1, fabs(x)));
+        if (report)
+            fprintf(report, "%-8s recomputed %-14.9g stored %-14.9g %s\n", figures[i].label, x,
+                    have ? v : NAN, same ? "ok" : "MISMATCH");
+        if (!same) {
+            out->valid = 0;
+            out->pass = 0;
+            why(out, "the stored %s (%.9g) is not what the record gives (%.9g)", figures[i].label,
+                have ? v : NAN, x);
+        }
+    }
+out:
+    eeb_rundb_run_row_free(&row);
+    eeb_rundb_close(db);
+    return rc;
+}

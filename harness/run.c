@@ -1,0 +1,839 @@
+/*
+ * run.c - the run lifecycle (DESIGN.md §2): INIT, DEPLOY, FINETUNE under
+ * the T_max deadline and the live P_max watch, STOPPED, TEST, SCORE.
+ *
+ * The harness owns the clock (MLPerf LoadGen): fine-tuning runs on a worker
+ * thread that takes one batch at a time; this thread waits on absolute
+ * CLOCK_MONOTONIC deadlines, signals "complete" at T_max (the worker stops
+ * at its next batch boundary) and abandons an accelerator that has not
+ * returned by T_max plus the grace period.  Every stage boundary is an
+ * event on the samples' clock.  Sections: the pieces of a run, fine-tuning,
+ * testing, scoring, the whole.
+ */
+#include "eeb_run.h"
+
+#include "eeb_model.h"
+#include "eeb_rundb.h"
+#include "eeb_tasks.h"
+#include "run_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LIVE_EVERY_NS   100000000LL  /* the control loop's tick */
+#define TRAIN_EVERY_NS  250000000LL  /* a "train" event (the loss curve), at least */
+#define MAX_SHARD_BYTES (8ULL << 30) /* a fine-tune shard held in memory */
+#define PRED_BATCH      256          /* predictions per transaction */
+
+/* ---- the pieces of a run ---- */
+
+struct run {
+    const struct eeb_run_config *c;
+    const struct eeb_run_hooks *hooks;
+    struct eeb_run_outcome *out;
+    struct eeb_rules rules;
+    struct eeb_util util;
+    const struct eeb_accel_ops *ops;
+    struct eeb_power_source *src;
+    struct eeb_rundb *db;
+    int64_t id;
+    struct eeb_sampler *sampler; /* while sampling */
+    struct eeb_net *net;
+    struct eeb_accel *acc;
+    struct eeb_shard *shard;
+    struct eeb_batcher *bt;
+    char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
+    uint64_t finetune_items, test_items;
+    int64_t ft_begin, ft_end; /* the metered window */
+    int abandoned;            /* the worker still holds acc, bt and net */
+};
+
+/* Records an event now: on the sampler's queue while it runs (its clock,
+ * its writer), else through this connection.  Takes payload (may be NULL). */
+static void event(struct run *r, const char *kind, json_t *payload)
+{
+    char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(payload);
+    if (r->sampler) {
+        eeb_sampler_mark(r->sampler, kind, text);
+    } else {
+        char err[256];
+        /* an event lost to a failing disk shows up as the run's own error */
+        (void)eeb_rundb_event_add(r->db, r->id, eeb_mono_ns(), eeb_utc_ns(), kind, text, err,
+                                  sizeof err);
+    }
+    free(text);
+}
+
+static int enter(struct run *r, enum eeb_run_state state, char *err, size_t errlen)
+{
+    int rc = eeb_rundb_run_set_state(r->db, r->id, state, err, errlen);
+    if (rc == EEB_OK)
+        event(r, "state", json_pack("{s:s}", "state", eeb_rundb_state_name(state)));
+    return rc;
+}
+
+static int emulated(const char *backend)
+{
+    return strcmp(backend, "xrt") != 0;
+}
+
+static void progress(struct run *r, struct eeb_run_progress *p)
+{
+    if (r->hooks && r->hooks->progress)
+        r->hooks->progress(p, r->hooks->arg);
+}
+
+static int cancelled(const struct run *r)
+{
+    return r->hooks && r->hooks->cancel && *r->hooks->cancel;
+}
+
+static json_t *input(const char *path, const char *sha256, uint64_t items)
+{
+    json_t *o = json_pack("{s:s, s:s}", "path", path, "sha256", sha256);
+    if (o && items)
+        json_object_set_new(o, "items", json_integer((json_int_t)items));
+    return o;
+}
+
+/* The resolved configuration, as stored with the run (keys in order). */
+static char *config_json(const struct run *r)
+{
+    const struct eeb_run_config *c = r->c;
+    const struct eeb_weights *w = &r->rules.weights[c->task];
+    const struct eeb_util *u = &r->util;
+    json_t *o = json_object();
+    json_object_set_new(o, "task", json_string(eeb_task_name((enum eeb_task)c->task)));
+    json_object_set_new(o, "eeb",
+                        json_pack("{s:s, s:s}", "version", EEB_VERSION, "build", eeb_build()));
+    json_object_set_new(o, "backend", json_string(r->ops->name));
+    json_object_set_new(o, "provenance", json_string(r->out->provenance));
+    json_object_set_new(o, "model", input(c->model, r->sha_model, 0));
+    json_object_set_new(o, "finetune", input(c->finetune, r->sha_finetune, r->finetune_items));
+    json_object_set_new(o, "test", input(c->test, r->sha_test, r->test_items));
+    /* the keys eeb_power_summarize reads */
+    json_object_set_new(o, "power",
+                        json_pack("{s:s, s:f, s:s}", "source", r->src->uri, "rate_hz", c->rate_hz,
+                                  "provenance", r->out->provenance));
+    json_object_set_new(o, "budgets",
+                        json_pack("{s:f, s:f, s:f, s:b}", "t_max_s", c->t_max_s, "p_max_w",
+                                  c->p_max_w, "grace_s", c->grace_s, "abort_on_pmax",
+                                  c->abort_on_pmax));
+    json_t *t = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "epochs", c->epochs, "batch",
+                          c->batch, "frozen", c->frozen, "window", c->window, "lr", c->lr,
+                          "momentum", c->momentum, "decay", c->decay, "seed", c->seed);
+    json_object_set_new(t, "steps", isnan(c->steps) ? json_null() : json_real(c->steps));
+    json_object_set_new(o, "training", t);
+    json_object_set_new(o, "util",
+                        json_pack("{s:f, s:f, s:f, s:f, s:s, s:s}", "lut", u->frac[EEB_UTIL_LUT],
+                                  "ff", u->frac[EEB_UTIL_FF], "bram", u->frac[EEB_UTIL_BRAM], "dsp",
+                                  u->frac[EEB_UTIL_DSP], "source", c->util, "kind",
+                                  strcmp(u->family, "given") == 0 ? "declared" : "report"));
+    json_object_set_new(o, "declared_power_w", json_real(c->declared_power_w));
+    json_object_set_new(o, "rules",
+                        json_pack("{s:s, s:s?, s:{s:f, s:f, s:f, s:f}, s:f, s:f}", "version",
+                                  r->rules.version, "file", c->rules, "weights", "u", w->u, "t",
+                                  w->t, "p", w->p, "s", w->s, "power_window_s",
+                                  r->rules.power.window_s, "min_rate_hz",
+                                  r->rules.power.min_rate_hz));
+    json_object_set_new(o, "outputs",
+                        json_pack("{s:s, s:s?, s:s?, s:s?}", "db", c->db, "report", c->report,
+                                  "save_model", c->save_model, "predictions", c->predictions));
+    char *text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
+}
+
+/* INIT: everything that can be checked before a run exists. */
+static int prepare(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int rc;
+    if ((rc = eeb_score_rules_load(c->rules, &r->rules, err, errlen)))
+        return rc;
+    rc = strchr(c->util, '=') ? eeb_score_util_from_spec(c->util, &r->util, err, errlen)
+                              : eeb_score_util_load(c->util, &r->util, err, errlen);
+    if (rc)
+        return rc;
+    r->ops = r->hooks && r->hooks->backend ? r->hooks->backend : eeb_accel_find(c->backend);
+    if (!r->ops) {
+        char names[128] = "";
+        for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? ", " : "", (*b)->name);
+        return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", c->backend,
+                        names);
+    }
+    if ((rc = eeb_sha256_file(c->model, r->sha_model, err, errlen)) ||
+        (rc = eeb_sha256_file(c->finetune, r->sha_finetune, err, errlen)) ||
+        (rc = eeb_sha256_file(c->test, r->sha_test, err, errlen)))
+        return rc;
+    struct eeb_shard *s;
+    for (int i = 0; i < 2; i++) {
+        const char *path = i ? c->test : c->finetune;
+        if ((rc = eeb_shard_open(&s, path, err, errlen)))
+            return rc;
+        const struct eeb_shard_info *in = eeb_shard_info(s);
+        *(i ? &r->test_items : &r->finetune_items) = in->count;
+        if (in->task != (enum eeb_task)c->task)
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data; the run's task is %s", path,
+                          eeb_task_name(in->task), eeb_task_name(c->task));
+        else if (in->count == 0)
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", path);
+        eeb_shard_close(s);
+        if (rc)
+            return rc;
+    }
+    snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
+             emulated(r->ops->name) ? "modeled" : "");
+    if ((rc = eeb_power_open(c->power, &r->src, err, errlen)))
+        return rc;
+    if (!r->out->provenance[0])
+        snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
+                 eeb_provenance_name(r->src->provenance));
+    return EEB_OK;
+}
+
+static int create(struct run *r, char *err, size_t errlen)
+{
+    char *config = config_json(r);
+    if (!config)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "the run's configuration: out of memory");
+    struct eeb_run_new n = {.task = (enum eeb_task)r->c->task,
+                            .backend = r->ops->name,
+                            .config_json = config,
+                            .t_max_s = r->c->t_max_s,
+                            .p_max_w = r->c->p_max_w,
+                            .rules_version = r->rules.version};
+    int rc = eeb_rundb_open(r->c->db, EEB_RUNDB_READWRITE, &r->db, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_create(r->db, &n, &r->id, r->out->uuid, err, errlen);
+    free(config);
+    if (rc == EEB_OK) {
+        r->out->run = r->id;
+        event(r, "state",
+              json_pack("{s:s, s:s, s:s}", "state", "init", "eeb", EEB_VERSION, "build",
+                        eeb_build()));
+    }
+    return rc;
+}
+
+/* DEPLOY: the model onto the accelerator, the fine-tune data into memory. */
+static int deploy(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int rc, task;
+    char sha[EEB_SHA256_HEX];
+    if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)) ||
+        (rc = eeb_model_load(c->model, &r->net, &task, err, errlen)))
+        return rc;
+    if (task != c->task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
+                        eeb_task_name(c->task));
+    if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, sha, err, errlen)))
+        return rc;
+    if (strcmp(sha, r->sha_finetune) != 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s changed while the run started", c->finetune);
+    if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
+        return rc;
+    struct eeb_accel_config ac;
+    eeb_accel_config_default(&ac);
+    ac.batch_max = (int)c->batch;
+    ac.frozen = (int)c->frozen;
+    ac.lr = c->lr, ac.momentum = c->momentum, ac.weight_decay = c->decay;
+    ac.seed = (uint64_t)c->seed;
+    if ((rc = r->ops->open(&ac, &r->acc, err, errlen)))
+        return rc;
+    if ((rc = r->acc->ops->load_model(r->acc, r->net, err, errlen)) ||
+        (rc = eeb_batcher_new(&r->bt, r->shard, r->net, (int)c->batch, (int)c->window,
+                              (uint64_t)c->seed, err, errlen)))
+        return rc;
+    struct eeb_accel_stats st = {0};
+    r->acc->ops->stats(r->acc, &st);
+    event(r, "deployed",
+          json_pack("{s:s, s:s, s:I}", "backend", r->ops->name, "detail", st.detail,
+                    "finetune_items", (json_int_t)r->finetune_items));
+    return EEB_OK;
+}
+
+/* ---- fine-tuning ---- */
+
+/* What the fine-tuning thread owns.  It never touches the run: if it is
+ * abandoned (a hung accelerator), the run goes on to fail and return while
+ * this thread may still be inside the backend. */
+struct worker {
+    struct eeb_accel *acc;
+    struct eeb_batcher *bt;
+    const struct eeb_net *net;
+    struct eeb_sampler *sampler;
+    int epochs;
+    long max_steps; /* -1: no limit */
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* the worker returned (CLOCK_MONOTONIC waits) */
+    atomic_int stop;     /* "complete": stop at the next batch boundary */
+    int done, rc, abandoned;
+    char err[512];
+    int epoch;
+    long step;
+    uint64_t items;
+    double loss_sum; /* since the last "train" event */
+    long loss_items;
+    double last_loss;
+};
+
+/* An event from the worker, unless it was abandoned (the sampler may be
+ * gone). */
+static void worker_event(struct worker *w, const char *kind, json_t *payload)
+{
+    char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(payload);
+    pthread_mutex_lock(&w->lock);
+    if (!w->abandoned)
+        eeb_sampler_mark(w->sampler, kind, text);
+    pthread_mutex_unlock(&w->lock);
+    free(text);
+}
+
+static void *train(void *arg)
+{
+    struct worker *w = arg;
+    int rc = EEB_OK;
+    char err[512] = "";
+    long step = 0;
+    for (int epoch = 1; epoch <= w->epochs && rc == EEB_OK; epoch++) {
+        if (epoch > 1 && (rc = eeb_batcher_rewind(w->bt, err, sizeof err)))
+            break;
+        pthread_mutex_lock(&w->lock);
+        w->epoch = epoch;
+        pthread_mutex_unlock(&w->lock);
+        double loss = 0;
+        long items = 0, correct = 0, targets = 0;
+        int finished = 0;
+        while (step != w->max_steps && !atomic_load(&w->stop)) {
+            struct eeb_batch b;
+            struct eeb_train_result tr;
+            if ((rc = eeb_batcher_next(w->bt, &b, err, sizeof err)))
+                break;
+            if (b.n == 0) {
+                finished = 1;
+                break;
+            }
+            if ((rc = w->acc->ops->train_batch(w->acc, &b, &tr, err, sizeof err)))
+                break;
+            if (!isfinite(tr.loss)) {
+                rc = eeb_errf(err, sizeof err, EEB_EINVAL,
+                              "step %ld: the loss diverged (lower --lr)", step + 1);
+                break;
+            }
+            step++;
+            loss += tr.loss * b.n, items += b.n;
+            correct += tr.correct, targets += eeb_task_targets(w->net, &b);
+            pthread_mutex_lock(&w->lock);
+            w->step = step, w->items += (uint64_t)b.n;
+            w->loss_sum += tr.loss * b.n, w->loss_items += b.n;
+            w->last_loss = tr.loss;
+            pthread_mutex_unlock(&w->lock);
+        }
+        if (rc || items == 0)
+            break;
+        worker_event(w, finished ? "epoch_end" : "epoch_partial",
+                     json_pack("{s:i, s:I, s:f, s:f}", "epoch", epoch, "step", (json_int_t)step,
+                               "loss", loss / items, "train_metric",
+                               targets ? (double)correct / targets : 0.0));
+        if (!finished)
+            break;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->done = 1, w->rc = rc;
+    snprintf(w->err, sizeof w->err, "%s", err);
+    int abandoned = w->abandoned;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    if (abandoned) {
+        /* nobody waits for it any more; the backend's state is unknown and
+         * is left to the process's end */
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+    }
+    return NULL;
+}
+
+static struct timespec abs_ts(int64_t ns)
+{
+    return (struct timespec){ns / 1000000000, ns % 1000000000};
+}
+
+/* Waits until the worker is done or the time `until`; 1 if done. */
+static int wait_worker(struct worker *w, int64_t until)
+{
+    pthread_mutex_lock(&w->lock);
+    struct timespec ts = abs_ts(until);
+    while (!w->done && pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT) {
+    }
+    int done = w->done;
+    pthread_mutex_unlock(&w->lock);
+    return done;
+}
+
+/* The live power watch: the mean over the last second of the sampler's
+ * running energy, from a history of (seconds, joules) taken every tick. */
+struct watch {
+    double t[64], j[64];
+    unsigned n;
+};
+
+static double watch_mean(struct watch *wt, const struct eeb_sampler_live *l, double window_s)
+{
+    wt->t[wt->n % 64] = l->seconds, wt->j[wt->n % 64] = l->joules;
+    wt->n++;
+    for (unsigned k = 1; k < 64 && k < wt->n; k++) {
+        unsigned i = (wt->n - 1 - k) % 64;
+        if (l->seconds - wt->t[i] >= window_s)
+            return (l->joules - wt->j[i]) / (l->seconds - wt->t[i]);
+    }
+    return NAN; /* less than a window so far */
+}
+
+/* Why fine-tuning ended, for the "complete" event and the outcome. */
+enum ending { DONE, TMAX, PMAX, CANCELLED, FAILED };
+
+static struct worker *worker_new(struct run *r)
+{
+    struct worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->acc = r->acc, w->bt = r->bt, w->net = r->net, w->sampler = r->sampler;
+    w->epochs = (int)r->c->epochs;
+    w->max_steps = isnan(r->c->steps) ? -1 : (long)r->c->steps;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    return w;
+}
+
+static void worker_free(struct worker *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* One tick of the control loop: the live P_max watch, the loss curve's
+ * "train" event, the progress hook.  Returns 1 to stop on P_max. */
+struct control {
+    struct watch wt;
+    double pmax_seen; /* the first live mean above P_max, or 0 */
+    long reported_step;
+    int64_t train_every, next_train, next_show, show_every;
+};
+
+static int tick(struct run *r, struct worker *w, struct control *k, int64_t now)
+{
+    const struct eeb_run_config *c = r->c;
+    struct eeb_sampler_live l;
+    eeb_sampler_live(r->sampler, &l);
+    double mean = watch_mean(&k->wt, &l, r->rules.power.window_s);
+    if (mean > c->p_max_w && !k->pmax_seen) {
+        k->pmax_seen = mean;
+        event(r, "pmax_exceeded",
+              json_pack("{s:f, s:f, s:f}", "watts", mean, "p_max_w", c->p_max_w, "window_s",
+                        r->rules.power.window_s));
+        if (c->abort_on_pmax)
+            return 1;
+    }
+    pthread_mutex_lock(&w->lock);
+    struct eeb_run_progress p = {.state = EEB_RUN_FINETUNE,
+                                 .epoch = w->epoch,
+                                 .epochs = w->epochs,
+                                 .step = w->step,
+                                 .steps = w->max_steps,
+                                 .elapsed_s = (double)(now - r->ft_begin) / 1e9,
+                                 .t_max_s = c->t_max_s,
+                                 .watts = l.watts,
+                                 .p_max_w = c->p_max_w,
+                                 .joules = l.joules,
+                                 .loss = w->last_loss,
+                                 .over_pmax = k->pmax_seen > 0};
+    json_t *train_ev = NULL;
+    if (now >= k->next_train && w->loss_items > 0 && w->step != k->reported_step) {
+        train_ev =
+            json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, "step", (json_int_t)w->step,
+                      "items", (json_int_t)w->items, "loss", w->loss_sum / (double)w->loss_items);
+        w->loss_sum = 0, w->loss_items = 0;
+        k->reported_step = w->step;
+        k->next_train = now + k->train_every;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (train_ev)
+        event(r, "train", train_ev);
+    if (now >= k->next_show) {
+        progress(r, &p);
+        k->next_show = now + k->show_every;
+    }
+    return 0;
+}
+
+static int finetune(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    struct eeb_run_outcome *out = r->out;
+    int rc = enter(r, EEB_RUN_FINETUNE, err, errlen);
+    if (rc)
+        return rc;
+    struct worker *w = worker_new(r);
+    if (!w)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "fine-tuning: out of memory");
+    json_t *begin = json_pack("{s:f}", "t_max_s", c->t_max_s);
+    char *text = json_dumps(begin, JSON_COMPACT);
+    json_decref(begin);
+    r->ft_begin = eeb_sampler_mark(r->sampler, "finetune_begin", text);
+    free(text);
+    int64_t deadline = r->ft_begin + (int64_t)(c->t_max_s * 1e9);
+    pthread_t th;
+    if (pthread_create(&th, NULL, train, w) != 0) {
+        r->ft_end = eeb_sampler_mark(r->sampler, "finetune_end", NULL);
+        worker_free(w);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "cannot start the fine-tuning thread");
+    }
+    double every = r->hooks && r->hooks->progress_every_s > 0 ? r->hooks->progress_every_s : 0.25;
+    struct control k = {
+        .reported_step = -1, .next_show = r->ft_begin, .show_every = (int64_t)(every * 1e9)};
+    /* a loss curve of about 400 points over T_max, none closer than 0.25 s */
+    int64_t train_every = (int64_t)(c->t_max_s * 1e9 / 400);
+    k.train_every = train_every > TRAIN_EVERY_NS ? train_every : TRAIN_EVERY_NS;
+    k.next_train = r->ft_begin + k.train_every;
+    enum ending ending = DONE;
+    for (;;) {
+        int64_t wake = eeb_mono_ns() + LIVE_EVERY_NS;
+        if (wait_worker(w, wake < deadline ? wake : deadline))
+            break;
+        int64_t now = eeb_mono_ns();
+        if (now >= deadline) {
+            ending = TMAX;
+            break;
+        }
+        if (cancelled(r)) {
+            ending = CANCELLED;
+            break;
+        }
+        if (tick(r, w, &k, now)) {
+            ending = PMAX;
+            break;
+        }
+    }
+    static const char *const why[] = {"done", "t_max", "p_max", "interrupted", "error"};
+    atomic_store(&w->stop, 1);
+    pthread_mutex_lock(&w->lock);
+    long steps = w->step;
+    if (ending == DONE && w->rc)
+        ending = FAILED;
+    pthread_mutex_unlock(&w->lock);
+    json_t *complete = json_pack("{s:s, s:I}", "reason", why[ending], "step", (json_int_t)steps);
+    if (ending == PMAX)
+        json_object_set_new(complete, "watts", json_real(k.pmax_seen));
+    event(r, "complete", complete);
+    r->ft_end = eeb_sampler_mark(r->sampler, "finetune_end", NULL);
+    out->t_s = (double)(r->ft_end - r->ft_begin) / 1e9;
+    out->tmax_reached = ending == TMAX;
+    if (ending != DONE && ending != FAILED) {
+        /* the batch in flight may finish, within the grace period */
+        if (!wait_worker(w, r->ft_end + (int64_t)(c->grace_s * 1e9))) {
+            pthread_mutex_lock(&w->lock);
+            int done = w->done;
+            w->abandoned = !done;
+            pthread_mutex_unlock(&w->lock);
+            if (!done) {
+                r->abandoned = 1;
+                pthread_detach(th);
+                out->aborted = 1;
+                event(r, "abort",
+                      json_pack("{s:s}", "reason",
+                                "the accelerator did not return within the grace "
+                                "period"));
+                return eeb_errf(err, errlen, EEB_ETIMEOUT,
+                                "the accelerator did not return within %g s of the %s signal "
+                                "(the grace period); it was abandoned",
+                                c->grace_s, ending == TMAX ? "T_max" : "stop");
+            }
+        }
+        event(r, "accelerator_stopped",
+              json_pack("{s:f}", "after_s", (double)(eeb_mono_ns() - r->ft_end) / 1e9));
+    }
+    pthread_join(th, NULL);
+    out->steps = (uint64_t)w->step;
+    rc = w->rc ? eeb_errf(err, errlen, w->rc, "fine-tuning: %s", w->err) : EEB_OK;
+    worker_free(w);
+    if (rc || (ending != PMAX && ending != CANCELLED))
+        return rc;
+    out->aborted = 1;
+    if (ending == PMAX)
+        snprintf(out->why, sizeof out->why,
+                 "aborted: the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
+                 r->rules.power.window_s, k.pmax_seen, c->p_max_w);
+    else
+        snprintf(out->why, sizeof out->why, "aborted: interrupted");
+    event(r, "abort", json_pack("{s:s}", "reason", out->why));
+    return EEB_OK;
+}
+
+/* ---- testing ---- */
+
+struct predictions {
+    struct run *r;
+    int64_t items[PRED_BATCH];
+    char *payloads[PRED_BATCH];
+    size_t n;
+    int64_t next_show;
+};
+
+static int flush_predictions(struct predictions *p, char *err, size_t errlen)
+{
+    int rc = p->n ? eeb_rundb_predictions_add(p->r->db, p->r->id, p->items,
+                                              (const char *const *)p->payloads, p->n, err, errlen)
+                  : EEB_OK;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->payloads[i]);
+    p->n = 0;
+    return rc;
+}
+
+/* The payload eeb_run_check recomputes the metric from. */
+static int keep_prediction(void *arg, const struct eeb_task_prediction *tp, char *err,
+                           size_t errlen)
+{
+    struct predictions *p = arg;
+    json_t *o = json_pack("{s:s}", "id", tp->id);
+    if (tp->nranked) {
+        json_t *top = json_array();
+        for (int k = 0; k < tp->nranked; k++)
+            json_array_append_new(top, json_integer(tp->ranked[k]));
+        json_object_set_new(o, "label", json_integer(tp->label));
+        json_object_set_new(o, "top", top);
+    } else {
+        json_t *boxes = json_array(), *truth = json_array();
+        for (int k = 0; k < tp->nboxes; k++) {
+            const struct eeb_scored_box *b = &tp->boxes[k];
+            json_array_append_new(boxes, json_pack("[i, f, f, f, f, f]", b->cls, b->score, b->x0,
+                                                   b->y0, b->x1, b->y1));
+        }
+        for (int k = 0; k < tp->ntruth; k++) {
+            const struct eeb_box *b = &tp->truth[k];
+            json_array_append_new(truth, json_pack("[i, i, f, f, f, f]", b->cls, b->difficult,
+                                                   b->x0, b->y0, b->x1, b->y1));
+        }
+        json_object_set_new(o, "boxes", boxes);
+        json_object_set_new(o, "truth", truth);
+    }
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!s)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "prediction %s: out of memory", tp->id);
+    p->items[p->n] = (int64_t)tp->index, p->payloads[p->n++] = s;
+    return p->n == PRED_BATCH ? flush_predictions(p, err, errlen) : EEB_OK;
+}
+
+static void test_progress(uint64_t done, uint64_t total, void *arg)
+{
+    struct predictions *p = arg;
+    int64_t now = eeb_mono_ns();
+    if (now < p->next_show && done < total)
+        return;
+    p->next_show = now + 250000000;
+    struct eeb_run_progress pr = {.state = EEB_RUN_TEST,
+                                  .tested = done,
+                                  .test_items = total,
+                                  .t_max_s = p->r->c->t_max_s,
+                                  .p_max_w = p->r->c->p_max_w};
+    progress(p->r, &pr);
+}
+
+static int test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int rc = enter(r, EEB_RUN_STOPPED, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_accel_stats st = {0};
+    r->acc->ops->stats(r->acc, &st);
+    event(r, "stopped",
+          json_pack("{s:I, s:I, s:[I, I, I, I]}", "steps", (json_int_t)st.steps, "items",
+                    (json_int_t)st.items, "saturations", (json_int_t)st.saturations[0],
+                    (json_int_t)st.saturations[1], (json_int_t)st.saturations[2],
+                    (json_int_t)st.saturations[3]));
+    if ((rc = r->acc->ops->read_model(r->acc, r->net, err, errlen)))
+        return rc;
+    if (c->save_model && (rc = eeb_model_save(c->save_model, r->net, c->task, err, errlen)))
+        return rc;
+    if ((rc = enter(r, EEB_RUN_TEST, err, errlen)))
+        return rc;
+    eeb_sampler_mark(r->sampler, "test_begin", NULL);
+    struct predictions p = {.r = r};
+    struct eeb_task_eval_options opt;
+    eeb_task_eval_defaults(&opt);
+    opt.batch = (int)c->batch;
+    opt.predictions = c->predictions;
+    opt.on_prediction = keep_prediction;
+    opt.progress = test_progress;
+    opt.arg = &p;
+    rc = eeb_task_evaluate(r->acc, r->net, c->test, &opt, score, err, errlen);
+    if (rc == EEB_OK)
+        rc = flush_predictions(&p, err, errlen);
+    for (size_t i = 0; i < p.n; i++)
+        free(p.payloads[i]);
+    if (rc == EEB_OK)
+        event(r, "test_end",
+              json_pack("{s:I, s:f, s:s}", "items", (json_int_t)score->items, "metric",
+                        score->value, "metric_name", eeb_task_metric(c->task)));
+    r->out->test_items = score->items;
+    return rc;
+}
+
+/* ---- scoring ---- */
+
+static int store(struct run *r, const char *name, double v, const char *unit, const char *prov,
+                 char *err, size_t errlen)
+{
+    if (isnan(v))
+        return EEB_OK;
+    return eeb_rundb_result_set(r->db, r->id, name, v, unit, prov, err, errlen);
+}
+
+static int score(struct run *r, double m_s, char *err, size_t errlen)
+{
+    struct eeb_run_outcome *out = r->out;
+    int rc = enter(r, EEB_RUN_SCORE, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = run_judge(r->c->db, r->id, m_s, out, err, errlen)))
+        return rc;
+    const char *prov = out->provenance;
+    /* a report describes a placed design; four fractions are declared */
+    const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
+    const struct eeb_score *s = &out->score;
+    struct {
+        const char *name;
+        double v;
+        const char *unit, *prov;
+    } results[] = {
+        {"m_u", s->m_u, "1", util_prov},
+        {"t_s", out->t_s, "s", prov},
+        {"energy_j", out->energy_j, "J", prov},
+        {"mean_power_w", s->mean_power_w, "W", prov},
+        {"worst_window_w", out->worst_w, "W", prov},
+        {"m_t", s->m_t, "1", "computed"},
+        {"m_p", s->m_p, "1", "computed"},
+        {"m_s", s->m_s, "1", "computed"},
+        {"S", out->pass ? s->s : NAN, "1", "computed"},
+        {"pass", out->pass, "1", "computed"},
+        {"valid", out->valid, "1", "computed"},
+    };
+    for (size_t i = 0; i < sizeof results / sizeof *results && !rc; i++)
+        rc = store(r, results[i].name, results[i].v, results[i].unit, results[i].prov, err, errlen);
+    if (rc)
+        return rc;
+    json_t *verdict = json_pack("{s:s, s:s}", "verdict",
+                                !out->valid ? "invalid"
+                                : out->pass ? "pass"
+                                            : "fail",
+                                "why", out->why);
+    json_object_set_new(verdict, "S", out->pass ? json_real(s->s) : json_null());
+    event(r, "score", verdict);
+    return EEB_OK;
+}
+
+/* ---- the whole ---- */
+
+/* Starts sampling and waits (a second at most) for the first reading, so
+ * the metered window does not open on a stretch no reading covers. */
+static int start_sampling(struct run *r, char *err, size_t errlen)
+{
+    struct eeb_sampler_config sc;
+    eeb_sampler_config_default(&sc);
+    sc.db_path = r->c->db;
+    sc.run = r->id;
+    sc.rate_hz = r->c->rate_hz;
+    int rc = eeb_sampler_start(r->src, &sc, &r->sampler, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_sampler_live l = {0};
+    int64_t until = eeb_mono_ns() + 1000000000 + (int64_t)(2e9 / r->c->rate_hz);
+    while (l.samples < 2 && eeb_mono_ns() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        eeb_sampler_live(r->sampler, &l);
+    }
+    if (l.samples < 2)
+        return eeb_errf(err, errlen, EEB_EDEVICE, "%s: no power readings within a second",
+                        r->src->uri);
+    return EEB_OK;
+}
+
+static int stop_sampling(struct run *r, int rc, char *err, size_t errlen)
+{
+    if (!r->sampler)
+        return rc;
+    struct eeb_sampler_stats st;
+    char why[512];
+    int src = eeb_sampler_stop(r->sampler, &st, why, sizeof why);
+    r->sampler = NULL;
+    if (src && !rc)
+        return eeb_errf(err, errlen, src, "power sampling: %s", why);
+    return rc;
+}
+
+int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *hooks,
+                    struct eeb_run_outcome *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->task = (enum eeb_task)c->task;
+    out->score.s = NAN;
+    struct run r = {.c = c, .hooks = hooks, .out = out};
+    struct eeb_task_score ts = {0};
+    int rc = prepare(&r, err, errlen);
+    if (rc == EEB_OK)
+        rc = create(&r, err, errlen);
+    if (rc == EEB_OK)
+        rc = deploy(&r, err, errlen);
+    if (rc == EEB_OK)
+        rc = start_sampling(&r, err, errlen);
+    if (rc == EEB_OK)
+        rc = finetune(&r, err, errlen);
+    if (rc == EEB_OK && !out->aborted)
+        rc = test(&r, &ts, err, errlen);
+    rc = stop_sampling(&r, rc, err, errlen);
+    if (rc == EEB_OK && !out->aborted)
+        rc = score(&r, ts.value, err, errlen);
+    if (r.db && r.id) {
+        if (rc != EEB_OK && !out->aborted)
+            event(&r, "error", json_pack("{s:s}", "message", err));
+        char err2[256];
+        int done = rc == EEB_OK && out->pass;
+        if (eeb_rundb_run_set_state(r.db, r.id, done ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,
+                                    sizeof err2) == EEB_OK)
+            out->complete = 1;
+        else if (rc == EEB_OK)
+            rc = eeb_errf(err, errlen, EEB_EDB, "%s", err2);
+    }
+    if (rc == EEB_OK && c->report)
+        rc = eeb_run_report(c->db, r.id, c->report, err, errlen);
+    if (!r.abandoned) {
+        eeb_batcher_free(r.bt);
+        eeb_accel_close(r.acc);
+        eeb_net_free(r.net);
+        eeb_shard_close(r.shard);
+    }
+    eeb_power_close(r.src);
+    eeb_rundb_close(r.db);
+    return rc;
+}

@@ -1,0 +1,495 @@
+/*
+ * test_run.c - the run lifecycle (harness/eeb_run.h) on small data: the
+ * stages and their events, the records `eeb check` recomputes, T_max at a
+ * batch boundary, a hung accelerator abandoned after the grace period,
+ * P_max watched live, configuration files, kill -9 mid-run, and the HTML
+ * report rendered in headless Chromium.
+ */
+#include "eeb_model.h"
+#include "eeb_run.h"
+#include "eeb_tasks.h"
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <png.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a backend that is slow, or hangs: the emulator with a delay ---- */
+
+static long delay_ms;  /* per training batch */
+static int hang_after; /* batches after which one hangs for 5 s; 0: never */
+
+struct slow {
+    struct eeb_accel base;
+    struct eeb_accel *inner;
+    int batches;
+};
+
+static const struct eeb_accel_ops slow_ops;
+
+static struct eeb_accel *inner(struct eeb_accel *a)
+{
+    return ((struct slow *)a)->inner;
+}
+
+static int slow_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, char *err,
+                     size_t errlen)
+{
+    struct slow *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    int rc = eeb_accel_find("emu")->open(cfg, &s->inner, err, errlen);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    s->base.ops = &slow_ops;
+    *out = &s->base;
+    return EEB_OK;
+}
+
+static int slow_load(struct eeb_accel *a, const struct eeb_net *net, char *err, size_t errlen)
+{
+    return inner(a)->ops->load_model(inner(a), net, err, errlen);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000L};
+    while (nanosleep(&ts, &ts)) {
+    }
+}
+
+static int slow_train(struct eeb_accel *a, const struct eeb_batch *b, struct eeb_train_result *r,
+                      char *err, size_t errlen)
+{
+    struct slow *s = (struct slow *)a;
+    if (hang_after && ++s->batches == hang_after)
+        sleep_ms(5000);
+    sleep_ms(delay_ms);
+    return s->inner->ops->train_batch(s->inner, b, r, err, errlen);
+}
+
+static int slow_predict(struct eeb_accel *a, const struct eeb_batch *b, float *out, char *err,
+                        size_t errlen)
+{
+    return inner(a)->ops->predict(inner(a), b, out, err, errlen);
+}
+
+static int slow_read(struct eeb_accel *a, struct eeb_net *net, char *err, size_t errlen)
+{
+    return inner(a)->ops->read_model(inner(a), net, err, errlen);
+}
+
+static void slow_stats(struct eeb_accel *a, struct eeb_accel_stats *st)
+{
+    inner(a)->ops->stats(inner(a), st);
+}
+
+static void slow_close(struct eeb_accel *a)
+{
+    eeb_accel_close(inner(a));
+    free(a);
+}
+
+static const struct eeb_accel_ops slow_ops = {
+    .name = "emu",
+    .description = "the emulator, slowed down (tests)",
+    .open = slow_open,
+    .load_model = slow_load,
+    .train_batch = slow_train,
+    .predict = slow_predict,
+    .read_model = slow_read,
+    .stats = slow_stats,
+    .close = slow_close,
+};
+
+/* ---- inputs ---- */
+
+static char dir[64];       /* this test's scratch directory */
+static char paths[4][300]; /* finetune, test, model, db */
+
+/* A fine-tune and a test shard, a freshly initialized model for them, and
+ * a database path, in this test's scratch directory. */
+static void inputs(void)
+{
+    static const char *const names[] = {"ft.eebd", "test.eebd", "m.eebm", "runs.db"};
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    for (int i = 0; i < 4; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i]);
+    cr_assert_eq(rename(test_cls_shard(256, 16, 1), paths[0]), 0);
+    cr_assert_eq(rename(test_cls_shard(64, 16, 2), paths[1]), 0);
+    char err[512];
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, paths[0], err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_net *net;
+    cr_assert_eq(eeb_task_model(eeb_shard_info(s), 7, &net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_model_save(paths[2], net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
+    eeb_net_free(net);
+    eeb_shard_close(s);
+}
+
+static void config(struct eeb_run_config *c, const char *const *kv)
+{
+    char err[512];
+    eeb_run_config_init(c);
+    const char *base[] = {"task",   "cls",   "finetune", paths[0], "test",
+                          paths[1], "model", paths[2],   "db",     paths[3],
+                          "epochs", "2",     "lr",       "0.02",   NULL};
+    for (const char *const *p = base; *p; p += 2)
+        cr_assert_eq(eeb_run_config_set(c, p[0], p[1], p[0], err, sizeof err), EEB_OK, "%s", err);
+    for (const char *const *p = kv; p && *p; p += 2)
+        cr_assert_eq(eeb_run_config_set(c, p[0], p[1], p[0], err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_run_config_finish(c, err, sizeof err), EEB_OK, "%s", err);
+}
+
+static int execute(const char *const *kv, int slow, struct eeb_run_outcome *o, char *err,
+                   size_t errlen)
+{
+    struct eeb_run_config c;
+    config(&c, kv);
+    struct eeb_run_hooks hooks = {.backend = slow ? &slow_ops : NULL};
+    int rc = eeb_run_execute(&c, &hooks, o, err, errlen);
+    eeb_run_config_free(&c);
+    return rc;
+}
+
+static long long sql(const char *query)
+{
+    return test_sql_int(paths[3], query);
+}
+
+/* ---- the whole run ---- */
+
+static char events_seen[1024];
+
+static int collect_events(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)arg, (void)t, (void)utc;
+    if (strcmp(kind, "state") == 0 && payload) {
+        json_t *o = json_loads(payload, 0, NULL);
+        strcat(events_seen, json_string_value(json_object_get(o, "state")));
+        strcat(events_seen, " ");
+        json_decref(o);
+    } else if (strstr(kind, "finetune_") || strstr(kind, "test_") || !strcmp(kind, "complete")) {
+        strcat(events_seen, kind);
+        strcat(events_seen, " ");
+    }
+    return 0;
+}
+
+Test(run, whole_workflow_and_its_record, .timeout = 120)
+{
+    inputs();
+    delay_ms = 60; /* a second of fine-tuning: a window the validity rules can judge */
+    struct eeb_run_outcome o;
+    char err[1024];
+    cr_assert_eq(execute(NULL, 1, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert(o.pass && o.valid && o.complete && !o.aborted, "%s", o.why);
+    cr_assert_str_eq(o.provenance, "modeled");
+    cr_assert_eq(o.test_items, 64);
+    cr_assert_eq(o.steps, 16); /* 2 epochs of 256 items in batches of 32 */
+    /* the declared 6 W over T, to within the edges' interpolation */
+    cr_expect(fabs(o.energy_j - 6 * o.t_s) < 1e-6 * o.energy_j, "E %g J, T %g s", o.energy_j,
+              o.t_s);
+    double m_u = (0.30015 + 0.18777 + 0.49074 + 0.18659) / 4;
+    cr_expect(fabs(o.score.m_u - m_u) < 1e-12);
+    double s = 1 - (0.1 * m_u + 0.1 * o.t_s / 30 + 0.4 * 6 / 10 + 0.4 * (1 - o.score.m_s));
+    cr_expect(fabs(o.score.s - s) < 1e-9, "S %.12f, by hand %.12f", o.score.s, s);
+
+    /* the stages, in order, as events */
+    struct eeb_rundb *db;
+    cr_assert_eq(eeb_rundb_open(paths[3], EEB_RUNDB_READONLY, &db, err, sizeof err), EEB_OK);
+    cr_assert_eq(eeb_rundb_events_each(db, o.run, collect_events, NULL, err, sizeof err), EEB_OK);
+    struct eeb_run_row row;
+    cr_assert_eq(eeb_rundb_run_get(db, o.run, &row, err, sizeof err), EEB_OK);
+    cr_expect_str_eq(events_seen, "init deploy finetune finetune_begin complete finetune_end "
+                                  "stopped test test_begin test_end score ");
+    cr_expect_str_eq(row.state, "done");
+    /* the configuration names its inputs by their SHA-256 */
+    char sha[EEB_SHA256_HEX];
+    cr_assert_eq(eeb_sha256_file(paths[2], sha, err, sizeof err), EEB_OK);
+    json_t *cfg = json_loads(row.config, 0, NULL);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(cfg, "model"), "sha256")),
+                     sha);
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_object_get(cfg, "power"), "provenance")), "modeled");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(cfg, "eeb"), "version")),
+                     EEB_VERSION);
+    json_decref(cfg);
+    eeb_rundb_run_row_free(&row);
+    eeb_rundb_close(db);
+    cr_expect_eq(sql("SELECT count(*) FROM predictions"), 64);
+    /* M_u (declared), T, E, the mean and the worst window's power */
+    cr_expect_eq(sql("SELECT count(*) FROM results WHERE provenance = 'modeled'"), 5);
+
+    /* eeb check gives the same from the file alone */
+    struct eeb_run_outcome k;
+    cr_assert_eq(eeb_run_check(paths[3], 0, NULL, &k, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert(k.pass && k.valid, "%s", k.why);
+    cr_expect_eq(k.score.s, o.score.s);
+    cr_expect_eq(k.score.m_s, o.score.m_s);
+
+    /* a stored figure that the record does not give is caught */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd,
+             "sqlite3 %s \"UPDATE results SET value = value + 0.01 WHERE name = 'm_s'\"", paths[3]);
+    cr_assert_eq(system(cmd), 0);
+    struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "the stored M_s"), "%s", r.out);
+    test_run_free(&r);
+}
+
+/* ---- budgets ---- */
+
+Test(run, tmax_stops_at_the_next_batch_boundary, .timeout = 60)
+{
+    inputs();
+    delay_ms = 100;
+    struct eeb_run_outcome o;
+    char err[1024];
+    cr_assert_eq(
+        execute((const char *[]){"tmax", "0.5", "epochs", "50", NULL}, 1, &o, err, sizeof err),
+        EEB_OK, "%s", err);
+    cr_assert(o.tmax_reached);
+    cr_assert(o.pass, "%s", o.why);
+    /* the window closes at the signal; the batch in flight finishes after */
+    cr_expect(o.t_s >= 0.5 && o.t_s < 0.6, "T %g s", o.t_s);
+    cr_expect_eq(o.score.m_t, 1.0);
+    cr_expect(o.steps >= 3 && o.steps <= 6, "%llu steps", (unsigned long long)o.steps);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'complete'"
+                     " AND payload ->> 'reason' = 't_max'"),
+                 1);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'accelerator_stopped'"
+                     " AND payload ->> 'after_s' < 0.2"),
+                 1);
+}
+
+Test(run, a_hung_accelerator_is_abandoned_after_the_grace_period, .timeout = 60)
+{
+    inputs();
+    delay_ms = 0;
+    hang_after = 3;
+    struct eeb_run_outcome o;
+    char err[1024];
+    int64_t t0 = eeb_mono_ns();
+    cr_assert_eq(execute((const char *[]){"tmax", "0.4", "grace", "0.3", "epochs", "50", NULL}, 1,
+                         &o, err, sizeof err),
+                 EEB_ETIMEOUT);
+    double took = (double)(eeb_mono_ns() - t0) / 1e9;
+    cr_expect(strstr(err, "did not return within 0.3 s of the T_max signal"), "%s", err);
+    cr_expect(took < 3, "returned after %g s, the hang lasts 5 s", took);
+    cr_expect(o.aborted && o.complete);
+    cr_expect_eq(sql("SELECT count(*) FROM runs WHERE state = 'failed'"), 1);
+    struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "aborted: the accelerator did not return"), "%s", r.out);
+    test_run_free(&r);
+}
+
+Test(run, over_pmax_fails_at_scoring_or_aborts_at_once, .timeout = 60)
+{
+    inputs();
+    delay_ms = 20;
+    struct eeb_run_outcome o;
+    char err[1024];
+    /* 2 W over the budget: the run goes on, and fails at scoring */
+    cr_assert_eq(execute((const char *[]){"power", "sim:watts=12", "epochs", "12", NULL}, 1, &o,
+                         err, sizeof err),
+                 EEB_OK, "%s", err);
+    cr_expect(!o.pass && o.valid && !o.aborted);
+    cr_expect(strstr(o.why, "exceeds P_max"), "%s", o.why);
+    cr_expect(isnan(o.score.s));
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'pmax_exceeded'"), 1);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'test_end'"), 1);
+    struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    test_run_free(&r);
+
+    /* --abort-on-pmax: stopped once a second of readings is over it */
+    cr_assert_eq(execute((const char *[]){"power", "sim:watts=12", "epochs", "1000",
+                                          "abort-on-pmax", "1", NULL},
+                         1, &o, err, sizeof err),
+                 EEB_OK, "%s", err);
+    cr_expect(o.aborted && !o.pass);
+    cr_expect(strstr(o.why, "exceeded P_max 10 W (--abort-on-pmax)"), "%s", o.why);
+    cr_expect(o.t_s > 0.9 && o.t_s < 2, "T %g s", o.t_s);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'test_begin'"), 1); /* run 1's */
+    cr_expect_eq(sql("SELECT count(*) FROM runs"), 2);
+}
+
+/* ---- configuration ---- */
+
+Test(run, configuration_files_name_the_key_at_fault)
+{
+    char path[300], err[512];
+    snprintf(path, sizeof path, "%s/run.json", test_tmpdir());
+    struct {
+        const char *json, *message;
+    } cases[] = {
+        {"{\"tmax\": \"long\"}", "run.json: key 'tmax': expected a number"},
+        {"{\"t_max\": 5}", "run.json: key 't_max': unknown"},
+        {"{\"pmax\": -1}", "run.json: key 'pmax': -1 is outside"},
+        {"{\"abort_on_pmax\": 1}", "key 'abort_on_pmax': expected true or false"},
+        {"{\"task\": \"seg\"}", "run.json: key 'task'"},
+        {"[1]", "a configuration is one JSON object"},
+        {"{\"tmax\": 5,\n \"tmax\": 6}", "run.json:2:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        test_write_file(path, cases[i].json, strlen(cases[i].json));
+        struct eeb_run_config c;
+        eeb_run_config_init(&c);
+        cr_expect_eq(eeb_run_config_load(&c, path, err, sizeof err), EEB_EINVAL, "%s",
+                     cases[i].json);
+        cr_expect(strstr(err, cases[i].message), "%s: %s", cases[i].json, err);
+        eeb_run_config_free(&c);
+    }
+    /* options win over the file; the file fills the rest */
+    const char *ok =
+        "{\"task\": \"det\", \"tmax\": 12.5, \"abort_on_pmax\": true, \"db\": \"x.db\"}";
+    test_write_file(path, ok, strlen(ok));
+    struct eeb_run_config c;
+    eeb_run_config_init(&c);
+    cr_assert_eq(eeb_run_config_set(&c, "tmax", "7", "--tmax", err, sizeof err), EEB_OK);
+    cr_assert_eq(eeb_run_config_load(&c, path, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_eq(c.task, EEB_TASK_DET);
+    cr_expect_eq(c.t_max_s, 7);
+    cr_expect_eq(c.abort_on_pmax, 1);
+    cr_expect_str_eq(c.db, "x.db");
+    eeb_run_config_free(&c);
+}
+
+/* ---- crash safety ---- */
+
+Test(run, kill_9_mid_finetune_leaves_an_incomplete_run_and_the_next_appends, .timeout = 120)
+{
+    inputs();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", 1);
+        dup2(null, 1), dup2(null, 2);
+        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", paths[0], "--test", paths[1],
+              "--model", paths[2], "--db", paths[3], "--epochs", "100000", "--tmax", "100",
+              "--rate", "500", "-q", (char *)NULL);
+        _exit(127);
+    }
+    /* wait until it is fine-tuning and samples are committed */
+    long long samples = 0;
+    for (int i = 0; i < 300 && samples < 200; i++) {
+        sleep_ms(100);
+        if (access(paths[3], F_OK) == 0 &&
+            sql("SELECT count(*) FROM runs WHERE state = 'finetune'") == 1)
+            samples = sql("SELECT count(*) FROM samples");
+    }
+    cr_assert_geq(samples, 200, "the run never got to fine-tuning");
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st));
+    long long committed = sql("SELECT count(*) FROM samples");
+    long long events = sql("SELECT count(*) FROM events");
+    struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    char want[128];
+    snprintf(want, sizeof want, "incomplete: the run stopped in state finetune");
+    cr_expect(strstr(r.out, want), "%s", r.out);
+    snprintf(want, sizeof want, "; %lld power samples committed", committed);
+    cr_expect(strstr(r.out, want), "%s", r.out);
+    test_run_free(&r);
+    cr_expect_eq(sql("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
+                 1);
+
+    /* a second run appends, and leaves the first as it was */
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", paths[0], "--test",
+                                  paths[1], "--model", paths[2], "--db", paths[3], "--epochs", "1",
+                                  "-q", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_expect_eq(sql("SELECT count(*) FROM samples WHERE run_id = 1"), committed);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE run_id = 1"), events);
+    cr_expect_eq(sql("SELECT count(*) FROM runs WHERE id = 1 AND state = 'finetune'"), 1);
+    r = test_eeb((const char *[]){"check", paths[3], "--run", "2", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+}
+
+/* ---- the report, in a browser ---- */
+
+/* Pixels of the screenshot within 16 of an RGB colour. */
+static long count_colour(const char *png_path, unsigned rgb)
+{
+    png_image img = {.version = PNG_IMAGE_VERSION};
+    cr_assert(png_image_begin_read_from_file(&img, png_path), "%s: %s", png_path, img.message);
+    img.format = PNG_FORMAT_RGB;
+    unsigned char *px = malloc(PNG_IMAGE_SIZE(img));
+    cr_assert(png_image_finish_read(&img, NULL, px, 0, NULL), "%s", img.message);
+    long n = 0;
+    int want[3] = {(int)(rgb >> 16), (int)(rgb >> 8 & 255), (int)(rgb & 255)};
+    for (size_t i = 0; i < (size_t)img.width * img.height; i++)
+        n += abs(px[3 * i] - want[0]) < 16 && abs(px[3 * i + 1] - want[1]) < 16 &&
+             abs(px[3 * i + 2] - want[2]) < 16;
+    free(px);
+    return n;
+}
+
+Test(run, the_report_renders_its_plot_in_chromium, .timeout = 120)
+{
+    if (access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("no /usr/bin/chromium (make deps installs Debian's chromium)");
+    inputs();
+    char html[320], png[320], err[1024];
+    snprintf(html, sizeof html, "%s/report.html", dir);
+    snprintf(png, sizeof png, "%s/report.png", dir);
+    struct eeb_run_outcome o;
+    delay_ms = 60;
+    /* a T_max near the run's length, so that the trace spans the plot */
+    cr_assert_eq(
+        execute((const char *[]){"report", html, "tmax", "2", NULL}, 1, &o, err, sizeof err),
+        EEB_OK, "%s", err);
+    size_t len;
+    char *text = test_read_file(html, &len);
+    cr_assert_not_null(text);
+    cr_expect_null(strstr(text, "src="), "the report must not load anything");
+    cr_expect_null(strstr(text, "href="), "the report must not load anything");
+    cr_expect(strstr(text, "id=\"provenance\">modeled<"));
+    free(text);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && HOME=%s timeout 60 /usr/bin/chromium --headless --no-sandbox "
+             "--disable-gpu --hide-scrollbars --window-size=1040,1100 --screenshot=%s "
+             "file://%s >/dev/null 2>&1",
+             dir, dir, png, html);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    /* the trace (#1f77b4), P_max (#d62728) and T_max (#ff7f0e) lines are drawn */
+    long trace = count_colour(png, 0x1f77b4), pmax = count_colour(png, 0xd62728),
+         tmax = count_colour(png, 0xff7f0e);
+    cr_expect_gt(trace, 300, "%ld trace pixels", trace);
+    cr_expect_gt(pmax, 300, "%ld P_max pixels", pmax);
+    cr_expect_gt(tmax, 100, "%ld T_max pixels", tmax);
+    /* and the browser's DOM holds the plot's parts */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && HOME=%s timeout 60 /usr/bin/chromium --headless --no-sandbox "
+             "--disable-gpu --dump-dom file://%s 2>/dev/null > %s/dom.html",
+             dir, dir, html, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    char dom[320];
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    text = test_read_file(dom, &len);
+    cr_assert_not_null(text);
+    static const char *const parts[] = {"<svg id=\"power-plot\"", "id=\"power-trace\"",
+                                        "id=\"pmax-line\"",       "id=\"tmax-marker\"",
+                                        "id=\"loss-curve\"",      "class=\"verdict PASS\""};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        cr_expect(strstr(text, parts[i]), "the rendered DOM has no %s", parts[i]);
+    free(text);
+}
