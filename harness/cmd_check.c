@@ -68,11 +68,7 @@ int eeb_cmd_check(int argc, char **argv)
         return CHECK_INVALID;
     }
     int rc = !o.complete || !o.valid ? CHECK_INVALID : o.pass ? CHECK_PASS : CHECK_FAIL;
-    const char *verdict = !o.complete ? "incomplete"
-                          : o.aborted ? "aborted"
-                          : !o.valid  ? "invalid"
-                          : o.pass    ? "pass"
-                                      : "fail";
+    const char *verdict = eeb_run_verdict(&o, 0);
     if (as_json) {
         json_t *j =
             json_pack("{s:s, s:I, s:s, s:s, s:s, s:s}", "file", path, "run", (json_int_t)o.run,

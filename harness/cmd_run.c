@@ -59,16 +59,17 @@ static void help(void)
 
 /* ---- the embedded default ---- */
 
+/* Runs an eeb subcommand, first showing it as a user would type it. */
 static int say_and_run(int quiet, int (*fn)(int, char **), char **argv)
 {
     int argc = 0;
+    while (argv[argc])
+        argc++;
     if (!quiet) {
         fputs("$ eeb", stderr);
-        for (; argv[argc]; argc++)
-            fprintf(stderr, " %s", argv[argc]);
+        for (int i = 0; i < argc; i++)
+            fprintf(stderr, " %s", argv[i]);
         fputc('\n', stderr);
-    }
-    for (argc = 0; argv[argc]; argc++) {
     }
     return fn(argc, argv);
 }
@@ -204,10 +205,7 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                         int as_json)
 {
     const struct eeb_score *s = &o->score;
-    const char *verdict = o->aborted  ? "aborted"
-                          : !o->valid ? "invalid"
-                          : o->pass   ? "pass"
-                                      : "fail";
+    const char *verdict = eeb_run_verdict(o, 0);
     if (as_json) {
         json_t *j =
             json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "run", (json_int_t)o->run, "uuid",
@@ -240,7 +238,7 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
     if (o->pass)
         printf("  S    %8.4f   PASS\n", s->s);
     else
-        printf("  %s: %s\n", o->aborted ? "ABORTED" : !o->valid ? "INVALID" : "FAIL", o->why);
+        printf("  %s: %s\n", eeb_run_verdict(o, 1), o->why);
     return EEB_EXIT_OK;
 }
 

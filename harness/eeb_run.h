@@ -123,6 +123,10 @@ struct eeb_run_outcome {
     char why[768]; /* every reason it failed or is invalid ("; "-separated) */
 };
 
+/* The verdict in a word: incomplete, aborted, invalid, pass or fail (in
+ * capitals if upper). */
+const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
+
 /* Runs the whole workflow.  Returns EEB_OK when the run was judged (look at
  * out->pass), or an error; either way a run that was created is left in a
  * terminal state, with the error as an "error" event. */

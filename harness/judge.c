@@ -148,8 +148,11 @@ static int recount_item(void *arg, int64_t item, const char *payload)
         json_t *top = json_object_get(o, "top"), *x;
         int ranked[EEB_TOPK_MAX], n = 0;
         size_t i;
-        json_array_foreach(top, i, x) if (n < EEB_TOPK_MAX) ranked[n++] =
-            (int)json_integer_value(x);
+        json_array_foreach(top, i, x)
+        {
+            if (n < EEB_TOPK_MAX)
+                ranked[n++] = (int)json_integer_value(x);
+        }
         bad = !json_is_integer(json_object_get(o, "label")) || !json_is_array(top);
         eeb_topk_add(&rc->topk, (int)json_integer_value(json_object_get(o, "label")), ranked, n);
     }
@@ -207,47 +210,64 @@ static double number_at(json_t *o, const char *a, const char *b)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
-              size_t errlen)
-{
+/* A run as stored: its row and what its events say. */
+struct stored_run {
+    const char *path;
     struct eeb_rundb *db;
-    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
-    if (rc)
-        return rc;
     struct eeb_run_row row;
-    if ((rc = eeb_rundb_run_get(db, run, &row, err, errlen))) {
-        eeb_rundb_close(db);
-        return rc;
-    }
-    struct record rec = {0};
-    json_t *cfg = json_loads(row.config, 0, NULL);
+    struct record rec;
+};
+
+static int open_run(const char *path, int64_t run, struct stored_run *sr, char *err, size_t errlen)
+{
+    memset(sr, 0, sizeof *sr);
+    sr->path = path;
+    int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &sr->db, err, errlen);
+    if (rc == EEB_OK && (rc = eeb_rundb_run_get(sr->db, run, &sr->row, err, errlen)) == EEB_OK)
+        rc = eeb_rundb_events_each(sr->db, sr->row.id, read_event, &sr->rec, err, errlen);
+    return rc;
+}
+
+static void close_run(struct stored_run *sr)
+{
+    eeb_rundb_run_row_free(&sr->row);
+    eeb_rundb_close(sr->db);
+}
+
+/* run_judge on a run already read. */
+static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome *out, char *err,
+                 size_t errlen)
+{
+    const struct eeb_run_row *row = &sr->row;
+    const struct record *rec = &sr->rec;
+    int rc = EEB_OK;
+    json_t *cfg = json_loads(row->config, 0, NULL), *rules = json_object_get(cfg, "rules");
     enum eeb_task task;
-    out->run = row.id;
-    snprintf(out->uuid, sizeof out->uuid, "%s", row.uuid);
+    out->run = row->id;
+    snprintf(out->uuid, sizeof out->uuid, "%s", row->uuid);
     snprintf(out->provenance, sizeof out->provenance, "%s",
              json_string_value(json_object_get(cfg, "provenance")) ?: "?");
     out->valid = 1;
-    if (eeb_task_parse(row.task, &task, err, errlen)) {
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is a %s, not a benchmark run", db_path,
-                      (long long)row.id, strcmp(row.task, "none") ? row.task : "power log");
+    if (eeb_task_parse(row->task, &task, err, errlen)) {
+        rc =
+            eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is a %s, not a benchmark run", sr->path,
+                     (long long)row->id, strcmp(row->task, "none") ? row->task : "power log");
         goto out;
     }
     out->task = task;
-    if ((rc = eeb_rundb_events_each(db, row.id, read_event, &rec, err, errlen)))
-        goto out;
-    out->tmax_reached = strcmp(rec.complete, "t_max") == 0;
+    out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
     out->test_items = (uint64_t)number_at(cfg, "test", "items");
     if (isnan(m_s))
-        m_s = recount(db, row.id, task, out->test_items, out, err, errlen);
-    if (!rec.ft_begin || !rec.ft_end) {
+        m_s = recount(sr->db, row->id, task, out->test_items, out, err, errlen);
+    if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
         out->valid = 0;
         goto out;
     }
-    out->t_s = (double)(rec.ft_end - rec.ft_begin) / 1e9;
+    out->t_s = (double)(rec->ft_end - rec->ft_begin) / 1e9;
     struct eeb_power_summary ps;
     char perr[512];
-    if (eeb_power_summarize(db_path, row.id, NAN, &ps, perr, sizeof perr)) {
+    if (eeb_power_summarize(sr->path, row->id, NAN, &ps, perr, sizeof perr)) {
         why(out, "power: %s", perr);
         out->valid = 0;
         goto out;
@@ -268,14 +288,12 @@ int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outco
                 number_at(cfg, "util", "bram") + number_at(cfg, "util", "dsp")) /
                4,
         .t_s = out->t_s,
-        .t_max_s = row.t_max_s,
+        .t_max_s = row->t_max_s,
         .energy_j = out->energy_j,
-        .p_max_w = row.p_max_w,
+        .p_max_w = row->p_max_w,
         .m_s = isnan(m_s) ? 0 : m_s,
-        .w = {number_at(json_object_get(cfg, "rules"), "weights", "u"),
-              number_at(json_object_get(cfg, "rules"), "weights", "t"),
-              number_at(json_object_get(cfg, "rules"), "weights", "p"),
-              number_at(json_object_get(cfg, "rules"), "weights", "s")}};
+        .w = {number_at(rules, "weights", "u"), number_at(rules, "weights", "t"),
+              number_at(rules, "weights", "p"), number_at(rules, "weights", "s")}};
     char serr[256];
     if (eeb_score_compute(&in, &out->score, serr, sizeof serr)) {
         why(out, "the stored configuration cannot be scored: %s", serr);
@@ -292,9 +310,26 @@ int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outco
         out->score.s = NAN;
 out:
     json_decref(cfg);
-    eeb_rundb_run_row_free(&row);
-    eeb_rundb_close(db);
     return rc;
+}
+
+int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
+              size_t errlen)
+{
+    struct stored_run sr;
+    int rc = open_run(db_path, run, &sr, err, errlen);
+    if (rc == EEB_OK)
+        rc = judge(&sr, m_s, out, err, errlen);
+    close_run(&sr);
+    return rc;
+}
+
+const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper)
+{
+    static const char *const words[2][5] = {{"incomplete", "aborted", "invalid", "pass", "fail"},
+                                            {"INCOMPLETE", "ABORTED", "INVALID", "PASS", "FAIL"}};
+    int w = !o->complete ? 0 : o->aborted ? 1 : !o->valid ? 2 : o->pass ? 3 : 4;
+    return words[upper != 0][w];
 }
 
 /* ---- eeb check ---- */
@@ -316,44 +351,37 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
 {
     memset(out, 0, sizeof *out);
     out->score.s = NAN;
-    struct eeb_rundb *db;
-    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
-    if (rc)
-        return rc;
-    struct eeb_run_row row;
-    if ((rc = eeb_rundb_run_get(db, run, &row, err, errlen))) {
-        eeb_rundb_close(db);
-        return rc;
-    }
-    struct record rec = {0};
-    rc = eeb_rundb_events_each(db, row.id, read_event, &rec, err, errlen);
-    out->run = row.id;
-    snprintf(out->uuid, sizeof out->uuid, "%s", row.uuid);
-    out->complete = strcmp(row.state, "done") == 0 || strcmp(row.state, "failed") == 0;
+    struct stored_run sr;
+    int rc = open_run(db_path, run, &sr, err, errlen);
+    const struct eeb_run_row *row = &sr.row;
+    const struct record *rec = &sr.rec;
+    out->run = row->id;
+    snprintf(out->uuid, sizeof out->uuid, "%s", row->uuid);
+    out->complete = strcmp(row->state, "done") == 0 || strcmp(row->state, "failed") == 0;
     if (rc)
         goto out;
     if (!out->complete) {
         uint64_t n = 0;
-        if ((rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, count_sample, &n, err,
-                                         errlen)))
+        if ((rc = eeb_rundb_samples_each(sr.db, row->id, INT64_MIN, INT64_MAX, count_sample, &n,
+                                         err, errlen)))
             goto out;
         why(out,
             "incomplete: the run stopped in state %s (its harness was killed, or is still "
             "running); %llu power samples committed",
-            row.state, (unsigned long long)n);
+            row->state, (unsigned long long)n);
         goto out;
     }
-    if (rec.abort[0]) {
+    if (rec->abort[0]) {
         out->aborted = 1;
         out->valid = 1;
-        why(out, "aborted: %s", rec.abort);
+        why(out, "aborted: %s", rec->abort);
         goto out;
     }
-    if (rec.error[0] || !rec.scored) {
-        why(out, "the run ended in an error: %s", rec.error[0] ? rec.error : "(no score)");
+    if (rec->error[0] || !rec->scored) {
+        why(out, "the run ended in an error: %s", rec->error[0] ? rec->error : "(no score)");
         goto out;
     }
-    if ((rc = run_judge(db_path, row.id, NAN, out, err, errlen)))
+    if ((rc = judge(&sr, NAN, out, err, errlen)))
         goto out;
     /* what the run stored must be what its record gives again */
     const struct stored figures[] = {
@@ -365,7 +393,8 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
     for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
         double v, x = figures[i].recomputed;
         char gerr[256];
-        int have = eeb_rundb_result_get(db, row.id, figures[i].name, &v, gerr, sizeof gerr) == 0;
+        int have =
+            eeb_rundb_result_get(sr.db, row->id, figures[i].name, &v, gerr, sizeof gerr) == 0;
         if (!have && isnan(x))
             continue;
         int same = have && (v == x || fabs(v - x) <= 1e-9 * fmax(1, fabs(x)));
@@ -380,7 +409,6 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
         }
     }
 out:
-    eeb_rundb_run_row_free(&row);
-    eeb_rundb_close(db);
+    close_run(&sr);
     return rc;
 }

@@ -277,11 +277,7 @@ static void figure(FILE *f, const char *name, double v, const char *note)
 static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
                  const struct trace *tr, const struct timeline *tl, const struct series *watts)
 {
-    const char *verdict = !o->complete ? "INCOMPLETE"
-                          : o->aborted ? "ABORTED"
-                          : !o->valid  ? "INVALID"
-                          : o->pass    ? "PASS"
-                                       : "FAIL";
+    const char *verdict = eeb_run_verdict(o, 1);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>eeb run ", f);
     fprintf(f, "%lld</title>\n", (long long)run->id);
     fputs("<style>body{font:14px sans-serif;margin:24px;max-width:1000px}"

@@ -56,19 +56,31 @@ struct run {
 
 /* Records an event now: on the sampler's queue while it runs (its clock,
  * its writer), else through this connection.  Takes payload (may be NULL). */
-static void event(struct run *r, const char *kind, json_t *payload)
+/* An event's payload as text (free it); takes payload, which may be NULL. */
+static char *dump(json_t *payload)
 {
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
+    return text;
+}
+
+/* Records an event now and returns its time: on the sampler's queue while
+ * it runs (its clock, its writer), else through this connection.  Takes
+ * payload (may be NULL). */
+static int64_t event(struct run *r, const char *kind, json_t *payload)
+{
+    char *text = dump(payload);
+    int64_t t;
     if (r->sampler) {
-        eeb_sampler_mark(r->sampler, kind, text);
+        t = eeb_sampler_mark(r->sampler, kind, text);
     } else {
         char err[256];
+        t = eeb_mono_ns();
         /* an event lost to a failing disk shows up as the run's own error */
-        (void)eeb_rundb_event_add(r->db, r->id, eeb_mono_ns(), eeb_utc_ns(), kind, text, err,
-                                  sizeof err);
+        (void)eeb_rundb_event_add(r->db, r->id, t, eeb_utc_ns(), kind, text, err, sizeof err);
     }
     free(text);
+    return t;
 }
 
 static int enter(struct run *r, enum eeb_run_state state, char *err, size_t errlen)
@@ -151,7 +163,22 @@ static char *config_json(const struct run *r)
     return text;
 }
 
-/* INIT: everything that can be checked before a run exists. */
+/* The shard holds records of the run's task; *items, how many. */
+static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c, uint64_t *items,
+                      char *err, size_t errlen)
+{
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    *items = in->count;
+    if (in->task != (enum eeb_task)c->task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data; the run's task is %s",
+                        eeb_shard_path(s), eeb_task_name(in->task), eeb_task_name(c->task));
+    if (in->count == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", eeb_shard_path(s));
+    return EEB_OK;
+}
+
+/* INIT: everything that can be checked before a run exists, and the
+ * fine-tune data read into memory. */
 static int prepare(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
@@ -171,26 +198,20 @@ static int prepare(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", c->backend,
                         names);
     }
+    /* the fine-tune shard is read once, into memory, and hashed from there:
+     * the bytes hashed are the bytes trained on, loaded outside the window */
+    struct eeb_shard *test;
     if ((rc = eeb_sha256_file(c->model, r->sha_model, err, errlen)) ||
-        (rc = eeb_sha256_file(c->finetune, r->sha_finetune, err, errlen)) ||
-        (rc = eeb_sha256_file(c->test, r->sha_test, err, errlen)))
+        (rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
+                             errlen)) ||
+        (rc = shard_fits(r->shard, c, &r->finetune_items, err, errlen)) ||
+        (rc = eeb_sha256_file(c->test, r->sha_test, err, errlen)) ||
+        (rc = eeb_shard_open(&test, c->test, err, errlen)))
         return rc;
-    struct eeb_shard *s;
-    for (int i = 0; i < 2; i++) {
-        const char *path = i ? c->test : c->finetune;
-        if ((rc = eeb_shard_open(&s, path, err, errlen)))
-            return rc;
-        const struct eeb_shard_info *in = eeb_shard_info(s);
-        *(i ? &r->test_items : &r->finetune_items) = in->count;
-        if (in->task != (enum eeb_task)c->task)
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data; the run's task is %s", path,
-                          eeb_task_name(in->task), eeb_task_name(c->task));
-        else if (in->count == 0)
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", path);
-        eeb_shard_close(s);
-        if (rc)
-            return rc;
-    }
+    rc = shard_fits(test, c, &r->test_items, err, errlen);
+    eeb_shard_close(test);
+    if (rc)
+        return rc;
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
              emulated(r->ops->name) ? "modeled" : "");
     if ((rc = eeb_power_open(c->power, &r->src, err, errlen)))
@@ -225,22 +246,17 @@ static int create(struct run *r, char *err, size_t errlen)
     return rc;
 }
 
-/* DEPLOY: the model onto the accelerator, the fine-tune data into memory. */
+/* DEPLOY: the model onto the accelerator. */
 static int deploy(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
     int rc, task;
-    char sha[EEB_SHA256_HEX];
     if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)) ||
         (rc = eeb_model_load(c->model, &r->net, &task, err, errlen)))
         return rc;
     if (task != c->task)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
                         eeb_task_name(c->task));
-    if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, sha, err, errlen)))
-        return rc;
-    if (strcmp(sha, r->sha_finetune) != 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s changed while the run started", c->finetune);
     if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
         return rc;
     struct eeb_accel_config ac;
@@ -292,8 +308,7 @@ struct worker {
  * gone). */
 static void worker_event(struct worker *w, const char *kind, json_t *payload)
 {
-    char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(payload);
+    char *text = dump(payload);
     pthread_mutex_lock(&w->lock);
     if (!w->abandoned)
         eeb_sampler_mark(w->sampler, kind, text);
@@ -494,15 +509,11 @@ static int finetune(struct run *r, char *err, size_t errlen)
     struct worker *w = worker_new(r);
     if (!w)
         return eeb_errf(err, errlen, EEB_ENOMEM, "fine-tuning: out of memory");
-    json_t *begin = json_pack("{s:f}", "t_max_s", c->t_max_s);
-    char *text = json_dumps(begin, JSON_COMPACT);
-    json_decref(begin);
-    r->ft_begin = eeb_sampler_mark(r->sampler, "finetune_begin", text);
-    free(text);
+    r->ft_begin = event(r, "finetune_begin", json_pack("{s:f}", "t_max_s", c->t_max_s));
     int64_t deadline = r->ft_begin + (int64_t)(c->t_max_s * 1e9);
     pthread_t th;
     if (pthread_create(&th, NULL, train, w) != 0) {
-        r->ft_end = eeb_sampler_mark(r->sampler, "finetune_end", NULL);
+        r->ft_end = event(r, "finetune_end", NULL);
         worker_free(w);
         return eeb_errf(err, errlen, EEB_ENOMEM, "cannot start the fine-tuning thread");
     }
@@ -543,7 +554,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
     if (ending == PMAX)
         json_object_set_new(complete, "watts", json_real(k.pmax_seen));
     event(r, "complete", complete);
-    r->ft_end = eeb_sampler_mark(r->sampler, "finetune_end", NULL);
+    r->ft_end = event(r, "finetune_end", NULL);
     out->t_s = (double)(r->ft_end - r->ft_begin) / 1e9;
     out->tmax_reached = ending == TMAX;
     if (ending != DONE && ending != FAILED) {

@@ -259,44 +259,18 @@ out:
  * labelled modeled. */
 #define REFERENCE_UTIL "lut=0.30015,ff=0.18777,bram=0.49074,dsp=0.18659"
 
+/* The three differ only in frames per item and the learning rate. */
+#define EMBEDDED(frames_, lr_)                                                                     \
+    {                                                                                              \
+        .size = 32, .frames = (frames_), .pretrain_n = 2000, .finetune_n = 1000, .test_n = 300,    \
+        .pretrain_epochs = 4, .lr = (lr_), .epochs = 5, .t_max_s = 30, .p_max_w = 10,              \
+        .declared_power_w = 6, .util = REFERENCE_UTIL                                              \
+    }
+
 static const struct eeb_run_profile profiles[EEB_TASK_COUNT] = {
-    [EEB_TASK_CLS] = {.size = 32,
-                      .frames = 1,
-                      .pretrain_n = 2000,
-                      .finetune_n = 1000,
-                      .test_n = 300,
-                      .pretrain_epochs = 4,
-                      .lr = 0.05,
-                      .epochs = 5,
-                      .t_max_s = 30,
-                      .p_max_w = 10,
-                      .declared_power_w = 6,
-                      .util = REFERENCE_UTIL},
-    /* the grid loss diverges at 0.01 on this data */
-    [EEB_TASK_DET] = {.size = 32,
-                      .frames = 1,
-                      .pretrain_n = 2000,
-                      .finetune_n = 1000,
-                      .test_n = 300,
-                      .pretrain_epochs = 4,
-                      .lr = 0.005,
-                      .epochs = 5,
-                      .t_max_s = 30,
-                      .p_max_w = 10,
-                      .declared_power_w = 6,
-                      .util = REFERENCE_UTIL},
-    [EEB_TASK_VIDEO] = {.size = 32,
-                        .frames = 8,
-                        .pretrain_n = 2000,
-                        .finetune_n = 1000,
-                        .test_n = 300,
-                        .pretrain_epochs = 4,
-                        .lr = 0.05,
-                        .epochs = 5,
-                        .t_max_s = 30,
-                        .p_max_w = 10,
-                        .declared_power_w = 6,
-                        .util = REFERENCE_UTIL},
+    [EEB_TASK_CLS] = EMBEDDED(1, 0.05),
+    [EEB_TASK_DET] = EMBEDDED(1, 0.005), /* the grid loss diverges at 0.01 on this data */
+    [EEB_TASK_VIDEO] = EMBEDDED(8, 0.05),
 };
 
 const struct eeb_run_profile *eeb_run_profile(enum eeb_task task)

@@ -298,6 +298,17 @@ static int step_done(struct eeb_rundb *db, sqlite3_stmt *st, const char *what, c
     return rc;
 }
 
+/* Ends a batch's transaction: commits it if rc is EEB_OK, else (or if the
+ * commit fails) rolls it back; returns the batch's status. */
+static int end_batch(struct eeb_rundb *db, int rc, const char *what, char *err, size_t errlen)
+{
+    if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = db_error(db, what, err, errlen);
+    if (rc)
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 static void bind_optional(sqlite3_stmt *st, int i, double v)
 {
     if (isnan(v))
@@ -423,11 +434,7 @@ int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
         sqlite3_reset(st);
     }
     sqlite3_clear_bindings(st);
-    if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_error(db, "committing a sample batch", err, errlen);
-    if (rc)
-        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
+    return end_batch(db, rc, "committing a sample batch", err, errlen);
 }
 
 int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *items,
@@ -452,11 +459,7 @@ int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_error(db, "committing a prediction batch", err, errlen);
-    if (rc)
-        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
+    return end_batch(db, rc, "committing a prediction batch", err, errlen);
 }
 
 int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,

@@ -363,6 +363,11 @@ const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s)
     return &s->info;
 }
 
+const char *eeb_shard_path(const struct eeb_shard *s)
+{
+    return s->path;
+}
+
 /* Decodes the body of record s->next into s->rec. */
 static int decode(struct eeb_shard *s, size_t len, char *err, size_t errlen)
 {
