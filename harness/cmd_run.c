@@ -9,6 +9,7 @@
 #include "eeb_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -60,6 +61,10 @@ static void help(void)
 /* ---- the embedded default ---- */
 
 /* Runs an eeb subcommand, first showing it as a user would type it. */
+/* Runs a preparation step (eeb data gen, eeb model pretrain) in process.
+ * Its report lines are progress here: they go to stderr (nowhere with -q),
+ * so that stdout carries the run's result alone, as --json needs.  Its
+ * errors go to stderr either way. */
 static int say_and_run(int quiet, int (*fn)(int, char **), char **argv)
 {
     int argc = 0;
@@ -71,7 +76,19 @@ static int say_and_run(int quiet, int (*fn)(int, char **), char **argv)
             fprintf(stderr, " %s", argv[i]);
         fputc('\n', stderr);
     }
-    return fn(argc, argv);
+    fflush(stdout);
+    int saved = dup(1), to = quiet ? open("/dev/null", O_WRONLY | O_CLOEXEC) : dup(2);
+    if (saved < 0 || to < 0 || dup2(to, 1) < 0) {
+        int e = errno;
+        close(saved), close(to);
+        return eeb_cli_error("run", "redirecting the preparation's output: %s", strerror(e));
+    }
+    close(to);
+    int rc = fn(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    return rc;
 }
 
 static int make_dirs(const char *dir)

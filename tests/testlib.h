@@ -7,6 +7,19 @@
 
 #include <stddef.h>
 
+/* 1 in a build under AddressSanitizer, where the data pipelines run ten
+ * times slower or worse: long end-to-end tests shrink or skip there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 /* Reads tests/data/<name> into a new NUL-terminated buffer (free it). */
 char *test_fixture(const char *name, size_t *len);
 

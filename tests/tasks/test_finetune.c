@@ -15,20 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Under a sanitizer the pipeline is ten times slower or worse: it then
- * runs on a few items, to check every step's memory use, and the learning
- * it shows is judged by the optimized build only. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
+/* Under a sanitizer (testlib.h's SANITIZED) the pipeline runs on a few
+ * items, to check every step's memory use; the learning it shows is
+ * judged by the optimized build only. */
 struct pipeline {
     const char *task;
     const char *size, *lr;
