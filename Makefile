@@ -5,6 +5,7 @@
 #   make check   build with gcc and clang, then run the Criterion suite
 #   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo    the embedded default run: demo.db and demo.html
+#   make demo-xrt the same through XRT's noop shim: demo-xrt.db and demo-xrt.html
 #   make bench   run the benchmarks in tests/bench (BENCH lines on stdout)
 #   make lint    clang-format check and cppcheck
 #
@@ -17,7 +18,7 @@ OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
 CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
-            -Ifpga/emu -MMD -MP \
+            -Ifpga/emu -Ifpga/model -Ifpga/tools -Ifpga/xrt -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
            -lopenblas -lsensors -lcrypto -lz -lpthread -lm
@@ -36,9 +37,26 @@ DEB_PACKAGES := build-essential clang pkg-config \
 # which is library code the tests drive directly.
 CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
 LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*.c fpga/host/*.c \
-                       fpga/emu/*.c fpga/ref/*.c) $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
+                       fpga/emu/*.c fpga/ref/*.c fpga/model/*.c) \
+             $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
+
+# XRT (libxrt-dev): the xclbin tools and the xrt backend are built when
+# its headers are there.  Its headers want -isystem (they include each
+# other relative to it); -lxrt_core would pin the hardware shim, and
+# Debian's xrt.pc is broken, so the flags are spelled out.
+XRT_INC  := /usr/include/xrt
+XRT_SRC  := $(wildcard fpga/tools/*.c fpga/xrt/*.c)
+HAVE_XRT := $(wildcard $(XRT_INC)/xrt/xrt_kernel.h)
+XRT_LIBDIR := /usr/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+ifneq ($(HAVE_XRT),)
+LIB_SRC  += $(XRT_SRC)
+CPPFLAGS += -DEEB_HAVE_XRT
+LDLIBS   += -lxrt_coreutil
+else
+TEST_SRC := $(filter-out tests/fpga/test_xrt.c,$(TEST_SRC))
+endif
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB     := $(BUILD)/libeeb.a
@@ -46,12 +64,15 @@ EEB     := $(BUILD)/eeb
 TESTS   := $(BUILD)/tests/eeb-tests
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps check test asan demo bench lint clean clang-build FORCE
+.PHONY: all deps check test asan demo demo-xrt bench lint clean clang-build FORCE
 all: $(EEB)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(call obj,$(XRT_SRC) tests/fpga/test_xrt.c): CPPFLAGS += -isystem $(XRT_INC)
+$(call obj,tests/fpga/test_xrt.c): CPPFLAGS += -DEEB_XRT_LIBDIR='"$(XRT_LIBDIR)"'
 
 # The kernel's #pragma HLS lines are for Vitis; compilers ignore them.
 $(call obj,$(wildcard fpga/kernel/*.c)): CFLAGS += -Wno-unknown-pragmas
@@ -118,6 +139,19 @@ asan:
 demo: $(EEB)
 	$(EEB) run --task cls --workdir build/demo --db demo.db --report demo.html
 
+# The real XRT host path on a machine with no board: XRT's noop shim (a
+# directory whose lib/ links Debian's core and noop libraries), the
+# reference xclbin, and the embedded default through --backend xrt; the
+# kernel C does the work the noop device skips.
+NOOP := $(BUILD)/xrt-noop
+demo-xrt: $(EEB)
+	@mkdir -p $(NOOP)/lib
+	ln -sf $(XRT_LIBDIR)/libxrt_core.so.2 $(XRT_LIBDIR)/libxrt_noop.so.2 $(NOOP)/lib/
+	$(EEB) xclbin build -o $(BUILD)/fx.xclbin
+	XILINX_XRT=$(abspath $(NOOP)) XCL_EMULATION_MODE=noop $(EEB) run --task cls \
+	    --workdir $(BUILD)/demo --backend xrt --xclbin $(BUILD)/fx.xclbin \
+	    --db demo-xrt.db --report demo-xrt.html
+
 bench: $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
 
@@ -128,7 +162,7 @@ lint:
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
-	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -D__GNUC__ \
+	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -Ifpga/model -Ifpga/tools -Ifpga/xrt -D__GNUC__ \
 	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:

@@ -241,10 +241,10 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
         }
         return eeb_cli_print_json(cmd, j);
     }
-    printf("run %lld (%s) in %s: %s, %s, provenance %s\n", (long long)o->run, o->uuid, c->db,
-           eeb_task_name((enum eeb_task)c->task), c->backend, o->provenance);
+    printf("run %lld (%s) in %s: %s, %s (%s), provenance %s\n", (long long)o->run, o->uuid, c->db,
+           eeb_task_name((enum eeb_task)c->task), c->backend, o->backend_detail, o->provenance);
     if (!o->aborted) {
-        printf("  M_u  %8.4f   mean utilization (%s)\n", s->m_u, c->util);
+        printf("  M_u  %8.4f   mean utilization (%s)\n", s->m_u, o->util_source);
         printf("  M_t  %8.4f   T %.3f s / T_max %g s%s\n", s->m_t, o->t_s, c->t_max_s,
                o->tmax_reached ? " (stopped at T_max)" : "");
         printf("  M_p  %8.4f   E %.3f J / (P_max %g W x T); mean %.3f W, worst window %.3f W\n",

@@ -30,6 +30,8 @@ struct eeb_run_config {
     int task;                      /* enum eeb_task, or -1 until given */
     char *finetune, *test, *model; /* the fine-tune and test shards, the pre-trained model */
     char *backend;
+    char *xclbin;   /* xrt: the accelerator's xclbin */
+    double device;  /* xrt: the device index */
     char *power;    /* power source URI; NULL: the emulator's declared power (sim:) */
     double rate_hz; /* sampling */
     double t_max_s, p_max_w, grace_s;
@@ -111,12 +113,14 @@ struct eeb_run_outcome {
     int64_t run;
     char uuid[37];
     enum eeb_task task;
-    char provenance[16]; /* modeled, measured or counter */
-    int complete;        /* the run reached a terminal state */
-    int aborted;         /* stopped by the harness (a budget, a hung accelerator) */
-    int tmax_reached;    /* fine-tuning was stopped at T_max */
-    int valid;           /* the power measurement is valid and the records agree */
-    int pass;            /* and no budget failed: S is defined */
+    char provenance[16];     /* modeled, measured or counter */
+    char util_source[512];   /* M_u's: the report, the spec, or the xclbin (run only) */
+    char backend_detail[64]; /* what the backend ran on (run only) */
+    int complete;            /* the run reached a terminal state */
+    int aborted;             /* stopped by the harness (a budget, a hung accelerator) */
+    int tmax_reached;        /* fine-tuning was stopped at T_max */
+    int valid;               /* the power measurement is valid and the records agree */
+    int pass;                /* and no budget failed: S is defined */
     struct eeb_score score;
     double energy_j, t_s, worst_w;
     uint64_t steps, test_items;

@@ -15,6 +15,7 @@
 #include "eeb_model.h"
 #include "eeb_rundb.h"
 #include "eeb_tasks.h"
+#include "eeb_xclbin.h"
 #include "run_int.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ struct run {
     struct eeb_shard *shard;
     struct eeb_batcher *bt;
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
+    char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
     int64_t ft_begin, ft_end; /* the metered window */
     int abandoned;            /* the worker still holds acc, bt and net */
@@ -91,11 +93,6 @@ static int enter(struct run *r, enum eeb_run_state state, char *err, size_t errl
     return rc;
 }
 
-static int emulated(const char *backend)
-{
-    return strcmp(backend, "xrt") != 0;
-}
-
 static void progress(struct run *r, struct eeb_run_progress *p)
 {
     if (r->hooks && r->hooks->progress)
@@ -128,6 +125,8 @@ static char *config_json(const struct run *r)
     json_object_set_new(o, "backend", json_string(r->ops->name));
     json_object_set_new(o, "provenance", json_string(r->out->provenance));
     json_object_set_new(o, "model", input(c->model, r->sha_model, 0));
+    if (c->xclbin)
+        json_object_set_new(o, "xclbin", input(c->xclbin, r->sha_xclbin, 0));
     json_object_set_new(o, "finetune", input(c->finetune, r->sha_finetune, r->finetune_items));
     json_object_set_new(o, "test", input(c->test, r->sha_test, r->test_items));
     /* the keys eeb_power_summarize reads */
@@ -146,7 +145,7 @@ static char *config_json(const struct run *r)
     json_object_set_new(o, "util",
                         json_pack("{s:f, s:f, s:f, s:f, s:s, s:s}", "lut", u->frac[EEB_UTIL_LUT],
                                   "ff", u->frac[EEB_UTIL_FF], "bram", u->frac[EEB_UTIL_BRAM], "dsp",
-                                  u->frac[EEB_UTIL_DSP], "source", c->util, "kind",
+                                  u->frac[EEB_UTIL_DSP], "source", r->out->util_source, "kind",
                                   strcmp(u->family, "given") == 0 ? "declared" : "report"));
     json_object_set_new(o, "declared_power_w", json_real(c->declared_power_w));
     json_object_set_new(o, "rules",
@@ -177,6 +176,33 @@ static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c,
     return EEB_OK;
 }
 
+/* The utilization M_u is scored from: the report or spec given, else the
+ * one the xclbin carries. */
+static int load_util(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    if (c->util) {
+        snprintf(r->out->util_source, sizeof r->out->util_source, "%s", c->util);
+        return strchr(c->util, '=') ? eeb_score_util_from_spec(c->util, &r->util, err, errlen)
+                                    : eeb_score_util_load(c->util, &r->util, err, errlen);
+    }
+#ifdef EEB_HAVE_XRT
+    struct eeb_xclbin_info *in;
+    char source[256], why[512];
+    int rc = eeb_xclbin_read(c->xclbin, &in, err, errlen);
+    if (rc)
+        return rc;
+    rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why);
+    eeb_xclbin_info_free(in);
+    if (rc)
+        return eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
+    snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin, source);
+    return EEB_OK;
+#else
+    return eeb_errf(err, errlen, EEB_EINVAL, "no --util given");
+#endif
+}
+
 /* INIT: everything that can be checked before a run exists, and the
  * fine-tune data read into memory. */
 static int prepare(struct run *r, char *err, size_t errlen)
@@ -185,9 +211,7 @@ static int prepare(struct run *r, char *err, size_t errlen)
     int rc;
     if ((rc = eeb_score_rules_load(c->rules, &r->rules, err, errlen)))
         return rc;
-    rc = strchr(c->util, '=') ? eeb_score_util_from_spec(c->util, &r->util, err, errlen)
-                              : eeb_score_util_load(c->util, &r->util, err, errlen);
-    if (rc)
+    if ((rc = load_util(r, err, errlen)))
         return rc;
     r->ops = r->hooks && r->hooks->backend ? r->hooks->backend : eeb_accel_find(c->backend);
     if (!r->ops) {
@@ -212,8 +236,11 @@ static int prepare(struct run *r, char *err, size_t errlen)
     eeb_shard_close(test);
     if (rc)
         return rc;
+    if (c->xclbin && (rc = eeb_sha256_file(c->xclbin, r->sha_xclbin, err, errlen)))
+        return rc;
+    /* the emulators and XRT's noop shim: the CPU's times, a declared power */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
-             emulated(r->ops->name) ? "modeled" : "");
+             eeb_accel_on_hardware(r->ops) ? "" : "modeled");
     if ((rc = eeb_power_open(c->power, &r->src, err, errlen)))
         return rc;
     if (!r->out->provenance[0])
@@ -265,6 +292,8 @@ static int deploy(struct run *r, char *err, size_t errlen)
     ac.frozen = (int)c->frozen;
     ac.lr = c->lr, ac.momentum = c->momentum, ac.weight_decay = c->decay;
     ac.seed = (uint64_t)c->seed;
+    ac.xclbin = c->xclbin;
+    ac.device = (int)c->device;
     if ((rc = r->ops->open(&ac, &r->acc, err, errlen)))
         return rc;
     if ((rc = r->acc->ops->load_model(r->acc, r->net, err, errlen)) ||
@@ -273,6 +302,7 @@ static int deploy(struct run *r, char *err, size_t errlen)
         return rc;
     struct eeb_accel_stats st = {0};
     r->acc->ops->stats(r->acc, &st);
+    snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
     event(r, "deployed",
           json_pack("{s:s, s:s, s:I}", "backend", r->ops->name, "detail", st.detail,
                     "finetune_items", (json_int_t)r->finetune_items));

@@ -4,6 +4,7 @@
  * the checks a configuration must pass before a run starts.
  */
 #include "eeb_run.h"
+#include "eeb_xclbin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -30,11 +31,17 @@ static const struct key keys[] = {
      0},
     {{"test", "FILE.eebd", "test shard"}, TEXT, F(test), 0, 0},
     {{"model", "FILE.eebm", "pre-trained model"}, TEXT, F(model), 0, 0},
-    {{"backend", "NAME", "accelerator backend: emu (default), kernel, fp32"},
+    {{"backend", "NAME", "accelerator backend: emu (default), kernel, fp32, xrt"},
      TEXT,
      F(backend),
      0,
      0},
+    {{"xclbin", "FILE", "xrt: the accelerator's xclbin (M_u from it without --util)"},
+     TEXT,
+     F(xclbin),
+     0,
+     0},
+    {{"device", "N", "xrt: the device index (default 0)"}, COUNT, F(device), 0, 1024},
     {{"power", "URI", "power source (default: the emulator's declared power, sim:)"},
      TEXT,
      F(power),
@@ -252,19 +259,16 @@ out:
 
 /* ---- the embedded defaults ---- */
 
-/* DarkFPGA on the KCU1500 (seed 001, its resource table): 199,111 of
- * 663,360 LUTs, 249,122 of 1,326,720 registers, 1,060 of 2,160 BRAM,
- * 1,030 of 5,520 DSPs.  The power is a placeholder until the analytical
- * model (issue 7) predicts one; both are declared, and runs using them are
- * labelled modeled. */
-#define REFERENCE_UTIL "lut=0.30015,ff=0.18777,bram=0.49074,dsp=0.18659"
+/* The utilization is DarkFPGA's (EEB_XCLBIN_UTIL).  The power is a
+ * placeholder until the analytical model predicts one; both are declared,
+ * and runs using them are labelled modeled. */
 
 /* The three differ only in frames per item and the learning rate. */
 #define EMBEDDED(frames_, lr_)                                                                     \
     {                                                                                              \
         .size = 32, .frames = (frames_), .pretrain_n = 2000, .finetune_n = 1000, .test_n = 300,    \
         .pretrain_epochs = 4, .lr = (lr_), .epochs = 5, .t_max_s = 30, .p_max_w = 10,              \
-        .declared_power_w = 6, .util = REFERENCE_UTIL                                              \
+        .declared_power_w = 6, .util = EEB_XCLBIN_UTIL                                             \
     }
 
 static const struct eeb_run_profile profiles[EEB_TASK_COUNT] = {
@@ -318,9 +322,17 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     fill(&c->decay, 5e-4);
     if (c->abort_on_pmax < 0)
         c->abort_on_pmax = 0;
+    fill(&c->device, 0);
     int rc;
-    if ((rc = fill_text(&c->backend, "emu", err, errlen)) ||
-        (rc = fill_text(&c->util, p->util, err, errlen)) ||
+    if ((rc = fill_text(&c->backend, "emu", err, errlen)))
+        return rc;
+    int xrt = strcmp(c->backend, "xrt") == 0;
+    if (xrt && !c->xclbin)
+        return eeb_errf(err, errlen, EEB_EINVAL, "--backend xrt needs --xclbin FILE");
+    if (!xrt && c->xclbin)
+        return eeb_errf(err, errlen, EEB_EINVAL, "--xclbin goes with --backend xrt");
+    /* an xclbin carries its own utilization */
+    if ((rc = fill_text(&c->util, xrt ? NULL : p->util, err, errlen)) ||
         (rc = fill_text(&c->db, "eeb.db", err, errlen)))
         return rc;
     if (!c->power) {

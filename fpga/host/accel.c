@@ -9,8 +9,16 @@ static const struct eeb_accel_ops *const backends[] = {
     &eeb_accel_emu_ops,
     &eeb_accel_kernel_ops,
     &eeb_accel_fp32_ops,
+#ifdef EEB_HAVE_XRT
+    &eeb_accel_xrt_ops,
+#endif
     NULL,
 };
+
+int eeb_accel_on_hardware(const struct eeb_accel_ops *ops)
+{
+    return ops->on_hardware && ops->on_hardware();
+}
 
 const struct eeb_accel_ops *const *eeb_accel_list(void)
 {

@@ -24,6 +24,11 @@ struct eeb_accel_config {
     double weight_decay;
     uint64_t seed; /* stochastic rounding */
     int threads;   /* emulator workers; 0 = one per core */
+    /* xrt: the xclbin to load, the device index, and how long one program
+     * may run (0: 10 minutes) */
+    const char *xclbin;
+    int device;
+    double timeout_s;
 };
 
 /* Defaults: batch 32, nothing frozen, lr 0.01, momentum 0.9, decay 5e-4,
@@ -73,7 +78,13 @@ struct eeb_accel_ops {
     int (*read_model)(struct eeb_accel *a, struct eeb_net *net, char *err, size_t errlen);
     void (*stats)(struct eeb_accel *a, struct eeb_accel_stats *s);
     void (*close)(struct eeb_accel *a);
+    /* 1 if results come from a board, so times and power are a board's;
+     * NULL or 0: the CPU does the device's work (emulators, XRT's noop shim) */
+    int (*on_hardware)(void);
 };
+
+/* ops->on_hardware, if it has one and it says so. */
+int eeb_accel_on_hardware(const struct eeb_accel_ops *ops);
 
 /* EEB_OK, or EEB_EINVAL naming the field of cfg a backend cannot take;
  * every backend's open calls it. */

@@ -14,6 +14,7 @@
 extern const struct eeb_accel_ops eeb_accel_kernel_ops; /* fpga/host/accel_kernel.c */
 extern const struct eeb_accel_ops eeb_accel_emu_ops;    /* fpga/emu/accel_emu.c */
 extern const struct eeb_accel_ops eeb_accel_fp32_ops;   /* fpga/ref/accel_fp32.c */
+extern const struct eeb_accel_ops eeb_accel_xrt_ops;    /* fpga/xrt/accel_xrt.c (with XRT) */
 
 struct fxhost {
     struct eeb_accel base;

@@ -344,12 +344,12 @@ Test(run, video_runs_and_check_recounts_its_top5, .timeout = 120)
 /* The embedded default, as a newcomer runs it: `eeb run --task T` makes
  * its data and base model in the work directory, fine-tunes, tests and
  * scores; the fine-tuned model must be well above chance (top-5 of 20
- * classes: 0.25; mAP: near 0). */
-Test(run, the_embedded_default_for_detection_and_video, .timeout = 300)
+ * classes: 0.25; mAP: near 0).  Disabled under a sanitizer, where its
+ * 3,300 items per task take many minutes and the small runs above cover
+ * the same code (disabled, not skipped: Criterion leaks on cr_skip_test,
+ * which the leak check would report). */
+Test(run, the_embedded_default_for_detection_and_video, .timeout = 300, .disabled = SANITIZED)
 {
-    if (SANITIZED)
-        cr_skip_test("sanitizer build: the embedded default's 3,300 items per task take many "
-                     "minutes here; the small runs above cover the same code");
     static const struct {
         const char *task;
         double above;
@@ -397,7 +397,10 @@ Test(run, tmax_stops_at_the_next_batch_boundary, .timeout = 60)
     /* the window closes at the signal; the batch in flight finishes after */
     cr_expect(o.t_s >= 0.5 && o.t_s < 0.6, "T %g s", o.t_s);
     cr_expect_eq(o.score.m_t, 1.0);
-    cr_expect(o.steps >= 3 && o.steps <= 6, "%llu steps", (unsigned long long)o.steps);
+    /* at most 6 batches of 100 ms fit; at least 3 unless the CPU is slowed
+     * down (a sanitizer's build on a loaded machine) */
+    cr_expect(o.steps >= (SANITIZED ? 1 : 3) && o.steps <= 6, "%llu steps",
+              (unsigned long long)o.steps);
     cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'complete'"
                      " AND payload ->> 'reason' = 't_max'"),
                  1);
@@ -519,7 +522,9 @@ Test(run, kill_9_mid_finetune_leaves_an_incomplete_run_and_the_next_appends, .ti
     long long samples = 0;
     for (int i = 0; i < 300 && samples < 200; i++) {
         sleep_ms(100);
+        /* the schema exists once its transaction committed */
         if (access(paths[3], F_OK) == 0 &&
+            sql("SELECT count(*) FROM sqlite_master WHERE name = 'runs'") == 1 &&
             sql("SELECT count(*) FROM runs WHERE state = 'finetune'") == 1)
             samples = sql("SELECT count(*) FROM samples");
     }

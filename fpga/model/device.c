@@ -1,0 +1,72 @@
+/*
+ * device.c - the boards' resources, from the parts' data sheets (Xilinx
+ * DS890 for the UltraScale Kintex, DS891 for Zynq UltraScale+ MPSoC,
+ * DS962 for the Alveo U250) and the boards' user guides for their DDR4.
+ */
+#include "eeb_device.h"
+
+#include <string.h>
+
+/* The KCU1500 carries four DDR4-2400 channels (UG1260); seed 001's design
+ * uses two of them.  The ZCU102 and ZCU104 accelerators reach the PS
+ * side's 64-bit DDR4-2400 through the HP ports (UG1182, UG1267). */
+static const struct eeb_device kcu1500 = {"kcu1500",
+                                          "xcku115-flvb2104-2-e",
+                                          "xilinx_kcu1500_dynamic_5_0",
+                                          663360,
+                                          1326720,
+                                          2160,
+                                          5520,
+                                          4,
+                                          2400,
+                                          64};
+static const struct eeb_device zcu102 = {"zcu102",
+                                         "xczu9eg-ffvb1156-2-e",
+                                         "xilinx_zcu102_base_202210_1",
+                                         274080,
+                                         548160,
+                                         912,
+                                         2520,
+                                         1,
+                                         2400,
+                                         64};
+static const struct eeb_device zcu104 = {"zcu104",
+                                         "xczu7ev-ffvc1156-2-e",
+                                         "xilinx_zcu104_base_202210_1",
+                                         230400,
+                                         460800,
+                                         312,
+                                         1728,
+                                         1,
+                                         2400,
+                                         64};
+static const struct eeb_device u250 = {"u250",
+                                       "xcu250-figd2104-2L-e",
+                                       "xilinx_u250_gen3x16_xdma_4_1_202210_1",
+                                       1728000,
+                                       3456000,
+                                       2688,
+                                       12288,
+                                       4,
+                                       2400,
+                                       64};
+
+static const struct eeb_device *const devices[] = {&kcu1500, &zcu102, &zcu104, &u250, NULL};
+
+const struct eeb_device *const *eeb_device_list(void)
+{
+    return devices;
+}
+
+const struct eeb_device *eeb_device_find(const char *name)
+{
+    for (int i = 0; devices[i]; i++)
+        if (strcmp(devices[i]->name, name) == 0)
+            return devices[i];
+    return NULL;
+}
+
+double eeb_device_ddr_bytes_per_s(const struct eeb_device *d)
+{
+    return d->ddr_mts * 1e6 * d->ddr_bits / 8;
+}

@@ -1,0 +1,27 @@
+/*
+ * eeb_device.h - the FPGA boards eeb knows: their part, the resources a
+ * design can use, and their off-chip memory.  The analytical model and
+ * the design-space exploration size PE arrays against these; the xclbin
+ * writer names the board's platform and part.
+ */
+#ifndef EEB_DEVICE_H
+#define EEB_DEVICE_H
+
+struct eeb_device {
+    const char *name;          /* kcu1500, zcu102, zcu104, u250 */
+    const char *part;          /* the FPGA, as Vivado names it */
+    const char *platform;      /* a platform VBNV for the xclbin header */
+    double lut, ff, bram, dsp; /* available: LUTs, flip-flops, 36 Kb BRAMs, DSP slices */
+    int ddr_channels;          /* off-chip DDR4 channels the fabric can reach */
+    double ddr_mts;            /* transfers per second of each, in millions */
+    int ddr_bits;              /* data bits per channel */
+};
+
+/* The board called name, or NULL; the list, NULL-terminated. */
+const struct eeb_device *eeb_device_find(const char *name);
+const struct eeb_device *const *eeb_device_list(void);
+
+/* A channel's peak bandwidth in bytes per second. */
+double eeb_device_ddr_bytes_per_s(const struct eeb_device *d);
+
+#endif

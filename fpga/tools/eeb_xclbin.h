@@ -1,0 +1,134 @@
+/*
+ * eeb_xclbin.h - xclbin files without Vitis: a writer for the reference
+ * accelerator's container and a reader that walks any xclbin's section
+ * headers (the axlf structs of XRT's xclbin.h).
+ *
+ * The reference xclbin holds what XRT needs to open the kernel -- memory
+ * topology, IP layout, connectivity, and the kernel's argument signature
+ * as embedded XML metadata -- and no bitstream.  A USER_METADATA section
+ * carries eeb's own JSON: the design parameters of the PE array and the
+ * utilization report (or declared figures) that M_u is scored from.
+ */
+#ifndef EEB_XCLBIN_H
+#define EEB_XCLBIN_H
+
+#include "eeb_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The reference accelerator's kernel and its one compute unit. */
+#define EEB_XCLBIN_KERNEL "fx_kernel"
+#define EEB_XCLBIN_CU     "fx_kernel_1"
+
+/* The design `eeb xclbin build` describes unless told otherwise: seed
+ * 001's DarkFPGA on the KCU1500 (32 PEs x 32 MACs at 250 MHz, two of the
+ * board's DDR4-2400 channels). */
+#define EEB_XCLBIN_DESIGN "device=kcu1500,pes=32,macs=32,clock_mhz=250,ddr=2"
+
+/* Its utilization, declared from seed 001's resource table: 199,111 of
+ * 663,360 LUTs, 249,122 of 1,326,720 registers, 1,060 of 2,160 BRAM,
+ * 1,030 of 5,520 DSPs. */
+#define EEB_XCLBIN_UTIL        "lut=0.30015,ff=0.18777,bram=0.49074,dsp=0.18659"
+#define EEB_XCLBIN_UTIL_SOURCE "declared: seed 001, DarkFPGA on the KCU1500"
+
+/* What `eeb xclbin build` puts in the file. */
+struct eeb_xclbin_spec {
+    /* "k=v,k=v" over EEB_XCLBIN_DESIGN: device (a board eeb_device_find
+     * knows) and clock_mhz go into the header and the kernel metadata;
+     * every pair is kept in the USER_METADATA JSON.  NULL: the default. */
+    const char *design;
+    /* The utilization: a Vivado report's text, or a lut=..,ff=..,bram=..,dsp=..
+     * spec; util_source names where it came from (a file, "declared"). */
+    const char *util, *util_source;
+};
+
+/* Writes the reference accelerator's xclbin to path (atomically). */
+int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char *err,
+                     size_t errlen);
+
+/* ---- reading ---- */
+
+#define EEB_XCLBIN_MAX_SECTIONS 64
+#define EEB_XCLBIN_MAX_MEMS     64
+#define EEB_XCLBIN_MAX_KERNELS  16
+#define EEB_XCLBIN_MAX_ARGS     32
+#define EEB_XCLBIN_MAX_CUS      16
+#define EEB_XCLBIN_NAME         64
+
+struct eeb_xclbin_section {
+    uint32_t kind;
+    char kind_name[24]; /* "MEM_TOPOLOGY", or the number */
+    char name[17];
+    uint64_t offset, size;
+};
+
+struct eeb_xclbin_mem {
+    char tag[17];
+    int type; /* enum MEM_TYPE */
+    int used;
+    uint64_t size_kb, base;
+};
+
+struct eeb_xclbin_arg {
+    char name[EEB_XCLBIN_NAME], type[EEB_XCLBIN_NAME], port[EEB_XCLBIN_NAME];
+    int id;
+    int global;            /* addressQualifier 1: a buffer in device memory */
+    uint64_t offset, size; /* in the control registers */
+    int mem;               /* CONNECTIVITY: the memory bank, or -1 */
+};
+
+struct eeb_xclbin_cu {
+    char name[EEB_XCLBIN_NAME]; /* the instance: "fx_kernel_1" */
+    uint64_t base;
+    int control; /* enum IP_CONTROL: 0 ap_ctrl_hs, 1 ap_ctrl_chain, ... */
+    int ip;      /* index in IP_LAYOUT */
+};
+
+struct eeb_xclbin_kernel {
+    char name[EEB_XCLBIN_NAME];
+    double clock_mhz; /* from the metadata's KERNEL_CLK; 0 if not given */
+    int nargs, ncus;
+    struct eeb_xclbin_arg args[EEB_XCLBIN_MAX_ARGS];
+    struct eeb_xclbin_cu cus[EEB_XCLBIN_MAX_CUS];
+};
+
+struct eeb_xclbin_info {
+    uint64_t length, timestamp;
+    unsigned version[3]; /* the axlf header's major.minor.patch */
+    char uuid[37];
+    char platform[65];
+    int nsections, nmems, nkernels;
+    struct eeb_xclbin_section sections[EEB_XCLBIN_MAX_SECTIONS];
+    struct eeb_xclbin_mem mems[EEB_XCLBIN_MAX_MEMS];
+    struct eeb_xclbin_kernel kernels[EEB_XCLBIN_MAX_KERNELS];
+    char *user_metadata; /* USER_METADATA's bytes, NUL-terminated, or NULL */
+    size_t user_metadata_len;
+};
+
+/*
+ * Reads path (at most 1 GiB) and checks every length in it: the file's,
+ * each section's, each array's count.  Errors name the file and the part
+ * at fault.  Free the result with eeb_xclbin_info_free.
+ */
+int eeb_xclbin_read(const char *path, struct eeb_xclbin_info **out, char *err, size_t errlen);
+/* The same from bytes in memory (the fuzz target's entry); name is used
+ * in errors. */
+int eeb_xclbin_parse(const uint8_t *data, size_t len, const char *name,
+                     struct eeb_xclbin_info **out, char *err, size_t errlen);
+void eeb_xclbin_info_free(struct eeb_xclbin_info *info);
+
+/* The kernel named name, or NULL. */
+const struct eeb_xclbin_kernel *eeb_xclbin_kernel(const struct eeb_xclbin_info *info,
+                                                  const char *name);
+
+/*
+ * The utilization eeb's USER_METADATA carries (a report's text or a
+ * spec), parsed, and where it came from (source).  EEB_EFORMAT if the
+ * xclbin has none (one Vitis built): give a report then.
+ */
+struct eeb_util;
+int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, char *source,
+                    size_t source_len, char *err, size_t errlen);
+
+#endif
