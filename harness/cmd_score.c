@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char *const cmd = "score";
 
@@ -107,14 +106,6 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-/* A report file if one exists by that name, else a lut=..,ff=.. spec. */
-static int load_util(const char *arg, struct eeb_util *u, char *err, size_t errlen)
-{
-    if (access(arg, F_OK) == 0 || !strchr(arg, '='))
-        return eeb_score_util_load(arg, u, err, errlen);
-    return eeb_score_util_from_spec(arg, u, err, errlen);
-}
-
 static void print_text(const struct args *a, enum eeb_task task, const struct eeb_rules *rules,
                        const struct eeb_util *u, const struct eeb_score_input *in,
                        const struct eeb_score *s)
@@ -209,7 +200,7 @@ int eeb_cmd_score(int argc, char **argv)
     if (eeb_task_parse(a.task, &task, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--task: %s", err);
     if (eeb_score_rules_load(a.rules, &rules, err, sizeof err) ||
-        load_util(a.util, &util, err, sizeof err))
+        eeb_score_util_arg(a.util, &util, NULL, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
 
     struct eeb_score_input in = {

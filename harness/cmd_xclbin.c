@@ -185,16 +185,11 @@ static int build(const char *out, const char *util, const char *design)
     struct eeb_xclbin_spec spec = {design, EEB_XCLBIN_UTIL, EEB_XCLBIN_UTIL_SOURCE};
     char *text = NULL;
     struct eeb_util u;
-    if (util && strchr(util, '=')) {
-        if (eeb_score_util_from_spec(util, &u, err, sizeof err))
+    if (util) {
+        if (eeb_score_util_arg(util, &u, &text, err, sizeof err))
             return eeb_cli_error(cmd, "--util: %s", err);
-        spec.util = util, spec.util_source = "given";
-    } else if (util) {
-        size_t len;
-        if (eeb_score_util_load(util, &u, err, sizeof err) ||
-            eeb_read_file(util, 16u << 20, &text, &len, err, sizeof err))
-            return eeb_cli_error(cmd, "%s", err);
-        spec.util = text, spec.util_source = util;
+        /* a spec is its own text; a report's text is not its name */
+        spec.util = text, spec.util_source = strcmp(text, util) == 0 ? "given" : util;
     }
     int rc = eeb_xclbin_build(out, &spec, err, sizeof err);
     free(text);

@@ -176,31 +176,44 @@ static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c,
     return EEB_OK;
 }
 
-/* The utilization M_u is scored from: the report or spec given, else the
- * one the xclbin carries. */
-static int load_util(struct run *r, char *err, size_t errlen)
+/* The utilization M_u is scored from -- the report or spec given, else
+ * the one the xclbin carries -- and the xclbin's hash, from one read. */
+static int read_util_and_xclbin(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
+    int rc = EEB_OK;
     if (c->util) {
         snprintf(r->out->util_source, sizeof r->out->util_source, "%s", c->util);
-        return strchr(c->util, '=') ? eeb_score_util_from_spec(c->util, &r->util, err, errlen)
-                                    : eeb_score_util_load(c->util, &r->util, err, errlen);
+        rc = eeb_score_util_arg(c->util, &r->util, NULL, err, errlen);
     }
-#ifdef EEB_HAVE_XRT
-    struct eeb_xclbin_info *in;
-    char source[256], why[512];
-    int rc = eeb_xclbin_read(c->xclbin, &in, err, errlen);
-    if (rc)
+    if (rc || !c->xclbin) /* eeb_run_config_finish gave it one or the other */
         return rc;
-    rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why);
-    eeb_xclbin_info_free(in);
-    if (rc)
-        return eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
-    snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin, source);
-    return EEB_OK;
+    char *bytes;
+    size_t len;
+    if ((rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &bytes, &len, err, errlen)))
+        return rc;
+    eeb_sha256(bytes, len, r->sha_xclbin);
+#ifdef EEB_HAVE_XRT
+    if (!c->util) {
+        struct eeb_xclbin_info *in;
+        char source[256], why[512];
+        rc = eeb_xclbin_parse((const uint8_t *)bytes, len, c->xclbin, &in, err, errlen);
+        if (rc == EEB_OK) {
+            rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why);
+            eeb_xclbin_info_free(in);
+            if (rc)
+                eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
+            else
+                snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin,
+                         source);
+        }
+    }
 #else
-    return eeb_errf(err, errlen, EEB_EINVAL, "no --util given");
+    if (!c->util)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "no --util given (this eeb reads no xclbin)");
 #endif
+    free(bytes);
+    return rc;
 }
 
 /* INIT: everything that can be checked before a run exists, and the
@@ -211,7 +224,7 @@ static int prepare(struct run *r, char *err, size_t errlen)
     int rc;
     if ((rc = eeb_score_rules_load(c->rules, &r->rules, err, errlen)))
         return rc;
-    if ((rc = load_util(r, err, errlen)))
+    if ((rc = read_util_and_xclbin(r, err, errlen)))
         return rc;
     r->ops = r->hooks && r->hooks->backend ? r->hooks->backend : eeb_accel_find(c->backend);
     if (!r->ops) {
@@ -235,8 +248,6 @@ static int prepare(struct run *r, char *err, size_t errlen)
     rc = shard_fits(test, c, &r->test_items, err, errlen);
     eeb_shard_close(test);
     if (rc)
-        return rc;
-    if (c->xclbin && (rc = eeb_sha256_file(c->xclbin, r->sha_xclbin, err, errlen)))
         return rc;
     /* the emulators and XRT's noop shim: the CPU's times, a declared power */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",

@@ -51,6 +51,12 @@ int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_
 /* Parses "lut=0.30,ff=0.19,bram=0.49,dsp=0.19" (fractions, all four). */
 int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, size_t errlen);
 
+/* A --util argument (REPORT|SPEC): a report file if one exists by that
+ * name or the argument has no '=', else a spec.  text, if not NULL,
+ * receives what was parsed -- the report's text or the spec (free it). */
+int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char *err,
+                       size_t errlen);
+
 /* M_u: the mean of the four fractions. */
 double eeb_score_m_u(const struct eeb_util *util);
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_REPORT_BYTES   (64u << 20)
 #define MAX_CELLS          16
@@ -296,6 +297,27 @@ int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_
         return rc;
     rc = eeb_score_util_parse(text, len, path, out, err, errlen);
     free(text);
+    return rc;
+}
+
+int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char *err, size_t errlen)
+{
+    if (access(arg, F_OK) != 0 && strchr(arg, '=')) {
+        int rc = eeb_score_util_from_spec(arg, out, err, errlen);
+        if (rc == EEB_OK && text && !(*text = strdup(arg)))
+            return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+        return rc;
+    }
+    char *report;
+    size_t len;
+    int rc = eeb_read_file(arg, MAX_REPORT_BYTES, &report, &len, err, errlen);
+    if (rc)
+        return rc;
+    rc = eeb_score_util_parse(report, len, arg, out, err, errlen);
+    if (rc == EEB_OK && text)
+        *text = report;
+    else
+        free(report);
     return rc;
 }
 

@@ -24,11 +24,9 @@ struct eeb_accel_config {
     double weight_decay;
     uint64_t seed; /* stochastic rounding */
     int threads;   /* emulator workers; 0 = one per core */
-    /* xrt: the xclbin to load, the device index, and how long one program
-     * may run (0: 10 minutes) */
+    /* xrt: the xclbin to load, and the device index */
     const char *xclbin;
     int device;
-    double timeout_s;
 };
 
 /* Defaults: batch 32, nothing frozen, lr 0.01, momentum 0.9, decay 5e-4,

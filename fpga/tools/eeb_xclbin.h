@@ -106,8 +106,10 @@ struct eeb_xclbin_info {
     size_t user_metadata_len;
 };
 
+#define EEB_XCLBIN_MAX_BYTES (1ull << 30)
+
 /*
- * Reads path (at most 1 GiB) and checks every length in it: the file's,
+ * Reads path (at most EEB_XCLBIN_MAX_BYTES) and checks every length in it: the file's,
  * each section's, each array's count.  Errors name the file and the part
  * at fault.  Free the result with eeb_xclbin_info_free.
  */

@@ -15,8 +15,6 @@
 #include <string.h>
 #include <xclbin.h>
 
-#define MAX_XCLBIN_BYTES (1ull << 30)
-
 static const char *const kind_names[] = {
     [BITSTREAM] = "BITSTREAM",
     [CLEARING_BITSTREAM] = "CLEARING_BITSTREAM",
@@ -61,8 +59,8 @@ struct reader {
     size_t errlen;
 };
 
-/* The first section of kind, checked to hold at least min bytes; NULL
- * (size 0) if there is none. */
+/* The first section of kind (read_headers checked it lies in the file);
+ * NULL (size 0) if there is none. */
 static const uint8_t *section(const struct reader *r, uint32_t kind, uint64_t *size)
 {
     for (int i = 0; i < r->info->nsections; i++)
@@ -397,7 +395,7 @@ int eeb_xclbin_read(const char *path, struct eeb_xclbin_info **out, char *err, s
     char *data;
     size_t len;
     *out = NULL;
-    int rc = eeb_read_file(path, MAX_XCLBIN_BYTES, &data, &len, err, errlen);
+    int rc = eeb_read_file(path, EEB_XCLBIN_MAX_BYTES, &data, &len, err, errlen);
     if (rc)
         return rc;
     rc = eeb_xclbin_parse((const uint8_t *)data, len, path, out, err, errlen);

@@ -29,7 +29,7 @@
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
 
-#define DEFAULT_TIMEOUT_MS 600000u /* a program may take long on a board: 10 min */
+#define TIMEOUT_MS 600000u /* one program on a board: 10 minutes, then an error */
 
 struct xrt_accel {
     struct fxhost host;
@@ -39,7 +39,6 @@ struct xrt_accel {
     uint8_t *map; /* the buffer's host memory (noop: where the kernel C runs) */
     size_t bo_bytes;
     int noop;
-    unsigned timeout_ms;
 };
 
 int eeb_xrt_noop(void)
@@ -56,9 +55,10 @@ int eeb_xrt_preflight(char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EDEVICE,
                         "xrt: XILINX_XRT is not set (source /opt/xilinx/xrt/setup.sh for a board; "
                         "`make demo-xrt` sets up XRT's noop shim for a machine without one)");
-    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
-        return eeb_errf(err, errlen, EEB_EDEVICE, "xrt: XILINX_XRT=%s: %s", root,
-                        errno ? strerror(errno) : "not a directory");
+    if (stat(root, &st) != 0)
+        return eeb_errf(err, errlen, EEB_EDEVICE, "xrt: XILINX_XRT=%s: %s", root, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return eeb_errf(err, errlen, EEB_EDEVICE, "xrt: XILINX_XRT=%s: not a directory", root);
     if (mode && *mode && strcmp(mode, "noop") != 0)
         return eeb_errf(err, errlen, EEB_EDEVICE,
                         "xrt: XCL_EMULATION_MODE=%s needs Vitis' emulation libraries; eeb "
@@ -82,21 +82,27 @@ static int check_xclbin(const char *path, char *err, size_t errlen)
     if (rc)
         return rc;
     const struct eeb_xclbin_kernel *k = eeb_xclbin_kernel(in, EEB_XCLBIN_KERNEL);
-    char names[256] = "none";
-    for (int i = 0; i < in->nkernels; i++)
-        snprintf(names + (i ? strlen(names) : 0), sizeof names - (i ? strlen(names) : 0), "%s%s",
-                 i ? ", " : "", in->kernels[i].name);
-    if (!k)
+    char list[256] = "";
+    if (!k) {
+        for (int i = 0; i < in->nkernels; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     in->kernels[i].name);
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no kernel '%s' (it declares %s)", path,
-                      EEB_XCLBIN_KERNEL, names);
-    else if (k->ncus < 1)
+                      EEB_XCLBIN_KERNEL, list[0] ? list : "none");
+    } else if (k->ncus < 1) {
         rc =
             eeb_errf(err, errlen, EEB_EINVAL, "%s: kernel '%s' has no compute unit", path, k->name);
-    else if (k->nargs != 2 || k->args[0].id != 0 || !k->args[0].global || k->args[1].id != 1 ||
-             k->args[1].global || k->args[1].size != 4)
+    } else if (k->nargs != 2 || k->args[0].id != 0 || !k->args[0].global || k->args[1].id != 1 ||
+               k->args[1].global || k->args[1].size != 4) {
+        for (int i = 0; i < k->nargs; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d %s (%s, %llu bytes)",
+                     list[0] ? ", " : "", k->args[i].id, k->args[i].name,
+                     k->args[i].global ? "global" : "scalar", (unsigned long long)k->args[i].size);
         rc = eeb_errf(err, errlen, EEB_EINVAL,
-                      "%s: kernel '%s' must take (global mem, uint32 prog); it takes %d arguments",
-                      path, k->name, k->nargs);
+                      "%s: kernel '%s' must take 0 mem (global), 1 prog (scalar, 4 bytes); it "
+                      "takes %s",
+                      path, k->name, list[0] ? list : "none");
+    }
     eeb_xclbin_info_free(in);
     return rc;
 }
@@ -136,7 +142,7 @@ static int xrt_run(struct fxhost *h, enum fx_program prog, char *err, size_t err
     if (!run)
         return eeb_errf(err, errlen, EEB_EDEVICE, "xrt: fx_kernel did not start (program %d)",
                         (int)prog);
-    enum ert_cmd_state st = xrtRunWaitFor(run, x->timeout_ms);
+    enum ert_cmd_state st = xrtRunWaitFor(run, TIMEOUT_MS);
     xrtRunClose(run);
     if (st != ERT_CMD_STATE_COMPLETED)
         return eeb_errf(err, errlen,
@@ -146,7 +152,7 @@ static int xrt_run(struct fxhost *h, enum fx_program prog, char *err, size_t err
                             : EEB_EDEVICE,
                         "xrt: fx_kernel program %d ended in state %d, not completed (timeout "
                         "%u ms)",
-                        (int)prog, (int)st, x->timeout_ms);
+                        (int)prog, (int)st, TIMEOUT_MS);
     if (x->noop)
         fx_kernel(x->map, (uint32_t)prog); /* the work the noop shim's device skipped */
     if (xrtBOSync(x->bo, XCL_BO_SYNC_BO_FROM_DEVICE, bytes, 0) ||
@@ -182,7 +188,6 @@ static int xrt_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, 
         return rc;
     struct xrt_accel *x = (struct xrt_accel *)*out;
     x->noop = eeb_xrt_noop();
-    x->timeout_ms = cfg->timeout_s > 0 ? (unsigned)(cfg->timeout_s * 1000) : DEFAULT_TIMEOUT_MS;
     x->host.run = xrt_run;
     xuid_t uuid;
     if (!(x->dev = xrtDeviceOpen((unsigned)cfg->device)))

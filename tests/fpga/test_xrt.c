@@ -146,7 +146,12 @@ Test(xclbin, damaged_files_are_named_and_refused)
                  EEB_EFORMAT);
     cr_expect(strstr(err, "MEM_TOPOLOGY: a count of 1000"), "%s", err);
     free(bad), free(good);
-    /* bad designs */
+}
+
+Test(xclbin, bad_designs_name_the_value_at_fault)
+{
+    char err[512];
+    snprintf(xclbin, sizeof xclbin, "%s/fx.xclbin", test_tmpdir());
     struct eeb_xclbin_spec spec = {"device=vu9p", EEB_XCLBIN_UTIL, "declared"};
     cr_expect_eq(eeb_xclbin_build(xclbin, &spec, err, sizeof err), EEB_EINVAL);
     cr_expect(strstr(err, "device 'vu9p' is not a board eeb knows"), "%s", err);
