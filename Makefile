@@ -147,7 +147,8 @@ NOOP := $(BUILD)/xrt-noop
 demo-xrt: $(EEB)
 	@mkdir -p $(NOOP)/lib
 	ln -sf $(XRT_LIBDIR)/libxrt_core.so.2 $(XRT_LIBDIR)/libxrt_noop.so.2 $(NOOP)/lib/
-	$(EEB) xclbin build -o $(BUILD)/fx.xclbin
+	$(EEB) xclbin build -o $(BUILD)/fx.xclbin \
+	    --design device=zcu104,pes=4,macs=16,clock_mhz=250,ddr=1,mult=dsp2
 	XILINX_XRT=$(abspath $(NOOP)) XCL_EMULATION_MODE=noop $(EEB) run --task cls \
 	    --workdir $(BUILD)/demo --backend xrt --xclbin $(BUILD)/fx.xclbin \
 	    --db demo-xrt.db --report demo-xrt.html

@@ -39,7 +39,9 @@ static void help(void)
          "Without --finetune, --test and --model, the task's embedded default is\n"
          "used: synthetic data and a base model pre-trained on it, made in --workdir\n"
          "on first use.  Emulator runs are labelled modeled: their time is the\n"
-         "emulator's and their power declared (--declared-power), not measured.\n"
+         "emulator's, their power the analytical model's for --design (replayed\n"
+         "through sim:profile=model, or --declared-power W), not measured; the\n"
+         "design's modeled time for the same steps is reported beside T.\n"
          "\n"
          "Options (each also a key of the --config file, '-' written '_'):");
     for (const struct eeb_run_key *k = eeb_run_keys(); k->name; k++) {
@@ -236,6 +238,11 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                           c->p_max_w, "worst_window_w", isnan(o->worst_w) ? 0.0 : o->worst_w,
                           "steps", (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
             json_object_set_new(j, "figures", figures);
+            if (o->design[0])
+                json_object_set_new(j, "device_model",
+                                    json_pack("{s:s, s:f, s:f}", "design", o->design,
+                                              "device_time_s", o->device_time_s, "device_energy_j",
+                                              o->device_energy_j));
             json_object_set_new(j, "S", o->pass ? json_real(s->s) : json_null());
             json_object_set_new(j, "why", json_string(o->why));
         }
@@ -251,6 +258,9 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                s->m_p, o->energy_j, c->p_max_w, s->mean_power_w, o->worst_w);
         printf("  M_s  %8.4f   %s on %llu test items\n", s->m_s,
                eeb_task_metric((enum eeb_task)c->task), (unsigned long long)o->test_items);
+        if (o->design[0])
+            printf("  device (modeled): %s\n    its %llu steps would take %.3f s and %.3f J\n",
+                   o->design, (unsigned long long)o->steps, o->device_time_s, o->device_energy_j);
     }
     if (o->pass)
         printf("  S    %8.4f   PASS\n", s->s);

@@ -3,6 +3,7 @@
  * write the reference accelerator's (fpga/tools, no Vitis needed).
  */
 #include "eeb_cli.h"
+#include "eeb_perf.h"
 #include "eeb_score.h"
 #include "eeb_xclbin.h"
 
@@ -31,11 +32,12 @@ static void help(void)
          "Options:\n"
          "  -o, --out FILE     the xclbin to write (atomically)\n"
          "  --util REPORT      a Vivado report_utilization file, or the fractions as\n"
-         "                     lut=..,ff=..,bram=..,dsp=.. (default: declared, seed\n"
-         "                     001's DarkFPGA on the KCU1500)\n"
+         "                     lut=..,ff=..,bram=..,dsp=.. (default: the analytical\n"
+         "                     model's resources for the design, fpga/model)\n"
          "  --design K=V,...   the PE array's parameters over the default\n"
          "                     " EEB_XCLBIN_DESIGN "\n"
-         "                     (device: kcu1500, zcu102, zcu104 or u250)\n"
+         "                     (keys as `eeb dse --design`; eeb run models the\n"
+         "                     device from them)\n"
          "  --json             info as one JSON object\n"
          "  -h, --help         show this help");
 }
@@ -181,11 +183,21 @@ static int info(const char *path, int as_json)
 
 static int build(const char *out, const char *util, const char *design)
 {
-    char err[1024];
-    struct eeb_xclbin_spec spec = {design, EEB_XCLBIN_UTIL, EEB_XCLBIN_UTIL_SOURCE};
+    char err[1024], modeled[128];
+    struct eeb_xclbin_spec spec = {design, modeled, "modeled: fpga/model, default buffers"};
     char *text = NULL;
     struct eeb_util u;
-    if (util) {
+    if (!util) {
+        /* the analytical model's resources for the design it describes */
+        struct eeb_design d;
+        struct eeb_resources res;
+        eeb_design_default(&d);
+        if (eeb_design_parse(&d, EEB_XCLBIN_DESIGN, err, sizeof err) ||
+            (design && eeb_design_parse(&d, design, err, sizeof err)))
+            return eeb_cli_error(cmd, "--design: %s", err);
+        eeb_design_resources(&d, &res);
+        eeb_resources_spec(&res, modeled, sizeof modeled);
+    } else {
         if (eeb_score_util_arg(util, &u, &text, err, sizeof err))
             return eeb_cli_error(cmd, "--util: %s", err);
         /* a spec is its own text; a report's text is not its name */

@@ -32,7 +32,8 @@ struct eeb_run_config {
     char *backend;
     char *xclbin;   /* xrt: the accelerator's xclbin */
     double device;  /* xrt: the device index */
-    char *power;    /* power source URI; NULL: the emulator's declared power (sim:) */
+    char *design;   /* the analytical model's design (k=v,...); NULL: the xclbin's */
+    char *power;    /* power source URI; NULL: the modeled power (sim:profile=model) */
     double rate_hz; /* sampling */
     double t_max_s, p_max_w, grace_s;
     int abort_on_pmax;
@@ -75,9 +76,11 @@ struct eeb_run_profile {
     double lr; /* pre-training and fine-tuning */
     int epochs;
     double t_max_s, p_max_w;
-    double declared_power_w; /* the emulator's, until the analytical model */
-    const char *util;        /* the reference accelerator's, declared */
+    const char *design; /* the PE array the analytical model predicts */
 };
+
+/* The embedded default's design (see run_config.c). */
+#define EEB_RUN_DESIGN "device=zcu104,pes=4,macs=16,clock_mhz=250,ddr=1,mult=dsp2"
 const struct eeb_run_profile *eeb_run_profile(enum eeb_task task);
 
 /* Fills every unset field from the task's profile and checks the whole:
@@ -123,6 +126,9 @@ struct eeb_run_outcome {
     int pass;                /* and no budget failed: S is defined */
     struct eeb_score score;
     double energy_j, t_s, worst_w;
+    char design[512];       /* the modeled device's design, or "" (run only) */
+    double device_time_s;   /* its modeled time for the steps run; NAN without one */
+    double device_energy_j; /* and energy */
     uint64_t steps, test_items;
     char why[768]; /* every reason it failed or is invalid ("; "-separated) */
 };

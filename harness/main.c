@@ -29,6 +29,7 @@ static const struct command {
     {"check", eeb_cmd_check, "recompute a run's metrics and verdict from its database"},
     {"report", eeb_cmd_report, "a run's self-contained HTML report"},
     {"xclbin", eeb_cmd_xclbin, "inspect an xclbin, or build the reference accelerator's"},
+    {"dse", eeb_cmd_dse, "explore PE-array designs for a model on a board (modeled)"},
     {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
     {"db", eeb_cmd_db, "create or inspect a run database"},
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},

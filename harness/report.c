@@ -298,8 +298,8 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     html_text(f, o->provenance);
     fprintf(f, "</span>%s</p>\n",
             strcmp(o->provenance, "modeled") == 0
-                ? " (time and power stand in for a device's: emulator wall time and a declared "
-                  "or modeled power, not a measurement)"
+                ? " (time and power stand in for a device's: emulator wall time and the "
+                  "analytical model's or a declared power, not a measurement)"
                 : "");
     fprintf(f, "<p class=\"verdict %s\" id=\"verdict\">%s", verdict, verdict);
     if (o->pass)

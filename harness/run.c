@@ -13,6 +13,7 @@
 #include "eeb_run.h"
 
 #include "eeb_model.h"
+#include "eeb_perf.h"
 #include "eeb_rundb.h"
 #include "eeb_tasks.h"
 #include "eeb_xclbin.h"
@@ -46,6 +47,9 @@ struct run {
     int64_t id;
     struct eeb_sampler *sampler; /* while sampling */
     struct eeb_net *net;
+    struct eeb_perf perf; /* the device the analytical model predicts */
+    int modeled_device;   /* perf is set */
+    char *xclbin_design;  /* the xclbin's design as k=v,..., or NULL */
     struct eeb_accel *acc;
     struct eeb_shard *shard;
     struct eeb_batcher *bt;
@@ -147,7 +151,13 @@ static char *config_json(const struct run *r)
                                   "ff", u->frac[EEB_UTIL_FF], "bram", u->frac[EEB_UTIL_BRAM], "dsp",
                                   u->frac[EEB_UTIL_DSP], "source", r->out->util_source, "kind",
                                   strcmp(u->family, "given") == 0 ? "declared" : "report"));
-    json_object_set_new(o, "declared_power_w", json_real(c->declared_power_w));
+    json_object_set_new(o, "declared_power_w",
+                        isnan(c->declared_power_w) ? json_null() : json_real(c->declared_power_w));
+    if (r->modeled_device)
+        json_object_set_new(o, "device_model",
+                            json_pack("{s:s, s:f, s:f, s:f}", "design", r->out->design,
+                                      "train_step_s", r->perf.train_step_s, "train_w",
+                                      r->perf.train_power_w, "idle_w", r->perf.idle_power_w));
     json_object_set_new(o, "rules",
                         json_pack("{s:s, s:s?, s:{s:f, s:f, s:f, s:f}, s:f, s:f}", "version",
                                   r->rules.version, "file", c->rules, "weights", "u", w->u, "t",
@@ -176,44 +186,91 @@ static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c,
     return EEB_OK;
 }
 
-/* The utilization M_u is scored from -- the report or spec given, else
- * the one the xclbin carries -- and the xclbin's hash, from one read. */
-static int read_util_and_xclbin(struct run *r, char *err, size_t errlen)
+/* The model file, read once: the bytes hashed are the bytes decoded. */
+static int read_model(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
-    int rc = EEB_OK;
-    if (c->util) {
-        snprintf(r->out->util_source, sizeof r->out->util_source, "%s", c->util);
-        rc = eeb_score_util_arg(c->util, &r->util, NULL, err, errlen);
-    }
-    if (rc || !c->xclbin) /* eeb_run_config_finish gave it one or the other */
-        return rc;
     char *bytes;
     size_t len;
-    if ((rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &bytes, &len, err, errlen)))
+    int rc = eeb_read_file(c->model, EEB_MODEL_MAX_BYTES, &bytes, &len, err, errlen), task;
+    if (rc)
+        return rc;
+    eeb_sha256(bytes, len, r->sha_model);
+    rc = eeb_model_decode((const uint8_t *)bytes, len, c->model, &r->net, &task, err, errlen);
+    free(bytes);
+    if (rc == EEB_OK && task != c->task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
+                      eeb_task_name(c->task));
+    return rc;
+}
+
+/* The xclbin, read once: hashed, and (without --util, --design) its
+ * utilization and design taken from the same bytes. */
+static int read_xclbin(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    char *bytes;
+    size_t len;
+    int rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &bytes, &len, err, errlen);
+    if (rc)
         return rc;
     eeb_sha256(bytes, len, r->sha_xclbin);
 #ifdef EEB_HAVE_XRT
-    if (!c->util) {
-        struct eeb_xclbin_info *in;
+    struct eeb_xclbin_info *in = NULL;
+    rc = eeb_xclbin_parse((const uint8_t *)bytes, len, c->xclbin, &in, err, errlen);
+    if (rc == EEB_OK && !c->util) {
         char source[256], why[512];
-        rc = eeb_xclbin_parse((const uint8_t *)bytes, len, c->xclbin, &in, err, errlen);
-        if (rc == EEB_OK) {
-            rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why);
-            eeb_xclbin_info_free(in);
-            if (rc)
-                eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
-            else
-                snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin,
-                         source);
-        }
+        if ((rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why)))
+            eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
+        else
+            snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin, source);
     }
+    if (rc == EEB_OK && !c->design)
+        rc = eeb_xclbin_design(in, &r->xclbin_design, err, errlen);
+    if (in)
+        eeb_xclbin_info_free(in);
 #else
     if (!c->util)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "no --util given (this eeb reads no xclbin)");
 #endif
     free(bytes);
     return rc;
+}
+
+/* The analytical model's device: the design (--design, else the xclbin's)
+ * on the run's network, batch and frozen layers; M_u from its resources
+ * without --util or an xclbin's. */
+static int model_device(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    const char *spec = c->design ? c->design : r->xclbin_design;
+    if (!spec)
+        return c->util || r->out->util_source[0]
+                   ? EEB_OK
+                   : eeb_errf(err, errlen, EEB_EINVAL, "%s has no design to model: give --design",
+                              c->xclbin);
+    struct eeb_design d;
+    int rc = eeb_design_for(&d, spec, r->net, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_perf_model(&d, r->net, (int)c->batch, (int)c->frozen, &r->perf, err, errlen);
+    if (rc)
+        return rc;
+    r->modeled_device = 1;
+    eeb_design_format(&d, r->out->design, sizeof r->out->design);
+    if (c->util || r->out->util_source[0])
+        return EEB_OK;
+    char util[128];
+    eeb_resources_spec(&r->perf.res, util, sizeof util);
+    snprintf(r->out->util_source, sizeof r->out->util_source, "modeled: %.480s", r->out->design);
+    return eeb_score_util_from_spec(util, &r->util, err, errlen);
+}
+
+/* A "sim:profile=model" source follows the modeled device's power; any
+ * other source is left alone. */
+static void drive(struct run *r, double watts)
+{
+    if (r->modeled_device)
+        (void)eeb_power_sim_drive(r->src, watts, watts / 100);
 }
 
 /* INIT: everything that can be checked before a run exists, and the
@@ -224,7 +281,13 @@ static int prepare(struct run *r, char *err, size_t errlen)
     int rc;
     if ((rc = eeb_score_rules_load(c->rules, &r->rules, err, errlen)))
         return rc;
-    if ((rc = read_util_and_xclbin(r, err, errlen)))
+    if (c->util) {
+        snprintf(r->out->util_source, sizeof r->out->util_source, "%s", c->util);
+        if ((rc = eeb_score_util_arg(c->util, &r->util, NULL, err, errlen)))
+            return rc;
+    }
+    if ((rc = read_model(r, err, errlen)) || (c->xclbin && (rc = read_xclbin(r, err, errlen))) ||
+        (rc = model_device(r, err, errlen)))
         return rc;
     r->ops = r->hooks && r->hooks->backend ? r->hooks->backend : eeb_accel_find(c->backend);
     if (!r->ops) {
@@ -238,8 +301,7 @@ static int prepare(struct run *r, char *err, size_t errlen)
     /* the fine-tune shard is read once, into memory, and hashed from there:
      * the bytes hashed are the bytes trained on, loaded outside the window */
     struct eeb_shard *test;
-    if ((rc = eeb_sha256_file(c->model, r->sha_model, err, errlen)) ||
-        (rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
+    if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
                              errlen)) ||
         (rc = shard_fits(r->shard, c, &r->finetune_items, err, errlen)) ||
         (rc = eeb_sha256_file(c->test, r->sha_test, err, errlen)) ||
@@ -249,10 +311,15 @@ static int prepare(struct run *r, char *err, size_t errlen)
     eeb_shard_close(test);
     if (rc)
         return rc;
-    /* the emulators and XRT's noop shim: the CPU's times, a declared power */
+    /* the emulators and XRT's noop shim: the CPU's times, a modeled power */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
              eeb_accel_on_hardware(r->ops) ? "" : "modeled");
-    if ((rc = eeb_power_open(c->power, &r->src, err, errlen)))
+    char uri[96];
+    if (!c->power && !r->modeled_device)
+        return eeb_errf(err, errlen, EEB_EINVAL, "no --power and no design to model one from");
+    snprintf(uri, sizeof uri, "sim:profile=model,watts=%.6g,seed=%.17g", r->perf.idle_power_w,
+             c->seed);
+    if ((rc = eeb_power_open(c->power ? c->power : uri, &r->src, err, errlen)))
         return rc;
     if (!r->out->provenance[0])
         snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
@@ -288,13 +355,18 @@ static int create(struct run *r, char *err, size_t errlen)
 static int deploy(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
-    int rc, task;
-    if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)) ||
-        (rc = eeb_model_load(c->model, &r->net, &task, err, errlen)))
+    int rc;
+    if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)))
         return rc;
-    if (task != c->task)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
-                        eeb_task_name(c->task));
+    if (r->modeled_device) {
+        const struct eeb_perf *p = &r->perf;
+        event(r, "device_model",
+              json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "design",
+                        r->out->design, "train_step_s", p->train_step_s, "predict_batch_s",
+                        p->predict_batch_s, "train_w", p->train_power_w, "predict_w",
+                        p->predict_power_w, "idle_w", p->idle_power_w, "resources", "lut",
+                        p->res.lut, "ff", p->res.ff, "bram", p->res.bram, "dsp", p->res.dsp));
+    }
     if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
         return rc;
     struct eeb_accel_config ac;
@@ -550,6 +622,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
     struct worker *w = worker_new(r);
     if (!w)
         return eeb_errf(err, errlen, EEB_ENOMEM, "fine-tuning: out of memory");
+    drive(r, r->perf.train_power_w);
     r->ft_begin = event(r, "finetune_begin", json_pack("{s:f}", "t_max_s", c->t_max_s));
     int64_t deadline = r->ft_begin + (int64_t)(c->t_max_s * 1e9);
     pthread_t th;
@@ -596,6 +669,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
         json_object_set_new(complete, "watts", json_real(k.pmax_seen));
     event(r, "complete", complete);
     r->ft_end = event(r, "finetune_end", NULL);
+    drive(r, r->perf.idle_power_w);
     out->t_s = (double)(r->ft_end - r->ft_begin) / 1e9;
     out->tmax_reached = ending == TMAX;
     if (ending != DONE && ending != FAILED) {
@@ -729,6 +803,7 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
         return rc;
     if ((rc = enter(r, EEB_RUN_TEST, err, errlen)))
         return rc;
+    drive(r, r->perf.predict_power_w);
     eeb_sampler_mark(r->sampler, "test_begin", NULL);
     struct predictions p = {.r = r};
     struct eeb_task_eval_options opt;
@@ -743,6 +818,7 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
         rc = flush_predictions(&p, err, errlen);
     for (size_t i = 0; i < p.n; i++)
         free(p.payloads[i]);
+    drive(r, r->perf.idle_power_w);
     if (rc == EEB_OK)
         event(r, "test_end",
               json_pack("{s:I, s:f, s:s}", "items", (json_int_t)score->items, "metric",
@@ -769,6 +845,9 @@ static int score(struct run *r, double m_s, char *err, size_t errlen)
         return rc;
     if ((rc = run_judge(r->c->db, r->id, m_s, out, err, errlen)))
         return rc;
+    /* what the modeled board would take for the steps the CPU ran */
+    out->device_time_s = r->modeled_device ? out->steps * r->perf.train_step_s : NAN;
+    out->device_energy_j = r->modeled_device ? out->steps * r->perf.train_step_j : NAN;
     const char *prov = out->provenance;
     /* a report describes a placed design; four fractions are declared */
     const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
@@ -789,6 +868,8 @@ static int score(struct run *r, double m_s, char *err, size_t errlen)
         {"S", out->pass ? s->s : NAN, "1", "computed"},
         {"pass", out->pass, "1", "computed"},
         {"valid", out->valid, "1", "computed"},
+        {"device_time_s", out->device_time_s, "s", "modeled"},
+        {"device_energy_j", out->device_energy_j, "J", "modeled"},
     };
     for (size_t i = 0; i < sizeof results / sizeof *results && !rc; i++)
         rc = store(r, results[i].name, results[i].v, results[i].unit, results[i].prov, err, errlen);
@@ -850,6 +931,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     memset(out, 0, sizeof *out);
     out->task = (enum eeb_task)c->task;
     out->score.s = NAN;
+    out->device_time_s = out->device_energy_j = NAN;
     struct run r = {.c = c, .hooks = hooks, .out = out};
     struct eeb_task_score ts = {0};
     int rc = prepare(&r, err, errlen);
@@ -885,6 +967,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         eeb_net_free(r.net);
         eeb_shard_close(r.shard);
     }
+    eeb_perf_free(&r.perf);
+    free(r.xclbin_design);
     eeb_power_close(r.src);
     eeb_rundb_close(r.db);
     return rc;

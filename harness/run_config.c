@@ -42,7 +42,13 @@ static const struct key keys[] = {
      0,
      0},
     {{"device", "N", "xrt: the device index (default 0)"}, COUNT, F(device), 0, 1024},
-    {{"power", "URI", "power source (default: the emulator's declared power, sim:)"},
+    {{"design", "K=V,...",
+      "the PE array the model predicts (default: the task's; xrt: the xclbin's)"},
+     TEXT,
+     F(design),
+     0,
+     0},
+    {{"power", "URI", "power source (default: the design's modeled power, sim:profile=model)"},
      TEXT,
      F(power),
      0,
@@ -74,7 +80,7 @@ static const struct key keys[] = {
      F(util),
      0,
      0},
-    {{"declared-power", "W", "the emulator's power when no --power is given"},
+    {{"declared-power", "W", "a constant power instead of the modeled one (no --power)"},
      NUMBER,
      F(declared_power_w),
      0,
@@ -259,16 +265,16 @@ out:
 
 /* ---- the embedded defaults ---- */
 
-/* The utilization is DarkFPGA's (EEB_XCLBIN_UTIL).  The power is a
- * placeholder until the analytical model predicts one; both are declared,
- * and runs using them are labelled modeled. */
+/* The device is the analytical model's (fpga/model): the design is the
+ * one `eeb dse` finds best for the cls model on the ZCU104 under these
+ * budgets, and its resources and power are modeled. */
 
 /* The three differ only in frames per item and the learning rate. */
 #define EMBEDDED(frames_, lr_)                                                                     \
     {                                                                                              \
         .size = 32, .frames = (frames_), .pretrain_n = 2000, .finetune_n = 1000, .test_n = 300,    \
         .pretrain_epochs = 4, .lr = (lr_), .epochs = 5, .t_max_s = 30, .p_max_w = 10,              \
-        .declared_power_w = 6, .util = EEB_XCLBIN_UTIL                                             \
+        .design = EEB_RUN_DESIGN                                                                   \
     }
 
 static const struct eeb_run_profile profiles[EEB_TASK_COUNT] = {
@@ -311,7 +317,6 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     fill(&c->t_max_s, p->t_max_s);
     fill(&c->p_max_w, p->p_max_w);
     fill(&c->grace_s, 10);
-    fill(&c->declared_power_w, p->declared_power_w);
     fill(&c->seed, 1);
     fill(&c->epochs, p->epochs);
     fill(&c->batch, 32);
@@ -331,11 +336,12 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EINVAL, "--backend xrt needs --xclbin FILE");
     if (!xrt && c->xclbin)
         return eeb_errf(err, errlen, EEB_EINVAL, "--xclbin goes with --backend xrt");
-    /* an xclbin carries its own utilization */
-    if ((rc = fill_text(&c->util, xrt ? NULL : p->util, err, errlen)) ||
+    /* an xclbin carries its own design; without --util and --power the run
+     * takes M_u (or the xclbin's) and the power from the model */
+    if ((rc = fill_text(&c->design, xrt ? NULL : p->design, err, errlen)) ||
         (rc = fill_text(&c->db, "eeb.db", err, errlen)))
         return rc;
-    if (!c->power) {
+    if (!c->power && !isnan(c->declared_power_w)) {
         char uri[64];
         snprintf(uri, sizeof uri, "sim:profile=const,watts=%.17g", c->declared_power_w);
         if ((rc = fill_text(&c->power, uri, err, errlen)))

@@ -58,6 +58,10 @@ const struct eeb_power_source_ops *const *eeb_power_sources(void);
 /* Opens a source by URI; EEB_EINVAL naming the schemes for an unknown one. */
 int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen);
 
+/* A "sim:profile=model" source: its level and noise (standard deviation),
+ * watts, from now on; EEB_EINVAL for any other source. */
+int eeb_power_sim_drive(struct eeb_power_source *s, double watts, double noise);
+
 static inline void eeb_power_close(struct eeb_power_source *s)
 {
     if (s)

@@ -1,26 +1,30 @@
 /*
  * source_sim.c - "sim:": a simulated meter, for runs without one and for
  * tests.  Options, comma-separated:
- *   profile=const|step|sine  (default const)
- *   watts=W                  const: the level (default 5)
+ *   profile=const|step|sine|model  (default const)
+ *   watts=W                  const and model: the level (default 5)
  *   low=W,high=W,period=S    step: low for half of each period, then high
  *   mean=W,amp=W,period=S    sine: mean + amp sin(2 pi t / period)
  *   noise=W,seed=N           Gaussian noise of that standard deviation
  *   volts=V                  also report volts, and amps = watts / volts
- * Time starts at the first reading.  Its readings are modeled.
+ * Time starts at the first reading.  Its readings are modeled.  "model" is
+ * a constant the run moves as it goes (eeb_power_sim_drive): the analytical
+ * model's power in each stage, so the trace replays the modeled device.
  */
 #include "power_int.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum profile { CONST, STEP, SINE };
+enum profile { CONST, STEP, SINE, MODEL };
 
 struct sim {
     struct eeb_power_source base;
     enum profile profile;
-    double watts, low, high, mean, amp, period, noise, volts;
+    double low, high, mean, amp, period, volts;
+    _Atomic double watts, noise; /* moved by the run's thread while sampled */
     uint64_t rng;
     int64_t t0; /* the first reading's time, or 0 before it */
 };
@@ -41,9 +45,12 @@ static int option(void *arg, const char *key, const char *value, char *err, size
             s->profile = STEP;
         else if (strcmp(value, "sine") == 0)
             s->profile = SINE;
+        else if (strcmp(value, "model") == 0)
+            s->profile = MODEL;
         else
             return eeb_errf(err, errlen, EEB_EINVAL,
-                            "power source '%s': profile '%s' (const, step or sine)", p->uri, value);
+                            "power source '%s': profile '%s' (const, step, sine or model)", p->uri,
+                            value);
         return EEB_OK;
     }
     if (strcmp(key, "seed") == 0) {
@@ -52,10 +59,14 @@ static int option(void *arg, const char *key, const char *value, char *err, size
         s->rng = (uint64_t)fabs(seed);
         return rc;
     }
-    static const char *const keys[] = {"watts", "low",    "high",  "mean",
-                                       "amp",   "period", "noise", "volts"};
-    double *fields[] = {&s->watts, &s->low,    &s->high,  &s->mean,
-                        &s->amp,   &s->period, &s->noise, &s->volts};
+    if (strcmp(key, "watts") == 0 || strcmp(key, "noise") == 0) {
+        double x;
+        int rc = power_number(p->uri, key, value, &x, err, errlen);
+        atomic_store(key[0] == 'w' ? &s->watts : &s->noise, x);
+        return rc;
+    }
+    static const char *const keys[] = {"low", "high", "mean", "amp", "period", "volts"};
+    double *fields[] = {&s->low, &s->high, &s->mean, &s->amp, &s->period, &s->volts};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (strcmp(key, keys[i]) == 0)
             return power_number(p->uri, key, value, fields[i], err, errlen);
@@ -71,7 +82,8 @@ static int sim_open(const char *uri, const char *args, struct eeb_power_source *
     struct sim *s = calloc(1, sizeof *s);
     if (!s)
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
-    s->watts = 5, s->period = 1, s->rng = 1;
+    atomic_init(&s->watts, 5);
+    s->period = 1, s->rng = 1;
     struct parse p = {s, uri};
     int rc = power_each_option(uri, args, option, &p, err, errlen);
     if (rc == EEB_OK && (s->period <= 0 || s->noise < 0 || s->volts < 0))
@@ -108,11 +120,22 @@ static int sim_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
     case SINE: w = s->mean + s->amp * sin(2 * M_PI * t / s->period); break;
     default: w = s->watts;
     }
-    if (s->noise > 0)
-        w += s->noise * gaussian(&s->rng);
+    double noise = s->noise;
+    if (noise > 0)
+        w += noise * gaussian(&s->rng);
     out->watts = w < 0 ? 0 : w;
     out->volts = s->volts > 0 ? s->volts : NAN;
     out->amps = s->volts > 0 ? out->watts / s->volts : NAN;
+    return EEB_OK;
+}
+
+int eeb_power_sim_drive(struct eeb_power_source *base, double watts, double noise)
+{
+    if (base->ops != &power_sim_ops || ((struct sim *)base)->profile != MODEL)
+        return EEB_EINVAL;
+    struct sim *s = (struct sim *)base;
+    atomic_store(&s->noise, noise);
+    atomic_store(&s->watts, watts);
     return EEB_OK;
 }
 
@@ -124,7 +147,9 @@ static void sim_close(struct eeb_power_source *s)
 
 const struct eeb_power_source_ops power_sim_ops = {
     .scheme = "sim",
-    .description = "sim:[key=value,...], constant, step or sine watts with seeded noise (modeled)",
+    .description =
+        "sim:[key=value,...], constant, step, sine or the run's modeled watts, with seeded "
+        "noise (modeled)",
     .open = sim_open,
     .read = sim_read,
     .close = sim_close,

@@ -7,6 +7,7 @@
 #include "eeb_shard.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -241,4 +242,22 @@ void test_power_open_fails(const char *uri, int status, const char *message)
     int rc = eeb_power_open(uri, &s, err, sizeof err);
     cr_assert_eq(rc, status, "%s: status %d, not %d (%s)", uri, rc, status, err);
     cr_assert(strstr(err, message), "%s: '%s' lacks '%s'", uri, err, message);
+}
+
+json_t *test_eeb_json(const char *const *args, int want_status)
+{
+    struct test_run r = test_eeb(args);
+    cr_assert_eq(r.status, want_status, "exit %d: %s%s", r.status, r.out, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    cr_assert(o, "not JSON (%s): %s", je.text, r.out);
+    test_run_free(&r);
+    return o;
+}
+
+double test_json_num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    cr_assert(json_is_number(v), "no number '%s'", key);
+    return json_number_value(v);
 }

@@ -50,6 +50,14 @@ struct test_run test_eeb(const char *const *args);
 
 void test_run_free(struct test_run *r);
 
+/* Runs build/eeb with args, asserts its exit status and that its stdout is
+ * one JSON object, and returns it (json_decref it). */
+struct json_t;
+struct json_t *test_eeb_json(const char *const *args, int want_status);
+
+/* The number o holds under key; fails the test if there is none. */
+double test_json_num(struct json_t *o, const char *key);
+
 /*
  * Mounts dir over target (a bind mount) in a private mount namespace of
  * this test's process, which Criterion forks for each test, so nothing

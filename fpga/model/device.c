@@ -9,7 +9,10 @@
 
 /* The KCU1500 carries four DDR4-2400 channels (UG1260); seed 001's design
  * uses two of them.  The ZCU102 and ZCU104 accelerators reach the PS
- * side's 64-bit DDR4-2400 through the HP ports (UG1182, UG1267). */
+ * side's 64-bit DDR4-2400 through the HP ports (UG1182, UG1267).  The
+ * idle powers (the board configured, clocks running, nothing computing)
+ * are estimates for the power model, not data-sheet figures: no seed gives
+ * them (fpga/model/README.md). */
 static const struct eeb_device kcu1500 = {"kcu1500",
                                           "xcku115-flvb2104-2-e",
                                           "xilinx_kcu1500_dynamic_5_0",
@@ -19,7 +22,8 @@ static const struct eeb_device kcu1500 = {"kcu1500",
                                           5520,
                                           4,
                                           2400,
-                                          64};
+                                          64,
+                                          12};
 static const struct eeb_device zcu102 = {"zcu102",
                                          "xczu9eg-ffvb1156-2-e",
                                          "xilinx_zcu102_base_202210_1",
@@ -29,7 +33,8 @@ static const struct eeb_device zcu102 = {"zcu102",
                                          2520,
                                          1,
                                          2400,
-                                         64};
+                                         64,
+                                         6};
 static const struct eeb_device zcu104 = {"zcu104",
                                          "xczu7ev-ffvc1156-2-e",
                                          "xilinx_zcu104_base_202210_1",
@@ -39,7 +44,8 @@ static const struct eeb_device zcu104 = {"zcu104",
                                          1728,
                                          1,
                                          2400,
-                                         64};
+                                         64,
+                                         4.5};
 static const struct eeb_device u250 = {"u250",
                                        "xcu250-figd2104-2L-e",
                                        "xilinx_u250_gen3x16_xdma_4_1_202210_1",
@@ -49,7 +55,8 @@ static const struct eeb_device u250 = {"u250",
                                        12288,
                                        4,
                                        2400,
-                                       64};
+                                       64,
+                                       25};
 
 static const struct eeb_device *const devices[] = {&kcu1500, &zcu102, &zcu104, &u250, NULL};
 

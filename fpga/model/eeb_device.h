@@ -15,6 +15,7 @@ struct eeb_device {
     int ddr_channels;          /* off-chip DDR4 channels the fabric can reach */
     double ddr_mts;            /* transfers per second of each, in millions */
     int ddr_bits;              /* data bits per channel */
+    double idle_w;             /* the board configured and idle: an estimate (README.md) */
 };
 
 /* The board called name, or NULL; the list, NULL-terminated. */

@@ -133,4 +133,8 @@ struct eeb_util;
 int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, char *source,
                     size_t source_len, char *err, size_t errlen);
 
+/* The design eeb embedded, as "k=v,..." for the analytical model (free
+ * it); *spec NULL, and EEB_OK, if the xclbin has none. */
+int eeb_xclbin_design(const struct eeb_xclbin_info *info, char **spec, char *err, size_t errlen);
+
 #endif

@@ -440,3 +440,34 @@ int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, c
     json_decref(meta);
     return rc;
 }
+
+int eeb_xclbin_design(const struct eeb_xclbin_info *info, char **spec, char *err, size_t errlen)
+{
+    json_t *meta = info->user_metadata ? json_loads(info->user_metadata, 0, NULL) : NULL;
+    json_t *design = json_object_get(meta, "design"), *v;
+    const char *key;
+    char text[1024] = "";
+    size_t used = 0;
+    int rc = EEB_OK;
+    *spec = NULL;
+    json_object_foreach(design, key, v)
+    {
+        int n = json_is_number(v)   ? snprintf(text + used, sizeof text - used, "%s%s=%.17g",
+                                             used ? "," : "", key, json_number_value(v))
+                : json_is_string(v) ? snprintf(text + used, sizeof text - used, "%s%s=%s",
+                                               used ? "," : "", key, json_string_value(v))
+                                    : -1;
+        if (n < 0 || (size_t)n >= sizeof text - used) {
+            rc = eeb_errf(err, errlen, EEB_EFORMAT,
+                          "the xclbin's design: '%s' is not a short "
+                          "number or string",
+                          key);
+            break;
+        }
+        used += (size_t)n;
+    }
+    if (rc == EEB_OK && used && !(*spec = strdup(text)))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    json_decref(meta);
+    return rc;
+}

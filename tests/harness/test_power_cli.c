@@ -37,20 +37,9 @@ static void log_ok(const char *source, const char *seconds)
 
 static json_t *summary_json(const char *pmax, int want_status)
 {
-    struct test_run r = test_eeb(
-        (const char *[]){"power", "summary", db, "--json", pmax ? "--pmax" : NULL, pmax, NULL});
-    cr_assert_eq(r.status, want_status, "%s%s", r.out, r.err);
-    json_t *o = json_loads(r.out, 0, NULL);
-    cr_assert(o, "not JSON: %s", r.out);
-    test_run_free(&r);
-    return o;
-}
-
-static double num(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    cr_assert(json_is_number(v), "no number '%s'", key);
-    return json_number_value(v);
+    return test_eeb_json(
+        (const char *[]){"power", "summary", db, "--json", pmax ? "--pmax" : NULL, pmax, NULL},
+        want_status);
 }
 
 Test(power_cli, log_summary_and_export)
@@ -65,13 +54,13 @@ Test(power_cli, log_summary_and_export)
     json_t *o = summary_json("5", 0);
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "log");
     cr_assert_str_eq(json_string_value(json_object_get(o, "provenance")), "modeled");
-    cr_assert_float_eq(num(o, "mean_w"), 4.5, 1e-9);
-    cr_assert_float_eq(num(o, "energy_j"), 4.5 * num(o, "seconds"), 1e-9);
-    cr_assert_float_eq(num(o, "seconds"), 1.0, 0.05);
-    cr_assert_float_eq(num(o, "achieved_hz"), 200, 20);
+    cr_assert_float_eq(test_json_num(o, "mean_w"), 4.5, 1e-9);
+    cr_assert_float_eq(test_json_num(o, "energy_j"), 4.5 * test_json_num(o, "seconds"), 1e-9);
+    cr_assert_float_eq(test_json_num(o, "seconds"), 1.0, 0.05);
+    cr_assert_float_eq(test_json_num(o, "achieved_hz"), 200, 20);
     cr_assert(json_is_true(json_object_get(o, "valid")));
     cr_assert(json_is_true(json_object_get(o, "p_max_pass")));
-    double samples = num(o, "samples");
+    double samples = test_json_num(o, "samples");
     json_decref(o);
 
     /* the same run against a lower budget fails, exit 3 */
@@ -144,8 +133,8 @@ Test(power_cli, ctrl_c_stops_the_logger_cleanly)
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
     json_t *o = summary_json(NULL, 0);
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "log");
-    cr_assert_float_eq(num(o, "energy_j"), 2 * num(o, "seconds"), 1e-9);
-    cr_assert_gt(num(o, "samples"), 100);
+    cr_assert_float_eq(test_json_num(o, "energy_j"), 2 * test_json_num(o, "seconds"), 1e-9);
+    cr_assert_gt(test_json_num(o, "samples"), 100);
     json_decref(o);
 }
 
@@ -160,8 +149,8 @@ Test(power_cli, kill_9_leaves_every_committed_sample_readable)
     cr_assert(WIFSIGNALED(st));
     json_t *o = summary_json(NULL, 0);
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "all samples");
-    cr_assert_gt(num(o, "samples"), 100, "batches committed every 250 ms survive");
-    cr_assert_float_eq(num(o, "mean_w"), 2, 1e-9);
+    cr_assert_gt(test_json_num(o, "samples"), 100, "batches committed every 250 ms survive");
+    cr_assert_float_eq(test_json_num(o, "mean_w"), 2, 1e-9);
     json_decref(o);
     struct test_run r = test_eeb((const char *[]){"db", "info", db, NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -195,8 +184,8 @@ Test(power_cli, a_full_disk_ends_the_log_with_a_clear_error)
     long long n = test_sql_int(db, "SELECT count(*) FROM samples");
     cr_expect_gt(n, 1000, "%lld samples committed", n);
     json_t *o = summary_json(NULL, 0);
-    cr_expect_float_eq(num(o, "samples"), (double)n, 0.5);
-    cr_expect_float_eq(num(o, "mean_w"), 3, 1e-9);
+    cr_expect_float_eq(test_json_num(o, "samples"), (double)n, 0.5);
+    cr_expect_float_eq(test_json_num(o, "mean_w"), 3, 1e-9);
     json_decref(o);
 }
 

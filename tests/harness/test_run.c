@@ -7,6 +7,7 @@
  */
 #include "eeb_gen.h"
 #include "eeb_model.h"
+#include "eeb_perf.h"
 #include "eeb_run.h"
 #include "eeb_tasks.h"
 #include "testlib.h"
@@ -186,6 +187,21 @@ static long long sql(const char *query)
 
 /* ---- the whole run ---- */
 
+/* What the analytical model predicts for the run's model on design. */
+static struct eeb_perf modeled_device(const char *design, int batch)
+{
+    char err[512];
+    struct eeb_net *net;
+    int task;
+    cr_assert_eq(eeb_model_load(paths[2], &net, &task, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_design d;
+    struct eeb_perf p;
+    cr_assert_eq(eeb_design_for(&d, design, net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_perf_model(&d, net, batch, 0, &p, err, sizeof err), EEB_OK, "%s", err);
+    eeb_net_free(net);
+    return p;
+}
+
 static char events_seen[1024];
 
 static int collect_events(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
@@ -214,13 +230,21 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
     cr_assert_str_eq(o.provenance, "modeled");
     cr_assert_eq(o.test_items, 64);
     cr_assert_eq(o.steps, 16); /* 2 epochs of 256 items in batches of 32 */
-    /* the declared 6 W over T, to within the edges' interpolation */
-    cr_expect(fabs(o.energy_j - 6 * o.t_s) < 1e-6 * o.energy_j, "E %g J, T %g s", o.energy_j,
-              o.t_s);
-    double m_u = (0.30015 + 0.18777 + 0.49074 + 0.18659) / 4;
-    cr_expect(fabs(o.score.m_u - m_u) < 1e-12);
-    double s = 1 - (0.1 * m_u + 0.1 * o.t_s / 30 + 0.4 * 6 / 10 + 0.4 * (1 - o.score.m_s));
+    /* the modeled device of the default design: its training power over T
+     * (a trace with 1 % noise), M_u from its resources, its step time */
+    struct eeb_perf perf = modeled_device(EEB_RUN_DESIGN, 32);
+    double mean_w = o.energy_j / o.t_s;
+    cr_expect(fabs(mean_w / perf.train_power_w - 1) < 0.01, "mean %g W, modeled %g W", mean_w,
+              perf.train_power_w);
+    cr_expect(fabs(o.score.m_u - perf.res.m_u) < 1e-5, "M_u %g, modeled %g", o.score.m_u,
+              perf.res.m_u);
+    cr_expect_float_eq(o.device_time_s, 16 * perf.train_step_s, 1e-12);
+    cr_expect_float_eq(o.device_energy_j, 16 * perf.train_step_j, 1e-9);
+    cr_expect(strstr(o.design, "device=zcu104,pes=4,macs=16,"), "%s", o.design);
+    double s =
+        1 - (0.1 * o.score.m_u + 0.1 * o.t_s / 30 + 0.4 * mean_w / 10 + 0.4 * (1 - o.score.m_s));
     cr_expect(fabs(o.score.s - s) < 1e-9, "S %.12f, by hand %.12f", o.score.s, s);
+    eeb_perf_free(&perf);
 
     /* the stages, in order, as events */
     struct eeb_rundb *db;
@@ -245,8 +269,9 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
     eeb_rundb_run_row_free(&row);
     eeb_rundb_close(db);
     cr_expect_eq(sql("SELECT count(*) FROM predictions"), 64);
-    /* M_u (declared), T, E, the mean and the worst window's power */
-    cr_expect_eq(sql("SELECT count(*) FROM results WHERE provenance = 'modeled'"), 5);
+    /* M_u, T, E, the mean and the worst window's power; the device's time
+     * and energy */
+    cr_expect_eq(sql("SELECT count(*) FROM results WHERE provenance = 'modeled'"), 7);
 
     /* eeb check gives the same from the file alone */
     struct eeb_run_outcome k;
@@ -459,6 +484,60 @@ Test(run, over_pmax_fails_at_scoring_or_aborts_at_once, .timeout = 60)
     cr_expect(strstr(o.why, "exceeded P_max 10 W (--abort-on-pmax)"), "%s", o.why);
     cr_expect(o.t_s > 0.9 && o.t_s < 2, "T %g s", o.t_s);
     cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'test_begin'"), 1); /* run 1's */
+    cr_expect_eq(sql("SELECT count(*) FROM runs"), 2);
+}
+
+/* ---- the modeled device ---- */
+
+/* Mean sampled watts of the last run between two of its events, times
+ * 1000 (test_sql_int reads integers). */
+static long long mean_mw(const char *from, const char *to)
+{
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT CAST(avg(watts) * 1000 AS INTEGER) FROM samples s WHERE run_id = "
+             "(SELECT max(id) FROM runs) AND t_mono_ns > (SELECT t_mono_ns FROM events e WHERE "
+             "e.run_id = s.run_id AND kind = '%s') AND t_mono_ns < (SELECT t_mono_ns FROM events "
+             "e WHERE e.run_id = s.run_id AND kind = '%s')",
+             from, to);
+    return sql(q);
+}
+
+Test(run, the_modeled_device_follows_the_design, .timeout = 60)
+{
+    inputs();
+    delay_ms = 40;
+    struct eeb_run_outcome o;
+    char err[1024];
+    const char *design = "device=zcu102,pes=16,macs=32,clock_mhz=150";
+    cr_assert_eq(execute((const char *[]){"design", design, NULL}, 1, &o, err, sizeof err), EEB_OK,
+                 "%s", err);
+    struct eeb_perf p = modeled_device(design, 32);
+    cr_expect(strstr(o.design, "device=zcu102,pes=16,macs=32,clock_mhz=150,ddr=1,"), "%s",
+              o.design);
+    /* the trace: the training power while fine-tuning, 1 % noise */
+    double train_w = mean_mw("finetune_begin", "finetune_end") / 1000.0;
+    cr_expect(fabs(train_w / p.train_power_w - 1) < 0.01, "%g W, modeled %g W", train_w,
+              p.train_power_w);
+    cr_expect(p.train_power_w > p.idle_power_w + 0.1);
+    cr_expect(fabs(o.score.m_u - p.res.m_u) < 1e-5);
+    cr_expect_float_eq(o.device_time_s, o.steps * p.train_step_s, 1e-12);
+    eeb_perf_free(&p);
+
+    /* --declared-power: a constant instead, exactly */
+    cr_assert_eq(execute((const char *[]){"declared-power", "6", NULL}, 1, &o, err, sizeof err),
+                 EEB_OK, "%s", err);
+    cr_expect(fabs(o.energy_j - 6 * o.t_s) < 1e-6 * o.energy_j, "E %g J, T %g s", o.energy_j,
+              o.t_s);
+    cr_expect(o.design[0], "the device is still modeled for its time");
+
+    /* a design the model cannot take is named before the run exists */
+    cr_assert_eq(execute((const char *[]){"design", "pes=0", NULL}, 1, &o, err, sizeof err),
+                 EEB_EINVAL);
+    cr_expect(strstr(err, "design: pes '0' is not an integer in 1..4096"), "%s", err);
+    cr_assert_eq(execute((const char *[]){"design", "act_kib=1", NULL}, 1, &o, err, sizeof err),
+                 EEB_EINVAL);
+    cr_expect(strstr(err, "act_kib=1 is too small for this network: it needs"), "%s", err);
     cr_expect_eq(sql("SELECT count(*) FROM runs"), 2);
 }
 
