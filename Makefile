@@ -17,11 +17,11 @@ BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/ref \
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Iserver -Ifpga/kernel -Ifpga/host -Ifpga/ref \
             -Ifpga/emu -Ifpga/model -Ifpga/tools -Ifpga/xrt -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lcrypto -lz -lpthread -lm
+           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -lm
 
 # Every package the project builds, tests or runs against (DESIGN.md §5).
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -37,7 +37,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
 # which is library code the tests drive directly.
 CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
 LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*.c fpga/host/*.c \
-                       fpga/emu/*.c fpga/ref/*.c fpga/model/*.c) \
+                       fpga/emu/*.c fpga/ref/*.c fpga/model/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
@@ -163,7 +163,7 @@ lint:
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
-	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -Ifpga/model -Ifpga/tools -Ifpga/xrt -D__GNUC__ \
+	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Iserver -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -Ifpga/model -Ifpga/tools -Ifpga/xrt -D__GNUC__ \
 	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:

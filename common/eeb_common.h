@@ -73,6 +73,9 @@ int64_t eeb_mono_ns(void);
 /* Nanoseconds since the Unix epoch, UTC (CLOCK_REALTIME): for people. */
 int64_t eeb_utc_ns(void);
 
+/* Fills buf with len bytes from the kernel's random source (getrandom). */
+int eeb_random_bytes(void *buf, size_t len, char *err, size_t errlen);
+
 /* Writes a random (version 4) UUID as 36 characters plus NUL into out. */
 int eeb_uuid4(char out[37], char *err, size_t errlen);
 

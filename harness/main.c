@@ -30,6 +30,7 @@ static const struct command {
     {"report", eeb_cmd_report, "a run's self-contained HTML report"},
     {"xclbin", eeb_cmd_xclbin, "inspect an xclbin, or build the reference accelerator's"},
     {"dse", eeb_cmd_dse, "explore PE-array designs for a model on a board (modeled)"},
+    {"serve", eeb_cmd_serve, "the evaluation and leaderboard server (first routes; issue 8)"},
     {"score", eeb_cmd_score, "compute M_u, M_t, M_p, M_s and the score S of one run"},
     {"db", eeb_cmd_db, "create or inspect a run database"},
     {"model", eeb_cmd_model, "inspect, pretrain or convert .eebm model files"},

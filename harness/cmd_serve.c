@@ -1,0 +1,121 @@
+/*
+ * cmd_serve.c - `eeb serve`: run the evaluation and leaderboard server
+ * until SIGINT or SIGTERM; `eeb serve admin add-team NAME`: make a team and
+ * show its token, once.
+ */
+#include "eeb_cli.h"
+#include "eeb_server.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const cmd = "serve";
+
+static void help(void)
+{
+    puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
+         "                 [--rate-limit N] [--burst N]\n"
+         "       eeb serve admin add-team NAME [--db FILE]\n"
+         "\n"
+         "Serves seed 004's evaluation server over HTTP (libmicrohttpd, a thread pool) from one\n"
+         "SQLite database, until SIGINT or SIGTERM; requests in flight finish first.  Routes:\n"
+         "  GET  /healthz          {\"status\":\"ok\"}\n"
+         "  GET  /metrics          Prometheus text: requests by route and status, teams\n"
+         "  GET  /api/v1/whoami    the team of the bearer token\n"
+         "  POST /api/v1/runs      {\"task\":\"cls\"} registers a run: its id, budgets, rules\n"
+         "  GET  /api/v1/runs/ID   the run (the team's own only: 403 otherwise)\n"
+         "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
+         "Writes need `Authorization: Bearer TOKEN`; errors are JSON naming the field at\n"
+         "fault; bodies over --max-body are refused (413) before they are read; a team past\n"
+         "its rate limit is refused (429).\n"
+         "\n"
+         "admin add-team makes a team and prints its token: it is shown once and stored\n"
+         "only as its SHA-256.\n"
+         "\n"
+         "Options:\n"
+         "  --db FILE          the server's database (default eeb-server.db)\n"
+         "  --bind ADDR        the IPv4 address to listen on (default 127.0.0.1)\n"
+         "  --port N           the port, 0 for any free one (default 8080)\n"
+         "  --threads N        the pool's threads (default 2)\n"
+         "  --max-body BYTES   the largest request body (default 1048576)\n"
+         "  --rate-limit N     a team's requests per second, 0 for no limit (default 200)\n"
+         "  --burst N          and at once (default 400)\n"
+         "  -h, --help         show this help");
+}
+
+static int add_team(const char *db, int argc, char **argv)
+{
+    if (argc != 1)
+        return eeb_cli_usage_error(cmd, "admin add-team takes one NAME");
+    char token[EEB_TOKEN_HEX], err[512];
+    if (eeb_server_add_team(db, argv[0], token, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("team %s added to %s\ntoken %s\n(shown once: the server keeps only its hash)\n", argv[0],
+           db, token);
+    return EEB_EXIT_OK;
+}
+
+int eeb_cmd_serve(int argc, char **argv)
+{
+    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST };
+    static const struct option options[] = {{"db", 1, 0, O_DB},
+                                            {"bind", 1, 0, O_BIND},
+                                            {"port", 1, 0, O_PORT},
+                                            {"threads", 1, 0, O_THREADS},
+                                            {"max-body", 1, 0, O_MAX_BODY},
+                                            {"rate-limit", 1, 0, O_RATE},
+                                            {"burst", 1, 0, O_BURST},
+                                            {"help", 0, 0, 'h'},
+                                            {0, 0, 0, 0}};
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    double port = cfg.port, threads = cfg.threads, max_body = (double)cfg.max_body;
+    int c, rc = 0;
+    optind = 1;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case O_DB: cfg.db = optarg; break;
+        case O_BIND: cfg.bind = optarg; break;
+        case O_PORT: rc = eeb_cli_count(cmd, "--port", optarg, 0, 65535, &port); break;
+        case O_THREADS: rc = eeb_cli_count(cmd, "--threads", optarg, 1, 256, &threads); break;
+        case O_MAX_BODY:
+            rc = eeb_cli_count(cmd, "--max-body", optarg, 1, 1 << 30, &max_body);
+            break;
+        case O_RATE:
+            rc = eeb_cli_count(cmd, "--rate-limit", optarg, 0, 1e6, &cfg.rate_limit);
+            break;
+        case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
+        case 'h': help(); return EEB_EXIT_OK;
+        default: return eeb_cli_usage_error(cmd, "unknown option");
+        }
+    }
+    if (rc)
+        return rc;
+    if (optind < argc) {
+        if (strcmp(argv[optind], "admin") == 0 && optind + 1 < argc &&
+            strcmp(argv[optind + 1], "add-team") == 0)
+            return add_team(cfg.db, argc - optind - 2, argv + optind + 2);
+        return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    }
+    cfg.port = (int)port, cfg.threads = (int)threads, cfg.max_body = (size_t)max_body;
+    /* the pool's threads inherit the blocked signals; this one waits for them */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    struct eeb_server *s;
+    char err[512];
+    if (eeb_server_start(&cfg, &s, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("eeb serve: listening on http://%s:%d/ (database %s, %d threads)\n", cfg.bind,
+           eeb_server_port(s), cfg.db, cfg.threads);
+    fflush(stdout);
+    int sig;
+    sigwait(&stop, &sig);
+    eeb_server_stop(s);
+    printf("eeb serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    return EEB_EXIT_OK;
+}

@@ -1,0 +1,50 @@
+/*
+ * eeb_server.h - `eeb serve`, seed 004's evaluation and leaderboard server:
+ * libmicrohttpd (a thread pool) in front of one SQLite database (WAL), JSON
+ * through jansson.  Teams are made by an administrator and hold a bearer
+ * token, stored only as its SHA-256.  Sections: the store, the server.
+ */
+#ifndef EEB_SERVER_H
+#define EEB_SERVER_H
+
+#include "eeb_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the store ---- */
+
+#define EEB_TOKEN_HEX 65 /* 32 random bytes as hex, and NUL */
+
+/* Makes team `name` ([A-Za-z0-9_.-], 1..64 characters) in the server's
+ * database db (created if missing) and writes its new token: shown once,
+ * kept only as a hash.  A name taken is an error naming it. */
+int eeb_server_add_team(const char *db, const char *name, char token[EEB_TOKEN_HEX], char *err,
+                        size_t errlen);
+
+/* ---- the server ---- */
+
+struct eeb_server_config {
+    const char *db;                /* the server's database (created if missing) */
+    const char *bind;              /* an IPv4 address (default 127.0.0.1) */
+    int port;                      /* 0: any free port (eeb_server_port says which) */
+    int threads;                   /* the pool (default 2) */
+    size_t max_body;               /* larger request bodies are refused with 413 (default 1 MiB) */
+    double rate_limit, rate_burst; /* per team: requests a second (0: none) and at once;
+                                      past them 429 (default 200, 400) */
+};
+
+void eeb_server_config_default(struct eeb_server_config *c);
+
+struct eeb_server;
+
+/* Opens the database and starts serving on the pool's threads. */
+int eeb_server_start(const struct eeb_server_config *c, struct eeb_server **out, char *err,
+                     size_t errlen);
+
+int eeb_server_port(const struct eeb_server *s);
+
+/* Stops accepting, finishes the requests in flight, closes everything. */
+void eeb_server_stop(struct eeb_server *s);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * test_server.c - the server over real HTTP on 127.0.0.1 (libcurl): teams
+ * and their hashed tokens, authentication, JSON errors naming the field,
+ * the body cap, /healthz and /metrics; and it keeps serving after each.
+ */
+#include "eeb_server.h"
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct reply {
+    long code;
+    char *body;
+    size_t len;
+};
+
+static size_t gather(char *data, size_t size, size_t n, void *arg)
+{
+    struct reply *r = arg;
+    char *grown = realloc(r->body, r->len + size * n + 1);
+    cr_assert(grown);
+    memcpy(grown + r->len, data, size * n);
+    r->body = grown, r->len += size * n;
+    r->body[r->len] = '\0';
+    return size * n;
+}
+
+/* method path [body] [token]: the status and the body (free it). */
+static struct reply request(int port, const char *method, const char *path, const char *body,
+                            size_t body_len, const char *token)
+{
+    struct reply r = {0};
+    char url[256], auth[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    CURL *c = curl_easy_init();
+    cr_assert(c);
+    struct curl_slist *headers = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        headers = curl_slist_append(headers, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gather);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    /* a 413 may close the connection while the body is still being sent */
+    cr_assert(rc == CURLE_OK || rc == CURLE_SEND_ERROR, "%s %s: %s", method, path,
+              curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(c);
+    return r;
+}
+
+/* The reply's JSON field key, as a string. */
+static const char *field(json_t **keep, const struct reply *r, const char *key)
+{
+    json_error_t je;
+    *keep = json_loads(r->body ? r->body : "", 0, &je);
+    cr_assert(*keep, "not JSON (%s): %s", je.text, r->body);
+    return json_string_value(json_object_get(*keep, key));
+}
+
+static void expect(int port, const char *method, const char *path, const char *body,
+                   const char *token, long code, const char *key, const char *value)
+{
+    struct reply r = request(port, method, path, body, body ? strlen(body) : 0, token);
+    cr_expect_eq(r.code, code, "%s %s: %ld %s", method, path, r.code, r.body);
+    json_t *o;
+    const char *v = field(&o, &r, key);
+    cr_expect(v && strstr(v, value), "%s %s: '%s' lacks '%s': %s", method, path, key, value,
+              r.body);
+    json_decref(o);
+    free(r.body);
+}
+
+Test(server, teams_tokens_routes_and_errors, .timeout = 60)
+{
+    char db[256], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX], none[EEB_TOKEN_HEX], err[512];
+    snprintf(db, sizeof db, "%s/server.db", test_tmpdir());
+    cr_assert_eq(eeb_server_add_team(db, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(strlen(token), 64);
+    cr_assert_eq(eeb_server_add_team(db, "beta", other, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_str_neq(token, other);
+    cr_assert_eq(eeb_server_add_team(db, "alpha", none, err, sizeof err), EEB_EINVAL);
+    cr_expect(strstr(err, "a team named 'alpha' exists"), "%s", err);
+    cr_assert_eq(eeb_server_add_team(db, "a b", none, err, sizeof err), EEB_EINVAL);
+    cr_expect_str_empty(none, "a failed call leaves no token");
+    cr_expect(strstr(err, "team name 'a b'"), "%s", err);
+    /* the token is nowhere in the database; its hash is */
+    char hash[EEB_SHA256_HEX];
+    eeb_sha256(token, strlen(token), hash);
+    size_t len;
+    char *bytes = test_read_file(db, &len);
+    cr_assert(bytes);
+    cr_expect_null(memmem(bytes, len, token, 64), "the token is stored in clear");
+    cr_expect_not_null(memmem(bytes, len, hash, 64));
+    free(bytes);
+
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = db, cfg.port = 0, cfg.max_body = 64 << 10;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    cr_assert(port > 0);
+
+    expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
+    expect(port, "GET", "/api/v1/whoami", NULL, NULL, 401, "field", "Authorization");
+    expect(port, "GET", "/api/v1/whoami", NULL, "0123", 401, "error", "bearer token");
+    char forged[EEB_TOKEN_HEX];
+    memcpy(forged, token, sizeof forged);
+    forged[0] = forged[0] == 'a' ? 'b' : 'a';
+    expect(port, "GET", "/api/v1/whoami", NULL, forged, 401, "error", "unknown token");
+    expect(port, "GET", "/api/v1/whoami", NULL, token, 200, "team", "alpha");
+    expect(port, "GET", "/api/v1/whoami", NULL, other, 200, "team", "beta");
+
+    /* registering a run: the body validated field by field */
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"", token, 400, "error", "not JSON");
+    expect(port, "POST", "/api/v1/runs", "[1, 2]", token, 400, "error", "a JSON object");
+    expect(port, "POST", "/api/v1/runs", "{\"task\": 5}", token, 400, "field", "task");
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"speech\"}", token, 400, "error", "speech");
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", NULL, 401, "field",
+           "Authorization");
+    struct reply r = request(port, "POST", "/api/v1/runs", "{\"task\": \"det\"}", 15, token);
+    cr_expect_eq(r.code, 201, "%s", r.body);
+    json_t *o = json_loads(r.body, 0, NULL);
+    cr_expect_eq(json_integer_value(json_object_get(o, "run_id")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "task")), "det");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "team")), "alpha");
+    cr_expect_eq(json_real_value(json_object_get(o, "t_max_s")), 30);
+    cr_expect_eq(json_real_value(json_object_get(o, "p_max_w")), 10);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "rules_version")), "1");
+    json_decref(o);
+    free(r.body);
+
+    /* the body cap: refused, and the server goes on */
+    size_t big = 2 << 20;
+    char *huge = malloc(big);
+    memset(huge, ' ', big);
+    r = request(port, "POST", "/api/v1/runs", huge, big, token);
+    cr_expect_eq(r.code, 413, "%ld %s", r.code, r.body);
+    free(r.body);
+    free(huge);
+    expect(port, "GET", "/nowhere", NULL, NULL, 404, "error", "no such route");
+    expect(port, "DELETE", "/healthz", NULL, NULL, 405, "error", "/healthz takes GET");
+    expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
+
+    r = request(port, "GET", "/metrics", NULL, 0, NULL);
+    cr_expect_eq(r.code, 200);
+    static const char *const lines[] = {
+        "# TYPE eeb_http_requests_total counter",
+        "eeb_http_requests_total{route=\"healthz\",code=\"200\"} 2",
+        "eeb_http_requests_total{route=\"whoami\",code=\"200\"} 2",
+        "eeb_http_requests_total{route=\"whoami\",code=\"401\"} 3",
+        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 4",
+        "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
+        "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",
+        "eeb_teams 2",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        cr_expect(strstr(r.body, lines[i]), "no '%s' in\n%s", lines[i], r.body);
+    cr_expect_null(strstr(r.body, token), "a token in /metrics");
+    free(r.body);
+    eeb_server_stop(s);
+}
+
+Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60)
+{
+    char db[256], mine[EEB_TOKEN_HEX], theirs[EEB_TOKEN_HEX], err[512];
+    snprintf(db, sizeof db, "%s/server.db", test_tmpdir());
+    cr_assert_eq(eeb_server_add_team(db, "mine", mine, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_add_team(db, "theirs", theirs, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = db, cfg.port = 0;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+
+    const char *cls = "{\"task\": \"cls\"}";
+    expect(port, "POST", "/api/v1/runs", cls, mine, 201, "state", "registered");
+    expect(port, "GET", "/api/v1/runs/1", NULL, mine, 200, "state", "registered");
+    expect(port, "GET", "/api/v1/runs/1", NULL, theirs, 403, "error",
+           "run 1 belongs to another team");
+    expect(port, "POST", "/api/v1/runs/1/complete", NULL, theirs, 403, "error", "another team");
+    expect(port, "GET", "/api/v1/runs/1", NULL, NULL, 401, "field", "Authorization");
+    expect(port, "GET", "/api/v1/runs/2", NULL, mine, 404, "error", "no run 2");
+    expect(port, "GET", "/api/v1/runs/0", NULL, mine, 404, "error", "no such route");
+    expect(port, "GET", "/api/v1/runs/x1", NULL, mine, 404, "error", "no such route");
+    expect(port, "GET", "/api/v1/runs/1/complete", NULL, mine, 405, "error", "takes POST");
+    /* completing twice is harmless */
+    expect(port, "POST", "/api/v1/runs/1/complete", "", mine, 200, "state", "complete");
+    expect(port, "POST", "/api/v1/runs/1/complete", "", mine, 200, "state", "complete");
+    expect(port, "GET", "/api/v1/runs/1", NULL, mine, 200, "state", "complete");
+    eeb_server_stop(s);
+
+    /* the default limit is there (200 a second, 400 at once), and a smaller
+     * one bites: 3 a second, 3 at once cut a burst of 8; another team is not */
+    cr_expect(cfg.rate_limit == 200 && cfg.rate_burst == 400);
+    cfg.rate_limit = 3, cfg.rate_burst = 3;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    port = eeb_server_port(s);
+    int limited = 0;
+    for (int i = 0; i < 8; i++) {
+        struct reply r = request(port, "GET", "/api/v1/whoami", NULL, 0, mine);
+        cr_assert(r.code == 200 || r.code == 429, "%ld %s", r.code, r.body);
+        if (r.code == 429) {
+            cr_expect(strstr(r.body, "per-team rate limit"), "%s", r.body);
+            limited++;
+        }
+        free(r.body);
+    }
+    cr_expect(limited >= 4, "%d of 8 limited", limited);
+    expect(port, "GET", "/api/v1/whoami", NULL, theirs, 200, "team", "theirs");
+    expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
+    eeb_server_stop(s);
+}
+
+Test(server, admin_add_team_and_a_busy_port)
+{
+    char db[256], err[512];
+    snprintf(db, sizeof db, "%s/server.db", test_tmpdir());
+    struct test_run r =
+        test_eeb((const char *[]){"serve", "admin", "add-team", "gamma", "--db", db, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "team gamma added"), "%s", r.out);
+    cr_expect(strstr(r.out, "shown once"), "%s", r.out);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"serve", "admin", "add-team", "gamma", "--db", db, NULL});
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "a team named 'gamma' exists"), "%s", r.err);
+    test_run_free(&r);
+
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = db, cfg.port = 0;
+    struct eeb_server *a, *b;
+    cr_assert_eq(eeb_server_start(&cfg, &a, err, sizeof err), EEB_OK, "%s", err);
+    cfg.port = eeb_server_port(a);
+    cr_expect_neq(eeb_server_start(&cfg, &b, err, sizeof err), EEB_OK);
+    cr_expect(strstr(err, "cannot listen on 127.0.0.1:"), "%s", err);
+    cfg.bind = "localhost";
+    cr_expect_eq(eeb_server_start(&cfg, &b, err, sizeof err), EEB_EINVAL);
+    cr_expect(strstr(err, "'localhost' is not an IPv4 address"), "%s", err);
+    eeb_server_stop(a);
+}
