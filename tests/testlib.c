@@ -147,6 +147,9 @@ long long test_sql_int(const char *db_path, const char *sql)
     sqlite3 *h;
     sqlite3_stmt *st;
     cr_assert_eq(sqlite3_open(db_path, &h), SQLITE_OK);
+    /* a process under test may hold the write lock (creating its schema,
+     * switching to WAL): wait for it as eeb's own connections do */
+    sqlite3_busy_timeout(h, 5000);
     cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
     long long v = sqlite3_column_int64(st, 0);
