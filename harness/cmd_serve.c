@@ -16,7 +16,7 @@ static const char *const cmd = "serve";
 static void help(void)
 {
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
-         "                 [--rate-limit N] [--burst N]\n"
+         "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "\n"
          "Serves seed 004's evaluation server over HTTP (libmicrohttpd, a thread pool) from one\n"
@@ -27,6 +27,7 @@ static void help(void)
          "  POST /api/v1/runs      {\"task\":\"cls\"} registers a run: its id, budgets, rules\n"
          "  GET  /api/v1/runs/ID   the run (the team's own only: 403 otherwise)\n"
          "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
+         "  GET  /api/v1/runs/ID/test       then: the task's test inputs, labels stripped (.eebd)\n"
          "Writes need `Authorization: Bearer TOKEN`; errors are JSON naming the field at\n"
          "fault; bodies over --max-body are refused (413) before they are read; a team past\n"
          "its rate limit is refused (429).\n"
@@ -42,6 +43,8 @@ static void help(void)
          "  --max-body BYTES   the largest request body (default 1048576)\n"
          "  --rate-limit N     a team's requests per second, 0 for no limit (default 200)\n"
          "  --burst N          and at once (default 400)\n"
+         "  --test TASK=FILE   the TASK (cls, det, video) test set the server holds; its\n"
+         "                     inputs are served without labels (repeat per task)\n"
          "  -h, --help         show this help");
 }
 
@@ -59,7 +62,7 @@ static int add_team(const char *db, int argc, char **argv)
 
 int eeb_cmd_serve(int argc, char **argv)
 {
-    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST };
+    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST, O_TEST };
     static const struct option options[] = {{"db", 1, 0, O_DB},
                                             {"bind", 1, 0, O_BIND},
                                             {"port", 1, 0, O_PORT},
@@ -67,6 +70,7 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"max-body", 1, 0, O_MAX_BODY},
                                             {"rate-limit", 1, 0, O_RATE},
                                             {"burst", 1, 0, O_BURST},
+                                            {"test", 1, 0, O_TEST},
                                             {"help", 0, 0, 'h'},
                                             {0, 0, 0, 0}};
     struct eeb_server_config cfg;
@@ -87,6 +91,18 @@ int eeb_cmd_serve(int argc, char **argv)
             rc = eeb_cli_count(cmd, "--rate-limit", optarg, 0, 1e6, &cfg.rate_limit);
             break;
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
+        case O_TEST: {
+            char *eq = strchr(optarg, '=');
+            enum eeb_task t;
+            char err[128];
+            if (!eq)
+                return eeb_cli_usage_error(cmd, "--test: '%s' is not TASK=FILE", optarg);
+            *eq = '\0';
+            if (eeb_task_parse(optarg, &t, err, sizeof err))
+                return eeb_cli_usage_error(cmd, "--test: %s", err);
+            cfg.test[t] = eq + 1;
+            break;
+        }
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option");
         }

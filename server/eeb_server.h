@@ -8,6 +8,7 @@
 #define EEB_SERVER_H
 
 #include "eeb_common.h"
+#include "eeb_shard.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,9 @@ struct eeb_server_config {
     size_t max_body;               /* larger request bodies are refused with 413 (default 1 MiB) */
     double rate_limit, rate_burst; /* per team: requests a second (0: none) and at once;
                                       past them 429 (default 200, 400) */
+    /* The test sets the server alone holds, per task (NULL: none).  A run
+     * fetches its task's inputs with the labels stripped. */
+    const char *test[EEB_TASK_COUNT];
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);

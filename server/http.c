@@ -10,6 +10,7 @@
 #include "eeb_score.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -17,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-enum route { R_HEALTHZ, R_METRICS, R_WHOAMI, R_RUNS, R_RUN, R_COMPLETE, R_OTHER, R_COUNT };
+enum route { R_HEALTHZ, R_METRICS, R_WHOAMI, R_RUNS, R_RUN, R_COMPLETE, R_TEST, R_OTHER, R_COUNT };
 static const char *const route_names[] = {"healthz", "metrics",  "whoami", "runs",
-                                          "run",     "complete", "other"};
+                                          "run",     "complete", "test",   "other"};
 static const int codes[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
 #define N_BUCKETS 1024
 #define N_CODES   (sizeof codes / sizeof *codes)
@@ -30,6 +33,7 @@ struct eeb_server {
     struct store *store;
     struct eeb_server_config cfg;
     char rules_version[16];
+    char *inputs[EEB_TASK_COUNT]; /* the test sets without labels, or NULL */
     atomic_ullong requests[R_COUNT][N_CODES];
     pthread_mutex_t lock; /* the buckets */
     struct bucket {
@@ -275,6 +279,47 @@ static enum MHD_Result complete_run(struct call *k)
     return send_json(k->s, k->c, k->route, 200, run_json(&r, "complete"));
 }
 
+/* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
+ * once fine-tuning is complete. */
+static enum MHD_Result test_inputs(struct call *k)
+{
+    struct store_run r;
+    char state[16], msg[128];
+    enum MHD_Result sent = MHD_NO;
+    if (!own_run(k, &r, state, &sent))
+        return sent;
+    const char *path = k->s->inputs[r.task];
+    if (!path) {
+        snprintf(msg, sizeof msg, "this server holds no %s test set",
+                 eeb_task_name((enum eeb_task)r.task));
+        return fail(k, 404, NULL, msg);
+    }
+    if (strcmp(state, "registered") == 0) {
+        snprintf(msg, sizeof msg, "run %lld is still fine-tuning: complete it first",
+                 (long long)k->id);
+        return fail(k, 409, "state", msg);
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return fail(k, 500, NULL, "the test inputs cannot be read");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    for (size_t i = 0; i < N_CODES; i++)
+        if (codes[i] == 200)
+            atomic_fetch_add(&k->s->requests[R_TEST][i], 1);
+    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+    enum MHD_Result ok = MHD_queue_response(k->c, 200, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
 static const struct route_def {
     const char *method, *pattern; /* "{id}": a run id */
     enum route route;
@@ -287,6 +332,7 @@ static const struct route_def {
     {"POST", "/api/v1/runs", R_RUNS, 1, register_run},
     {"GET", "/api/v1/runs/{id}", R_RUN, 1, get_run},
     {"POST", "/api/v1/runs/{id}/complete", R_COMPLETE, 1, complete_run},
+    {"GET", "/api/v1/runs/{id}/test", R_TEST, 1, test_inputs},
 };
 
 /* url against pattern: 1 on a match, with {id} in *id. */
@@ -408,6 +454,62 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- start and stop ---- */
 
+/* Writes the test set at path, labels and boxes stripped, to out. */
+static int strip_labels(const char *path, enum eeb_task task, const char *out, char *err,
+                        size_t errlen)
+{
+    struct eeb_shard *in;
+    int rc = eeb_shard_open(&in, path, err, errlen);
+    if (rc)
+        return rc;
+    const struct eeb_shard_info *info = eeb_shard_info(in);
+    struct eeb_shard_writer *w = NULL;
+    if (info->task != task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s test set", path,
+                      eeb_task_name(info->task), eeb_task_name(task));
+    else
+        rc = eeb_shard_create(&w, out, info, err, errlen);
+    const struct eeb_record *rec;
+    struct eeb_record bare;
+    int more;
+    while (rc == EEB_OK && (more = eeb_shard_next(in, &rec, err, errlen)) != 0) {
+        if (more < 0) {
+            rc = more;
+            break;
+        }
+        bare.index = rec->index, bare.label = 0, bare.nboxes = 0, bare.pixels = rec->pixels;
+        memcpy(bare.id, rec->id, sizeof bare.id);
+        rc = eeb_shard_write(w, &bare, err, errlen);
+    }
+    if (w)
+        rc = rc == EEB_OK ? eeb_shard_finish(w, err, errlen) : (eeb_shard_abort(w), rc);
+    eeb_shard_close(in);
+    return rc;
+}
+
+static int prepare_inputs(struct eeb_server *s, char *err, size_t errlen)
+{
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        if (!s->cfg.test[t])
+            continue;
+        if (asprintf(&s->inputs[t], "%s.%s-inputs.eebd", s->cfg.db,
+                     eeb_task_name((enum eeb_task)t)) < 0) {
+            s->inputs[t] = NULL;
+            return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+        }
+        int rc = strip_labels(s->cfg.test[t], (enum eeb_task)t, s->inputs[t], err, errlen);
+        if (rc)
+            return rc;
+    }
+    return EEB_OK;
+}
+
+static void free_inputs(struct eeb_server *s)
+{
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        free(s->inputs[t]);
+}
+
 int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **out, char *err,
                      size_t errlen)
 {
@@ -428,7 +530,10 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     int rc = eeb_score_rules_load(NULL, &rules, err, errlen);
     if (rc == EEB_OK)
         rc = store_open(cfg->db, &s->store, err, errlen);
+    if (rc == EEB_OK && (rc = prepare_inputs(s, err, errlen)))
+        store_close(s->store);
     if (rc) {
+        free_inputs(s);
         free(s);
         return rc;
     }
@@ -440,6 +545,7 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
                          MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     if (!s->daemon) {
         store_close(s->store);
+        free_inputs(s);
         free(s);
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",
                         cfg->bind, cfg->port);
@@ -460,6 +566,7 @@ void eeb_server_stop(struct eeb_server *s)
         return;
     MHD_stop_daemon(s->daemon);
     store_close(s->store);
+    free_inputs(s);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

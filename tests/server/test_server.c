@@ -7,6 +7,7 @@
 #include "testlib.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -227,6 +228,81 @@ Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60
     expect(port, "GET", "/api/v1/whoami", NULL, theirs, 200, "team", "theirs");
     expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
     eeb_server_stop(s);
+}
+
+/* The shard at path: its ids and labels in order (free them). */
+static int read_shard(const char *path, char (**ids)[EEB_SHARD_MAX_ID + 1], int **labels,
+                      uint8_t **pixels, size_t *bytes)
+{
+    struct eeb_shard *sh;
+    char err[256];
+    cr_assert_eq(eeb_shard_open(&sh, path, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_shard_info *info = eeb_shard_info(sh);
+    int n = (int)info->count;
+    size_t px = eeb_shard_pixels(info);
+    *ids = calloc((size_t)n, sizeof **ids);
+    *labels = calloc((size_t)n, sizeof **labels);
+    *pixels = malloc((size_t)n * px);
+    *bytes = (size_t)n * px;
+    const struct eeb_record *r;
+    for (int i = 0; eeb_shard_next(sh, &r, err, sizeof err) == 1; i++) {
+        memcpy((*ids)[i], r->id, sizeof **ids);
+        (*labels)[i] = r->label;
+        memcpy(*pixels + (size_t)i * px, r->pixels, px);
+    }
+    eeb_shard_close(sh);
+    return n;
+}
+
+Test(server, test_inputs_are_served_without_labels_after_completion, .timeout = 60)
+{
+    const char *shard = test_cls_shard(40, 16, 7);
+    char db[256], token[EEB_TOKEN_HEX], err[512], got[300];
+    snprintf(db, sizeof db, "%s/server.db", test_tmpdir());
+    snprintf(got, sizeof got, "%s/inputs.eebd", test_tmpdir());
+    cr_assert_eq(eeb_server_add_team(db, "t", token, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = db, cfg.port = 0, cfg.test[EEB_TASK_CLS] = shard;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", token, 201, "state", "registered");
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"det\"}", token, 201, "task", "det");
+    expect(port, "GET", "/api/v1/runs/1/test", NULL, token, 409, "error", "still fine-tuning");
+    expect(port, "POST", "/api/v1/runs/1/complete", "", token, 200, "state", "complete");
+    expect(port, "POST", "/api/v1/runs/2/complete", "", token, 200, "state", "complete");
+    expect(port, "GET", "/api/v1/runs/2/test", NULL, token, 404, "error", "holds no det test set");
+    struct reply r = request(port, "GET", "/api/v1/runs/1/test", NULL, 0, token);
+    cr_assert_eq(r.code, 200, "%ld", r.code);
+    test_write_file(got, r.body, r.len);
+    free(r.body);
+    eeb_server_stop(s);
+
+    /* the same items, pixels and order; every label gone */
+    char(*ids)[EEB_SHARD_MAX_ID + 1], (*ids2)[EEB_SHARD_MAX_ID + 1];
+    int *labels, *labels2;
+    uint8_t *px, *px2;
+    size_t bytes, bytes2;
+    int n = read_shard(shard, &ids, &labels, &px, &bytes);
+    int n2 = read_shard(got, &ids2, &labels2, &px2, &bytes2);
+    cr_assert_eq(n2, n);
+    cr_assert_eq(bytes2, bytes);
+    cr_expect_eq(memcmp(px, px2, bytes), 0);
+    int labelled = 0;
+    for (int i = 0; i < n; i++) {
+        cr_expect_str_eq(ids2[i], ids[i]);
+        cr_expect_eq(labels2[i], 0);
+        labelled += labels[i] != 0;
+    }
+    cr_expect(labelled > 10, "the test set has labels to strip (%d)", labelled);
+    free(ids), free(ids2), free(labels), free(labels2), free(px), free(px2);
+
+    /* a test set of the wrong task is refused at start */
+    cfg.test[EEB_TASK_CLS] = NULL, cfg.test[EEB_TASK_DET] = shard;
+    cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
+    cr_expect(strstr(err, "holds cls data, given as the det test set"), "%s", err);
 }
 
 Test(server, admin_add_team_and_a_busy_port)
