@@ -98,44 +98,54 @@ static int evaluate(const struct opts *o, const struct eeb_net *net, const struc
     return eeb_score_compute(&in, &pt->score, err, errlen);
 }
 
-/* Every grid design on the board that fits, buffers sized to net. */
+/* The grid: PEs x MAC lanes x clocks x DDR channels x multipliers. */
+static const int grid_pes[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+static const int grid_macs[] = {8, 16, 32, 64};
+static const double grid_clocks[] = {100, 150, 200, 250, 300};
+#define N_PES    (sizeof grid_pes / sizeof *grid_pes)
+#define N_MACS   (sizeof grid_macs / sizeof *grid_macs)
+#define N_CLOCKS (sizeof grid_clocks / sizeof *grid_clocks)
+#define N_MULTS  3 /* enum eeb_mult */
+
+/* Design i of the grid on dev (mixed radix), buffers sized to net. */
+static void grid_design(size_t i, const struct eeb_device *dev, const struct eeb_net *net,
+                        struct eeb_design *d)
+{
+    eeb_design_default(d);
+    d->device = dev;
+    d->mult = (enum eeb_mult)(i % N_MULTS), i /= N_MULTS;
+    d->ddr = 1 + (int)(i % (size_t)dev->ddr_channels), i /= (size_t)dev->ddr_channels;
+    d->clock_mhz = grid_clocks[i % N_CLOCKS], i /= N_CLOCKS;
+    d->macs = grid_macs[i % N_MACS], i /= N_MACS;
+    d->pes = grid_pes[i];
+    eeb_perf_buffers(d, net, &d->acc_depth, &d->act_kib, &d->weight_kib);
+}
+
+/* Every grid design on the board that fits, modeled and scored. */
 static struct point *explore(const struct opts *o, const struct eeb_net *net,
                              const struct eeb_weights *w, size_t *n, size_t *tried, char *err,
                              size_t errlen)
 {
-    static const int pes[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128};
-    static const int macs[] = {8, 16, 32, 64};
-    static const double clocks[] = {100, 150, 200, 250, 300};
     const struct eeb_device *dev = eeb_device_find(o->device);
-    size_t cap = sizeof pes / sizeof *pes * sizeof macs / sizeof *macs * 5 * 3 * dev->ddr_channels;
-    struct point *pts = calloc(cap, sizeof *pts);
-    *n = *tried = 0;
+    *tried = N_PES * N_MACS * N_CLOCKS * (size_t)dev->ddr_channels * N_MULTS;
+    *n = 0;
+    struct point *pts = calloc(*tried, sizeof *pts);
     if (!pts) {
         eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
         return NULL;
     }
-    for (size_t a = 0; a < sizeof pes / sizeof *pes; a++)
-        for (size_t b = 0; b < sizeof macs / sizeof *macs; b++)
-            for (int c = 0; c < 5; c++)
-                for (int ddr = 1; ddr <= dev->ddr_channels; ddr++)
-                    for (int m = 0; m < 3; m++) {
-                        struct point *pt = &pts[*n];
-                        eeb_design_default(&pt->d);
-                        pt->d.device = dev;
-                        pt->d.pes = pes[a], pt->d.macs = macs[b], pt->d.clock_mhz = clocks[c];
-                        pt->d.ddr = ddr, pt->d.mult = (enum eeb_mult)m;
-                        eeb_perf_buffers(&pt->d, net, &pt->d.acc_depth, &pt->d.act_kib,
-                                         &pt->d.weight_kib);
-                        ++*tried;
-                        eeb_design_resources(&pt->d, &pt->res);
-                        if (!pt->res.fits)
-                            continue;
-                        if (evaluate(o, net, w, pt, err, errlen)) {
-                            free(pts);
-                            return NULL;
-                        }
-                        ++*n;
-                    }
+    for (size_t i = 0; i < *tried; i++) {
+        struct point *pt = &pts[*n];
+        grid_design(i, dev, net, &pt->d);
+        eeb_design_resources(&pt->d, &pt->res);
+        if (!pt->res.fits)
+            continue;
+        if (evaluate(o, net, w, pt, err, errlen)) {
+            free(pts);
+            return NULL;
+        }
+        ++*n;
+    }
     return pts;
 }
 

@@ -3,7 +3,6 @@
  * write the reference accelerator's (fpga/tools, no Vitis needed).
  */
 #include "eeb_cli.h"
-#include "eeb_perf.h"
 #include "eeb_score.h"
 #include "eeb_xclbin.h"
 
@@ -183,21 +182,11 @@ static int info(const char *path, int as_json)
 
 static int build(const char *out, const char *util, const char *design)
 {
-    char err[1024], modeled[128];
-    struct eeb_xclbin_spec spec = {design, modeled, "modeled: fpga/model, default buffers"};
+    char err[1024];
+    struct eeb_xclbin_spec spec = {design, NULL, EEB_XCLBIN_UTIL_MODELED};
     char *text = NULL;
     struct eeb_util u;
-    if (!util) {
-        /* the analytical model's resources for the design it describes */
-        struct eeb_design d;
-        struct eeb_resources res;
-        eeb_design_default(&d);
-        if (eeb_design_parse(&d, EEB_XCLBIN_DESIGN, err, sizeof err) ||
-            (design && eeb_design_parse(&d, design, err, sizeof err)))
-            return eeb_cli_error(cmd, "--design: %s", err);
-        eeb_design_resources(&d, &res);
-        eeb_resources_spec(&res, modeled, sizeof modeled);
-    } else {
+    if (util) {
         if (eeb_score_util_arg(util, &u, &text, err, sizeof err))
             return eeb_cli_error(cmd, "--util: %s", err);
         /* a spec is its own text; a report's text is not its name */

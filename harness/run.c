@@ -116,6 +116,17 @@ static json_t *input(const char *path, const char *sha256, uint64_t items)
     return o;
 }
 
+/* The modeled device: the configuration's and the "device_model" event's. */
+static json_t *device_model_json(const struct run *r)
+{
+    const struct eeb_perf *p = &r->perf;
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "design",
+                     r->out->design, "train_step_s", p->train_step_s, "predict_batch_s",
+                     p->predict_batch_s, "train_w", p->train_power_w, "predict_w",
+                     p->predict_power_w, "idle_w", p->idle_power_w, "resources", "lut", p->res.lut,
+                     "ff", p->res.ff, "bram", p->res.bram, "dsp", p->res.dsp);
+}
+
 /* The resolved configuration, as stored with the run (keys in order). */
 static char *config_json(const struct run *r)
 {
@@ -154,10 +165,7 @@ static char *config_json(const struct run *r)
     json_object_set_new(o, "declared_power_w",
                         isnan(c->declared_power_w) ? json_null() : json_real(c->declared_power_w));
     if (r->modeled_device)
-        json_object_set_new(o, "device_model",
-                            json_pack("{s:s, s:f, s:f, s:f}", "design", r->out->design,
-                                      "train_step_s", r->perf.train_step_s, "train_w",
-                                      r->perf.train_power_w, "idle_w", r->perf.idle_power_w));
+        json_object_set_new(o, "device_model", device_model_json(r));
     json_object_set_new(o, "rules",
                         json_pack("{s:s, s:s?, s:{s:f, s:f, s:f, s:f}, s:f, s:f}", "version",
                                   r->rules.version, "file", c->rules, "weights", "u", w->u, "t",
@@ -244,11 +252,11 @@ static int model_device(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
     const char *spec = c->design ? c->design : r->xclbin_design;
+    int util_known = r->out->util_source[0] != '\0'; /* --util's, or the xclbin's */
     if (!spec)
-        return c->util || r->out->util_source[0]
-                   ? EEB_OK
-                   : eeb_errf(err, errlen, EEB_EINVAL, "%s has no design to model: give --design",
-                              c->xclbin);
+        return util_known ? EEB_OK
+                          : eeb_errf(err, errlen, EEB_EINVAL,
+                                     "%s has no design to model: give --design", c->xclbin);
     struct eeb_design d;
     int rc = eeb_design_for(&d, spec, r->net, err, errlen);
     if (rc == EEB_OK)
@@ -257,7 +265,7 @@ static int model_device(struct run *r, char *err, size_t errlen)
         return rc;
     r->modeled_device = 1;
     eeb_design_format(&d, r->out->design, sizeof r->out->design);
-    if (c->util || r->out->util_source[0])
+    if (util_known)
         return EEB_OK;
     char util[128];
     eeb_resources_spec(&r->perf.res, util, sizeof util);
@@ -314,11 +322,14 @@ static int prepare(struct run *r, char *err, size_t errlen)
     /* the emulators and XRT's noop shim: the CPU's times, a modeled power */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
              eeb_accel_on_hardware(r->ops) ? "" : "modeled");
+    /* without --power, the modeled device's power, from idle on */
     char uri[96];
     if (!c->power && !r->modeled_device)
-        return eeb_errf(err, errlen, EEB_EINVAL, "no --power and no design to model one from");
-    snprintf(uri, sizeof uri, "sim:profile=model,watts=%.6g,seed=%.17g", r->perf.idle_power_w,
-             c->seed);
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no --power, and no design to model one from",
+                        c->xclbin ? c->xclbin : c->model);
+    if (!c->power)
+        snprintf(uri, sizeof uri, "sim:profile=model,watts=%.6g,seed=%.17g", r->perf.idle_power_w,
+                 c->seed);
     if ((rc = eeb_power_open(c->power ? c->power : uri, &r->src, err, errlen)))
         return rc;
     if (!r->out->provenance[0])
@@ -358,15 +369,8 @@ static int deploy(struct run *r, char *err, size_t errlen)
     int rc;
     if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)))
         return rc;
-    if (r->modeled_device) {
-        const struct eeb_perf *p = &r->perf;
-        event(r, "device_model",
-              json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "design",
-                        r->out->design, "train_step_s", p->train_step_s, "predict_batch_s",
-                        p->predict_batch_s, "train_w", p->train_power_w, "predict_w",
-                        p->predict_power_w, "idle_w", p->idle_power_w, "resources", "lut",
-                        p->res.lut, "ff", p->res.ff, "bram", p->res.bram, "dsp", p->res.dsp));
-    }
+    if (r->modeled_device)
+        event(r, "device_model", device_model_json(r));
     if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
         return rc;
     struct eeb_accel_config ac;

@@ -288,16 +288,26 @@ int eeb_score_util_parse(const char *text, size_t len, const char *name, struct 
     return EEB_OK;
 }
 
-int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_t errlen)
+/* Reads and parses the report at path; its text into *text if asked. */
+static int read_report(const char *path, struct eeb_util *out, char **text, char *err,
+                       size_t errlen)
 {
-    char *text;
+    char *report;
     size_t len;
-    int rc = eeb_read_file(path, MAX_REPORT_BYTES, &text, &len, err, errlen);
+    int rc = eeb_read_file(path, MAX_REPORT_BYTES, &report, &len, err, errlen);
     if (rc)
         return rc;
-    rc = eeb_score_util_parse(text, len, path, out, err, errlen);
-    free(text);
+    rc = eeb_score_util_parse(report, len, path, out, err, errlen);
+    if (rc == EEB_OK && text)
+        *text = report;
+    else
+        free(report);
     return rc;
+}
+
+int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_t errlen)
+{
+    return read_report(path, out, NULL, err, errlen);
 }
 
 int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char *err, size_t errlen)
@@ -308,17 +318,7 @@ int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char 
             return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
         return rc;
     }
-    char *report;
-    size_t len;
-    int rc = eeb_read_file(arg, MAX_REPORT_BYTES, &report, &len, err, errlen);
-    if (rc)
-        return rc;
-    rc = eeb_score_util_parse(report, len, arg, out, err, errlen);
-    if (rc == EEB_OK && text)
-        *text = report;
-    else
-        free(report);
-    return rc;
+    return read_report(arg, out, text, err, errlen);
 }
 
 int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, size_t errlen)

@@ -63,21 +63,26 @@ void eeb_server_config_default(struct eeb_server_config *c)
 
 /* ---- responses ---- */
 
-static enum MHD_Result reply(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
-                             const char *type, const char *body)
+/* Counts the answer for /metrics and queues resp (taken). */
+static enum MHD_Result queue(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
+                             const char *type, struct MHD_Response *resp)
 {
     for (size_t i = 0; i < N_CODES; i++)
         if (codes[i] == code)
             atomic_fetch_add(&s->requests[r][i], 1);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
-        return MHD_NO;
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)code, resp);
     MHD_destroy_response(resp);
     return ok;
+}
+
+static enum MHD_Result reply(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
+                             const char *type, const char *body)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    return resp ? queue(s, c, r, code, type, resp) : MHD_NO;
 }
 
 /* Sends o (taken) as JSON. */
@@ -140,6 +145,8 @@ struct call {
     int64_t id; /* the {id} in the path */
     int64_t team;
     char team_name[65];
+    struct store_run run; /* routes on a run: the team's own run {id} */
+    char state[16];       /* and its state */
 };
 
 static enum MHD_Result fail(struct call *k, int code, const char *field, const char *message)
@@ -230,17 +237,17 @@ static enum MHD_Result register_run(struct call *k)
     return ok;
 }
 
-/* The team's own run {id}, or the answer already sent (404, 403). */
-static int own_run(struct call *k, struct store_run *r, char state[16], enum MHD_Result *sent)
+/* The team's own run {id} into k (1), or the answer sent (0: 404, 403). */
+static int own_run(struct call *k, enum MHD_Result *sent)
 {
     char err[256], msg[96];
-    int found = store_run_get(k->db, k->id, r, state, err, sizeof err);
+    int found = store_run_get(k->db, k->id, &k->run, k->state, err, sizeof err);
     if (found < 0) {
         *sent = fail(k, 500, NULL, err);
     } else if (!found) {
         snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
         *sent = fail(k, 404, NULL, msg);
-    } else if (r->team != k->team) {
+    } else if (k->run.team != k->team) {
         snprintf(msg, sizeof msg, "run %lld belongs to another team", (long long)k->id);
         *sent = fail(k, 403, NULL, msg);
         found = 0;
@@ -250,51 +257,38 @@ static int own_run(struct call *k, struct store_run *r, char state[16], enum MHD
 
 static enum MHD_Result get_run(struct call *k)
 {
-    struct store_run r;
-    char state[16];
-    enum MHD_Result sent = MHD_NO;
-    if (!own_run(k, &r, state, &sent))
-        return sent;
-    return send_json(k->s, k->c, k->route, 200, run_json(&r, state));
+    return send_json(k->s, k->c, k->route, 200, run_json(&k->run, k->state));
 }
 
 /* POST /api/v1/runs/{id}/complete: fine-tuning is over.  Saying it twice
  * is harmless; saying it of a run past that stage is a conflict. */
 static enum MHD_Result complete_run(struct call *k)
 {
-    struct store_run r;
-    char state[16], err[256];
-    enum MHD_Result sent = MHD_NO;
-    if (!own_run(k, &r, state, &sent))
-        return sent;
-    if (strcmp(state, "registered") == 0) {
+    char err[256];
+    if (strcmp(k->state, "registered") == 0) {
         int moved = store_run_move(k->db, k->id, "registered", "complete", err, sizeof err);
         if (moved < 0)
             return fail(k, 500, NULL, err);
-    } else if (strcmp(state, "complete") != 0) {
+    } else if (strcmp(k->state, "complete") != 0) {
         char msg[96];
-        snprintf(msg, sizeof msg, "run %lld is %s, past completion", (long long)k->id, state);
+        snprintf(msg, sizeof msg, "run %lld is %s, past completion", (long long)k->id, k->state);
         return fail(k, 409, "state", msg);
     }
-    return send_json(k->s, k->c, k->route, 200, run_json(&r, "complete"));
+    return send_json(k->s, k->c, k->route, 200, run_json(&k->run, "complete"));
 }
 
 /* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
  * once fine-tuning is complete. */
 static enum MHD_Result test_inputs(struct call *k)
 {
-    struct store_run r;
-    char state[16], msg[128];
-    enum MHD_Result sent = MHD_NO;
-    if (!own_run(k, &r, state, &sent))
-        return sent;
-    const char *path = k->s->inputs[r.task];
+    char msg[128];
+    const char *path = k->s->inputs[k->run.task];
     if (!path) {
         snprintf(msg, sizeof msg, "this server holds no %s test set",
-                 eeb_task_name((enum eeb_task)r.task));
+                 eeb_task_name((enum eeb_task)k->run.task));
         return fail(k, 404, NULL, msg);
     }
-    if (strcmp(state, "registered") == 0) {
+    if (strcmp(k->state, "registered") == 0) {
         snprintf(msg, sizeof msg, "run %lld is still fine-tuning: complete it first",
                  (long long)k->id);
         return fail(k, 409, "state", msg);
@@ -311,15 +305,11 @@ static enum MHD_Result test_inputs(struct call *k)
         close(fd);
         return MHD_NO;
     }
-    for (size_t i = 0; i < N_CODES; i++)
-        if (codes[i] == 200)
-            atomic_fetch_add(&k->s->requests[R_TEST][i], 1);
-    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-    enum MHD_Result ok = MHD_queue_response(k->c, 200, resp);
-    MHD_destroy_response(resp);
-    return ok;
+    return queue(k->s, k->c, k->route, 200, "application/octet-stream", resp);
 }
 
+/* auth: the route needs a team's token; a pattern with {id} also needs
+ * the run to be that team's, and its handler finds it in the call. */
 static const struct route_def {
     const char *method, *pattern; /* "{id}": a run id */
     enum route route;
@@ -335,9 +325,10 @@ static const struct route_def {
     {"GET", "/api/v1/runs/{id}/test", R_TEST, 1, test_inputs},
 };
 
-/* url against pattern: 1 on a match, with {id} in *id. */
+/* url against pattern: 1 on a match, with {id} in *id (0 if it has none). */
 static int match(const char *pattern, const char *url, int64_t *id)
 {
+    *id = 0;
     while (*pattern && *url) {
         if (strncmp(pattern, "{id}", 4) == 0) {
             int64_t v = 0;
@@ -395,6 +386,8 @@ static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, 
         return sent;
     if (def->auth && !allowed(s, k.team))
         return fail(&k, 429, NULL, "too many requests: slow down (per-team rate limit)");
+    if (k.id && !own_run(&k, &sent))
+        return sent;
     return def->handle(&k);
 }
 

@@ -168,28 +168,27 @@ static void cost_layer(const struct eeb_design *d, struct eeb_perf *p, double lo
     double vin = (double)c->cin * c->h_in * c->w_in * tiles;
     double vout = (double)c->cout * c->h * c->w * tiles;
     double entries = c->density * c->cin * c->cout;
-    double vec_b, ent_b, psum_b;
-    double vec_s = txn_s(d, d->macs * d->act_bits / 8.0, &vec_b);
-    double ent_s = txn_s(d, c->k * c->k * d->weight_bits / 8.0 + 2, &ent_b);
-    double psum_s = txn_s(d, c->k * c->k * d->acc_bits / 8.0, &psum_b);
+    /* a transaction of each kind -- vector, entry, partial sum -- its
+     * seconds and the bytes the DDR moves for it */
+    double secs[3], bytes[3];
+    secs[0] = txn_s(d, d->macs * d->act_bits / 8.0, &bytes[0]);
+    secs[1] = txn_s(d, c->k * c->k * d->weight_bits / 8.0 + 2, &bytes[1]);
+    secs[2] = txn_s(d, c->k * c->k * d->acc_bits / 8.0, &bytes[2]);
     double ops = 2.0 * batch * c->h * c->w * c->cout * (double)c->cin * c->k * c->k;
     double ideal_s = ops * c->density / (2.0 * d->pes * d->macs * hz);
     for (int ph = 0; ph < EEB_PHASES; ph++) {
         struct eeb_phase_cost *pc = &c->phase[ph];
         if (!(pc->runs = runs[ph]))
             continue;
-        double psums = entries * c->h * c->w * tiles / WG_PSUM_PIXELS, setup;
-        if (ph == EEB_PHASE_BWD_WEIGHT) {
-            pc->memory_s = WG_VECTOR_READS * (vin + vout) * vec_s +
-                           WG_ENTRY_TXNS * entries * ent_s + psums * psum_s;
-            pc->bytes = WG_VECTOR_READS * (vin + vout) * vec_b + WG_ENTRY_TXNS * entries * ent_b +
-                        psums * psum_b;
-            setup = SETUP_CYCLES_WG / hz;
-        } else {
-            pc->memory_s = (vin + vout) * vec_s + entries * ent_s;
-            pc->bytes = (vin + vout) * vec_b + entries * ent_b;
-            setup = SETUP_CYCLES / hz;
+        int wg = ph == EEB_PHASE_BWD_WEIGHT;
+        double n[3] = {vin + vout, entries, 0}, setup = (wg ? SETUP_CYCLES_WG : SETUP_CYCLES) / hz;
+        if (wg) {
+            n[0] *= WG_VECTOR_READS, n[1] *= WG_ENTRY_TXNS;
+            n[2] = entries * c->h * c->w * tiles / WG_PSUM_PIXELS;
         }
+        pc->memory_s = pc->bytes = 0;
+        for (int t = 0; t < 3; t++)
+            pc->memory_s += n[t] * secs[t], pc->bytes += n[t] * bytes[t];
         /* PEs take output channels, except backward-data's input channels. */
         int spread = ph == EEB_PHASE_BWD_DATA ? c->cin : c->cout;
         pc->ops = ops;

@@ -34,14 +34,19 @@
 
 /* What `eeb xclbin build` puts in the file. */
 struct eeb_xclbin_spec {
-    /* "k=v,k=v" over EEB_XCLBIN_DESIGN: device (a board eeb_device_find
-     * knows) and clock_mhz go into the header and the kernel metadata;
-     * every pair is kept in the USER_METADATA JSON.  NULL: the default. */
+    /* "k=v,k=v" over EEB_XCLBIN_DESIGN, a design eeb_design_parse takes:
+     * device and clock_mhz go into the header and the kernel metadata, ddr
+     * makes the banks; every pair is kept in the USER_METADATA JSON.  NULL:
+     * the default. */
     const char *design;
     /* The utilization: a Vivado report's text, or a lut=..,ff=..,bram=..,dsp=..
-     * spec; util_source names where it came from (a file, "declared"). */
+     * spec; util_source names where it came from (a file, "declared").  util
+     * NULL: the analytical model's resources for the design, its source
+     * EEB_XCLBIN_UTIL_MODELED. */
     const char *util, *util_source;
 };
+
+#define EEB_XCLBIN_UTIL_MODELED "modeled: fpga/model, default buffers"
 
 /* Writes the reference accelerator's xclbin to path (atomically). */
 int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char *err,

@@ -4,7 +4,7 @@
  * sections, each 8-byte aligned.  What XRT needs to open fx_kernel under
  * its noop shim is there; a bitstream is not, so a real board refuses it.
  */
-#include "eeb_device.h"
+#include "eeb_perf.h"
 #include "eeb_xclbin.h"
 #include "fx_kernel.h"
 
@@ -61,56 +61,22 @@ static int add_section(struct blob *b, enum axlf_section_kind kind, const char *
     return 0;
 }
 
-/* A design value safe in XML attributes and file names. */
-static int plain(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++)
-        if (!(('a' <= *s && *s <= 'z') || ('A' <= *s && *s <= 'Z') || ('0' <= *s && *s <= '9') ||
-              strchr("._-", *s)))
-            return 0;
-    return 1;
-}
-
-/* Parses "k=v,..." over obj; numbers become JSON numbers. */
-static int parse_design(json_t *obj, const char *text, char *err, size_t errlen)
+/* Records "k=v,..." (which eeb_design_parse has checked) in obj; numbers
+ * become JSON numbers. */
+static int record_design(json_t *obj, const char *text, char *err, size_t errlen)
 {
     char *copy = strdup(text), *save = NULL;
     if (!copy)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    int rc = EEB_OK;
-    for (char *kv = strtok_r(copy, ",", &save); kv && rc == EEB_OK;
-         kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "--design: '%s' is not key=value", kv);
-            break;
-        }
-        *eq = '\0';
-        const char *key = kv, *value = eq + 1;
-        int key_ok = 'a' <= *key && *key <= 'z';
-        for (const char *k = key; *k; k++)
-            key_ok &= ('a' <= *k && *k <= 'z') || ('0' <= *k && *k <= '9') || *k == '_';
-        if (!key_ok || !plain(value)) {
-            rc = eeb_errf(err, errlen, EEB_EINVAL,
-                          "--design: '%s=%s': keys are [a-z0-9_], values [A-Za-z0-9._-]", key,
-                          value);
-            break;
-        }
-        char *end;
+    for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *value = strchr(kv, '='), *end;
+        *value++ = '\0';
         double x = strtod(value, &end);
-        json_object_set_new(obj, key,
+        json_object_set_new(obj, kv,
                             *end == '\0' && isfinite(x) ? json_real(x) : json_string(value));
     }
     free(copy);
-    return rc;
-}
-
-static double number(json_t *design, const char *key)
-{
-    json_t *v = json_object_get(design, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
+    return EEB_OK;
 }
 
 /* EMBEDDED_METADATA: the kernel as XRT's parser reads it
@@ -241,41 +207,40 @@ static uint8_t *lay_out(const struct blob *b, const struct eeb_device *dev, size
 int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char *err, size_t errlen)
 {
     (void)kernel_signature;
-    json_t *design = json_object();
-    if (!design)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    int rc = parse_design(design, EEB_XCLBIN_DESIGN, err, errlen);
+    /* the model checks the design, and gives the default utilization */
+    struct eeb_design d;
+    eeb_design_default(&d);
+    int rc = eeb_design_parse(&d, EEB_XCLBIN_DESIGN, err, errlen);
     if (rc == EEB_OK && spec->design)
-        rc = parse_design(design, spec->design, err, errlen);
-    const char *board = json_string_value(json_object_get(design, "device"));
-    const struct eeb_device *dev = board ? eeb_device_find(board) : NULL;
-    double clock = number(design, "clock_mhz"), banks = number(design, "ddr");
-    if (rc == EEB_OK && !dev)
-        rc = eeb_errf(err, errlen, EEB_EINVAL,
-                      "--design: device '%s' is not a board eeb knows (kcu1500, zcu102, zcu104, "
-                      "u250)",
-                      board ? board : "(a number)");
-    if (rc == EEB_OK && !(clock > 0 && clock <= 1000))
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "--design: clock_mhz must be in (0, 1000] MHz");
-    if (rc == EEB_OK && !(banks >= 1 && banks <= dev->ddr_channels && banks == floor(banks)))
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "--design: ddr must be 1..%d channels on the %s",
-                      dev->ddr_channels, dev->name);
-    if (rc) {
-        json_decref(design);
+        rc = eeb_design_parse(&d, spec->design, err, errlen);
+    if (rc)
         return rc;
+    const char *util = spec->util, *util_source = spec->util_source;
+    char modeled[128];
+    if (!util) {
+        struct eeb_resources res;
+        eeb_design_resources(&d, &res);
+        eeb_resources_spec(&res, modeled, sizeof modeled);
+        util = modeled, util_source = EEB_XCLBIN_UTIL_MODELED;
+    }
+    json_t *design = json_object();
+    if (!design || record_design(design, EEB_XCLBIN_DESIGN, err, errlen) ||
+        (spec->design && record_design(design, spec->design, err, errlen))) {
+        json_decref(design);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     }
     json_t *meta = json_pack("{s:i, s:s, s:s, s:o, s:{s:s, s:s}}", "eeb_xclbin", 1, "eeb",
                              EEB_VERSION, "kernel", EEB_XCLBIN_KERNEL, "design", design,
-                             "utilization", "source", spec->util_source, "text", spec->util);
+                             "utilization", "source", util_source, "text", util);
     char *meta_text = meta ? json_dumps(meta, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(meta);
-    char *xml = kernel_xml(dev, clock);
+    char *xml = kernel_xml(d.device, d.clock_mhz);
     struct blob b = {0};
     size_t total = 0;
     uint8_t *file = NULL;
-    if (meta_text && xml && add_fixed_sections(&b, (int)banks, xml) == 0 &&
+    if (meta_text && xml && add_fixed_sections(&b, d.ddr, xml) == 0 &&
         add_section(&b, USER_METADATA, "eeb", meta_text, strlen(meta_text)) == 0)
-        file = lay_out(&b, dev, &total);
+        file = lay_out(&b, d.device, &total);
     free(meta_text), free(xml), free(b.data);
     if (!file)
         return eeb_errf(err, errlen, EEB_ENOMEM, "building %s: out of memory", path);
