@@ -86,6 +86,9 @@ int eeb_uuid4(char out[37], char *err, size_t errlen);
 int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                   size_t errlen);
 
+/* Writes s to f as HTML text or attribute value (<, >, &, ", ' escaped). */
+void eeb_html_text(FILE *f, const char *s);
+
 #define EEB_SHA256_HEX 65 /* 64 hex digits and a NUL */
 
 /* The SHA-256 of a buffer, or of a file's contents, as lowercase hex. */

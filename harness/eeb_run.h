@@ -145,6 +145,18 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
 
 /* ---- the check ---- */
 
+/*
+ * Judges run from the database at db_path: T from the fine-tune events,
+ * E, validity and the P_max rule from its samples (eeb_power_summarize),
+ * M_u, the weights and the budgets from its stored configuration, and
+ * M_s as given, or, if m_s is NAN, recounted from its stored predictions
+ * (which hold the truth).  An abort or error event in the record makes the
+ * run aborted or invalid.  Fills out's verdict fields; returns an error
+ * only for a database that cannot be read.
+ */
+int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
+                  char *err, size_t errlen);
+
 /* Recomputes every metric and the verdict of run (0: the latest) from the
  * database alone and compares them with what the run stored; writes a
  * line per figure to report (if not NULL). */

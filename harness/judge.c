@@ -1,13 +1,13 @@
 /*
  * judge.c - a run's verdict from its database alone: the metrics, S, the
  * P_max rule and the validity of the measurement, recomputed from the
- * stored configuration, events, samples and predictions (`eeb check`, and
- * the run's own SCORE stage, which must agree with it).
+ * stored configuration, events, samples and predictions (`eeb check`, the
+ * run's own SCORE stage, which must agree with it, and the server).
  */
 #include "eeb_rundb.h"
 #include "eeb_shard.h"
 #include "eeb_voc.h"
-#include "run_int.h"
+#include "eeb_run.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -256,6 +256,16 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     }
     out->task = task;
     out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
+    /* a record that says it was stopped or broke (one received by the
+     * server; `eeb run` judges neither) */
+    if (rec->abort[0]) {
+        out->aborted = 1;
+        why(out, "aborted: %s", rec->abort);
+    }
+    if (rec->error[0]) {
+        out->valid = 0;
+        why(out, "the run ended in an error: %s", rec->error);
+    }
     out->test_items = (uint64_t)number_at(cfg, "test", "items");
     if (isnan(m_s))
         m_s = recount(sr->db, row->id, task, out->test_items, out, err, errlen);
@@ -305,7 +315,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         why(out, "%s", out->score.reason);
     if (!ps.p_max_pass && out->score.pass)
         why(out, "%s", ps.p_max_reason);
-    out->pass = out->valid && out->score.pass && ps.p_max_pass;
+    out->pass = out->valid && !out->aborted && out->score.pass && ps.p_max_pass;
     if (!out->pass)
         out->score.s = NAN;
 out:
@@ -313,7 +323,7 @@ out:
     return rc;
 }
 
-int run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
+int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
               size_t errlen)
 {
     struct stored_run sr;

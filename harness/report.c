@@ -7,7 +7,7 @@
  * plotting, the page.
  */
 #include "eeb_rundb.h"
-#include "run_int.h"
+#include "eeb_run.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -113,18 +113,6 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
 }
 
 /* ---- plotting ---- */
-
-static void html_text(FILE *f, const char *s)
-{
-    for (; s && *s; s++)
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-}
 
 /* A round step giving about n ticks over [0, hi]. */
 static double tick_step(double hi, int n)
@@ -256,11 +244,11 @@ static void training_plot(FILE *f, const struct timeline *tl, double x_hi)
 static void row(FILE *f, const char *name, const char *value, const char *note)
 {
     fputs("<tr><th>", f);
-    html_text(f, name);
+    eeb_html_text(f, name);
     fputs("</th><td>", f);
-    html_text(f, value);
+    eeb_html_text(f, value);
     fputs("</td><td>", f);
-    html_text(f, note);
+    eeb_html_text(f, note);
     fputs("</td></tr>\n", f);
 }
 
@@ -291,11 +279,11 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
           f);
     fprintf(f, "<h1>eeb run %lld: %s on %s</h1>\n<p>run ", (long long)run->id, run->task,
             run->backend);
-    html_text(f, run->uuid);
+    eeb_html_text(f, run->uuid);
     fputs(", state ", f);
-    html_text(f, run->state);
+    eeb_html_text(f, run->state);
     fputs(", provenance <span class=\"label\" id=\"provenance\">", f);
-    html_text(f, o->provenance);
+    eeb_html_text(f, o->provenance);
     fprintf(f, "</span>%s</p>\n",
             strcmp(o->provenance, "modeled") == 0
                 ? " (time and power stand in for a device's: emulator wall time and the "
@@ -307,7 +295,7 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     fputs("</p>\n", f);
     if (o->why[0]) {
         fputs("<p id=\"reasons\">", f);
-        html_text(f, o->why);
+        eeb_html_text(f, o->why);
         fputs("</p>\n", f);
     }
     fputs("<h2>Score</h2>\n<table id=\"score\"><tr><th>metric</th><th>value</th><th>from</th>"
@@ -348,9 +336,9 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
             json_string_value(json_array_get(e, 2)) ?: "");
     }
     fputs("</table>\n<h2>Configuration</h2>\n<pre id=\"config\">", f);
-    html_text(f, run->config);
+    eeb_html_text(f, run->config);
     fputs("</pre>\n<p>Written by eeb " EEB_VERSION " (", f);
-    html_text(f, eeb_build());
+    eeb_html_text(f, eeb_build());
     fputs(").</p>\n</body></html>\n", f);
 }
 

@@ -17,7 +17,6 @@
 #include "eeb_rundb.h"
 #include "eeb_tasks.h"
 #include "eeb_xclbin.h"
-#include "run_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -847,7 +846,7 @@ static int score(struct run *r, double m_s, char *err, size_t errlen)
     int rc = enter(r, EEB_RUN_SCORE, err, errlen);
     if (rc)
         return rc;
-    if ((rc = run_judge(r->c->db, r->id, m_s, out, err, errlen)))
+    if ((rc = eeb_run_judge(r->c->db, r->id, m_s, out, err, errlen)))
         return rc;
     /* what the modeled board would take for the steps the CPU ran */
     out->device_time_s = r->modeled_device ? out->steps * r->perf.train_step_s : NAN;

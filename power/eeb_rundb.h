@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_RUNDB_SCHEMA         2          /* the schema version this eeb writes */
+#define EEB_RUNDB_SCHEMA         3          /* the schema version this eeb writes */
 #define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
 
 struct eeb_rundb; /* opaque */
@@ -87,6 +87,33 @@ struct eeb_sample {
 /* Appends n samples from one source in a single transaction. */
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
                           const struct eeb_sample *samples, size_t n, char *err, size_t errlen);
+
+/* A piece of a run sent over the network: its samples (from one source)
+ * and events, numbered by the sender and identified by a digest. */
+struct eeb_rundb_event {
+    int64_t t_mono_ns, t_utc_ns;
+    const char *kind, *payload; /* payload: JSON or NULL */
+};
+struct eeb_rundb_chunk {
+    int64_t seq; /* >= 0, the sender's numbering */
+    char sha256[EEB_SHA256_HEX];
+    const char *source;
+    const struct eeb_sample *samples;
+    size_t nsamples;
+    const struct eeb_rundb_event *events;
+    size_t nevents;
+};
+
+enum { EEB_CHUNK_HELD = 0, EEB_CHUNK_STORED = 1, EEB_CHUNK_DIFFERS = 2 };
+
+/*
+ * Stores a chunk of run in one transaction, unless the run holds chunk seq
+ * already: then nothing is written, and the result says whether the chunk
+ * held has the same digest (EEB_CHUNK_HELD: a resend, harmless) or not
+ * (EEB_CHUNK_DIFFERS).  EEB_CHUNK_STORED, or an error.
+ */
+int eeb_rundb_chunk_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_chunk *c,
+                        char *err, size_t errlen);
 
 /*
  * Calls fn for each sample of a run with t0 <= t_mono_ns < t1, in time order.

@@ -93,6 +93,16 @@ static const char *const migrations[EEB_RUNDB_SCHEMA] = {
     "INSERT INTO runs_v2 SELECT * FROM runs;"
     "DROP TABLE runs;"
     "ALTER TABLE runs_v2 RENAME TO runs;",
+    /* v2 -> v3: a run received in chunks (the evaluation server's) records
+     * each chunk's digest, so that a chunk sent again is recognised. */
+    "CREATE TABLE chunks ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL CHECK (seq >= 0),"
+    "  sha256 TEXT NOT NULL CHECK (length(sha256) = 64),"
+    "  samples INTEGER NOT NULL,"
+    "  events INTEGER NOT NULL,"
+    "  PRIMARY KEY (run_id, seq)"
+    ") STRICT;",
 };
 
 static const char *const state_names[EEB_RUN_STATE_COUNT] = {
@@ -400,7 +410,8 @@ int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, in
     return step_done(db, st, "adding an event", err, errlen);
 }
 
-int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
+/* Inserts n samples inside the caller's transaction. */
+static int insert_samples(struct eeb_rundb *db, int64_t run, const char *source,
                           const struct eeb_sample *s, size_t n, char *err, size_t errlen)
 {
     int rc;
@@ -410,8 +421,6 @@ int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
                       " watts, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       &db->insert_sample, err, errlen)))
         return rc;
-    if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(db, "beginning a sample batch", err, errlen);
     sqlite3_stmt *st = db->insert_sample;
     rc = EEB_OK;
     /* Bindings outlive sqlite3_reset: the batch's run and source once. */
@@ -434,7 +443,75 @@ int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
         sqlite3_reset(st);
     }
     sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
+                          const struct eeb_sample *s, size_t n, char *err, size_t errlen)
+{
+    if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(db, "beginning a sample batch", err, errlen);
+    int rc = insert_samples(db, run, source, s, n, err, errlen);
     return end_batch(db, rc, "committing a sample batch", err, errlen);
+}
+
+/* The digest a chunk (run, seq) was stored with into held ("" if none). */
+static int chunk_digest(struct eeb_rundb *db, int64_t run, int64_t seq, char held[EEB_SHA256_HEX],
+                        char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db, "SELECT sha256 FROM chunks WHERE run_id = ? AND seq = ?", &st, err,
+                     errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int64(st, 2, seq);
+    held[0] = '\0';
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        snprintf(held, EEB_SHA256_HEX, "%s", (const char *)sqlite3_column_text(st, 0));
+    else if (step != SQLITE_DONE)
+        rc = db_error(db, "reading a chunk", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int eeb_rundb_chunk_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_chunk *c,
+                        char *err, size_t errlen)
+{
+    if (c->seq < 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: chunk seq %lld is negative", db->path,
+                        (long long)c->seq);
+    /* IMMEDIATE: no other writer between the look-up and the insert */
+    if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(db, "beginning a chunk", err, errlen);
+    char held[EEB_SHA256_HEX];
+    int rc = chunk_digest(db, run, c->seq, held, err, errlen);
+    if (rc == EEB_OK && held[0]) {
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return strcmp(held, c->sha256) == 0 ? EEB_CHUNK_HELD : EEB_CHUNK_DIFFERS;
+    }
+    if (rc == EEB_OK)
+        rc = insert_samples(db, run, c->source, c->samples, c->nsamples, err, errlen);
+    for (size_t i = 0; rc == EEB_OK && i < c->nevents; i++) {
+        const struct eeb_rundb_event *e = &c->events[i];
+        rc = eeb_rundb_event_add(db, run, e->t_mono_ns, e->t_utc_ns, e->kind, e->payload, err,
+                                 errlen);
+    }
+    sqlite3_stmt *st = NULL;
+    if (rc == EEB_OK && (rc = prepare(db,
+                                      "INSERT INTO chunks (run_id, seq, sha256, samples, events)"
+                                      " VALUES (?, ?, ?, ?, ?)",
+                                      &st, err, errlen)) == EEB_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        sqlite3_bind_int64(st, 2, c->seq);
+        sqlite3_bind_text(st, 3, c->sha256, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (int64_t)c->nsamples);
+        sqlite3_bind_int64(st, 5, (int64_t)c->nevents);
+        rc = step_done(db, st, "recording a chunk", err, errlen);
+    }
+    rc = end_batch(db, rc, "committing a chunk", err, errlen);
+    return rc ? rc : EEB_CHUNK_STORED;
 }
 
 int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *items,

@@ -1,8 +1,10 @@
 /*
  * http.c - the server's HTTP side on libmicrohttpd: a thread pool, request
  * bodies gathered up to a cap (413 past it, before reading more), a route
- * table, JSON errors that name the field at fault, and counters for
- * /metrics.  Every response is JSON except /metrics (Prometheus text).
+ * table saying who may call each route, bearer tokens, a per-team rate
+ * limit, JSON errors that name the field at fault, and counters for
+ * /metrics.  Answers are JSON except /metrics (Prometheus text) and the
+ * pages (HTML, board.c).
  */
 #include "server_int.h"
 
@@ -21,34 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum route { R_HEALTHZ, R_METRICS, R_WHOAMI, R_RUNS, R_RUN, R_COMPLETE, R_TEST, R_OTHER, R_COUNT };
-static const char *const route_names[] = {"healthz", "metrics",  "whoami", "runs",
-                                          "run",     "complete", "test",   "other"};
-static const int codes[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
-#define N_BUCKETS 1024
-#define N_CODES   (sizeof codes / sizeof *codes)
-
-struct eeb_server {
-    struct MHD_Daemon *daemon;
-    struct store *store;
-    struct eeb_server_config cfg;
-    char rules_version[16];
-    char *inputs[EEB_TASK_COUNT]; /* the test sets without labels, or NULL */
-    atomic_ullong requests[R_COUNT][N_CODES];
-    pthread_mutex_t lock; /* the buckets */
-    struct bucket {
-        int64_t team; /* 0: free */
-        double tokens;
-        int64_t last_ns;
-    } buckets[N_BUCKETS];
-};
-
-/* One request: its body so far. */
-struct request {
-    char *body;
-    size_t len;
-    int too_big;
-};
+static const char *const route_names[R_COUNT] = {
+    "healthz", "metrics", "whoami",      "runs",  "run",   "power",    "complete",
+    "test",    "predictions", "score", "leaderboard", "page_leaderboard", "page_run", "other"};
+static const int codes[N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
 
 void eeb_server_config_default(struct eeb_server_config *c)
 {
@@ -72,33 +50,32 @@ static enum MHD_Result queue(struct eeb_server *s, struct MHD_Connection *c, enu
             atomic_fetch_add(&s->requests[r][i], 1);
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)code, resp);
     MHD_destroy_response(resp);
     return ok;
 }
 
 static enum MHD_Result reply(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
-                             const char *type, const char *body)
+                             const char *type, const char *body, size_t len)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     return resp ? queue(s, c, r, code, type, resp) : MHD_NO;
 }
 
-/* Sends o (taken) as JSON. */
 static enum MHD_Result send_json(struct eeb_server *s, struct MHD_Connection *c, enum route r,
                                  int code, json_t *o)
 {
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
-    enum MHD_Result ok =
-        text ? reply(s, c, r, code, "application/json", text)
-             : reply(s, c, r, 500, "application/json", "{\"error\":\"out of memory\"}");
+    static const char oom[] = "{\"error\":\"out of memory\"}";
+    enum MHD_Result ok = text ? reply(s, c, r, code, "application/json", text, strlen(text))
+                              : reply(s, c, r, 500, "application/json", oom, sizeof oom - 1);
     free(text);
     return ok;
 }
 
-/* {"error": message[, "field": field]} */
 static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c, enum route r,
                                   int code, const char *field, const char *message)
 {
@@ -106,6 +83,53 @@ static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c
     if (o && field)
         json_object_set_new(o, "field", json_string(field));
     return send_json(s, c, r, code, o);
+}
+
+enum MHD_Result call_reply(struct call *k, int code, const char *type, const char *body,
+                           size_t len)
+{
+    return reply(k->s, k->c, k->route, code, type, body, len);
+}
+
+enum MHD_Result call_json(struct call *k, int code, json_t *o)
+{
+    return send_json(k->s, k->c, k->route, code, o);
+}
+
+enum MHD_Result call_fail(struct call *k, int code, const char *field, const char *message)
+{
+    return send_error(k->s, k->c, k->route, code, field, message);
+}
+
+enum MHD_Result call_file(struct call *k, const char *type, int fd, uint64_t size)
+{
+    struct MHD_Response *resp = MHD_create_response_from_fd(size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    return queue(k->s, k->c, k->route, 200, type, resp);
+}
+
+json_t *call_body(struct call *k, enum MHD_Result *sent)
+{
+    json_error_t je;
+    json_t *o = json_loadb(k->q->body ? k->q->body : "", k->q->len, JSON_REJECT_DUPLICATES, &je);
+    char msg[256];
+    if (!o) {
+        snprintf(msg, sizeof msg, "the body is not JSON: %s (line %d, column %d)", je.text,
+                 je.line, je.column);
+        *sent = call_fail(k, 400, NULL, msg);
+    } else if (!json_is_object(o)) {
+        json_decref(o), o = NULL;
+        *sent = call_fail(k, 400, NULL, "the body must be a JSON object");
+    }
+    return o;
+}
+
+const char *call_arg(struct call *k, const char *name)
+{
+    return MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* ---- the per-team rate limit ---- */
@@ -135,28 +159,9 @@ static int allowed(struct eeb_server *s, int64_t team)
 
 /* ---- routes ---- */
 
-/* What a handler is given. */
-struct call {
-    struct eeb_server *s;
-    struct MHD_Connection *c;
-    enum route route;
-    sqlite3 *db;
-    const struct request *q;
-    int64_t id; /* the {id} in the path */
-    int64_t team;
-    char team_name[65];
-    struct store_run run; /* routes on a run: the team's own run {id} */
-    char state[16];       /* and its state */
-};
-
-static enum MHD_Result fail(struct call *k, int code, const char *field, const char *message)
-{
-    return send_error(k->s, k->c, k->route, code, field, message);
-}
-
 static enum MHD_Result healthz(struct call *k)
 {
-    return send_json(k->s, k->c, k->route, 200, json_pack("{s:s}", "status", "ok"));
+    return call_json(k, 200, json_pack("{s:s}", "status", "ok"));
 }
 
 static enum MHD_Result metrics(struct call *k)
@@ -175,154 +180,44 @@ static enum MHD_Result metrics(struct call *k)
                                          route_names[r], codes[i], n);
         }
     int64_t teams = 0;
-    if (store_count_teams(k->db, &teams, err, sizeof err))
-        return fail(k, 500, NULL, err);
+    if (store_count_teams(k->db->h, &teams, err, sizeof err))
+        return call_fail(k, 500, NULL, err);
     if (used < sizeof text)
         snprintf(text + used, sizeof text - used,
                  "# HELP eeb_teams Teams registered.\n# TYPE eeb_teams gauge\neeb_teams %lld\n",
                  (long long)teams);
-    return reply(s, k->c, k->route, 200, "text/plain; version=0.0.4", text);
+    return call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
 static enum MHD_Result whoami(struct call *k)
 {
-    return send_json(k->s, k->c, k->route, 200,
-                     json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
+    return call_json(k, 200, json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
 }
 
-static json_t *run_json(const struct store_run *r, const char *state)
-{
-    return json_pack("{s:I, s:s, s:s, s:f, s:f}", "run_id", (json_int_t)r->id, "task",
-                     eeb_task_name((enum eeb_task)r->task), "state", state, "t_max_s", r->t_max_s,
-                     "p_max_w", r->p_max_w);
-}
+/* Who may call a route: anyone; a team (its bearer token); or the team
+ * whose run {id} is (the handler finds the run in the call). */
+enum access { ANYONE, TEAM, OWNER };
 
-/* POST /api/v1/runs {"task": "cls"}: a run, with the budgets it is held to. */
-static enum MHD_Result register_run(struct call *k)
-{
-    char err[256];
-    json_error_t je;
-    json_t *body = json_loadb(k->q->body ? k->q->body : "", k->q->len, 0, &je);
-    if (!body) {
-        snprintf(err, sizeof err, "the body is not JSON: %s (line %d, column %d)", je.text, je.line,
-                 je.column);
-        return fail(k, 400, NULL, err);
-    }
-    json_t *task = json_object_get(body, "task");
-    enum eeb_task t;
-    enum MHD_Result ok;
-    if (!json_is_object(body)) {
-        ok = fail(k, 400, NULL, "the body must be a JSON object");
-    } else if (!json_is_string(task)) {
-        ok = fail(k, 400, "task", "expected a string: cls, det or video");
-    } else if (eeb_task_parse(json_string_value(task), &t, err, sizeof err)) {
-        ok = fail(k, 400, "task", err);
-    } else {
-        const struct eeb_run_profile *p = eeb_run_profile(t);
-        struct store_run r = {.team = k->team,
-                              .task = (int)t,
-                              .t_max_s = p->t_max_s,
-                              .p_max_w = p->p_max_w,
-                              .rules_version = k->s->rules_version};
-        if (store_run_register(k->db, &r, err, sizeof err)) {
-            ok = fail(k, 500, NULL, err);
-        } else {
-            json_t *o = run_json(&r, "registered");
-            json_object_set_new(o, "team", json_string(k->team_name));
-            json_object_set_new(o, "rules_version", json_string(r.rules_version));
-            ok = send_json(k->s, k->c, k->route, 201, o);
-        }
-    }
-    json_decref(body);
-    return ok;
-}
-
-/* The team's own run {id} into k (1), or the answer sent (0: 404, 403). */
-static int own_run(struct call *k, enum MHD_Result *sent)
-{
-    char err[256], msg[96];
-    int found = store_run_get(k->db, k->id, &k->run, k->state, err, sizeof err);
-    if (found < 0) {
-        *sent = fail(k, 500, NULL, err);
-    } else if (!found) {
-        snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
-        *sent = fail(k, 404, NULL, msg);
-    } else if (k->run.team != k->team) {
-        snprintf(msg, sizeof msg, "run %lld belongs to another team", (long long)k->id);
-        *sent = fail(k, 403, NULL, msg);
-        found = 0;
-    }
-    return found > 0;
-}
-
-static enum MHD_Result get_run(struct call *k)
-{
-    return send_json(k->s, k->c, k->route, 200, run_json(&k->run, k->state));
-}
-
-/* POST /api/v1/runs/{id}/complete: fine-tuning is over.  Saying it twice
- * is harmless; saying it of a run past that stage is a conflict. */
-static enum MHD_Result complete_run(struct call *k)
-{
-    char err[256];
-    if (strcmp(k->state, "registered") == 0) {
-        int moved = store_run_move(k->db, k->id, "registered", "complete", err, sizeof err);
-        if (moved < 0)
-            return fail(k, 500, NULL, err);
-    } else if (strcmp(k->state, "complete") != 0) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "run %lld is %s, past completion", (long long)k->id, k->state);
-        return fail(k, 409, "state", msg);
-    }
-    return send_json(k->s, k->c, k->route, 200, run_json(&k->run, "complete"));
-}
-
-/* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
- * once fine-tuning is complete. */
-static enum MHD_Result test_inputs(struct call *k)
-{
-    char msg[128];
-    const char *path = k->s->inputs[k->run.task];
-    if (!path) {
-        snprintf(msg, sizeof msg, "this server holds no %s test set",
-                 eeb_task_name((enum eeb_task)k->run.task));
-        return fail(k, 404, NULL, msg);
-    }
-    if (strcmp(k->state, "registered") == 0) {
-        snprintf(msg, sizeof msg, "run %lld is still fine-tuning: complete it first",
-                 (long long)k->id);
-        return fail(k, 409, "state", msg);
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return fail(k, 500, NULL, "the test inputs cannot be read");
-    }
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-    if (!resp) {
-        close(fd);
-        return MHD_NO;
-    }
-    return queue(k->s, k->c, k->route, 200, "application/octet-stream", resp);
-}
-
-/* auth: the route needs a team's token; a pattern with {id} also needs
- * the run to be that team's, and its handler finds it in the call. */
 static const struct route_def {
     const char *method, *pattern; /* "{id}": a run id */
     enum route route;
-    int auth;
+    enum access access;
     enum MHD_Result (*handle)(struct call *k);
 } route_defs[] = {
-    {"GET", "/healthz", R_HEALTHZ, 0, healthz},
-    {"GET", "/metrics", R_METRICS, 0, metrics},
-    {"GET", "/api/v1/whoami", R_WHOAMI, 1, whoami},
-    {"POST", "/api/v1/runs", R_RUNS, 1, register_run},
-    {"GET", "/api/v1/runs/{id}", R_RUN, 1, get_run},
-    {"POST", "/api/v1/runs/{id}/complete", R_COMPLETE, 1, complete_run},
-    {"GET", "/api/v1/runs/{id}/test", R_TEST, 1, test_inputs},
+    {"GET", "/healthz", R_HEALTHZ, ANYONE, healthz},
+    {"GET", "/metrics", R_METRICS, ANYONE, metrics},
+    {"GET", "/api/v1/whoami", R_WHOAMI, TEAM, whoami},
+    {"POST", "/api/v1/runs", R_RUNS, TEAM, api_register},
+    {"GET", "/api/v1/runs/{id}", R_RUN, OWNER, api_run},
+    {"POST", "/api/v1/runs/{id}/power", R_POWER, OWNER, api_power},
+    {"POST", "/api/v1/runs/{id}/complete", R_COMPLETE, OWNER, api_complete},
+    {"GET", "/api/v1/runs/{id}/test", R_TEST, OWNER, api_test},
+    {"POST", "/api/v1/runs/{id}/predictions", R_PREDICTIONS, OWNER, api_predictions},
+    {"POST", "/api/v1/runs/{id}/score", R_SCORE, OWNER, api_score},
+    {"GET", "/api/v1/leaderboard", R_BOARD, ANYONE, api_board},
+    {"GET", "/", R_PAGE_BOARD, ANYONE, page_board},
+    {"GET", "/leaderboard", R_PAGE_BOARD, ANYONE, page_board},
+    {"GET", "/runs/{id}", R_PAGE_RUN, ANYONE, page_run},
 };
 
 /* url against pattern: 1 on a match, with {id} in *id (0 if it has none). */
@@ -346,17 +241,35 @@ static int match(const char *pattern, const char *url, int64_t *id)
     return !*pattern && !*url;
 }
 
+/* The team's own run {id} into k (1), or the answer sent (0: 404, 403). */
+static int own_run(struct call *k, enum MHD_Result *sent)
+{
+    char err[256], msg[96];
+    int found = store_run_get(k->db->h, k->id, &k->run, err, sizeof err);
+    if (found < 0) {
+        *sent = call_fail(k, 500, NULL, err);
+    } else if (!found) {
+        snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
+        *sent = call_fail(k, 404, NULL, msg);
+    } else if (k->run.team != k->team) {
+        snprintf(msg, sizeof msg, "run %lld belongs to another team", (long long)k->id);
+        *sent = call_fail(k, 403, NULL, msg);
+        found = 0;
+    }
+    return found > 0;
+}
+
 /* The bearer token's team into k (1), or the 401 sent (0). */
 static int authenticate(struct call *k, enum MHD_Result *sent)
 {
     const char *auth = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Authorization");
     char err[256];
     if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != EEB_TOKEN_HEX - 1)
-        *sent = fail(k, 401, "Authorization", "a bearer token is required");
-    else if (store_team_by_token(k->db, auth + 7, &k->team, k->team_name, err, sizeof err))
-        *sent = fail(k, 500, NULL, err);
+        *sent = call_fail(k, 401, "Authorization", "a bearer token is required");
+    else if (store_team_by_token(k->db->h, auth + 7, &k->team, k->team_name, err, sizeof err))
+        *sent = call_fail(k, 500, NULL, err);
     else if (!k->team)
-        *sent = fail(k, 401, "Authorization", "unknown token");
+        *sent = call_fail(k, 401, "Authorization", "unknown token");
     return k->team != 0;
 }
 
@@ -371,22 +284,22 @@ static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, 
             def = strcmp(route_defs[i].method, method) == 0 ? &route_defs[i] : NULL;
         }
     if (!path)
-        return fail(&k, 404, NULL, "no such route");
+        return call_fail(&k, 404, NULL, "no such route");
     k.route = path->route;
     if (!def) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s takes %s", url, path->method);
-        return fail(&k, 405, NULL, msg);
+        return call_fail(&k, 405, NULL, msg);
     }
     char err[256];
     if (!(k.db = store_conn(s->store, err, sizeof err)))
-        return fail(&k, 500, NULL, err);
+        return call_fail(&k, 500, NULL, err);
     enum MHD_Result sent = MHD_NO;
-    if (def->auth && !authenticate(&k, &sent))
+    if (def->access != ANYONE && !authenticate(&k, &sent))
         return sent;
-    if (def->auth && !allowed(s, k.team))
-        return fail(&k, 429, NULL, "too many requests: slow down (per-team rate limit)");
-    if (k.id && !own_run(&k, &sent))
+    if (def->access != ANYONE && !allowed(s, k.team))
+        return call_fail(&k, 429, NULL, "too many requests: slow down (per-team rate limit)");
+    if (def->access == OWNER && !own_run(&k, &sent))
         return sent;
     return def->handle(&k);
 }
@@ -447,60 +360,47 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- start and stop ---- */
 
-/* Writes the test set at path, labels and boxes stripped, to out. */
-static int strip_labels(const char *path, enum eeb_task task, const char *out, char *err,
-                        size_t errlen)
+static void free_tests(struct eeb_server *s)
 {
-    struct eeb_shard *in;
-    int rc = eeb_shard_open(&in, path, err, errlen);
-    if (rc)
-        return rc;
-    const struct eeb_shard_info *info = eeb_shard_info(in);
-    struct eeb_shard_writer *w = NULL;
-    if (info->task != task)
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s test set", path,
-                      eeb_task_name(info->task), eeb_task_name(task));
-    else
-        rc = eeb_shard_create(&w, out, info, err, errlen);
-    const struct eeb_record *rec;
-    struct eeb_record bare;
-    int more;
-    while (rc == EEB_OK && (more = eeb_shard_next(in, &rec, err, errlen)) != 0) {
-        if (more < 0) {
-            rc = more;
-            break;
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        if (s->test[t]) {
+            testset_free(s->test[t]);
+            free(s->test[t]);
+            s->test[t] = NULL;
         }
-        bare.index = rec->index, bare.label = 0, bare.nboxes = 0, bare.pixels = rec->pixels;
-        memcpy(bare.id, rec->id, sizeof bare.id);
-        rc = eeb_shard_write(w, &bare, err, errlen);
-    }
-    if (w)
-        rc = rc == EEB_OK ? eeb_shard_finish(w, err, errlen) : (eeb_shard_abort(w), rc);
-    eeb_shard_close(in);
-    return rc;
 }
 
-static int prepare_inputs(struct eeb_server *s, char *err, size_t errlen)
+/* Each test set given: its truth held, its inputs copied without it to
+ * <db>.<task>-inputs.eebd. */
+static int load_tests(struct eeb_server *s, char *err, size_t errlen)
 {
     for (int t = 0; t < EEB_TASK_COUNT; t++) {
         if (!s->cfg.test[t])
             continue;
-        if (asprintf(&s->inputs[t], "%s.%s-inputs.eebd", s->cfg.db,
-                     eeb_task_name((enum eeb_task)t)) < 0) {
-            s->inputs[t] = NULL;
+        char *inputs = NULL;
+        if (asprintf(&inputs, "%s.%s-inputs.eebd", s->cfg.db, eeb_task_name((enum eeb_task)t)) <
+                0 ||
+            !(s->test[t] = calloc(1, sizeof *s->test[t]))) {
+            free(inputs);
             return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
         }
-        int rc = strip_labels(s->cfg.test[t], (enum eeb_task)t, s->inputs[t], err, errlen);
-        if (rc)
+        int rc = testset_load(s->test[t], (enum eeb_task)t, s->cfg.test[t], inputs, err, errlen);
+        free(inputs);
+        if (rc) {
+            free(s->test[t]);
+            s->test[t] = NULL;
             return rc;
+        }
     }
     return EEB_OK;
 }
 
-static void free_inputs(struct eeb_server *s)
+static void server_free(struct eeb_server *s)
 {
-    for (int t = 0; t < EEB_TASK_COUNT; t++)
-        free(s->inputs[t]);
+    store_close(s->store);
+    free_tests(s);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
 }
 
 int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **out, char *err,
@@ -523,23 +423,23 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     int rc = eeb_score_rules_load(NULL, &rules, err, errlen);
     if (rc == EEB_OK)
         rc = store_open(cfg->db, &s->store, err, errlen);
-    if (rc == EEB_OK && (rc = prepare_inputs(s, err, errlen)))
-        store_close(s->store);
+    if (rc == EEB_OK)
+        rc = load_tests(s, err, errlen);
     if (rc) {
-        free_inputs(s);
-        free(s);
+        server_free(s);
         return rc;
     }
     snprintf(s->rules_version, sizeof s->rules_version, "%s", rules.version);
+    memcpy(s->weights, rules.weights, sizeof s->weights);
+    s->power_rule = rules.power;
     s->daemon =
         MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
                          (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+                         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1000u,
+                         MHD_OPTION_END);
     if (!s->daemon) {
-        store_close(s->store);
-        free_inputs(s);
-        free(s);
+        server_free(s);
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",
                         cfg->bind, cfg->port);
     }
@@ -558,8 +458,5 @@ void eeb_server_stop(struct eeb_server *s)
     if (!s)
         return;
     MHD_stop_daemon(s->daemon);
-    store_close(s->store);
-    free_inputs(s);
-    pthread_mutex_destroy(&s->lock);
-    free(s);
+    server_free(s);
 }

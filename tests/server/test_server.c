@@ -3,13 +3,17 @@
  * and their hashed tokens, authentication, JSON errors naming the field,
  * the body cap, /healthz and /metrics; and it keeps serving after each.
  */
+#include "eeb_model.h"
 #include "eeb_server.h"
+#include "eeb_tasks.h"
 #include "testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +91,11 @@ static void expect(int port, const char *method, const char *path, const char *b
     free(r.body);
 }
 
+/* A registration of a run of task (what a team declares). */
+#define REGISTER(task)                                                                             \
+    "{\"task\": \"" task "\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": 0.2}, "  \
+    "\"provenance\": \"modeled\", \"device\": \"zcu104\"}"
+
 Test(server, teams_tokens_routes_and_errors, .timeout = 60)
 {
     char db[256], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX], none[EEB_TOKEN_HEX], err[512];
@@ -113,6 +122,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = db, cfg.port = 0, cfg.max_body = 64 << 10;
+    cfg.test[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
@@ -135,13 +145,26 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
     expect(port, "POST", "/api/v1/runs", "{\"task\": \"speech\"}", token, 400, "error", "speech");
     expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", NULL, 401, "field",
            "Authorization");
-    struct reply r = request(port, "POST", "/api/v1/runs", "{\"task\": \"det\"}", 15, token);
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", token, 400, "field", "util");
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 1.5, \"ff\": 0, \"bram\": 0, \"dsp\": 0}}",
+           token, 400, "field", "util.lut");
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0}, "
+           "\"provenance\": \"guessed\"}",
+           token, 400, "field", "provenance");
+    expect(port, "POST", "/api/v1/runs", REGISTER("det"), token, 409, "error",
+           "holds no det test set");
+    struct reply r = request(port, "POST", "/api/v1/runs", REGISTER("cls"),
+                             strlen(REGISTER("cls")), token);
     cr_expect_eq(r.code, 201, "%s", r.body);
     json_t *o = json_loads(r.body, 0, NULL);
     cr_expect_eq(json_integer_value(json_object_get(o, "run_id")), 1);
-    cr_expect_str_eq(json_string_value(json_object_get(o, "task")), "det");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "task")), "cls");
+    cr_expect_eq(json_integer_value(json_object_get(o, "test_items")), 20);
     cr_expect_str_eq(json_string_value(json_object_get(o, "team")), "alpha");
     cr_expect_eq(json_real_value(json_object_get(o, "t_max_s")), 30);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "device")), "zcu104");
     cr_expect_eq(json_real_value(json_object_get(o, "p_max_w")), 10);
     cr_expect_str_eq(json_string_value(json_object_get(o, "rules_version")), "1");
     json_decref(o);
@@ -166,7 +189,8 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
         "eeb_http_requests_total{route=\"healthz\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"401\"} 3",
-        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 4",
+        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 7",
+        "eeb_http_requests_total{route=\"runs\",code=\"409\"} 1",
         "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
         "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",
         "eeb_teams 2",
@@ -186,12 +210,12 @@ Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60
     cr_assert_eq(eeb_server_add_team(db, "theirs", theirs, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    cfg.db = db, cfg.port = 0;
+    cfg.db = db, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
 
-    const char *cls = "{\"task\": \"cls\"}";
+    const char *cls = REGISTER("cls");
     expect(port, "POST", "/api/v1/runs", cls, mine, 201, "state", "registered");
     expect(port, "GET", "/api/v1/runs/1", NULL, mine, 200, "state", "registered");
     expect(port, "GET", "/api/v1/runs/1", NULL, theirs, 403, "error",
@@ -268,12 +292,10 @@ Test(server, test_inputs_are_served_without_labels_after_completion, .timeout = 
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
 
-    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", token, 201, "state", "registered");
-    expect(port, "POST", "/api/v1/runs", "{\"task\": \"det\"}", token, 201, "task", "det");
-    expect(port, "GET", "/api/v1/runs/1/test", NULL, token, 409, "error", "still fine-tuning");
+    expect(port, "POST", "/api/v1/runs", REGISTER("cls"), token, 201, "state", "registered");
+    expect(port, "GET", "/api/v1/runs/1/test", NULL, token, 409, "error",
+           "this needs it complete or scored");
     expect(port, "POST", "/api/v1/runs/1/complete", "", token, 200, "state", "complete");
-    expect(port, "POST", "/api/v1/runs/2/complete", "", token, 200, "state", "complete");
-    expect(port, "GET", "/api/v1/runs/2/test", NULL, token, 404, "error", "holds no det test set");
     struct reply r = request(port, "GET", "/api/v1/runs/1/test", NULL, 0, token);
     cr_assert_eq(r.code, 200, "%ld", r.code);
     test_write_file(got, r.body, r.len);
@@ -332,4 +354,175 @@ Test(server, admin_add_team_and_a_busy_port)
     cr_expect_eq(eeb_server_start(&cfg, &b, err, sizeof err), EEB_EINVAL);
     cr_expect(strstr(err, "'localhost' is not an IPv4 address"), "%s", err);
     eeb_server_stop(a);
+}
+
+/* ---- a run judged by the server ---- */
+
+/* An answer of the server's: it must not hold the test's truth, the
+ * "label" and "truth" of the predictions it stores (as JSON, or quoted
+ * in an HTML page). */
+static void expect_no_truth(const struct reply *r, const char *what)
+{
+    static const char *const keys[] = {"\"label\":", "\"truth\":", "&quot;label&quot;",
+                                       "&quot;truth&quot;"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        cr_expect_null(r->body ? strstr(r->body, keys[i]) : NULL, "%s: %s in %s", what, keys[i],
+                       r->body);
+}
+
+/* A local run of cls on small shards, its database at db; its test set. */
+static const char *local_run(const char *dir, const char *db)
+{
+    static char test[300];
+    char ft[300], model[300], err[512];
+    snprintf(ft, sizeof ft, "%s/ft.eebd", dir);
+    snprintf(test, sizeof test, "%s/test.eebd", dir);
+    snprintf(model, sizeof model, "%s/m.eebm", dir);
+    cr_assert_eq(rename(test_cls_shard(256, 16, 1), ft), 0);
+    cr_assert_eq(rename(test_cls_shard(64, 16, 2), test), 0);
+    struct eeb_shard *sh;
+    cr_assert_eq(eeb_shard_open(&sh, ft, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_net *net;
+    cr_assert_eq(eeb_task_model(eeb_shard_info(sh), 7, &net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_model_save(model, net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
+    eeb_net_free(net);
+    eeb_shard_close(sh);
+    struct test_run r =
+        test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
+                                  "--model", model, "--db", db, "--epochs", "2", "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    return test;
+}
+
+Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX],
+        err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    const char *test = local_run(dir, db);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_add_team(sdb, "beta", other, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+
+    struct test_run r = test_eeb(
+        (const char *[]){"submit", db, "--server", url, "--token", token, "--json", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect_null(strstr(r.err, token), "the token was printed");
+    json_t *v = json_loads(r.out, 0, NULL);
+    cr_assert(v, "%s", r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
+    /* the server's figures are the local run's: the same record, judged the same */
+    static const char *const figures[] = {"S", "m_s", "m_p", "m_t", "m_u", "t_s", "energy_j"};
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
+        char q[128];
+        snprintf(q, sizeof q, "SELECT CAST(value * 1e9 AS INTEGER) FROM results WHERE name = '%s'",
+                 figures[i]);
+        double local = (double)test_sql_int(db, q) / 1e9;
+        double remote = json_number_value(json_object_get(v, figures[i]));
+        cr_expect(fabs(local - remote) < 2e-9, "%s: local %.9f, server %.9f", figures[i], local,
+                  remote);
+    }
+    json_decref(v);
+    test_run_free(&r);
+    /* and `eeb check` on the server's database agrees with it */
+    r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    /* resuming a scored submission answers its verdict again */
+    r = test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1",
+                                  NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "server run 1 (cls, team alpha): pass"), "%s", r.out);
+    test_run_free(&r);
+
+    /* chunks: stored once; the same chunk again is held; other contents
+     * under its number are refused; the run keeps what it had */
+    struct reply a = request(port, "POST", "/api/v1/runs", REGISTER("cls"),
+                             strlen(REGISTER("cls")), token);
+    cr_expect_eq(a.code, 201, "%s", a.body);
+    free(a.body);
+    const char *chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 2.5], [2000, 6, 2.75]], "
+                        "\"events\": [[500, 4, \"finetune_begin\", null]]}";
+    const char *other_chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 9.5]]}";
+    struct reply once = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
+    cr_expect_eq(once.code, 201, "%s", once.body);
+    cr_expect(strstr(once.body, "\"stored\":true"), "%s", once.body);
+    free(once.body);
+    struct reply again = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
+    cr_expect_eq(again.code, 200, "%s", again.body);
+    cr_expect(strstr(again.body, "\"stored\":false"), "%s", again.body);
+    free(again.body);
+    expect(port, "POST", "/api/v1/runs/2/power", other_chunk, token, 409, "field", "seq");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 2"), 2);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events WHERE run_id = 2"), 1);
+
+    /* bad input: 4xx naming the field, and the server keeps serving */
+    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": -1}", token, 400, "field", "seq");
+    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"samples\": [[1, 2, \"x\"]]}",
+           token, 400, "field", "samples[0][2]");
+    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"samples\": [[1, 2]]}", token, 400,
+           "field", "samples[0]");
+    expect(port, "POST", "/api/v1/runs/2/power",
+           "{\"seq\": 1, \"events\": [[1, 2, \"x\", [1]]]}", token, 400, "field", "events[0][3]");
+    expect(port, "POST", "/api/v1/runs/2/power", chunk, other, 403, "error", "another team");
+    expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": []}", token, 409,
+           "error", "this needs it complete");
+    expect(port, "POST", "/api/v1/runs/2/complete", NULL, token, 200, "state", "complete");
+    expect(port, "POST", "/api/v1/runs/2/predictions",
+           "{\"predictions\": [{\"id\": \"nobody\", \"top\": [1]}]}", token, 400, "field",
+           "predictions[0].id");
+    expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": 3}", token, 400, "field",
+           "predictions");
+    expect(port, "POST", "/api/v1/runs/2/score", "{\"samples_dropped\": \"many\"}", token, 400,
+           "field", "samples_dropped");
+    expect(port, "POST", "/api/v1/runs/1/power", chunk, token, 409, "error", "run 1 is scored");
+    expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
+
+    /* no answer of any route holds the truth */
+    const struct {
+        const char *method, *path;
+        const char *token;
+    } routes[] = {
+        {"GET", "/api/v1/runs/1", token},
+        {"GET", "/api/v1/leaderboard?task=cls", NULL},
+        {"GET", "/api/v1/leaderboard?task=cls&provenance=modeled&device=zcu104", NULL},
+        {"GET", "/leaderboard", NULL},
+        {"GET", "/runs/1", NULL},
+        {"GET", "/metrics", NULL},
+        {"POST", "/api/v1/runs/1/score", token},
+        {"GET", "/api/v1/runs/1/test", token},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        struct reply x = request(port, routes[i].method, routes[i].path, NULL, 0, routes[i].token);
+        cr_expect_eq(x.code, 200, "%s: %ld", routes[i].path, x.code);
+        expect_no_truth(&x, routes[i].path);
+        free(x.body);
+    }
+
+    /* the leaderboard: filters, and the run on it */
+    struct reply b = request(port, "GET", "/api/v1/leaderboard?task=cls", NULL, 0, NULL);
+    json_t *board = json_loads(b.body, 0, NULL);
+    json_t *first = json_array_get(json_object_get(board, "entries"), 0);
+    cr_expect_eq(json_array_size(json_object_get(board, "entries")), 1, "%s", b.body);
+    cr_expect_eq(json_integer_value(json_object_get(first, "rank")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(first, "team")), "alpha");
+    json_decref(board);
+    free(b.body);
+    b = request(port, "GET", "/api/v1/leaderboard?task=cls&provenance=measured", NULL, 0, NULL);
+    cr_expect(strstr(b.body, "\"entries\":[]"), "a modeled run among measured ones: %s", b.body);
+    free(b.body);
+    expect(port, "GET", "/api/v1/leaderboard", NULL, NULL, 400, "field", "task");
+    expect(port, "GET", "/api/v1/leaderboard?task=cls&provenance=hoped", NULL, NULL, 400, "field",
+           "provenance");
+    expect(port, "GET", "/runs/2", NULL, NULL, 404, "error", "no scored run 2");
+    eeb_server_stop(s);
 }

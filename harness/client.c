@@ -1,0 +1,457 @@
+/*
+ * client.c - the evaluation server's client on libcurl.  A call that fails
+ * for a reason that may pass (no connection, a timeout, 429, 5xx) is tried
+ * again after a pause that doubles; the server makes every step safe to
+ * repeat, so a retry never counts twice.  A local run is sent as the
+ * server records one: its power log in chunks numbered in a fixed order
+ * (the same database gives the same chunks, byte for byte), its
+ * predictions without the truth they were judged by locally.
+ */
+#include "eeb_client.h"
+
+#include "eeb_rundb.h"
+#include "eeb_power.h"
+
+#include <curl/curl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK_SAMPLES    4000 /* about 250 KB of JSON */
+#define CHUNK_EVENTS     1000
+#define PREDICTION_BATCH 500
+#define MAX_REPLY        (64 << 20)
+
+int eeb_client_init(struct eeb_client *c, const char *url, const char *token, char *err,
+                    size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    size_t n = strlen(url);
+    while (n && url[n - 1] == '/')
+        n--;
+    if (n == 0 || n >= sizeof c->url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
+        return eeb_errf(err, errlen, EEB_EINVAL, "server URL '%s': expected http://HOST[:PORT]",
+                        url);
+    if (!token || strlen(token) != 64 || strspn(token, "0123456789abcdef") != 64)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "the token must be the 64 hex digits `eeb serve admin add-team` showed");
+    memcpy(c->url, url, n);
+    snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", token);
+    c->tries = 6, c->backoff_s = 0.25, c->timeout_s = 60;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (!(c->curl = curl_easy_init()))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "libcurl: cannot make a handle");
+    return EEB_OK;
+}
+
+void eeb_client_free(struct eeb_client *c)
+{
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    memset(c->auth, 0, sizeof c->auth);
+    c->curl = NULL;
+}
+
+/* ---- one call ---- */
+
+struct sink {
+    char *data;
+    size_t len;
+    FILE *file; /* or into a file */
+};
+
+static size_t gather(char *data, size_t size, size_t n, void *arg)
+{
+    struct sink *s = arg;
+    size_t len = size * n;
+    if (s->file)
+        return fwrite(data, 1, len, s->file);
+    if (s->len + len > MAX_REPLY)
+        return 0;
+    char *grown = realloc(s->data, s->len + len + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + s->len, data, len);
+    s->data = grown, s->len += len;
+    s->data[s->len] = '\0';
+    return len;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* One attempt: the transport's result, the status, the body in sink. */
+static CURLcode attempt(struct eeb_client *c, const char *method, const char *path,
+                        const char *body, struct sink *sink, long *status)
+{
+    CURL *h = c->curl;
+    char url[1024];
+    snprintf(url, sizeof url, "%s%s", c->url, path);
+    struct curl_slist *headers = curl_slist_append(NULL, c->auth);
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, gather);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_s * 1000));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (strncmp(c->url, "http://127.", 11) == 0)
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* a proxy cannot reach our loopback */
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(h);
+    *status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(headers);
+    return rc;
+}
+
+/* Sends and retries; sink gets the final answer's body. */
+static int exchange(struct eeb_client *c, const char *method, const char *path, const char *body,
+                    struct sink *sink, long *status, char *err, size_t errlen)
+{
+    double wait = c->backoff_s;
+    for (int t = 1;; t++) {
+        if (sink->file) {
+            rewind(sink->file);
+            if (ftruncate(fileno(sink->file), 0) != 0)
+                return eeb_errf(err, errlen, EEB_EIO, "cannot truncate the download");
+        }
+        free(sink->data), sink->data = NULL, sink->len = 0;
+        CURLcode rc = attempt(c, method, path, body, sink, status);
+        int transient = rc != CURLE_OK || *status == 429 || *status >= 500;
+        if (!transient)
+            return EEB_OK;
+        char why[256];
+        if (rc != CURLE_OK)
+            snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
+        else
+            snprintf(why, sizeof why, "HTTP %ld", *status);
+        if (t >= c->tries)
+            return eeb_errf(err, errlen, EEB_EIO, "%s %s%s: %s (after %d tries)", method, c->url,
+                            path, why, t);
+        if (c->log)
+            fprintf(c->log, "eeb: %s %s: %s; trying again in %.2f s\n", method, path, why, wait);
+        pause_s(wait);
+        wait *= 2;
+    }
+}
+
+int eeb_client_call(struct eeb_client *c, const char *method, const char *path, json_t *body,
+                    long *status, json_t **reply, char *err, size_t errlen)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (body && !text)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    struct sink sink = {0};
+    long code = 0;
+    int rc = exchange(c, method, path, text, &sink, &code, err, errlen);
+    free(text);
+    json_t *o = NULL;
+    if (rc == EEB_OK) {
+        json_error_t je;
+        o = json_loadb(sink.data ? sink.data : "", sink.len, 0, &je);
+        if (!o)
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s %s: HTTP %ld, not JSON: %s", method, path,
+                          code, je.text);
+        else if (code >= 400) {
+            const char *field = json_string_value(json_object_get(o, "field"));
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s %s: HTTP %ld: %s%s%s%s", method, path, code,
+                          json_string_value(json_object_get(o, "error")) ?: "?",
+                          field ? " (field " : "", field ? field : "", field ? ")" : "");
+        }
+    }
+    free(sink.data);
+    if (status)
+        *status = code;
+    if (rc == EEB_OK && reply)
+        *reply = o;
+    else
+        json_decref(o);
+    return rc;
+}
+
+int eeb_client_download(struct eeb_client *c, const char *path, const char *dest, char *err,
+                        size_t errlen)
+{
+    struct eeb_atomic_file af;
+    int rc = eeb_atomic_open(&af, dest, err, errlen);
+    if (rc)
+        return rc;
+    struct sink sink = {.file = af.f};
+    long code = 0;
+    rc = exchange(c, "GET", path, NULL, &sink, &code, err, errlen);
+    if (rc == EEB_OK && code != 200)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "GET %s: HTTP %ld", path, code);
+    if (rc == EEB_OK)
+        return eeb_atomic_commit(&af, err, errlen);
+    eeb_atomic_abort(&af);
+    return rc;
+}
+
+/* ---- a local run, sent ---- */
+
+json_t *eeb_client_declaration(const char *config_json, int official)
+{
+    json_t *cfg = json_loads(config_json, 0, NULL), *util = json_object_get(cfg, "util");
+    json_t *model = json_object_get(cfg, "device_model"), *power = json_object_get(cfg, "power");
+    const char *design = json_string_value(json_object_get(model, "design"));
+    const char *backend = json_string_value(json_object_get(cfg, "backend")) ?: "unknown";
+    /* the device: the modeled board's, else the backend's */
+    char device[64];
+    const char *d = design ? strstr(design, "device=") : NULL;
+    snprintf(device, sizeof device, "%.*s", d ? (int)strcspn(d + 7, ",") : (int)strlen(backend),
+             d ? d + 7 : backend);
+    json_t *o = json_pack(
+        "{s:O?, s:{s:O?, s:O?, s:O?, s:O?}, s:O?, s:s, s:s, s:s?, s:b}", "task",
+        json_object_get(cfg, "task"), "util", "lut", json_object_get(util, "lut"), "ff",
+        json_object_get(util, "ff"), "bram", json_object_get(util, "bram"), "dsp",
+        json_object_get(util, "dsp"), "provenance", json_object_get(cfg, "provenance"), "device",
+        device, "backend", backend, "design", design, "official", official);
+    json_t *rate = json_object_get(power, "rate_hz");
+    if (o && json_is_number(rate) && json_number_value(rate) > 0)
+        json_object_set(o, "rate_hz", rate);
+    json_decref(cfg);
+    return o;
+}
+
+/* The chunk being filled, and the numbering. */
+struct chunker {
+    struct eeb_client *c;
+    int64_t server_run, seq;
+    json_t *samples;
+    char source[256];
+    uint64_t sent, held;
+    char *err;
+    size_t errlen;
+};
+
+static int send_chunk(struct chunker *k, json_t *samples, json_t *events, const char *source)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)k->server_run);
+    json_t *body = json_pack("{s:I, s:s, s:O, s:O}", "seq", (json_int_t)k->seq++, "source",
+                             source, "samples", samples, "events", events);
+    json_t *reply = NULL;
+    int rc = body ? eeb_client_call(k->c, "POST", path, body, NULL, &reply, k->err, k->errlen)
+                  : eeb_errf(k->err, k->errlen, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK) {
+        k->sent += json_array_size(samples) + json_array_size(events);
+        if (!json_is_true(json_object_get(reply, "stored")))
+            k->held++;
+    }
+    json_decref(reply);
+    json_decref(body);
+    return rc;
+}
+
+static int flush_samples(struct chunker *k)
+{
+    if (!json_array_size(k->samples))
+        return EEB_OK;
+    json_t *none = json_array();
+    int rc = send_chunk(k, k->samples, none, k->source);
+    json_decref(none);
+    json_array_clear(k->samples);
+    return rc;
+}
+
+static int chunk_sample(void *arg, const char *source, const struct eeb_sample *s)
+{
+    struct chunker *k = arg;
+    int rc = EEB_OK;
+    if (json_array_size(k->samples) == CHUNK_SAMPLES || strcmp(source, k->source))
+        rc = flush_samples(k);
+    snprintf(k->source, sizeof k->source, "%s", source);
+    json_array_append_new(k->samples, json_pack("[I, I, f]", (json_int_t)s->t_mono_ns,
+                                                (json_int_t)s->t_utc_ns, s->watts));
+    return rc;
+}
+
+struct event_list {
+    json_t *events;
+};
+
+static int gather_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    struct event_list *l = arg;
+    json_t *p = payload ? json_loads(payload, 0, NULL) : NULL;
+    json_array_append_new(l->events, json_pack("[I, I, s, o]", (json_int_t)t, (json_int_t)utc,
+                                               kind, p && json_is_object(p) ? p : json_null()));
+    if (p && !json_is_object(p))
+        json_decref(p);
+    return 0;
+}
+
+int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
+                          char *err, size_t errlen)
+{
+    struct eeb_rundb *h;
+    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
+    if (rc)
+        return rc;
+    struct chunker k = {.c = c, .server_run = server_run, .samples = json_array(), .err = err,
+                        .errlen = errlen};
+    struct event_list l = {json_array()};
+    /* the events first, in chunks of their own; then the samples in time order */
+    rc = eeb_rundb_events_each(h, run, gather_event, &l, err, errlen);
+    for (size_t i = 0; rc == EEB_OK && i < json_array_size(l.events); i += CHUNK_EVENTS) {
+        json_t *part = json_array(), *none = json_array();
+        for (size_t j = i; j < i + CHUNK_EVENTS && j < json_array_size(l.events); j++)
+            json_array_append(part, json_array_get(l.events, j));
+        rc = send_chunk(&k, none, part, "events");
+        json_decref(part), json_decref(none);
+    }
+    if (rc == EEB_OK)
+        rc = eeb_rundb_samples_each(h, run, INT64_MIN, INT64_MAX, chunk_sample, &k, err, errlen);
+    if (rc == EEB_OK)
+        rc = flush_samples(&k);
+    if (rc == EEB_OK && c->log)
+        fprintf(c->log, "eeb: power log sent: %lld chunks, %llu samples and events (%llu chunks "
+                        "the server held already)\n",
+                (long long)k.seq, (unsigned long long)k.sent, (unsigned long long)k.held);
+    json_decref(l.events);
+    json_decref(k.samples);
+    eeb_rundb_close(h);
+    return rc;
+}
+
+struct prediction_batch {
+    struct eeb_client *c;
+    char path[96];
+    json_t *list;
+    uint64_t sent;
+    char *err;
+    size_t errlen;
+};
+
+static int flush_predictions(struct prediction_batch *b)
+{
+    if (!json_array_size(b->list))
+        return EEB_OK;
+    json_t *body = json_pack("{s:O}", "predictions", b->list);
+    int rc = eeb_client_call(b->c, "POST", b->path, body, NULL, NULL, b->err, b->errlen);
+    json_decref(body);
+    b->sent += json_array_size(b->list);
+    json_array_clear(b->list);
+    return rc;
+}
+
+/* A stored prediction without its truth ("label", "truth"). */
+static int send_prediction(void *arg, int64_t item, const char *payload)
+{
+    (void)item;
+    struct prediction_batch *b = arg;
+    json_t *o = json_loads(payload, 0, NULL);
+    if (!o)
+        return eeb_errf(b->err, b->errlen, EEB_EFORMAT, "prediction %lld: not JSON",
+                        (long long)item);
+    json_object_del(o, "label");
+    json_object_del(o, "truth");
+    json_array_append_new(b->list, o);
+    return json_array_size(b->list) == PREDICTION_BATCH ? flush_predictions(b) : EEB_OK;
+}
+
+int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, const char *db,
+                                int64_t run, char *err, size_t errlen)
+{
+    struct eeb_rundb *h;
+    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
+    if (rc)
+        return rc;
+    struct prediction_batch b = {.c = c, .list = json_array(), .err = err, .errlen = errlen};
+    snprintf(b.path, sizeof b.path, "/api/v1/runs/%lld/predictions", (long long)server_run);
+    rc = eeb_rundb_predictions_each(h, run, send_prediction, &b, err, errlen);
+    if (rc == EEB_OK)
+        rc = flush_predictions(&b);
+    if (rc == EEB_OK && c->log)
+        fprintf(c->log, "eeb: %llu predictions sent\n", (unsigned long long)b.sent);
+    json_decref(b.list);
+    eeb_rundb_close(h);
+    return rc;
+}
+
+int eeb_client_score(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
+                     json_t **verdict, char *err, size_t errlen)
+{
+    struct eeb_rundb *h;
+    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
+    if (rc)
+        return rc;
+    static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
+                                           EEB_RESULT_MISSED};
+    json_t *body = json_object();
+    for (int i = 0; i < 3; i++) {
+        double v;
+        char e[256];
+        if (eeb_rundb_result_get(h, run, counters[i], &v, e, sizeof e) == EEB_OK)
+            json_object_set_new(body, counters[i], json_integer((json_int_t)v));
+    }
+    eeb_rundb_close(h);
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/score", (long long)server_run);
+    rc = eeb_client_call(c, "POST", path, body, NULL, verdict, err, errlen);
+    json_decref(body);
+    return rc;
+}
+
+int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,
+                      json_t **verdict, char *err, size_t errlen)
+{
+    struct eeb_rundb *h;
+    struct eeb_run_row row;
+    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
+    if (rc)
+        return rc;
+    rc = eeb_rundb_run_get(h, run, &row, err, errlen);
+    eeb_rundb_close(h);
+    if (rc)
+        return rc;
+    if (strcmp(row.state, "done") && strcmp(row.state, "failed"))
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is %s, not finished", db,
+                      (long long)row.id, row.state);
+    if (rc == EEB_OK && *server_run) { /* resuming: a scored run is done */
+        char get[96];
+        json_t *reply = NULL;
+        snprintf(get, sizeof get, "/api/v1/runs/%lld", (long long)*server_run);
+        rc = eeb_client_call(c, "GET", get, NULL, NULL, &reply, err, errlen);
+        if (rc == EEB_OK && json_is_string(json_object_get(reply, "verdict"))) {
+            *verdict = reply;
+            eeb_rundb_run_row_free(&row);
+            return EEB_OK;
+        }
+        json_decref(reply);
+    } else if (rc == EEB_OK) {
+        json_t *declared = eeb_client_declaration(row.config, 0), *reply = NULL;
+        rc = declared ? eeb_client_call(c, "POST", "/api/v1/runs", declared, NULL, &reply, err,
+                                        errlen)
+                      : eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld: its configuration "
+                                 "is not JSON", db, (long long)row.id);
+        *server_run = rc == EEB_OK ? json_integer_value(json_object_get(reply, "run_id")) : 0;
+        if (rc == EEB_OK && c->log)
+            fprintf(c->log, "eeb: registered as run %lld on %s\n", (long long)*server_run, c->url);
+        json_decref(declared), json_decref(reply);
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)*server_run);
+    if (rc == EEB_OK)
+        rc = eeb_client_send_power(c, *server_run, db, row.id, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_client_call(c, "POST", path, NULL, NULL, NULL, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_client_send_predictions(c, *server_run, db, row.id, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_client_score(c, *server_run, db, row.id, verdict, err, errlen);
+    eeb_rundb_run_row_free(&row);
+    return rc;
+}

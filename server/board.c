@@ -1,0 +1,269 @@
+/*
+ * board.c - the leaderboard, open to anyone: as JSON per task, filtered by
+ * provenance (measured runs are never ranked among modeled ones unless
+ * asked) and device; as an HTML page with a table per task that sorts by
+ * any column; and a page per scored run, the run report `eeb report`
+ * writes (power trace SVG, verdict, configuration), made from the server's
+ * record of it.
+ */
+#include "server_int.h"
+
+#include "eeb_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The filter from the query string, or the 400 sent. */
+static int read_filter(struct call *k, struct store_board_filter *f, int need_task,
+                       enum MHD_Result *sent)
+{
+    const char *task = call_arg(k, "task"), *limit = call_arg(k, "limit");
+    char err[128];
+    *f = (struct store_board_filter){.task = -1,
+                                     .provenance = call_arg(k, "provenance"),
+                                     .device = call_arg(k, "device"),
+                                     .limit = 100};
+    enum eeb_task t;
+    if (task && eeb_task_parse(task, &t, err, sizeof err) == EEB_OK)
+        f->task = (int)t;
+    else if (task || need_task) {
+        *sent = call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
+        return 0;
+    }
+    if (f->provenance && strcmp(f->provenance, "measured") && strcmp(f->provenance, "modeled") &&
+        strcmp(f->provenance, "counter")) {
+        *sent = call_fail(k, 400, "provenance", "expected measured, counter or modeled");
+        return 0;
+    }
+    if (limit) {
+        char *end;
+        long n = strtol(limit, &end, 10);
+        if (*end || n < 1 || n > 1000) {
+            *sent = call_fail(k, 400, "limit", "expected 1 to 1000");
+            return 0;
+        }
+        f->limit = (int)n;
+    }
+    return 1;
+}
+
+static json_t *number_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+struct board_json {
+    json_t *rows;
+    int rank;
+};
+
+static int add_row(void *arg, const struct store_run *r)
+{
+    struct board_json *b = arg;
+    int passed = !isnan(r->s);
+    json_t *o = json_pack("{s:o, s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:b}",
+                          "rank", passed ? json_integer(++b->rank) : json_null(), "run_id",
+                          (json_int_t)r->id, "team", r->team_name, "verdict", r->verdict, "S",
+                          number_or_null(r->s), "m_s", number_or_null(r->m_s), "m_p",
+                          number_or_null(r->m_p), "m_t", number_or_null(r->m_t), "m_u",
+                          number_or_null(r->m_u), "energy_j", number_or_null(r->energy_j), "t_s",
+                          number_or_null(r->t_s), "device", r->device, "provenance", r->provenance,
+                          "official", r->official);
+    return o ? json_array_append_new(b->rows, o) : -1;
+}
+
+/* GET /api/v1/leaderboard?task=T[&provenance=P][&device=D][&limit=N] */
+enum MHD_Result api_board(struct call *k)
+{
+    struct store_board_filter f;
+    enum MHD_Result sent;
+    if (!read_filter(k, &f, 1, &sent))
+        return sent;
+    struct board_json b = {.rows = json_array()};
+    char err[256];
+    int rc = b.rows ? store_board(k->db->h, &f, add_row, &b, err, sizeof err) : -1;
+    if (rc) {
+        json_decref(b.rows);
+        return call_fail(k, 500, NULL, rc < 0 && b.rows ? err : "out of memory");
+    }
+    return call_json(k, 200,
+                     json_pack("{s:s, s:s?, s:s?, s:s, s:o}", "task",
+                               eeb_task_name((enum eeb_task)f.task), "provenance", f.provenance,
+                               "device", f.device, "rules_version", k->s->rules_version, "entries",
+                               b.rows));
+}
+
+/* ---- the leaderboard page ---- */
+
+struct board_html {
+    FILE *f;
+    int rank, rows;
+};
+
+/* A number cell: shown with `decimals`, sorted by its full value. */
+static void cell(FILE *f, double v, int decimals)
+{
+    if (isnan(v)) {
+        fputs("<td data-v=\"\">-</td>", f);
+        return;
+    }
+    fprintf(f, "<td data-v=\"%.17g\">%.*f</td>", v, decimals, v);
+}
+
+static int html_row(void *arg, const struct store_run *r)
+{
+    struct board_html *b = arg;
+    FILE *f = b->f;
+    int passed = !isnan(r->s);
+    b->rows++;
+    if (passed)
+    {
+        b->rank++;
+        fprintf(f, "<tr class=\"%s\"><td data-v=\"%d\">%d</td>", r->verdict, b->rank, b->rank);
+    }
+    else
+        fprintf(f, "<tr class=\"%s\"><td data-v=\"\">-</td>", r->verdict);
+    fputs("<td>", f);
+    eeb_html_text(f, r->team_name);
+    fprintf(f, "</td><td data-v=\"%lld\"><a href=\"/runs/%lld\">%lld</a></td>", (long long)r->id,
+            (long long)r->id, (long long)r->id);
+    cell(f, r->s, 4);
+    fputs("<td>", f);
+    eeb_html_text(f, r->verdict);
+    fputs("</td>", f);
+    cell(f, r->m_s, 4);
+    cell(f, r->m_p, 4);
+    cell(f, r->m_t, 4);
+    cell(f, r->m_u, 4);
+    cell(f, r->energy_j, 1);
+    cell(f, r->t_s, 1);
+    fputs("<td>", f);
+    eeb_html_text(f, r->device);
+    fputs("</td><td>", f);
+    eeb_html_text(f, r->provenance);
+    fputs("</td></tr>\n", f);
+    return 0;
+}
+
+/* Sorts a table by the clicked column's data-v (numbers) or text. */
+static const char sort_script[] =
+    "<script>\n"
+    "document.querySelectorAll('table.board th').forEach(function (th, col) {\n"
+    "  th.addEventListener('click', function () {\n"
+    "    var body = th.closest('table').tBodies[0], rows = Array.from(body.rows);\n"
+    "    var down = th.dataset.order !== 'desc';\n"
+    "    th.dataset.order = down ? 'desc' : 'asc';\n"
+    "    function key(r) { var c = r.cells[col], v = c.dataset.v;\n"
+    "      return v === undefined ? c.textContent : v === '' ? NaN : parseFloat(v); }\n"
+    "    rows.sort(function (a, b) { var x = key(a), y = key(b);\n"
+    "      if (typeof x === 'number' && isNaN(x)) return 1;\n"
+    "      if (typeof y === 'number' && isNaN(y)) return -1;\n"
+    "      var c = x < y ? -1 : x > y ? 1 : 0; return down ? -c : c; });\n"
+    "    rows.forEach(function (r) { body.appendChild(r); });\n"
+    "  });\n"
+    "});\n"
+    "</script>\n";
+
+static int board_page(struct call *k, const struct store_board_filter *want, FILE *f, char *err,
+                      size_t errlen)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<title>eeb leaderboard</title>\n<style>body{font:14px sans-serif;margin:24px}"
+          "table{border-collapse:collapse;margin:8px 0 24px}th,td{border:1px solid #ccc;"
+          "padding:3px 8px;text-align:right}th{background:#f4f4f4;cursor:pointer}"
+          "td:nth-child(2),td:nth-child(5),td:nth-child(12),td:nth-child(13){text-align:left}"
+          ".fail,.invalid,.aborted{color:#888}</style></head><body>\n"
+          "<h1>eeb leaderboard</h1>\n<p>S = 1 &minus; [w<sub>u</sub>M<sub>u</sub> + "
+          "w<sub>t</sub>M<sub>t</sub> + w<sub>p</sub>M<sub>p</sub> + w<sub>s</sub>(1 &minus; "
+          "M<sub>s</sub>)], rules ",
+          f);
+    eeb_html_text(f, k->s->rules_version);
+    fputs(". Passing runs are ranked by S; the rest follow. Click a column to sort.", f);
+    if (want->provenance || want->device) {
+        fputs(" Showing provenance ", f);
+        eeb_html_text(f, want->provenance ? want->provenance : "any");
+        fputs(", device ", f);
+        eeb_html_text(f, want->device ? want->device : "any");
+        fputs(".", f);
+    }
+    fputs("</p>\n", f);
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        if (want->task >= 0 && want->task != t)
+            continue;
+        struct store_board_filter f1 = *want;
+        f1.task = t;
+        fprintf(f,
+                "<h2 id=\"%s\">%s (%s)</h2>\n<table class=\"board\" id=\"board-%s\"><thead><tr>"
+                "<th>rank</th><th>team</th><th>run</th><th>S</th><th>verdict</th><th>M_s</th>"
+                "<th>M_p</th><th>M_t</th><th>M_u</th><th>E (J)</th><th>T (s)</th>"
+                "<th>device</th><th>provenance</th></tr></thead><tbody>\n",
+                eeb_task_name((enum eeb_task)t), eeb_task_name((enum eeb_task)t),
+                eeb_task_metric((enum eeb_task)t), eeb_task_name((enum eeb_task)t));
+        struct board_html b = {.f = f};
+        int rc = store_board(k->db->h, &f1, html_row, &b, err, errlen);
+        if (rc)
+            return rc;
+        if (!b.rows)
+            fputs("<tr><td colspan=\"13\">no scored runs yet</td></tr>\n", f);
+        fputs("</tbody></table>\n", f);
+    }
+    fputs(sort_script, f);
+    fputs("</body></html>\n", f);
+    return EEB_OK;
+}
+
+/* GET / and /leaderboard[?task=T][&provenance=P][&device=D] */
+enum MHD_Result page_board(struct call *k)
+{
+    struct store_board_filter want;
+    enum MHD_Result sent;
+    if (!read_filter(k, &want, 0, &sent))
+        return sent;
+    char *html = NULL, err[256] = "out of memory";
+    size_t len = 0;
+    FILE *f = open_memstream(&html, &len);
+    int rc = f ? board_page(k, &want, f, err, sizeof err) : EEB_ENOMEM;
+    if (f && fclose(f) != 0 && rc == EEB_OK)
+        rc = EEB_ENOMEM;
+    sent = rc ? call_fail(k, 500, NULL, err) : call_reply(k, 200, "text/html; charset=utf-8", html, len);
+    free(html);
+    return sent;
+}
+
+/* ---- a run's page ---- */
+
+/* GET /runs/{id}: the report of a scored run, made once and kept beside
+ * the database (a scored run does not change). */
+enum MHD_Result page_run(struct call *k)
+{
+    char err[512], msg[96];
+    struct store_run r;
+    int found = store_run_get(k->db->h, k->id, &r, err, sizeof err);
+    if (found < 0)
+        return call_fail(k, 500, NULL, err);
+    if (!found || strcmp(r.state, "scored") != 0) {
+        snprintf(msg, sizeof msg, "no scored run %lld", (long long)k->id);
+        return call_fail(k, 404, NULL, msg);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s.run-%lld.html", store_path(k->s->store), (long long)k->id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        if (eeb_run_report(store_path(k->s->store), k->id, path, err, sizeof err))
+            return call_fail(k, 500, NULL, err);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return call_fail(k, 500, NULL, "the run's page cannot be read");
+    }
+    return call_file(k, "text/html; charset=utf-8", fd, (uint64_t)st.st_size);
+}

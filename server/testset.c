@@ -1,0 +1,98 @@
+/*
+ * testset.c - the test sets the server alone holds.  At start each is read
+ * once: its truth (labels, boxes) kept in memory by record id, to judge
+ * predictions with, and its inputs copied without that truth, to serve.
+ */
+#include "server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const struct held_item *)a)->id, ((const struct held_item *)b)->id);
+}
+
+/* Keeps rec's truth in t->items[t->n]. */
+static int hold(struct testset *t, const struct eeb_record *rec, char *err, size_t errlen)
+{
+    struct held_item *h = &t->items[t->n];
+    memcpy(h->id, rec->id, sizeof h->id);
+    h->index = rec->index, h->label = rec->label, h->nboxes = rec->nboxes;
+    if (rec->nboxes) {
+        if (!(h->boxes = malloc((size_t)rec->nboxes * sizeof *h->boxes)))
+            return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+        memcpy(h->boxes, rec->boxes, (size_t)rec->nboxes * sizeof *h->boxes);
+    }
+    t->n++;
+    return EEB_OK;
+}
+
+int testset_load(struct testset *t, enum eeb_task task, const char *path, const char *inputs_path,
+                 char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    struct eeb_shard *in;
+    int rc = eeb_shard_open(&in, path, err, errlen);
+    if (rc)
+        return rc;
+    const struct eeb_shard_info *info = eeb_shard_info(in);
+    struct eeb_shard_writer *w = NULL;
+    t->task = task, t->classes = info->classes;
+    if (info->task != task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s test set", path,
+                      eeb_task_name(info->task), eeb_task_name(task));
+    else if (info->count == 0)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", path);
+    else if (!(t->items = calloc(info->count, sizeof *t->items)) ||
+             !(t->inputs = strdup(inputs_path)))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    else
+        rc = eeb_shard_create(&w, inputs_path, info, err, errlen);
+    const struct eeb_record *rec;
+    struct eeb_record bare;
+    int more;
+    while (rc == EEB_OK && (more = eeb_shard_next(in, &rec, err, errlen)) != 0) {
+        if (more < 0 || t->n == info->count) {
+            rc = more < 0 ? more : eeb_errf(err, errlen, EEB_EFORMAT, "%s: more records than "
+                                            "its header says", path);
+            break;
+        }
+        if ((rc = hold(t, rec, err, errlen)))
+            break;
+        bare.index = rec->index, bare.label = 0, bare.nboxes = 0, bare.pixels = rec->pixels;
+        memcpy(bare.id, rec->id, sizeof bare.id);
+        rc = eeb_shard_write(w, &bare, err, errlen);
+    }
+    if (w)
+        rc = rc == EEB_OK ? eeb_shard_finish(w, err, errlen) : (eeb_shard_abort(w), rc);
+    eeb_shard_close(in);
+    if (rc == EEB_OK) {
+        qsort(t->items, t->n, sizeof *t->items, by_id);
+        for (size_t i = 1; i < t->n && rc == EEB_OK; i++)
+            if (strcmp(t->items[i - 1].id, t->items[i].id) == 0)
+                rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: record id '%s' appears twice", path,
+                              t->items[i].id);
+    }
+    if (rc)
+        testset_free(t);
+    return rc;
+}
+
+void testset_free(struct testset *t)
+{
+    for (size_t i = 0; t->items && i < t->n; i++)
+        free(t->items[i].boxes);
+    free(t->items);
+    free(t->inputs);
+    memset(t, 0, sizeof *t);
+}
+
+const struct held_item *testset_find(const struct testset *t, const char *id)
+{
+    struct held_item key;
+    if (strlen(id) >= sizeof key.id)
+        return NULL;
+    snprintf(key.id, sizeof key.id, "%s", id);
+    return bsearch(&key, t->items, t->n, sizeof *t->items, by_id);
+}
