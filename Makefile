@@ -30,7 +30,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
-    libpng-dev chromium \
+    libpng-dev chromium wrk \
     clang-format cppcheck
 
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,

@@ -212,12 +212,12 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     const char *d = design ? strstr(design, "device=") : NULL;
     snprintf(device, sizeof device, "%.*s", d ? (int)strcspn(d + 7, ",") : (int)strlen(backend),
              d ? d + 7 : backend);
-    json_t *o = json_pack(
-        "{s:O?, s:{s:O?, s:O?, s:O?, s:O?}, s:O?, s:s, s:s, s:s?, s:b}", "task",
-        json_object_get(cfg, "task"), "util", "lut", json_object_get(util, "lut"), "ff",
-        json_object_get(util, "ff"), "bram", json_object_get(util, "bram"), "dsp",
-        json_object_get(util, "dsp"), "provenance", json_object_get(cfg, "provenance"), "device",
-        device, "backend", backend, "design", design, "official", official);
+    json_t *o =
+        json_pack("{s:O?, s:{s:O?, s:O?, s:O?, s:O?}, s:O?, s:s, s:s, s:s?, s:b}", "task",
+                  json_object_get(cfg, "task"), "util", "lut", json_object_get(util, "lut"), "ff",
+                  json_object_get(util, "ff"), "bram", json_object_get(util, "bram"), "dsp",
+                  json_object_get(util, "dsp"), "provenance", json_object_get(cfg, "provenance"),
+                  "device", device, "backend", backend, "design", design, "official", official);
     json_t *rate = json_object_get(power, "rate_hz");
     if (o && json_is_number(rate) && json_number_value(rate) > 0)
         json_object_set(o, "rate_hz", rate);
@@ -240,8 +240,8 @@ static int send_chunk(struct chunker *k, json_t *samples, json_t *events, const 
 {
     char path[96];
     snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)k->server_run);
-    json_t *body = json_pack("{s:I, s:s, s:O, s:O}", "seq", (json_int_t)k->seq++, "source",
-                             source, "samples", samples, "events", events);
+    json_t *body = json_pack("{s:I, s:s, s:O, s:O}", "seq", (json_int_t)k->seq++, "source", source,
+                             "samples", samples, "events", events);
     json_t *reply = NULL;
     int rc = body ? eeb_client_call(k->c, "POST", path, body, NULL, &reply, k->err, k->errlen)
                   : eeb_errf(k->err, k->errlen, EEB_ENOMEM, "out of memory");
@@ -286,8 +286,8 @@ static int gather_event(void *arg, int64_t t, int64_t utc, const char *kind, con
 {
     struct event_list *l = arg;
     json_t *p = payload ? json_loads(payload, 0, NULL) : NULL;
-    json_array_append_new(l->events, json_pack("[I, I, s, o]", (json_int_t)t, (json_int_t)utc,
-                                               kind, p && json_is_object(p) ? p : json_null()));
+    json_array_append_new(l->events, json_pack("[I, I, s, o]", (json_int_t)t, (json_int_t)utc, kind,
+                                               p && json_is_object(p) ? p : json_null()));
     if (p && !json_is_object(p))
         json_decref(p);
     return 0;
@@ -300,8 +300,8 @@ int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *
     int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
     if (rc)
         return rc;
-    struct chunker k = {.c = c, .server_run = server_run, .samples = json_array(), .err = err,
-                        .errlen = errlen};
+    struct chunker k = {
+        .c = c, .server_run = server_run, .samples = json_array(), .err = err, .errlen = errlen};
     struct event_list l = {json_array()};
     /* the events first, in chunks of their own; then the samples in time order */
     rc = eeb_rundb_events_each(h, run, gather_event, &l, err, errlen);
@@ -317,8 +317,9 @@ int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *
     if (rc == EEB_OK)
         rc = flush_samples(&k);
     if (rc == EEB_OK && c->log)
-        fprintf(c->log, "eeb: power log sent: %lld chunks, %llu samples and events (%llu chunks "
-                        "the server held already)\n",
+        fprintf(c->log,
+                "eeb: power log sent: %lld chunks, %llu samples and events (%llu chunks "
+                "the server held already)\n",
                 (long long)k.seq, (unsigned long long)k.sent, (unsigned long long)k.held);
     json_decref(l.events);
     json_decref(k.samples);
@@ -433,10 +434,12 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
         json_decref(reply);
     } else if (rc == EEB_OK) {
         json_t *declared = eeb_client_declaration(row.config, 0), *reply = NULL;
-        rc = declared ? eeb_client_call(c, "POST", "/api/v1/runs", declared, NULL, &reply, err,
-                                        errlen)
-                      : eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld: its configuration "
-                                 "is not JSON", db, (long long)row.id);
+        rc = declared
+                 ? eeb_client_call(c, "POST", "/api/v1/runs", declared, NULL, &reply, err, errlen)
+                 : eeb_errf(err, errlen, EEB_EINVAL,
+                            "%s: run %lld: its configuration "
+                            "is not JSON",
+                            db, (long long)row.id);
         *server_run = rc == EEB_OK ? json_integer_value(json_object_get(reply, "run_id")) : 0;
         if (rc == EEB_OK && c->log)
             fprintf(c->log, "eeb: registered as run %lld on %s\n", (long long)*server_run, c->url);

@@ -42,7 +42,7 @@ static void help(void)
 static int show(json_t *v, int as_json)
 {
     const char *verdict = json_string_value(json_object_get(v, "verdict")) ?: "?";
-    int code = strcmp(verdict, "pass") == 0                                     ? EEB_EXIT_OK
+    int code = strcmp(verdict, "pass") == 0                                      ? EEB_EXIT_OK
                : strcmp(verdict, "fail") == 0 || strcmp(verdict, "aborted") == 0 ? EEB_EXIT_FAILED
                                                                                  : EEB_EXIT_ERROR;
     if (as_json) {
@@ -69,9 +69,12 @@ static int show(json_t *v, int as_json)
 int eeb_cmd_submit(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"server", required_argument, NULL, 's'}, {"token", required_argument, NULL, 't'},
-        {"run", required_argument, NULL, 'r'},    {"resume", required_argument, NULL, 'R'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+        {"server", required_argument, NULL, 's'},
+        {"token", required_argument, NULL, 't'},
+        {"run", required_argument, NULL, 'r'},
+        {"resume", required_argument, NULL, 'R'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *server = NULL, *token = getenv("EEB_TOKEN");

@@ -15,13 +15,13 @@
 #include <stdio.h>
 
 struct eeb_client {
-    char url[512];  /* the server's base URL, without a trailing '/' */
-    char auth[128]; /* "Authorization: Bearer TOKEN"; never written out */
-    int tries;      /* per call (default 6) */
-    double backoff_s;  /* before the first retry, doubled each time (default 0.25) */
-    double timeout_s;  /* per attempt (default 60) */
-    FILE *log;         /* progress and retries, or NULL */
-    void *curl;        /* a CURL easy handle, reused (keep-alive) */
+    char url[512];    /* the server's base URL, without a trailing '/' */
+    char auth[128];   /* "Authorization: Bearer TOKEN"; never written out */
+    int tries;        /* per call (default 6) */
+    double backoff_s; /* before the first retry, doubled each time (default 0.25) */
+    double timeout_s; /* per attempt (default 60) */
+    FILE *log;        /* progress and retries, or NULL */
+    void *curl;       /* a CURL easy handle, reused (keep-alive) */
 };
 
 int eeb_client_init(struct eeb_client *c, const char *url, const char *token, char *err,

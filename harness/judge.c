@@ -323,8 +323,8 @@ out:
     return rc;
 }
 
-int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out, char *err,
-              size_t errlen)
+int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
+                  char *err, size_t errlen)
 {
     struct stored_run sr;
     int rc = open_run(db_path, run, &sr, err, errlen);

@@ -460,8 +460,8 @@ static int chunk_digest(struct eeb_rundb *db, int64_t run, int64_t seq, char hel
                         char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db, "SELECT sha256 FROM chunks WHERE run_id = ? AND seq = ?", &st, err,
-                     errlen);
+    int rc =
+        prepare(db, "SELECT sha256 FROM chunks WHERE run_id = ? AND seq = ?", &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);

@@ -24,8 +24,9 @@
 #include <unistd.h>
 
 static const char *const route_names[R_COUNT] = {
-    "healthz", "metrics", "whoami",      "runs",  "run",   "power",    "complete",
-    "test",    "predictions", "score", "leaderboard", "page_leaderboard", "page_run", "other"};
+    "healthz",     "metrics",          "whoami",   "runs",        "run",
+    "power",       "complete",         "test",     "predictions", "score",
+    "leaderboard", "page_leaderboard", "page_run", "other"};
 static const int codes[N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
 
 void eeb_server_config_default(struct eeb_server_config *c)
@@ -85,8 +86,7 @@ static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c
     return send_json(s, c, r, code, o);
 }
 
-enum MHD_Result call_reply(struct call *k, int code, const char *type, const char *body,
-                           size_t len)
+enum MHD_Result call_reply(struct call *k, int code, const char *type, const char *body, size_t len)
 {
     return reply(k->s, k->c, k->route, code, type, body, len);
 }
@@ -117,8 +117,8 @@ json_t *call_body(struct call *k, enum MHD_Result *sent)
     json_t *o = json_loadb(k->q->body ? k->q->body : "", k->q->len, JSON_REJECT_DUPLICATES, &je);
     char msg[256];
     if (!o) {
-        snprintf(msg, sizeof msg, "the body is not JSON: %s (line %d, column %d)", je.text,
-                 je.line, je.column);
+        snprintf(msg, sizeof msg, "the body is not JSON: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
         *sent = call_fail(k, 400, NULL, msg);
     } else if (!json_is_object(o)) {
         json_decref(o), o = NULL;
@@ -191,7 +191,8 @@ static enum MHD_Result metrics(struct call *k)
 
 static enum MHD_Result whoami(struct call *k)
 {
-    return call_json(k, 200, json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
+    return call_json(k, 200,
+                     json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
 }
 
 /* Who may call a route: anyone; a team (its bearer token); or the team
@@ -399,7 +400,9 @@ static void server_free(struct eeb_server *s)
 {
     store_close(s->store);
     free_tests(s);
+    board_cache_free(s);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->board_lock);
     free(s);
 }
 
@@ -419,6 +422,7 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     s->cfg = *cfg;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->board_lock, NULL);
     struct eeb_rules rules;
     int rc = eeb_score_rules_load(NULL, &rules, err, errlen);
     if (rc == EEB_OK)
@@ -432,12 +436,11 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     snprintf(s->rules_version, sizeof s->rules_version, "%s", rules.version);
     memcpy(s->weights, rules.weights, sizeof s->weights);
     s->power_rule = rules.power;
-    s->daemon =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-                         (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1000u,
-                         MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1000u, MHD_OPTION_END);
     if (!s->daemon) {
         server_free(s);
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",

@@ -101,12 +101,11 @@ static json_t *number_or_null(double v)
 
 static json_t *run_json(const struct store_run *r)
 {
-    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:f, s:f, s:s, s:b, s:s, s:s, s:s}", "run_id",
-                          (json_int_t)r->id, "team", r->team_name, "task",
-                          eeb_task_name((enum eeb_task)r->task), "state", r->state, "t_max_s",
-                          r->t_max_s, "p_max_w", r->p_max_w, "rules_version", r->rules_version,
-                          "official", r->official, "device", r->device, "provenance",
-                          r->provenance, "backend", r->backend);
+    json_t *o = json_pack(
+        "{s:I, s:s, s:s, s:s, s:f, s:f, s:s, s:b, s:s, s:s, s:s}", "run_id", (json_int_t)r->id,
+        "team", r->team_name, "task", eeb_task_name((enum eeb_task)r->task), "state", r->state,
+        "t_max_s", r->t_max_s, "p_max_w", r->p_max_w, "rules_version", r->rules_version, "official",
+        r->official, "device", r->device, "provenance", r->provenance, "backend", r->backend);
     if (o && strcmp(r->state, "scored") == 0) {
         json_object_set_new(o, "verdict", json_string(r->verdict));
         json_object_set_new(o, "S", number_or_null(r->s));
@@ -170,8 +169,8 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
         text_field(body, "backend", 63, &d->backend, f) ||
         text_field(body, "design", 255, &d->design, f))
         return -1;
-    static const char *const known[] = {"task",    "util",     "provenance", "rate_hz",
-                                        "official", "device",  "backend",    "design"};
+    static const char *const known[] = {"task",     "util",   "provenance", "rate_hz",
+                                        "official", "device", "backend",    "design"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -217,7 +216,7 @@ enum MHD_Result api_register(struct call *k)
     if (!body)
         return sent;
     struct declared d;
-    struct fault f;
+    struct fault f = {.field = ""};
     char err[256];
     if (read_declared(body, &d, &f)) {
         sent = fail_fault(k, &f);
@@ -352,7 +351,7 @@ enum MHD_Result api_power(struct call *k)
     struct eeb_sample *samples = NULL;
     struct eeb_rundb_event *events = NULL;
     char **payloads = NULL, err[512], msg[160];
-    struct fault f;
+    struct fault f = {.field = ""};
     eeb_sha256(k->q->body, k->q->len, c.sha256);
     if (read_chunk(body, &c, &samples, &events, &payloads, &f)) {
         sent = fail_fault(k, &f);
@@ -471,8 +470,8 @@ static int detected_boxes(json_t *p, size_t i, const struct testset *t,
     }
     for (int b = 0; b < item->nboxes; b++) {
         const struct eeb_box *bx = &item->boxes[b];
-        json_array_append_new(truth, json_pack("[i, i, f, f, f, f]", bx->cls, bx->difficult,
-                                               bx->x0, bx->y0, bx->x1, bx->y1));
+        json_array_append_new(truth, json_pack("[i, i, f, f, f, f]", bx->cls, bx->difficult, bx->x0,
+                                               bx->y0, bx->x1, bx->y1));
     }
     return 0;
 }
@@ -493,7 +492,7 @@ static int prediction_payload(json_t *p, size_t i, const struct testset *t,
     if (!(*item = testset_find(t, id)))
         return bad(f, field, "no test item has this id");
     json_t *o = json_pack("{s:s}", "id", id);
-    int rc = !o ? bad(f, field, "out of memory")
+    int rc = !o                        ? bad(f, field, "out of memory")
              : t->task == EEB_TASK_DET ? detected_boxes(p, i, t, *item, o, f)
                                        : ranked_classes(p, i, t, *item, o, f);
     if (rc == 0 && !(*text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)))
@@ -535,8 +534,8 @@ enum MHD_Result api_predictions(struct call *k)
         }
         if (f.field[0])
             sent = fail_fault(k, &f);
-        else if (eeb_rundb_predictions_add(k->db->run, k->id, items,
-                                           (const char *const *)payloads, n, err, sizeof err))
+        else if (eeb_rundb_predictions_add(k->db->run, k->id, items, (const char *const *)payloads,
+                                           n, err, sizeof err))
             sent = call_fail(k, 500, NULL, err);
         else
             sent = call_json(k, 200, json_pack("{s:I}", "stored", (json_int_t)n));
@@ -560,11 +559,10 @@ static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, con
 
 /* Stores the verdict in the run's record as `eeb run` would: its results,
  * a score event, its final state. */
-static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char *err,
-                          size_t errlen)
+static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char *err, size_t errlen)
 {
     const struct eeb_score *s = &o->score;
-    const char *prov = strcmp(k->run.provenance, "measured") == 0 ? "measured"
+    const char *prov = strcmp(k->run.provenance, "measured") == 0  ? "measured"
                        : strcmp(k->run.provenance, "counter") == 0 ? "counter"
                                                                    : "modeled";
     const struct {
@@ -572,7 +570,7 @@ static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char 
         double v;
         const char *unit, *prov;
     } results[] = {
-        {"m_u", s->m_u, "1", "modeled"},     {"t_s", o->t_s, "s", prov},
+        {"m_u", s->m_u, "1", "modeled"},      {"t_s", o->t_s, "s", prov},
         {"energy_j", o->energy_j, "J", prov}, {"m_t", s->m_t, "1", "computed"},
         {"m_p", s->m_p, "1", "computed"},     {"m_s", s->m_s, "1", "computed"},
         {"S", s->s, "1", "computed"},         {"pass", o->pass, "1", "computed"},
@@ -585,8 +583,8 @@ static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char 
     int64_t t = 0;
     if (rc == EEB_OK)
         rc = eeb_rundb_events_each(k->db->run, k->id, latest_event, &t, err, errlen);
-    json_t *payload = json_pack("{s:s, s:s, s:o}", "by", "server", "verdict",
-                                eeb_run_verdict(o, 0), "S", number_or_null(s->s));
+    json_t *payload = json_pack("{s:s, s:s, s:o}", "by", "server", "verdict", eeb_run_verdict(o, 0),
+                                "S", number_or_null(s->s));
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
     if (rc == EEB_OK)
@@ -606,7 +604,7 @@ static int store_counters(struct call *k, enum MHD_Result *sent)
     static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
                                            EEB_RESULT_MISSED};
     int64_t n[3] = {0, 0, 0};
-    struct fault f;
+    struct fault f = {.field = ""};
     char err[512];
     if (k->q->len) {
         json_t *body = call_body(k, sent);
@@ -678,5 +676,6 @@ enum MHD_Result api_score(struct call *k)
     if (!moved) /* scored by a request racing this one: its verdict stands */
         return call_fail(k, 409, "state", "the run was scored meanwhile");
     snprintf(r->state, sizeof r->state, "scored");
+    atomic_fetch_add(&k->s->scored, 1); /* the leaderboard's answers are stale */
     return call_json(k, 200, run_json(r));
 }

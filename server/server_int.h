@@ -141,6 +141,16 @@ struct eeb_server {
     struct eeb_power_rule power_rule;
     struct testset *test[EEB_TASK_COUNT]; /* the held test sets, or NULL */
     atomic_ullong requests[R_COUNT][N_CODES];
+    /* the leaderboard's answers, kept until a run is scored (board.c) */
+    atomic_ulong scored; /* runs scored since start */
+    pthread_mutex_t board_lock;
+    struct board_cache {
+        char key[200];
+        unsigned long scored; /* as it was when the answer was made */
+        char *body;
+        size_t len;
+    } board_cache[16];
+    unsigned board_next;  /* the slot to replace next */
     pthread_mutex_t lock; /* the buckets */
     struct bucket {
         int64_t team; /* 0: free */
@@ -195,5 +205,6 @@ enum MHD_Result api_score(struct call *k);
 enum MHD_Result api_board(struct call *k);
 enum MHD_Result page_board(struct call *k);
 enum MHD_Result page_run(struct call *k);
+void board_cache_free(struct eeb_server *s);
 
 #endif

@@ -307,8 +307,7 @@ int store_board(sqlite3 *db, const struct store_board_filter *f,
 {
     /* passing runs by S, best first; then the rest, newest first */
     sqlite3_stmt *st = prepare(db,
-                               "SELECT " ENTRY_COLUMNS
-                               "WHERE e.state = 'scored' AND r.task = ?1 "
+                               "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
                                "AND (?2 IS NULL OR e.provenance = ?2) "
                                "AND (?3 IS NULL OR e.device = ?3) "
                                "ORDER BY e.s IS NULL, e.s DESC, e.run_id DESC LIMIT ?4",

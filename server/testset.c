@@ -54,8 +54,11 @@ int testset_load(struct testset *t, enum eeb_task task, const char *path, const 
     int more;
     while (rc == EEB_OK && (more = eeb_shard_next(in, &rec, err, errlen)) != 0) {
         if (more < 0 || t->n == info->count) {
-            rc = more < 0 ? more : eeb_errf(err, errlen, EEB_EFORMAT, "%s: more records than "
-                                            "its header says", path);
+            rc = more < 0 ? more
+                          : eeb_errf(err, errlen, EEB_EFORMAT,
+                                     "%s: more records than "
+                                     "its header says",
+                                     path);
             break;
         }
         if ((rc = hold(t, rec, err, errlen)))
@@ -90,7 +93,7 @@ void testset_free(struct testset *t)
 
 const struct held_item *testset_find(const struct testset *t, const char *id)
 {
-    struct held_item key;
+    struct held_item key = {.index = 0};
     if (strlen(id) >= sizeof key.id)
         return NULL;
     snprintf(key.id, sizeof key.id, "%s", id);

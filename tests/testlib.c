@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <png.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -263,4 +264,43 @@ double test_json_num(json_t *o, const char *key)
     json_t *v = json_object_get(o, key);
     cr_assert(json_is_number(v), "no number '%s'", key);
     return json_number_value(v);
+}
+
+char *test_chromium(const char *dir, const char *url, const char *png)
+{
+    if (access("/usr/bin/chromium", X_OK) != 0)
+        cr_skip_test("no /usr/bin/chromium (make deps installs Debian's chromium)");
+    char cmd[2048], dom[512];
+    snprintf(dom, sizeof dom, "%s/dom.html", dir);
+    /* the loopback server is reached directly, never through a proxy */
+    static const char chromium[] = "HOME=%s timeout 60 /usr/bin/chromium --headless --no-sandbox "
+                                   "--disable-gpu --no-proxy-server --hide-scrollbars";
+    int n = snprintf(cmd, sizeof cmd, chromium, dir);
+    if (png) {
+        snprintf(cmd + n, sizeof cmd - (size_t)n,
+                 " --window-size=1040,1100 --screenshot=%s '%s' >/dev/null 2>&1", png, url);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+    }
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " --dump-dom '%s' 2>/dev/null > %s", url, dom);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    size_t len;
+    char *text = test_read_file(dom, &len);
+    cr_assert_not_null(text, "%s", dom);
+    return text;
+}
+
+long test_count_colour(const char *png_path, unsigned rgb)
+{
+    png_image img = {.version = PNG_IMAGE_VERSION};
+    cr_assert(png_image_begin_read_from_file(&img, png_path), "%s: %s", png_path, img.message);
+    img.format = PNG_FORMAT_RGB;
+    unsigned char *px = malloc(PNG_IMAGE_SIZE(img));
+    cr_assert(png_image_finish_read(&img, NULL, px, 0, NULL), "%s", img.message);
+    long n = 0;
+    int want[3] = {(int)(rgb >> 16), (int)(rgb >> 8 & 255), (int)(rgb & 255)};
+    for (size_t i = 0; i < (size_t)img.width * img.height; i++)
+        n += abs(px[3 * i] - want[0]) < 16 && abs(px[3 * i + 1] - want[1]) < 16 &&
+             abs(px[3 * i + 2] - want[2]) < 16;
+    free(px);
+    return n;
 }

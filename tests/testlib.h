@@ -88,4 +88,14 @@ long long test_sql_int(const char *db_path, const char *sql);
  */
 const char *test_cls_shard(int n, int side, unsigned seed);
 
+/*
+ * Loads url in Debian's headless Chromium (skipping the test without it),
+ * with dir as its home: a screenshot to png if not NULL, and the DOM as
+ * the page's scripts left it, returned (free it).
+ */
+char *test_chromium(const char *dir, const char *url, const char *png);
+
+/* Pixels of a PNG within 16 of an RGB colour. */
+long test_count_colour(const char *png_path, unsigned rgb);
+
 #endif

@@ -2,6 +2,7 @@
  * test_cli.c - the eeb command as a user runs it: golden outputs, exit
  * codes, and error messages that name the culprit.
  */
+#include "eeb_rundb.h"
 #include "testlib.h"
 
 #include <criterion/criterion.h>
@@ -179,7 +180,7 @@ Test(cli, db_init_info_and_foreign_file)
     cr_assert_eq(r.status, 0, "%s", r.err);
     json_t *o = json_loads(r.out, 0, NULL);
     cr_assert_not_null(o, "not JSON: %s", r.out);
-    cr_assert_eq(json_integer_value(json_object_get(o, "schema")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(o, "schema")), EEB_RUNDB_SCHEMA);
     cr_assert_eq(json_integer_value(json_object_get(o, "runs")), 0);
     json_decref(o);
     test_run_free(&r);

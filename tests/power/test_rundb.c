@@ -174,9 +174,10 @@ Test(rundb, chunks_are_stored_once_and_whole)
     struct eeb_rundb *db = open_rw();
     int64_t run = new_run(db, uuid);
     const struct eeb_sample s[] = {{10, 1, NAN, NAN, 2.5, 0}, {20, 2, NAN, NAN, 2.75, 0}};
-    const struct eeb_rundb_event ev[] = {{5, 1, "finetune_begin", NULL}, {25, 2, "finetune_end", "{}"}};
-    struct eeb_rundb_chunk c = {.seq = 0, .source = "sim:", .samples = s, .nsamples = 2,
-                                .events = ev, .nevents = 2};
+    const struct eeb_rundb_event ev[] = {{5, 1, "finetune_begin", NULL},
+                                         {25, 2, "finetune_end", "{}"}};
+    struct eeb_rundb_chunk c = {
+        .seq = 0, .source = "sim:", .samples = s, .nsamples = 2, .events = ev, .nevents = 2};
     memset(c.sha256, 'a', 64);
     cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_STORED, "%s", err);
     cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_HELD, "%s", err);
@@ -187,8 +188,8 @@ Test(rundb, chunks_are_stored_once_and_whole)
 
     /* a bad sample after good events: the chunk leaves no trace */
     const struct eeb_sample bad[] = {{30, 3, NAN, NAN, 1.0, 0}, {40, 4, NAN, NAN, NAN, 0}};
-    c = (struct eeb_rundb_chunk){.seq = 1, .source = "sim:", .samples = bad, .nsamples = 2,
-                                 .events = ev, .nevents = 1};
+    c = (struct eeb_rundb_chunk){
+        .seq = 1, .source = "sim:", .samples = bad, .nsamples = 2, .events = ev, .nevents = 1};
     memset(c.sha256, 'c', 64);
     cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_EINVAL);
     cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 2);
@@ -318,7 +319,7 @@ Test(rundb, readonly_does_not_create)
 
 /* tests/data/rundb/v1.db was written by eeb 0.1 (schema v1): a det run with
  * two events, three samples and a result.  Opening it read-write migrates
- * it to v2 in place, every row kept and still tied to its run; then a
+ * it to the current schema in place, every row kept and still tied to its run; then a
  * standalone power log (task none, no budgets) fits, as v1 would refuse. */
 Test(rundb, migrates_a_v1_file_keeping_every_row)
 {

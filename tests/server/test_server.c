@@ -93,7 +93,8 @@ static void expect(int port, const char *method, const char *path, const char *b
 
 /* A registration of a run of task (what a team declares). */
 #define REGISTER(task)                                                                             \
-    "{\"task\": \"" task "\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": 0.2}, "  \
+    "{\"task\": \"" task                                                                           \
+    "\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": 0.2}, "                     \
     "\"provenance\": \"modeled\", \"device\": \"zcu104\"}"
 
 Test(server, teams_tokens_routes_and_errors, .timeout = 60)
@@ -155,8 +156,8 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
            token, 400, "field", "provenance");
     expect(port, "POST", "/api/v1/runs", REGISTER("det"), token, 409, "error",
            "holds no det test set");
-    struct reply r = request(port, "POST", "/api/v1/runs", REGISTER("cls"),
-                             strlen(REGISTER("cls")), token);
+    struct reply r =
+        request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
     cr_expect_eq(r.code, 201, "%s", r.body);
     json_t *o = json_loads(r.body, 0, NULL);
     cr_expect_eq(json_integer_value(json_object_get(o, "run_id")), 1);
@@ -397,8 +398,7 @@ static const char *local_run(const char *dir, const char *db)
 
 Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
 {
-    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX],
-        err[512];
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX], err[512];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(db, sizeof db, "%s/runs.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
@@ -413,8 +413,12 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     int port = eeb_server_port(s);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 
-    struct test_run r = test_eeb(
-        (const char *[]){"submit", db, "--server", url, "--token", token, "--json", NULL});
+    /* an empty leaderboard, read (and kept by the server) before the run is scored */
+    struct reply empty = request(port, "GET", "/api/v1/leaderboard?task=cls", NULL, 0, NULL);
+    cr_expect(strstr(empty.body, "\"entries\":[]"), "%s", empty.body);
+    free(empty.body);
+    struct test_run r =
+        test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, "--json", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect_null(strstr(r.err, token), "the token was printed");
     json_t *v = json_loads(r.out, 0, NULL);
@@ -438,16 +442,16 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
     /* resuming a scored submission answers its verdict again */
-    r = test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1",
-                                  NULL});
+    r = test_eeb(
+        (const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "server run 1 (cls, team alpha): pass"), "%s", r.out);
     test_run_free(&r);
 
     /* chunks: stored once; the same chunk again is held; other contents
      * under its number are refused; the run keeps what it had */
-    struct reply a = request(port, "POST", "/api/v1/runs", REGISTER("cls"),
-                             strlen(REGISTER("cls")), token);
+    struct reply a =
+        request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
     const char *chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 2.5], [2000, 6, 2.75]], "
@@ -471,11 +475,11 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
            token, 400, "field", "samples[0][2]");
     expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"samples\": [[1, 2]]}", token, 400,
            "field", "samples[0]");
-    expect(port, "POST", "/api/v1/runs/2/power",
-           "{\"seq\": 1, \"events\": [[1, 2, \"x\", [1]]]}", token, 400, "field", "events[0][3]");
+    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"events\": [[1, 2, \"x\", [1]]]}",
+           token, 400, "field", "events[0][3]");
     expect(port, "POST", "/api/v1/runs/2/power", chunk, other, 403, "error", "another team");
-    expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": []}", token, 409,
-           "error", "this needs it complete");
+    expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": []}", token, 409, "error",
+           "this needs it complete");
     expect(port, "POST", "/api/v1/runs/2/complete", NULL, token, 200, "state", "complete");
     expect(port, "POST", "/api/v1/runs/2/predictions",
            "{\"predictions\": [{\"id\": \"nobody\", \"top\": [1]}]}", token, 400, "field",
@@ -524,5 +528,25 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     expect(port, "GET", "/api/v1/leaderboard?task=cls&provenance=hoped", NULL, NULL, 400, "field",
            "provenance");
     expect(port, "GET", "/runs/2", NULL, NULL, 404, "error", "no scored run 2");
+
+    /* the pages, in a browser: the table with the run; the run's page with
+     * its power trace (#1f77b4) drawn */
+    char page[96], png[300];
+    snprintf(page, sizeof page, "%s/leaderboard?task=cls", url);
+    snprintf(png, sizeof png, "%s/board.png", dir);
+    char *dom = test_chromium(dir, page, png);
+    cr_expect(strstr(dom, "<table class=\"board\" id=\"board-cls\">"), "%s", dom);
+    cr_expect(strstr(dom, "<td>alpha</td><td data-v=\"1\"><a href=\"/runs/1\">1</a></td>"), "%s",
+              dom);
+    cr_expect_gt(test_count_colour(png, 0xf4f4f4), 2000, "the header row is drawn");
+    free(dom);
+    snprintf(page, sizeof page, "%s/runs/1", url);
+    snprintf(png, sizeof png, "%s/run.png", dir);
+    dom = test_chromium(dir, page, png);
+    cr_expect(strstr(dom, "<svg id=\"power-plot\""), "%s", dom);
+    cr_expect(strstr(dom, "class=\"verdict PASS\""), "%s", dom);
+    long trace = test_count_colour(png, 0x1f77b4); /* about 1 s of trace on a 30 s axis */
+    cr_expect_gt(trace, 20, "%ld trace pixels", trace);
+    free(dom);
     eeb_server_stop(s);
 }
