@@ -101,9 +101,16 @@ enum MHD_Result call_fail(struct call *k, int code, const char *field, const cha
     return send_error(k->s, k->c, k->route, code, field, message);
 }
 
-enum MHD_Result call_file(struct call *k, const char *type, int fd, uint64_t size)
+enum MHD_Result call_file(struct call *k, const char *type, const char *path)
 {
-    struct MHD_Response *resp = MHD_create_response_from_fd(size, fd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return call_fail(k, 500, NULL, "a file the answer needs cannot be read");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
     if (!resp) {
         close(fd);
         return MHD_NO;

@@ -186,8 +186,8 @@ enum MHD_Result call_reply(struct call *k, int code, const char *type, const cha
 enum MHD_Result call_json(struct call *k, int code, json_t *o);
 /* Answers {"error": message[, "field": field]}. */
 enum MHD_Result call_fail(struct call *k, int code, const char *field, const char *message);
-/* Answers with the file at fd (taken), size bytes. */
-enum MHD_Result call_file(struct call *k, const char *type, int fd, uint64_t size);
+/* Answers with the file at path. */
+enum MHD_Result call_file(struct call *k, const char *type, const char *path);
 /* The request body as a JSON object, or NULL with the 400 sent. */
 json_t *call_body(struct call *k, enum MHD_Result *sent);
 /* A query-string argument, or NULL. */
