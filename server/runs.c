@@ -269,7 +269,7 @@ static int read_chunk(json_t *body, struct eeb_rundb_chunk *c, struct eeb_sample
 {
     json_t *sa = json_object_get(body, "samples"), *ev = json_object_get(body, "events"), *x;
     const char *source = "uploaded";
-    char field[64];
+    char field[96];
     size_t i;
     if (int_field(json_object_get(body, "seq"), "seq", 0, INT32_MAX, &c->seq, f) ||
         text_field(body, "source", 255, &source, f))
@@ -409,7 +409,7 @@ enum MHD_Result api_test(struct call *k)
 static int ranked_classes(json_t *p, size_t i, const struct testset *t,
                           const struct held_item *item, json_t *o, struct fault *f)
 {
-    char field[64];
+    char field[96];
     json_t *top = json_object_get(p, "top"), *x, *ranked = json_array();
     size_t j;
     snprintf(field, sizeof field, "predictions[%zu].top", i);
@@ -432,7 +432,7 @@ static int ranked_classes(json_t *p, size_t i, const struct testset *t,
 static int detected_boxes(json_t *p, size_t i, const struct testset *t,
                           const struct held_item *item, json_t *o, struct fault *f)
 {
-    char field[64];
+    char field[96];
     json_t *boxes = json_object_get(p, "boxes"), *x, *kept = json_array(), *truth = json_array();
     size_t j;
     snprintf(field, sizeof field, "predictions[%zu].boxes", i);
@@ -471,7 +471,7 @@ static int detected_boxes(json_t *p, size_t i, const struct testset *t,
 static int prediction_payload(json_t *p, size_t i, const struct testset *t,
                               const struct held_item **item, char **text, struct fault *f)
 {
-    char field[64];
+    char field[96];
     snprintf(field, sizeof field, "predictions[%zu]", i);
     if (!json_is_object(p))
         return bad(f, field, "expected an object");
