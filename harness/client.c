@@ -9,15 +9,16 @@
  */
 #include "eeb_client.h"
 
-#include "eeb_rundb.h"
+#include "eeb_device.h"
+#include "eeb_perf.h"
 #include "eeb_power.h"
+#include "eeb_rundb.h"
 
 #include <curl/curl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define CHUNK_SAMPLES    4000 /* about 250 KB of JSON */
 #define CHUNK_EVENTS     1000
@@ -59,15 +60,12 @@ void eeb_client_free(struct eeb_client *c)
 struct sink {
     char *data;
     size_t len;
-    FILE *file; /* or into a file */
 };
 
 static size_t gather(char *data, size_t size, size_t n, void *arg)
 {
     struct sink *s = arg;
     size_t len = size * n;
-    if (s->file)
-        return fwrite(data, 1, len, s->file);
     if (s->len + len > MAX_REPLY)
         return 0;
     char *grown = realloc(s->data, s->len + len + 1);
@@ -122,11 +120,6 @@ static int exchange(struct eeb_client *c, const char *method, const char *path, 
 {
     double wait = c->backoff_s;
     for (int t = 1;; t++) {
-        if (sink->file) {
-            rewind(sink->file);
-            if (ftruncate(fileno(sink->file), 0) != 0)
-                return eeb_errf(err, errlen, EEB_EIO, "cannot truncate the download");
-        }
         free(sink->data), sink->data = NULL, sink->len = 0;
         CURLcode rc = attempt(c, method, path, body, sink, status);
         int transient = rc != CURLE_OK || *status == 429 || *status >= 500;
@@ -148,7 +141,7 @@ static int exchange(struct eeb_client *c, const char *method, const char *path, 
 }
 
 int eeb_client_call(struct eeb_client *c, const char *method, const char *path, json_t *body,
-                    long *status, json_t **reply, char *err, size_t errlen)
+                    json_t **reply, char *err, size_t errlen)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (body && !text)
@@ -172,30 +165,10 @@ int eeb_client_call(struct eeb_client *c, const char *method, const char *path, 
         }
     }
     free(sink.data);
-    if (status)
-        *status = code;
     if (rc == EEB_OK && reply)
         *reply = o;
     else
         json_decref(o);
-    return rc;
-}
-
-int eeb_client_download(struct eeb_client *c, const char *path, const char *dest, char *err,
-                        size_t errlen)
-{
-    struct eeb_atomic_file af;
-    int rc = eeb_atomic_open(&af, dest, err, errlen);
-    if (rc)
-        return rc;
-    struct sink sink = {.file = af.f};
-    long code = 0;
-    rc = exchange(c, "GET", path, NULL, &sink, &code, err, errlen);
-    if (rc == EEB_OK && code != 200)
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "GET %s: HTTP %ld", path, code);
-    if (rc == EEB_OK)
-        return eeb_atomic_commit(&af, err, errlen);
-    eeb_atomic_abort(&af);
     return rc;
 }
 
@@ -208,10 +181,12 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     const char *design = json_string_value(json_object_get(model, "design"));
     const char *backend = json_string_value(json_object_get(cfg, "backend")) ?: "unknown";
     /* the device: the modeled board's, else the backend's */
-    char device[64];
-    const char *d = design ? strstr(design, "device=") : NULL;
-    snprintf(device, sizeof device, "%.*s", d ? (int)strcspn(d + 7, ",") : (int)strlen(backend),
-             d ? d + 7 : backend);
+    struct eeb_design d;
+    char why[256];
+    eeb_design_default(&d);
+    const char *device = design && eeb_design_parse(&d, design, why, sizeof why) == EEB_OK
+                             ? d.device->name
+                             : backend;
     json_t *o =
         json_pack("{s:O?, s:{s:O?, s:O?, s:O?, s:O?}, s:O?, s:s, s:s, s:s?, s:b}", "task",
                   json_object_get(cfg, "task"), "util", "lut", json_object_get(util, "lut"), "ff",
@@ -243,7 +218,7 @@ static int send_chunk(struct chunker *k, json_t *samples, json_t *events, const 
     json_t *body = json_pack("{s:I, s:s, s:O, s:O}", "seq", (json_int_t)k->seq++, "source", source,
                              "samples", samples, "events", events);
     json_t *reply = NULL;
-    int rc = body ? eeb_client_call(k->c, "POST", path, body, NULL, &reply, k->err, k->errlen)
+    int rc = body ? eeb_client_call(k->c, "POST", path, body, &reply, k->err, k->errlen)
                   : eeb_errf(k->err, k->errlen, EEB_ENOMEM, "out of memory");
     if (rc == EEB_OK) {
         k->sent += json_array_size(samples) + json_array_size(events);
@@ -293,18 +268,14 @@ static int gather_event(void *arg, int64_t t, int64_t utc, const char *kind, con
     return 0;
 }
 
-int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
-                          char *err, size_t errlen)
+int eeb_client_send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
+                          int64_t run, char *err, size_t errlen)
 {
-    struct eeb_rundb *h;
-    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
-    if (rc)
-        return rc;
     struct chunker k = {
         .c = c, .server_run = server_run, .samples = json_array(), .err = err, .errlen = errlen};
     struct event_list l = {json_array()};
     /* the events first, in chunks of their own; then the samples in time order */
-    rc = eeb_rundb_events_each(h, run, gather_event, &l, err, errlen);
+    int rc = eeb_rundb_events_each(h, run, gather_event, &l, err, errlen);
     for (size_t i = 0; rc == EEB_OK && i < json_array_size(l.events); i += CHUNK_EVENTS) {
         json_t *part = json_array(), *none = json_array();
         for (size_t j = i; j < i + CHUNK_EVENTS && j < json_array_size(l.events); j++)
@@ -323,12 +294,12 @@ int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *
                 (long long)k.seq, (unsigned long long)k.sent, (unsigned long long)k.held);
     json_decref(l.events);
     json_decref(k.samples);
-    eeb_rundb_close(h);
     return rc;
 }
 
 struct prediction_batch {
     struct eeb_client *c;
+    const char *db;
     char path[96];
     json_t *list;
     uint64_t sent;
@@ -341,7 +312,7 @@ static int flush_predictions(struct prediction_batch *b)
     if (!json_array_size(b->list))
         return EEB_OK;
     json_t *body = json_pack("{s:O}", "predictions", b->list);
-    int rc = eeb_client_call(b->c, "POST", b->path, body, NULL, NULL, b->err, b->errlen);
+    int rc = eeb_client_call(b->c, "POST", b->path, body, NULL, b->err, b->errlen);
     json_decref(body);
     b->sent += json_array_size(b->list);
     json_array_clear(b->list);
@@ -351,44 +322,35 @@ static int flush_predictions(struct prediction_batch *b)
 /* A stored prediction without its truth ("label", "truth"). */
 static int send_prediction(void *arg, int64_t item, const char *payload)
 {
-    (void)item;
     struct prediction_batch *b = arg;
     json_t *o = json_loads(payload, 0, NULL);
     if (!o)
-        return eeb_errf(b->err, b->errlen, EEB_EFORMAT, "prediction %lld: not JSON",
-                        (long long)item);
+        return eeb_errf(b->err, b->errlen, EEB_EFORMAT,
+                        "%s: the prediction of item %lld is not JSON", b->db, (long long)item);
     json_object_del(o, "label");
     json_object_del(o, "truth");
     json_array_append_new(b->list, o);
     return json_array_size(b->list) == PREDICTION_BATCH ? flush_predictions(b) : EEB_OK;
 }
 
-int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, const char *db,
+int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
                                 int64_t run, char *err, size_t errlen)
 {
-    struct eeb_rundb *h;
-    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
-    if (rc)
-        return rc;
-    struct prediction_batch b = {.c = c, .list = json_array(), .err = err, .errlen = errlen};
+    struct prediction_batch b = {
+        .c = c, .db = eeb_rundb_path(h), .list = json_array(), .err = err, .errlen = errlen};
     snprintf(b.path, sizeof b.path, "/api/v1/runs/%lld/predictions", (long long)server_run);
-    rc = eeb_rundb_predictions_each(h, run, send_prediction, &b, err, errlen);
+    int rc = eeb_rundb_predictions_each(h, run, send_prediction, &b, err, errlen);
     if (rc == EEB_OK)
         rc = flush_predictions(&b);
     if (rc == EEB_OK && c->log)
         fprintf(c->log, "eeb: %llu predictions sent\n", (unsigned long long)b.sent);
     json_decref(b.list);
-    eeb_rundb_close(h);
     return rc;
 }
 
-int eeb_client_score(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
+int eeb_client_score(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
                      json_t **verdict, char *err, size_t errlen)
 {
-    struct eeb_rundb *h;
-    int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
-    if (rc)
-        return rc;
     static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
                                            EEB_RESULT_MISSED};
     json_t *body = json_object();
@@ -398,11 +360,43 @@ int eeb_client_score(struct eeb_client *c, int64_t server_run, const char *db, i
         if (eeb_rundb_result_get(h, run, counters[i], &v, e, sizeof e) == EEB_OK)
             json_object_set_new(body, counters[i], json_integer((json_int_t)v));
     }
-    eeb_rundb_close(h);
     char path[96];
     snprintf(path, sizeof path, "/api/v1/runs/%lld/score", (long long)server_run);
-    rc = eeb_client_call(c, "POST", path, body, NULL, verdict, err, errlen);
+    int rc = eeb_client_call(c, "POST", path, body, verdict, err, errlen);
     json_decref(body);
+    return rc;
+}
+
+/* Registers the run described by row, or with *server_run given, reads
+ * that run back: 1 if it is scored already (its verdict in *verdict). */
+static int start(struct eeb_client *c, const char *db, const struct eeb_run_row *row,
+                 int64_t *server_run, json_t **verdict, char *err, size_t errlen)
+{
+    json_t *reply = NULL;
+    int rc;
+    if (*server_run) {
+        char get[96];
+        snprintf(get, sizeof get, "/api/v1/runs/%lld", (long long)*server_run);
+        if ((rc = eeb_client_call(c, "GET", get, NULL, &reply, err, errlen)))
+            return rc;
+        if (json_is_string(json_object_get(reply, "verdict"))) {
+            *verdict = reply;
+            return 1;
+        }
+        json_decref(reply);
+        return EEB_OK;
+    }
+    json_t *declared = eeb_client_declaration(row->config, 0);
+    if (!declared)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld: its configuration is not JSON", db,
+                        (long long)row->id);
+    rc = eeb_client_call(c, "POST", "/api/v1/runs", declared, &reply, err, errlen);
+    if (rc == EEB_OK) {
+        *server_run = json_integer_value(json_object_get(reply, "run_id"));
+        if (c->log)
+            fprintf(c->log, "eeb: registered as run %lld on %s\n", (long long)*server_run, c->url);
+    }
+    json_decref(declared), json_decref(reply);
     return rc;
 }
 
@@ -410,51 +404,28 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
                       json_t **verdict, char *err, size_t errlen)
 {
     struct eeb_rundb *h;
-    struct eeb_run_row row;
+    struct eeb_run_row row = {0};
     int rc = eeb_rundb_open(db, EEB_RUNDB_READONLY, &h, err, errlen);
     if (rc)
         return rc;
     rc = eeb_rundb_run_get(h, run, &row, err, errlen);
-    eeb_rundb_close(h);
-    if (rc)
-        return rc;
-    if (strcmp(row.state, "done") && strcmp(row.state, "failed"))
+    if (rc == EEB_OK && strcmp(row.state, "done") && strcmp(row.state, "failed"))
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is %s, not finished", db,
                       (long long)row.id, row.state);
-    if (rc == EEB_OK && *server_run) { /* resuming: a scored run is done */
-        char get[96];
-        json_t *reply = NULL;
-        snprintf(get, sizeof get, "/api/v1/runs/%lld", (long long)*server_run);
-        rc = eeb_client_call(c, "GET", get, NULL, NULL, &reply, err, errlen);
-        if (rc == EEB_OK && json_is_string(json_object_get(reply, "verdict"))) {
-            *verdict = reply;
-            eeb_rundb_run_row_free(&row);
-            return EEB_OK;
-        }
-        json_decref(reply);
-    } else if (rc == EEB_OK) {
-        json_t *declared = eeb_client_declaration(row.config, 0), *reply = NULL;
-        rc = declared
-                 ? eeb_client_call(c, "POST", "/api/v1/runs", declared, NULL, &reply, err, errlen)
-                 : eeb_errf(err, errlen, EEB_EINVAL,
-                            "%s: run %lld: its configuration "
-                            "is not JSON",
-                            db, (long long)row.id);
-        *server_run = rc == EEB_OK ? json_integer_value(json_object_get(reply, "run_id")) : 0;
-        if (rc == EEB_OK && c->log)
-            fprintf(c->log, "eeb: registered as run %lld on %s\n", (long long)*server_run, c->url);
-        json_decref(declared), json_decref(reply);
+    if (rc == EEB_OK)
+        rc = start(c, db, &row, server_run, verdict, err, errlen);
+    if (rc == EEB_OK) { /* not scored yet: every step, each harmless if repeated */
+        char path[96];
+        snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)*server_run);
+        rc = eeb_client_send_power(c, *server_run, h, row.id, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_client_call(c, "POST", path, NULL, NULL, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_client_send_predictions(c, *server_run, h, row.id, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_client_score(c, *server_run, h, row.id, verdict, err, errlen);
     }
-    char path[96];
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)*server_run);
-    if (rc == EEB_OK)
-        rc = eeb_client_send_power(c, *server_run, db, row.id, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_client_call(c, "POST", path, NULL, NULL, NULL, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_client_send_predictions(c, *server_run, db, row.id, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_client_score(c, *server_run, db, row.id, verdict, err, errlen);
     eeb_rundb_run_row_free(&row);
-    return rc;
+    eeb_rundb_close(h);
+    return rc > 0 ? EEB_OK : rc;
 }

@@ -30,34 +30,32 @@ void eeb_client_free(struct eeb_client *c);
 
 /*
  * method path with body (NULL: none; not taken): the server's JSON answer
- * into *reply (if not NULL; free it) and its HTTP status into *status.
- * Connection failures, 429 and 5xx are retried; any other 4xx is returned
- * as EEB_EINVAL with the server's error and field in err.
+ * into *reply (if not NULL; free it).  Connection failures, 429 and 5xx
+ * are retried; any other 4xx is returned as EEB_EINVAL with the server's
+ * error and field in err.
  */
 int eeb_client_call(struct eeb_client *c, const char *method, const char *path, json_t *body,
-                    long *status, json_t **reply, char *err, size_t errlen);
-
-/* GET path into the file at dest (atomically). */
-int eeb_client_download(struct eeb_client *c, const char *path, const char *dest, char *err,
-                        size_t errlen);
+                    json_t **reply, char *err, size_t errlen);
 
 /* What the server is told of a local run when it is registered: from the
  * run's stored configuration.  official: the run is to be driven by the
  * server from the start (eeb run --server). */
 json_t *eeb_client_declaration(const char *config_json, int official);
 
-/* Sends run's power log (samples and events) from the database at db in
+struct eeb_rundb;
+
+/* Sends run's power log (samples and events) from the database db in
  * numbered chunks to server run `server_run`. */
-int eeb_client_send_power(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
-                          char *err, size_t errlen);
+int eeb_client_send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
+                          int64_t run, char *err, size_t errlen);
 
 /* Sends run's predictions, their truth removed. */
-int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, const char *db,
+int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
                                 int64_t run, char *err, size_t errlen);
 
 /* Asks the server to score, with the sampler's counters of run: the
  * server's verdict into *verdict (free it). */
-int eeb_client_score(struct eeb_client *c, int64_t server_run, const char *db, int64_t run,
+int eeb_client_score(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db, int64_t run,
                      json_t **verdict, char *err, size_t errlen);
 
 /* The whole submission of a finished local run: register, power,

@@ -157,6 +157,13 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
 int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
                   char *err, size_t errlen);
 
+/* Stores o's figures as run's results: M_u with util_provenance, T, E and
+ * the power figures with the run's provenance, the rest as computed; a
+ * figure that is NAN is left out (S unless the run passed). */
+struct eeb_rundb;
+int eeb_run_store_results(struct eeb_rundb *db, int64_t run, const struct eeb_run_outcome *o,
+                          const char *util_provenance, char *err, size_t errlen);
+
 /* Recomputes every metric and the verdict of run (0: the latest) from the
  * database alone and compares them with what the run stored; writes a
  * line per figure to report (if not NULL). */

@@ -334,6 +334,38 @@ int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_o
     return rc;
 }
 
+int eeb_run_store_results(struct eeb_rundb *db, int64_t run, const struct eeb_run_outcome *o,
+                          const char *util_provenance, char *err, size_t errlen)
+{
+    const struct eeb_score *s = &o->score;
+    const char *prov = o->provenance;
+    const struct {
+        const char *name;
+        double v;
+        const char *unit, *prov;
+    } results[] = {
+        {"m_u", s->m_u, "1", util_provenance},
+        {"t_s", o->t_s, "s", prov},
+        {"energy_j", o->energy_j, "J", prov},
+        {"mean_power_w", s->mean_power_w, "W", prov},
+        {"worst_window_w", o->worst_w, "W", prov},
+        {"m_t", s->m_t, "1", "computed"},
+        {"m_p", s->m_p, "1", "computed"},
+        {"m_s", s->m_s, "1", "computed"},
+        {"S", o->pass ? s->s : NAN, "1", "computed"},
+        {"pass", o->pass, "1", "computed"},
+        {"valid", o->valid, "1", "computed"},
+        {"device_time_s", o->device_time_s, "s", "modeled"},
+        {"device_energy_j", o->device_energy_j, "J", "modeled"},
+    };
+    int rc = EEB_OK;
+    for (size_t i = 0; i < sizeof results / sizeof *results && rc == EEB_OK; i++)
+        if (!isnan(results[i].v))
+            rc = eeb_rundb_result_set(db, run, results[i].name, results[i].v, results[i].unit,
+                                      results[i].prov, err, errlen);
+    return rc;
+}
+
 const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper)
 {
     static const char *const words[2][5] = {{"incomplete", "aborted", "invalid", "pass", "fail"},

@@ -832,14 +832,6 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
 
 /* ---- scoring ---- */
 
-static int store(struct run *r, const char *name, double v, const char *unit, const char *prov,
-                 char *err, size_t errlen)
-{
-    if (isnan(v))
-        return EEB_OK;
-    return eeb_rundb_result_set(r->db, r->id, name, v, unit, prov, err, errlen);
-}
-
 static int score(struct run *r, double m_s, char *err, size_t errlen)
 {
     struct eeb_run_outcome *out = r->out;
@@ -851,33 +843,11 @@ static int score(struct run *r, double m_s, char *err, size_t errlen)
     /* what the modeled board would take for the steps the CPU ran */
     out->device_time_s = r->modeled_device ? out->steps * r->perf.train_step_s : NAN;
     out->device_energy_j = r->modeled_device ? out->steps * r->perf.train_step_j : NAN;
-    const char *prov = out->provenance;
     /* a report describes a placed design; four fractions are declared */
     const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
-    const struct eeb_score *s = &out->score;
-    struct {
-        const char *name;
-        double v;
-        const char *unit, *prov;
-    } results[] = {
-        {"m_u", s->m_u, "1", util_prov},
-        {"t_s", out->t_s, "s", prov},
-        {"energy_j", out->energy_j, "J", prov},
-        {"mean_power_w", s->mean_power_w, "W", prov},
-        {"worst_window_w", out->worst_w, "W", prov},
-        {"m_t", s->m_t, "1", "computed"},
-        {"m_p", s->m_p, "1", "computed"},
-        {"m_s", s->m_s, "1", "computed"},
-        {"S", out->pass ? s->s : NAN, "1", "computed"},
-        {"pass", out->pass, "1", "computed"},
-        {"valid", out->valid, "1", "computed"},
-        {"device_time_s", out->device_time_s, "s", "modeled"},
-        {"device_energy_j", out->device_energy_j, "J", "modeled"},
-    };
-    for (size_t i = 0; i < sizeof results / sizeof *results && !rc; i++)
-        rc = store(r, results[i].name, results[i].v, results[i].unit, results[i].prov, err, errlen);
-    if (rc)
+    if ((rc = eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen)))
         return rc;
+    const struct eeb_score *s = &out->score;
     json_t *verdict = json_pack("{s:s, s:s}", "verdict",
                                 !out->valid ? "invalid"
                                 : out->pass ? "pass"

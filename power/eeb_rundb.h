@@ -37,6 +37,9 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
 
 void eeb_rundb_close(struct eeb_rundb *db);
 
+/* The path the database was opened from, for messages. */
+const char *eeb_rundb_path(const struct eeb_rundb *db);
+
 /* The run lifecycle (DESIGN.md §4, harness/): state names as stored. */
 enum eeb_run_state {
     EEB_RUN_INIT,

@@ -278,6 +278,11 @@ fail:
     return rc;
 }
 
+const char *eeb_rundb_path(const struct eeb_rundb *db)
+{
+    return db->path;
+}
+
 void eeb_rundb_close(struct eeb_rundb *db)
 {
     if (!db)

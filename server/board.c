@@ -50,11 +50,6 @@ static int read_filter(struct call *k, struct store_board_filter *f, int need_ta
     return 1;
 }
 
-static json_t *number_or_null(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
 struct board_json {
     json_t *rows;
     int rank;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -132,6 +133,11 @@ json_t *call_body(struct call *k, enum MHD_Result *sent)
         *sent = call_fail(k, 400, NULL, "the body must be a JSON object");
     }
     return o;
+}
+
+json_t *number_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
 }
 
 const char *call_arg(struct call *k, const char *name)

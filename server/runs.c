@@ -91,11 +91,6 @@ static enum MHD_Result fail_fault(struct call *k, const struct fault *f)
 
 /* ---- the run as JSON ---- */
 
-static json_t *number_or_null(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
 static json_t *run_json(const struct store_run *r)
 {
     json_t *o = json_pack(
@@ -551,30 +546,13 @@ static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, con
  * a score event, its final state. */
 static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char *err, size_t errlen)
 {
-    const struct eeb_score *s = &o->score;
-    const char *prov = strcmp(k->run.provenance, "measured") == 0  ? "measured"
-                       : strcmp(k->run.provenance, "counter") == 0 ? "counter"
-                                                                   : "modeled";
-    const struct {
-        const char *name;
-        double v;
-        const char *unit, *prov;
-    } results[] = {
-        {"m_u", s->m_u, "1", "modeled"},      {"t_s", o->t_s, "s", prov},
-        {"energy_j", o->energy_j, "J", prov}, {"m_t", s->m_t, "1", "computed"},
-        {"m_p", s->m_p, "1", "computed"},     {"m_s", s->m_s, "1", "computed"},
-        {"S", s->s, "1", "computed"},         {"pass", o->pass, "1", "computed"},
-    };
-    int rc = EEB_OK;
-    for (size_t i = 0; i < sizeof results / sizeof *results && rc == EEB_OK; i++)
-        if (!isnan(results[i].v))
-            rc = eeb_rundb_result_set(k->db->run, k->id, results[i].name, results[i].v,
-                                      results[i].unit, results[i].prov, err, errlen);
+    /* the utilization was declared at registration */
+    int rc = eeb_run_store_results(k->db->run, k->id, o, "modeled", err, errlen);
     int64_t t = 0;
     if (rc == EEB_OK)
         rc = eeb_rundb_events_each(k->db->run, k->id, latest_event, &t, err, errlen);
     json_t *payload = json_pack("{s:s, s:s, s:o}", "by", "server", "verdict", eeb_run_verdict(o, 0),
-                                "S", number_or_null(s->s));
+                                "S", number_or_null(o->score.s));
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
     if (rc == EEB_OK)
@@ -642,6 +620,7 @@ enum MHD_Result api_score(struct call *k)
     if (eeb_run_judge(store_path(k->s->store), k->id, NAN, &o, err, sizeof err))
         return call_fail(k, 500, NULL, err);
     o.complete = 1;
+    o.device_time_s = o.device_energy_j = NAN; /* the server models no device */
     /* an official run's fine-tuning happened between register and complete */
     double seen_s = (double)(k->run.completed_utc_ns - k->run.registered_utc_ns) / 1e9;
     if (k->run.official && o.valid && o.t_s > seen_s + 1) {

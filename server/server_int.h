@@ -192,6 +192,8 @@ enum MHD_Result call_file(struct call *k, const char *type, const char *path);
 json_t *call_body(struct call *k, enum MHD_Result *sent);
 /* A query-string argument, or NULL. */
 const char *call_arg(struct call *k, const char *name);
+/* v as a JSON number, or null if it is NAN. */
+json_t *number_or_null(double v);
 
 /* ---- handlers ---- */
 

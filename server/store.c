@@ -123,14 +123,16 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, char *err, size_t err
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        eeb_errf(err, errlen, EEB_EDB, "%s", sqlite3_errmsg(db));
+        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(db, "main"),
+                 sqlite3_errmsg(db));
     return st;
 }
 
 static int done(sqlite3 *db, sqlite3_stmt *st, int rc, char *err, size_t errlen)
 {
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        eeb_errf(err, errlen, EEB_EDB, "%s", sqlite3_errmsg(db));
+        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(db, "main"),
+                 sqlite3_errmsg(db));
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? EEB_OK : EEB_EDB;
 }

@@ -31,13 +31,13 @@ static json_t *call(struct eeb_client *c, const char *method, const char *path, 
 {
     char err[512];
     json_t *reply = NULL;
-    if (eeb_client_call(c, method, path, body, NULL, &reply, err, sizeof err))
+    if (eeb_client_call(c, method, path, body, &reply, err, sizeof err))
         die(path, err);
     json_decref(body);
     return reply;
 }
 
-/* A run registered with the test set's first item predicted; its id. */
+/* A cls run registered, with a declared utilization; its id. */
 static int64_t registered(struct eeb_client *c)
 {
     json_t *r = call(c, "POST", "/api/v1/runs",
