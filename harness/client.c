@@ -15,10 +15,12 @@
 #include "eeb_rundb.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHUNK_SAMPLES    4000 /* about 250 KB of JSON */
 #define CHUNK_EVENTS     1000
@@ -57,15 +59,22 @@ void eeb_client_free(struct eeb_client *c)
 
 /* ---- one call ---- */
 
+/* Where an answer goes: memory, or a file for a 200 (a download). */
 struct sink {
     char *data;
     size_t len;
+    FILE *file;
+    CURL *h;
 };
 
 static size_t gather(char *data, size_t size, size_t n, void *arg)
 {
     struct sink *s = arg;
     size_t len = size * n;
+    long code = 0;
+    if (s->file && curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+        code == 200)
+        return fwrite(data, 1, len, s->file) == len ? len : 0;
     if (s->len + len > MAX_REPLY)
         return 0;
     char *grown = realloc(s->data, s->len + len + 1);
@@ -121,6 +130,10 @@ static int exchange(struct eeb_client *c, const char *method, const char *path, 
     double wait = c->backoff_s;
     for (int t = 1;; t++) {
         free(sink->data), sink->data = NULL, sink->len = 0;
+        if (sink->file && (fflush(sink->file) || ftruncate(fileno(sink->file), 0) ||
+                           fseek(sink->file, 0, SEEK_SET)))
+            return eeb_errf(err, errlen, EEB_EIO, "%s %s: cannot rewrite the download: %s", method,
+                            path, strerror(errno));
         CURLcode rc = attempt(c, method, path, body, sink, status);
         int transient = rc != CURLE_OK || *status == 429 || *status >= 500;
         if (!transient)
@@ -140,6 +153,30 @@ static int exchange(struct eeb_client *c, const char *method, const char *path, 
     }
 }
 
+/* The server's JSON answer in sink, or its error (with the field at
+ * fault) in err. */
+static int answer(const char *method, const char *path, long code, const struct sink *sink,
+                  json_t **reply, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *o = json_loadb(sink->data ? sink->data : "", sink->len, 0, &je);
+    int rc = EEB_OK;
+    if (!o)
+        rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s %s: HTTP %ld, not JSON: %s", method, path, code,
+                      je.text);
+    else if (code >= 400) {
+        const char *field = json_string_value(json_object_get(o, "field"));
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s %s: HTTP %ld: %s%s%s%s", method, path, code,
+                      json_string_value(json_object_get(o, "error")) ?: "?",
+                      field ? " (field " : "", field ? field : "", field ? ")" : "");
+    }
+    if (rc == EEB_OK && reply)
+        *reply = o;
+    else
+        json_decref(o);
+    return rc;
+}
+
 int eeb_client_call(struct eeb_client *c, const char *method, const char *path, json_t *body,
                     json_t **reply, char *err, size_t errlen)
 {
@@ -150,25 +187,27 @@ int eeb_client_call(struct eeb_client *c, const char *method, const char *path, 
     long code = 0;
     int rc = exchange(c, method, path, text, &sink, &code, err, errlen);
     free(text);
-    json_t *o = NULL;
-    if (rc == EEB_OK) {
-        json_error_t je;
-        o = json_loadb(sink.data ? sink.data : "", sink.len, 0, &je);
-        if (!o)
-            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s %s: HTTP %ld, not JSON: %s", method, path,
-                          code, je.text);
-        else if (code >= 400) {
-            const char *field = json_string_value(json_object_get(o, "field"));
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s %s: HTTP %ld: %s%s%s%s", method, path, code,
-                          json_string_value(json_object_get(o, "error")) ?: "?",
-                          field ? " (field " : "", field ? field : "", field ? ")" : "");
-        }
-    }
+    if (rc == EEB_OK)
+        rc = answer(method, path, code, &sink, reply, err, errlen);
     free(sink.data);
-    if (rc == EEB_OK && reply)
-        *reply = o;
-    else
-        json_decref(o);
+    return rc;
+}
+
+int eeb_client_download(struct eeb_client *c, const char *path, const char *file, char *err,
+                        size_t errlen)
+{
+    struct sink sink = {.file = fopen(file, "wbe"), .h = c->curl};
+    if (!sink.file)
+        return eeb_errf(err, errlen, EEB_EIO, "%s: %s", file, strerror(errno));
+    long code = 0;
+    int rc = exchange(c, "GET", path, NULL, &sink, &code, err, errlen);
+    if (rc == EEB_OK && code != 200)
+        rc = answer("GET", path, code, &sink, NULL, err, errlen);
+    if (rc == EEB_OK && code != 200) /* a JSON answer that is not the file */
+        rc = eeb_errf(err, errlen, EEB_EFORMAT, "GET %s: HTTP %ld, not the file", path, code);
+    if (fclose(sink.file) && rc == EEB_OK)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", file, strerror(errno));
+    free(sink.data);
     return rc;
 }
 
@@ -196,6 +235,9 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     json_t *rate = json_object_get(power, "rate_hz");
     if (o && json_is_number(rate) && json_number_value(rate) > 0)
         json_object_set(o, "rate_hz", rate);
+    json_t *finetune = json_object_get(json_object_get(cfg, "finetune"), "sha256");
+    if (o && json_is_string(finetune))
+        json_object_set(o, "finetune", finetune);
     json_decref(cfg);
     return o;
 }
@@ -268,8 +310,9 @@ static int gather_event(void *arg, int64_t t, int64_t utc, const char *kind, con
     return 0;
 }
 
-int eeb_client_send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
-                          int64_t run, char *err, size_t errlen)
+/* Run's power log, its events then its samples, in numbered chunks. */
+static int send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
+                      char *err, size_t errlen)
 {
     struct chunker k = {
         .c = c, .server_run = server_run, .samples = json_array(), .err = err, .errlen = errlen};
@@ -333,8 +376,9 @@ static int send_prediction(void *arg, int64_t item, const char *payload)
     return json_array_size(b->list) == PREDICTION_BATCH ? flush_predictions(b) : EEB_OK;
 }
 
-int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
-                                int64_t run, char *err, size_t errlen)
+/* Run's predictions, their truth removed. */
+static int send_predictions(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
+                            int64_t run, char *err, size_t errlen)
 {
     struct prediction_batch b = {
         .c = c, .db = eeb_rundb_path(h), .list = json_array(), .err = err, .errlen = errlen};
@@ -348,8 +392,10 @@ int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, struct
     return rc;
 }
 
-int eeb_client_score(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
-                     json_t **verdict, char *err, size_t errlen)
+/* The server asked to score, with the sampler's counters of run: its
+ * verdict into *verdict (free it). */
+static int score(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
+                 json_t **verdict, char *err, size_t errlen)
 {
     static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
                                            EEB_RESULT_MISSED};
@@ -400,6 +446,21 @@ static int start(struct eeb_client *c, const char *db, const struct eeb_run_row 
     return rc;
 }
 
+int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
+                        json_t **verdict, char *err, size_t errlen)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)server_run);
+    int rc = send_power(c, server_run, h, run, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_client_call(c, "POST", path, NULL, NULL, err, errlen);
+    if (rc == EEB_OK)
+        rc = send_predictions(c, server_run, h, run, err, errlen);
+    if (rc == EEB_OK)
+        rc = score(c, server_run, h, run, verdict, err, errlen);
+    return rc;
+}
+
 int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,
                       json_t **verdict, char *err, size_t errlen)
 {
@@ -414,17 +475,8 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
                       (long long)row.id, row.state);
     if (rc == EEB_OK)
         rc = start(c, db, &row, server_run, verdict, err, errlen);
-    if (rc == EEB_OK) { /* not scored yet: every step, each harmless if repeated */
-        char path[96];
-        snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)*server_run);
-        rc = eeb_client_send_power(c, *server_run, h, row.id, err, errlen);
-        if (rc == EEB_OK)
-            rc = eeb_client_call(c, "POST", path, NULL, NULL, err, errlen);
-        if (rc == EEB_OK)
-            rc = eeb_client_send_predictions(c, *server_run, h, row.id, err, errlen);
-        if (rc == EEB_OK)
-            rc = eeb_client_score(c, *server_run, h, row.id, verdict, err, errlen);
-    }
+    if (rc == EEB_OK) /* not scored yet */
+        rc = eeb_client_send_run(c, *server_run, h, row.id, verdict, err, errlen);
     eeb_rundb_run_row_free(&row);
     eeb_rundb_close(h);
     return rc > 0 ? EEB_OK : rc;

@@ -6,6 +6,7 @@
  * would type).
  */
 #include "eeb_cli.h"
+#include "eeb_client.h"
 #include "eeb_run.h"
 
 #include <errno.h>
@@ -43,13 +44,21 @@ static void help(void)
          "through sim:profile=model, or --declared-power W), not measured; the\n"
          "design's modeled time for the same steps is reported beside T.\n"
          "\n"
+         "With --server URL the run is official: the evaluation server (`eeb serve`)\n"
+         "drives it.  It registers the run (and refuses it unless --finetune is the\n"
+         "fine-tune set it names), sets T_max, P_max and the rules (--tmax, --pmax,\n"
+         "--rules and --test are refused), is told when fine-tuning is complete, sends\n"
+         "the test inputs without labels, receives the power log and the predictions,\n"
+         "and judges the run with the labels it alone holds: its verdict is the run's.\n"
+         "\n"
          "Options (each also a key of the --config file, '-' written '_'):");
     for (const struct eeb_run_key *k = eeb_run_keys(); k->name; k++) {
         char opt[48];
         snprintf(opt, sizeof opt, "--%s%s%s", k->name, k->arg ? " " : "", k->arg ? k->arg : "");
         printf("  %-26s %s\n", opt, k->help);
     }
-    puts("  --config FILE.json         a configuration object; options win over it\n"
+    puts("  --token T                  the team's token for --server (default: $EEB_TOKEN)\n"
+         "  --config FILE.json         a configuration object; options win over it\n"
          "  --workdir DIR              where the embedded default's data and model live\n"
          "                             (default $XDG_CACHE_HOME/eeb or ~/.cache/eeb)\n"
          "  -q, --quiet                no progress display\n"
@@ -139,7 +148,7 @@ static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
     static const char *const domains[] = {"pretrain", "finetune", "finetune"};
     static const char *const splits[] = {"train", "train", "test"};
     for (int i = 0; i < 3; i++) {
-        if (access(paths[i], R_OK) == 0)
+        if (access(paths[i], R_OK) == 0 || (i == 2 && c->server)) /* official: the server's */
             continue;
         /* images take no --frames; the seed is the generator's default */
         int video = c->task == EEB_TASK_VIDEO;
@@ -174,7 +183,7 @@ static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
     }
     char **fields[] = {&c->finetune, &c->test, &c->model};
     for (int i = 0; i < 3; i++)
-        if (!*fields[i] && !(*fields[i] = strdup(paths[i + 1])))
+        if (!*fields[i] && !(i == 1 && c->server) && !(*fields[i] = strdup(paths[i + 1])))
             return eeb_cli_error(cmd, "out of memory");
     return EEB_EXIT_OK;
 }
@@ -234,8 +243,8 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
             json_t *figures =
                 json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}", "m_u", s->m_u,
                           "m_t", s->m_t, "m_p", s->m_p, "m_s", isnan(s->m_s) ? -1.0 : s->m_s, "t_s",
-                          o->t_s, "t_max_s", c->t_max_s, "energy_j", o->energy_j, "p_max_w",
-                          c->p_max_w, "worst_window_w", isnan(o->worst_w) ? 0.0 : o->worst_w,
+                          o->t_s, "t_max_s", o->t_max_s, "energy_j", o->energy_j, "p_max_w",
+                          o->p_max_w, "worst_window_w", isnan(o->worst_w) ? 0.0 : o->worst_w,
                           "steps", (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
             json_object_set_new(j, "figures", figures);
             if (o->design[0])
@@ -245,6 +254,10 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                                               o->device_energy_j));
             json_object_set_new(j, "S", o->pass ? json_real(s->s) : json_null());
             json_object_set_new(j, "why", json_string(o->why));
+            if (c->server)
+                json_object_set_new(
+                    j, "server",
+                    json_pack("{s:s, s:I}", "url", c->server, "run_id", (json_int_t)o->server_run));
         }
         return eeb_cli_print_json(cmd, j);
     }
@@ -252,16 +265,18 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
            eeb_task_name((enum eeb_task)c->task), c->backend, o->backend_detail, o->provenance);
     if (!o->aborted) {
         printf("  M_u  %8.4f   mean utilization (%s)\n", s->m_u, o->util_source);
-        printf("  M_t  %8.4f   T %.3f s / T_max %g s%s\n", s->m_t, o->t_s, c->t_max_s,
+        printf("  M_t  %8.4f   T %.3f s / T_max %g s%s\n", s->m_t, o->t_s, o->t_max_s,
                o->tmax_reached ? " (stopped at T_max)" : "");
         printf("  M_p  %8.4f   E %.3f J / (P_max %g W x T); mean %.3f W, worst window %.3f W\n",
-               s->m_p, o->energy_j, c->p_max_w, s->mean_power_w, o->worst_w);
+               s->m_p, o->energy_j, o->p_max_w, s->mean_power_w, o->worst_w);
         printf("  M_s  %8.4f   %s on %llu test items\n", s->m_s,
                eeb_task_metric((enum eeb_task)c->task), (unsigned long long)o->test_items);
         if (o->design[0])
             printf("  device (modeled): %s\n    its %llu steps would take %.3f s and %.3f J\n",
                    o->design, (unsigned long long)o->steps, o->device_time_s, o->device_energy_j);
     }
+    if (c->server)
+        printf("  judged by %s (server run %lld)\n", c->server, (long long)o->server_run);
     if (o->pass)
         printf("  S    %8.4f   PASS\n", s->s);
     else
@@ -271,12 +286,12 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
 
 int eeb_cmd_run(int argc, char **argv)
 {
-    enum { O_CONFIG = 256, O_WORKDIR, O_JSON, O_KEY0 = 512 };
+    enum { O_CONFIG = 256, O_WORKDIR, O_JSON, O_TOKEN, O_KEY0 = 512 };
     const struct eeb_run_key *keys = eeb_run_keys();
     size_t nkeys = 0;
     while (keys[nkeys].name)
         nkeys++;
-    struct option *options = calloc(nkeys + 6, sizeof *options);
+    struct option *options = calloc(nkeys + 7, sizeof *options);
     if (!options)
         return eeb_cli_error(cmd, "out of memory");
     for (size_t i = 0; i < nkeys; i++)
@@ -287,10 +302,12 @@ int eeb_cmd_run(int argc, char **argv)
     options[nkeys + 2] = (struct option){"quiet", no_argument, NULL, 'q'};
     options[nkeys + 3] = (struct option){"json", no_argument, NULL, O_JSON};
     options[nkeys + 4] = (struct option){"help", no_argument, NULL, 'h'};
+    options[nkeys + 5] = (struct option){"token", required_argument, NULL, O_TOKEN};
 
     struct eeb_run_config c;
     eeb_run_config_init(&c);
-    const char *config = NULL, *workdir = NULL;
+    const char *config = NULL, *workdir = NULL, *token = getenv("EEB_TOKEN");
+    struct eeb_client client = {0};
     int quiet = 0, as_json = 0, rc = EEB_EXIT_OK, opt;
     char err[1024];
     opterr = 0;
@@ -307,6 +324,7 @@ int eeb_cmd_run(int argc, char **argv)
         switch (opt) {
         case O_CONFIG: config = optarg; break;
         case O_WORKDIR: workdir = optarg; break;
+        case O_TOKEN: token = optarg; break;
         case 'q': quiet = 1; break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); goto out;
@@ -319,12 +337,17 @@ int eeb_cmd_run(int argc, char **argv)
         rc = eeb_cli_error(cmd, "%s", err);
     if (rc == EEB_EXIT_OK && c.task < 0)
         rc = eeb_cli_usage_error(cmd, "no task: give --task cls, det or video");
-    if (rc == EEB_EXIT_OK && (!c.finetune || !c.test || !c.model))
+    if (rc == EEB_EXIT_OK && (!c.finetune || (!c.test && !c.server) || !c.model))
         rc = embedded(&c, workdir, quiet || as_json);
     if (rc == EEB_EXIT_OK && eeb_run_config_finish(&c, err, sizeof err))
         rc = eeb_cli_usage_error(cmd, "%s", err);
+    if (rc == EEB_EXIT_OK && c.server && !token)
+        rc = eeb_cli_usage_error(cmd, "--server needs --token T (or $EEB_TOKEN)");
+    if (rc == EEB_EXIT_OK && c.server && eeb_client_init(&client, c.server, token, err, sizeof err))
+        rc = eeb_cli_usage_error(cmd, "--server: %s", err);
     if (rc != EEB_EXIT_OK)
         goto out;
+    client.log = quiet || as_json ? NULL : stderr;
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
@@ -333,8 +356,12 @@ int eeb_cmd_run(int argc, char **argv)
     struct eeb_run_hooks hooks = {.progress = quiet ? NULL : show,
                                   .arg = &d,
                                   .progress_every_s = d.tty ? 0.25 : 5,
-                                  .cancel = &interrupted};
-    if (!quiet)
+                                  .cancel = &interrupted,
+                                  .server = c.server ? &client : NULL};
+    if (!quiet && c.server)
+        fprintf(stderr, "eeb run: an official %s run on %s, judged by %s, into %s\n",
+                eeb_task_name((enum eeb_task)c.task), c.backend, c.server, c.db);
+    else if (!quiet)
         fprintf(stderr, "eeb run: %s on %s, T_max %g s, P_max %g W, power %s at %g Hz, into %s\n",
                 eeb_task_name((enum eeb_task)c.task), c.backend, c.t_max_s, c.p_max_w, c.power,
                 c.rate_hz, c.db);
@@ -357,6 +384,8 @@ int eeb_cmd_run(int argc, char **argv)
     if (rc == EEB_EXIT_OK)
         rc = o.pass ? EEB_EXIT_OK : o.aborted || o.valid ? EEB_EXIT_FAILED : EEB_EXIT_ERROR;
 out:
+    if (client.curl)
+        eeb_client_free(&client);
     eeb_run_config_free(&c);
     free(options);
     return rc;

@@ -17,6 +17,7 @@ static void help(void)
 {
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
+         "                 [--finetune TASK=FILE.eebd ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "\n"
          "Serves seed 004's evaluation server over HTTP (libmicrohttpd, a thread pool) from one\n"
@@ -26,8 +27,9 @@ static void help(void)
          "  GET  /healthz, /metrics         status; Prometheus text (requests, teams)\n"
          "  GET  /api/v1/whoami             the team of the bearer token\n"
          "  POST /api/v1/runs               registers a run: {\"task\", \"util\": {lut, ff, bram,\n"
-         "                                  dsp}, \"provenance\", \"device\"...}; its budgets, "
-         "rules\n"
+         "                                  dsp}, \"provenance\", \"device\", \"finetune\": "
+         "SHA256,\n"
+         "                                  \"official\"...}: its budgets, rules, fine-tune set\n"
          "  GET  /api/v1/runs/ID            the run, and once scored its verdict\n"
          "  POST /api/v1/runs/ID/power      {\"seq\": N, \"samples\": [[t_mono_ns, t_utc_ns, "
          "W]..],\n"
@@ -58,6 +60,10 @@ static void help(void)
          "  --burst N          and at once (default 400)\n"
          "  --test TASK=FILE   the TASK (cls, det, video) test set the server holds; its\n"
          "                     inputs are served without labels (repeat per task)\n"
+         "  --finetune TASK=FILE\n"
+         "                     the TASK fine-tune set runs train on: registration names it\n"
+         "                     by its SHA-256 and refuses a run that declares another one,\n"
+         "                     or an official run that declares none (repeat per task)\n"
          "  -h, --help         show this help");
 }
 
@@ -73,9 +79,24 @@ static int add_team(const char *db, int argc, char **argv)
     return EEB_EXIT_OK;
 }
 
+/* An option's TASK=FILE into files[task]. */
+static int per_task(const char *option, char *arg, const char *files[EEB_TASK_COUNT])
+{
+    char *eq = strchr(arg, '=');
+    enum eeb_task t;
+    char err[128];
+    if (!eq)
+        return eeb_cli_usage_error(cmd, "%s: '%s' is not TASK=FILE", option, arg);
+    *eq = '\0';
+    if (eeb_task_parse(arg, &t, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "%s: %s", option, err);
+    files[t] = eq + 1;
+    return EEB_EXIT_OK;
+}
+
 int eeb_cmd_serve(int argc, char **argv)
 {
-    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST, O_TEST };
+    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST, O_TEST, O_FINETUNE };
     static const struct option options[] = {{"db", 1, 0, O_DB},
                                             {"bind", 1, 0, O_BIND},
                                             {"port", 1, 0, O_PORT},
@@ -84,6 +105,7 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"rate-limit", 1, 0, O_RATE},
                                             {"burst", 1, 0, O_BURST},
                                             {"test", 1, 0, O_TEST},
+                                            {"finetune", 1, 0, O_FINETUNE},
                                             {"help", 0, 0, 'h'},
                                             {0, 0, 0, 0}};
     struct eeb_server_config cfg;
@@ -104,18 +126,8 @@ int eeb_cmd_serve(int argc, char **argv)
             rc = eeb_cli_count(cmd, "--rate-limit", optarg, 0, 1e6, &cfg.rate_limit);
             break;
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
-        case O_TEST: {
-            char *eq = strchr(optarg, '=');
-            enum eeb_task t;
-            char err[128];
-            if (!eq)
-                return eeb_cli_usage_error(cmd, "--test: '%s' is not TASK=FILE", optarg);
-            *eq = '\0';
-            if (eeb_task_parse(optarg, &t, err, sizeof err))
-                return eeb_cli_usage_error(cmd, "--test: %s", err);
-            cfg.test[t] = eq + 1;
-            break;
-        }
+        case O_TEST: rc = per_task("--test", optarg, cfg.test); break;
+        case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option");
         }

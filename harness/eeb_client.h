@@ -37,6 +37,11 @@ void eeb_client_free(struct eeb_client *c);
 int eeb_client_call(struct eeb_client *c, const char *method, const char *path, json_t *body,
                     json_t **reply, char *err, size_t errlen);
 
+/* GET path into file (created or truncated): a download, retried like a
+ * call; an error answer is returned as eeb_client_call returns it. */
+int eeb_client_download(struct eeb_client *c, const char *path, const char *file, char *err,
+                        size_t errlen);
+
 /* What the server is told of a local run when it is registered: from the
  * run's stored configuration.  official: the run is to be driven by the
  * server from the start (eeb run --server). */
@@ -44,19 +49,10 @@ json_t *eeb_client_declaration(const char *config_json, int official);
 
 struct eeb_rundb;
 
-/* Sends run's power log (samples and events) from the database db in
- * numbered chunks to server run `server_run`. */
-int eeb_client_send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
-                          int64_t run, char *err, size_t errlen);
-
-/* Sends run's predictions, their truth removed. */
-int eeb_client_send_predictions(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
-                                int64_t run, char *err, size_t errlen);
-
-/* Asks the server to score, with the sampler's counters of run: the
- * server's verdict into *verdict (free it). */
-int eeb_client_score(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db, int64_t run,
-                     json_t **verdict, char *err, size_t errlen);
+/* A run's record sent and judged: power log, complete, predictions,
+ * score; each step harmless if repeated. */
+int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db, int64_t run,
+                        json_t **verdict, char *err, size_t errlen);
 
 /* The whole submission of a finished local run: register, power,
  * complete, predictions, score.  *server_run: the server's id for it, or

@@ -43,6 +43,7 @@ struct eeb_run_config {
     double seed, epochs, steps, batch, frozen, window;
     double lr, momentum, decay;
     char *db, *report, *save_model, *predictions;
+    char *server; /* official mode: the evaluation server's URL (hooks' server its client) */
 };
 
 /* Nothing set: task -1, NULL paths, NAN budgets; eeb_run_config_finish
@@ -103,12 +104,15 @@ struct eeb_run_progress {
     int over_pmax; /* the live 1 s mean went above P_max */
 };
 
+struct eeb_client;
+
 struct eeb_run_hooks {
     const struct eeb_accel_ops *backend; /* NULL: config's backend by name */
     void (*progress)(const struct eeb_run_progress *p, void *arg);
     void *arg;
     double progress_every_s;             /* how often progress is called (default 0.25) */
     const volatile sig_atomic_t *cancel; /* NULL, or set (by a signal) to stop the run */
+    struct eeb_client *server;           /* official mode (config's server): its client */
 };
 
 /* The run's end, as eeb_run_execute and eeb_run_check compute it. */
@@ -126,11 +130,13 @@ struct eeb_run_outcome {
     int pass;                /* and no budget failed: S is defined */
     struct eeb_score score;
     double energy_j, t_s, worst_w;
-    char design[512];       /* the modeled device's design, or "" (run only) */
-    double device_time_s;   /* its modeled time for the steps run; NAN without one */
-    double device_energy_j; /* and energy */
+    double t_max_s, p_max_w; /* the budgets the run was held to */
+    char design[512];        /* the modeled device's design, or "" (run only) */
+    double device_time_s;    /* its modeled time for the steps run; NAN without one */
+    double device_energy_j;  /* and energy */
     uint64_t steps, test_items;
-    char why[768]; /* every reason it failed or is invalid ("; "-separated) */
+    int64_t server_run; /* official mode: the run's id on the server */
+    char why[768];      /* every reason it failed or is invalid ("; "-separated) */
 };
 
 /* The verdict in a word: incomplete, aborted, invalid, pass or fail (in
@@ -139,7 +145,16 @@ const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
 
 /* Runs the whole workflow.  Returns EEB_OK when the run was judged (look at
  * out->pass), or an error; either way a run that was created is left in a
- * terminal state, with the error as an "error" event. */
+ * terminal state, with the error as an "error" event.
+ *
+ * Official mode (c->server, with hooks->server): the server drives the
+ * stages.  The run is registered after INIT, which gives it T_max, P_max,
+ * the rules and the fine-tune set it must train on; at STOPPED the server
+ * is told "complete" and sends the test inputs without labels; the
+ * predictions are made on them, and SCORE sends the power log and the
+ * predictions and takes the server's verdict (its M_s) as the run's.  A
+ * submission that fails there leaves the record whole, to be sent again
+ * with `eeb submit --resume`. */
 int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *hooks,
                     struct eeb_run_outcome *out, char *err, size_t errlen);
 

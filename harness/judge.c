@@ -255,6 +255,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         goto out;
     }
     out->task = task;
+    out->t_max_s = row->t_max_s, out->p_max_w = row->p_max_w;
     out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
     /* a record that says it was stopped or broke (one received by the
      * server; `eeb run` judges neither) */
@@ -267,8 +268,14 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         why(out, "the run ended in an error: %s", rec->error);
     }
     out->test_items = (uint64_t)number_at(cfg, "test", "items");
-    if (isnan(m_s))
+    /* an official run's predictions hold no truth: its M_s is the server's */
+    if (isnan(m_s) && json_is_object(json_object_get(cfg, "official"))) {
+        char gerr[256];
+        if (eeb_rundb_result_get(sr->db, row->id, "m_s", &m_s, gerr, sizeof gerr))
+            why(out, "M_s is the server's, and none was stored");
+    } else if (isnan(m_s)) {
         m_s = recount(sr->db, row->id, task, out->test_items, out, err, errlen);
+    }
     if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
         out->valid = 0;

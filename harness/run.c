@@ -12,6 +12,7 @@
  */
 #include "eeb_run.h"
 
+#include "eeb_client.h"
 #include "eeb_model.h"
 #include "eeb_perf.h"
 #include "eeb_rundb.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LIVE_EVERY_NS   100000000LL  /* the control loop's tick */
 #define TRAIN_EVERY_NS  250000000LL  /* a "train" event (the loss curve), at least */
@@ -35,7 +37,8 @@
 /* ---- the pieces of a run ---- */
 
 struct run {
-    const struct eeb_run_config *c;
+    const struct eeb_run_config *c; /* cfg, which official mode sets from the server */
+    struct eeb_run_config cfg;
     const struct eeb_run_hooks *hooks;
     struct eeb_run_outcome *out;
     struct eeb_rules rules;
@@ -57,10 +60,16 @@ struct run {
     uint64_t finetune_items, test_items;
     int64_t ft_begin, ft_end; /* the metered window */
     int abandoned;            /* the worker still holds acc, bt and net */
+    char test_inputs[4200];   /* official mode: the server's test inputs, downloaded */
+    int submitting;           /* official mode: the record is being sent */
 };
 
-/* Records an event now: on the sampler's queue while it runs (its clock,
- * its writer), else through this connection.  Takes payload (may be NULL). */
+/* The server drives the run (eeb run --server). */
+static int official(const struct run *r)
+{
+    return r->c->server != NULL;
+}
+
 /* An event's payload as text (free it); takes payload, which may be NULL. */
 static char *dump(json_t *payload)
 {
@@ -142,7 +151,16 @@ static char *config_json(const struct run *r)
     if (c->xclbin)
         json_object_set_new(o, "xclbin", input(c->xclbin, r->sha_xclbin, 0));
     json_object_set_new(o, "finetune", input(c->finetune, r->sha_finetune, r->finetune_items));
-    json_object_set_new(o, "test", input(c->test, r->sha_test, r->test_items));
+    if (official(r)) {
+        json_object_set_new(
+            o, "official",
+            json_pack("{s:s, s:I}", "server", c->server, "run_id", (json_int_t)r->out->server_run));
+        json_object_set_new(
+            o, "test",
+            json_pack("{s:s, s:I}", "from", c->server, "items", (json_int_t)r->test_items));
+    } else {
+        json_object_set_new(o, "test", input(c->test, r->sha_test, r->test_items));
+    }
     /* the keys eeb_power_summarize reads */
     json_object_set_new(o, "power",
                         json_pack("{s:s, s:f, s:s}", "source", r->src->uri, "rate_hz", c->rate_hz,
@@ -191,6 +209,18 @@ static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c,
     if (in->count == 0)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", eeb_shard_path(s));
     return EEB_OK;
+}
+
+/* The test shard at path: hashed, and fit for the run. */
+static int hash_test(struct run *r, const char *path, char *err, size_t errlen)
+{
+    struct eeb_shard *test;
+    int rc = eeb_sha256_file(path, r->sha_test, err, errlen);
+    if (rc || (rc = eeb_shard_open(&test, path, err, errlen)))
+        return rc;
+    rc = shard_fits(test, r->c, &r->test_items, err, errlen);
+    eeb_shard_close(test);
+    return rc;
 }
 
 /* The model file, read once: the bytes hashed are the bytes decoded. */
@@ -305,18 +335,14 @@ static int prepare(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", c->backend,
                         names);
     }
+    if (official(r) != (r->hooks && r->hooks->server))
+        return eeb_errf(err, errlen, EEB_EINVAL, "official mode needs the server and its client");
     /* the fine-tune shard is read once, into memory, and hashed from there:
      * the bytes hashed are the bytes trained on, loaded outside the window */
-    struct eeb_shard *test;
     if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
                              errlen)) ||
         (rc = shard_fits(r->shard, c, &r->finetune_items, err, errlen)) ||
-        (rc = eeb_sha256_file(c->test, r->sha_test, err, errlen)) ||
-        (rc = eeb_shard_open(&test, c->test, err, errlen)))
-        return rc;
-    rc = shard_fits(test, c, &r->test_items, err, errlen);
-    eeb_shard_close(test);
-    if (rc)
+        (!official(r) && (rc = hash_test(r, c->test, err, errlen))))
         return rc;
     /* the emulators and XRT's noop shim: the CPU's times, a modeled power */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
@@ -337,6 +363,78 @@ static int prepare(struct run *r, char *err, size_t errlen)
     return EEB_OK;
 }
 
+/* A number of the server's answer at a/b (b NULL: at a), if positive. */
+static double positive_at(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    v = b ? json_object_get(v, b) : v;
+    return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
+}
+
+/* What the server holds a registered run to: its budgets and rules. */
+static int take_terms(struct run *r, json_t *reply, char *err, size_t errlen)
+{
+    struct eeb_weights *w = &r->rules.weights[r->c->task];
+    const char *version =
+        json_string_value(json_object_get(json_object_get(reply, "rules"), "version"));
+    const struct {
+        const char *a, *b;
+        double *to;
+    } terms[] = {{"t_max_s", NULL, &r->cfg.t_max_s},
+                 {"p_max_w", NULL, &r->cfg.p_max_w},
+                 {"rules", "power_window_s", &r->rules.power.window_s},
+                 {"rules", "min_rate_hz", &r->rules.power.min_rate_hz}};
+    for (size_t i = 0; i < sizeof terms / sizeof *terms; i++)
+        if (isnan(*terms[i].to = positive_at(reply, terms[i].a, terms[i].b)))
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: the registration's answer has no positive %s%s%s", r->c->server,
+                            terms[i].a, terms[i].b ? "." : "", terms[i].b ? terms[i].b : "");
+    json_t *weights = json_object_get(json_object_get(reply, "rules"), "weights");
+    double *wv[] = {&w->u, &w->t, &w->p, &w->s};
+    static const char *const wn[] = {"u", "t", "p", "s"};
+    for (int i = 0; i < 4; i++) {
+        json_t *v = json_object_get(weights, wn[i]);
+        if (!json_is_number(v))
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: the registration's answer has no rules.weights.%s", r->c->server,
+                            wn[i]);
+        *wv[i] = json_number_value(v);
+    }
+    json_int_t id = json_integer_value(json_object_get(reply, "run_id"));
+    json_int_t items = json_integer_value(json_object_get(reply, "test_items"));
+    if (!version || id <= 0 || items <= 0)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: the registration's answer lacks run_id, test_items or rules.version",
+                        r->c->server);
+    snprintf(r->rules.version, sizeof r->rules.version, "%s", version);
+    r->out->server_run = id;
+    r->test_items = (uint64_t)items;
+    return EEB_OK;
+}
+
+/* Official mode, after INIT: the run registered with the server, which
+ * refuses it unless it trains on the fine-tune set the server names, and
+ * answers the budgets and rules it is held to. */
+static int enroll(struct run *r, char *err, size_t errlen)
+{
+    struct eeb_client *cl = r->hooks->server;
+    char *config = config_json(r);
+    json_t *declared = config ? eeb_client_declaration(config, 1) : NULL, *reply = NULL;
+    free(config);
+    int rc = declared ? eeb_client_call(cl, "POST", "/api/v1/runs", declared, &reply, err, errlen)
+                      : eeb_errf(err, errlen, EEB_ENOMEM, "the registration: out of memory");
+    if (rc == EEB_OK)
+        rc = take_terms(r, reply, err, errlen);
+    if (rc == EEB_OK && cl->log)
+        fprintf(cl->log,
+                "eeb: official run %lld on %s: T_max %g s, P_max %g W, rules %s, %llu test items\n",
+                (long long)r->out->server_run, cl->url, r->c->t_max_s, r->c->p_max_w,
+                r->rules.version, (unsigned long long)r->test_items);
+    json_decref(declared);
+    json_decref(reply);
+    return rc;
+}
+
 static int create(struct run *r, char *err, size_t errlen)
 {
     char *config = config_json(r);
@@ -354,6 +452,7 @@ static int create(struct run *r, char *err, size_t errlen)
     free(config);
     if (rc == EEB_OK) {
         r->out->run = r->id;
+        r->out->t_max_s = r->c->t_max_s, r->out->p_max_w = r->c->p_max_w;
         event(r, "state",
               json_pack("{s:s, s:s, s:s}", "state", "init", "eeb", EEB_VERSION, "build",
                         eeb_build()));
@@ -706,13 +805,13 @@ static int finetune(struct run *r, char *err, size_t errlen)
     if (rc || (ending != PMAX && ending != CANCELLED))
         return rc;
     out->aborted = 1;
+    char reason[256] = "interrupted";
     if (ending == PMAX)
-        snprintf(out->why, sizeof out->why,
-                 "aborted: the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
+        snprintf(reason, sizeof reason,
+                 "the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
                  r->rules.power.window_s, k.pmax_seen, c->p_max_w);
-    else
-        snprintf(out->why, sizeof out->why, "aborted: interrupted");
-    event(r, "abort", json_pack("{s:s}", "reason", out->why));
+    snprintf(out->why, sizeof out->why, "aborted: %s", reason);
+    event(r, "abort", json_pack("{s:s}", "reason", reason));
     return EEB_OK;
 }
 
@@ -742,15 +841,18 @@ static int keep_prediction(void *arg, const struct eeb_task_prediction *tp, char
                            size_t errlen)
 {
     struct predictions *p = arg;
+    /* the server's test inputs hold no truth: it adds its own */
+    int truth = !official(p->r);
     json_t *o = json_pack("{s:s}", "id", tp->id);
     if (tp->nranked) {
         json_t *top = json_array();
         for (int k = 0; k < tp->nranked; k++)
             json_array_append_new(top, json_integer(tp->ranked[k]));
-        json_object_set_new(o, "label", json_integer(tp->label));
+        if (truth)
+            json_object_set_new(o, "label", json_integer(tp->label));
         json_object_set_new(o, "top", top);
     } else {
-        json_t *boxes = json_array(), *truth = json_array();
+        json_t *boxes = json_array(), *truths = json_array();
         for (int k = 0; k < tp->nboxes; k++) {
             const struct eeb_scored_box *b = &tp->boxes[k];
             json_array_append_new(boxes, json_pack("[i, f, f, f, f, f]", b->cls, b->score, b->x0,
@@ -758,11 +860,14 @@ static int keep_prediction(void *arg, const struct eeb_task_prediction *tp, char
         }
         for (int k = 0; k < tp->ntruth; k++) {
             const struct eeb_box *b = &tp->truth[k];
-            json_array_append_new(truth, json_pack("[i, i, f, f, f, f]", b->cls, b->difficult,
-                                                   b->x0, b->y0, b->x1, b->y1));
+            json_array_append_new(truths, json_pack("[i, i, f, f, f, f]", b->cls, b->difficult,
+                                                    b->x0, b->y0, b->x1, b->y1));
         }
         json_object_set_new(o, "boxes", boxes);
-        json_object_set_new(o, "truth", truth);
+        if (truth)
+            json_object_set_new(o, "truth", truths);
+        else
+            json_decref(truths);
     }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
@@ -787,6 +892,42 @@ static void test_progress(uint64_t done, uint64_t total, void *arg)
     progress(p->r, &pr);
 }
 
+/* Official mode, at STOPPED: the server told fine-tuning is complete,
+ * and its test inputs (no labels) downloaded beside the database. */
+static int fetch_test_inputs(struct run *r, char *err, size_t errlen)
+{
+    struct eeb_client *cl = r->hooks->server;
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)r->out->server_run);
+    int rc = eeb_client_call(cl, "POST", path, NULL, NULL, err, errlen);
+    if (rc)
+        return rc;
+    snprintf(r->test_inputs, sizeof r->test_inputs, "%.4150s.test-XXXXXX", r->c->db);
+    int fd = mkstemp(r->test_inputs);
+    if (fd < 0) {
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->test_inputs, strerror(errno));
+        r->test_inputs[0] = '\0';
+        return rc;
+    }
+    close(fd);
+    uint64_t registered = r->test_items;
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/test", (long long)r->out->server_run);
+    if ((rc = eeb_client_download(cl, path, r->test_inputs, err, errlen)) ||
+        (rc = hash_test(r, r->test_inputs, err, errlen)))
+        return rc;
+    if (r->test_items != registered)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s sent %llu test inputs; it registered the run with %llu", r->c->server,
+                        (unsigned long long)r->test_items, (unsigned long long)registered);
+    event(r, "test_inputs",
+          json_pack("{s:s, s:s, s:I}", "from", r->c->server, "sha256", r->sha_test, "items",
+                    (json_int_t)r->test_items));
+    if (cl->log)
+        fprintf(cl->log, "eeb: %llu test inputs from %s\n", (unsigned long long)r->test_items,
+                r->c->server);
+    return EEB_OK;
+}
+
 static int test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
@@ -804,6 +945,8 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
         return rc;
     if (c->save_model && (rc = eeb_model_save(c->save_model, r->net, c->task, err, errlen)))
         return rc;
+    if (official(r) && (rc = fetch_test_inputs(r, err, errlen)))
+        return rc;
     if ((rc = enter(r, EEB_RUN_TEST, err, errlen)))
         return rc;
     drive(r, r->perf.predict_power_w);
@@ -816,13 +959,17 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
     opt.on_prediction = keep_prediction;
     opt.progress = test_progress;
     opt.arg = &p;
-    rc = eeb_task_evaluate(r->acc, r->net, c->test, &opt, score, err, errlen);
+    rc = eeb_task_evaluate(r->acc, r->net, official(r) ? r->test_inputs : c->test, &opt, score, err,
+                           errlen);
     if (rc == EEB_OK)
         rc = flush_predictions(&p, err, errlen);
     for (size_t i = 0; i < p.n; i++)
         free(p.payloads[i]);
     drive(r, r->perf.idle_power_w);
-    if (rc == EEB_OK)
+    /* on inputs without labels the metric is the server's to count */
+    if (rc == EEB_OK && official(r))
+        event(r, "test_end", json_pack("{s:I}", "items", (json_int_t)score->items));
+    else if (rc == EEB_OK)
         event(r, "test_end",
               json_pack("{s:I, s:f, s:s}", "items", (json_int_t)score->items, "metric",
                         score->value, "metric_name", eeb_task_metric(c->task)));
@@ -832,30 +979,103 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
 
 /* ---- scoring ---- */
 
-static int score(struct run *r, double m_s, char *err, size_t errlen)
+/* The record judged with M_s as given (NAN: recounted) and the figures
+ * stored as the run's results. */
+static int judge_record(struct run *r, double m_s, char *err, size_t errlen)
 {
     struct eeb_run_outcome *out = r->out;
-    int rc = enter(r, EEB_RUN_SCORE, err, errlen);
+    int rc = eeb_run_judge(r->c->db, r->id, m_s, out, err, errlen);
     if (rc)
-        return rc;
-    if ((rc = eeb_run_judge(r->c->db, r->id, m_s, out, err, errlen)))
         return rc;
     /* what the modeled board would take for the steps the CPU ran */
     out->device_time_s = r->modeled_device ? out->steps * r->perf.train_step_s : NAN;
     out->device_energy_j = r->modeled_device ? out->steps * r->perf.train_step_j : NAN;
     /* a report describes a placed design; four fractions are declared */
     const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
-    if ((rc = eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen)))
-        return rc;
-    const struct eeb_score *s = &out->score;
-    json_t *verdict = json_pack("{s:s, s:s}", "verdict",
-                                !out->valid ? "invalid"
-                                : out->pass ? "pass"
-                                            : "fail",
-                                "why", out->why);
-    json_object_set_new(verdict, "S", out->pass ? json_real(s->s) : json_null());
+    return eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen);
+}
+
+/* A judged run's verdict in a word (before it is complete). */
+static const char *judged_as(const struct eeb_run_outcome *o)
+{
+    return o->aborted ? "aborted" : !o->valid ? "invalid" : o->pass ? "pass" : "fail";
+}
+
+/* The verdict as the run's "score" event; by the server, its id. */
+static void score_event(struct run *r, int by_server)
+{
+    const struct eeb_run_outcome *out = r->out;
+    json_t *verdict = json_pack("{s:s, s:s}", "verdict", judged_as(out), "why", out->why);
+    json_object_set_new(verdict, "S", out->pass ? json_real(out->score.s) : json_null());
+    if (by_server)
+        json_object_set_new(
+            verdict, "server",
+            json_pack("{s:s, s:I}", "url", r->c->server, "run_id", (json_int_t)out->server_run));
     event(r, "score", verdict);
+}
+
+static int score(struct run *r, double m_s, char *err, size_t errlen)
+{
+    int rc = enter(r, EEB_RUN_SCORE, err, errlen);
+    if (rc == EEB_OK && (rc = judge_record(r, m_s, err, errlen)) == EEB_OK)
+        score_event(r, 0);
+    return rc;
+}
+
+/* The server's verdict made the run's; where the record judged here with
+ * the server's M_s gives another, why says so. */
+static int adopt(struct run *r, json_t *v, char *err, size_t errlen)
+{
+    struct eeb_run_outcome *o = r->out;
+    const char *verdict = json_string_value(json_object_get(v, "verdict")) ?: "";
+    const char *why = json_string_value(json_object_get(v, "why")) ?: "";
+    json_t *sv = json_object_get(v, "S");
+    double s = json_is_number(sv) ? json_number_value(sv) : NAN;
+    int pass = strcmp(verdict, "pass") == 0, aborted = strcmp(verdict, "aborted") == 0;
+    if (!pass && !aborted && strcmp(verdict, "fail") && strcmp(verdict, "invalid"))
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s answered the verdict '%s'", r->c->server,
+                        verdict);
+    char here[160] = "";
+    if (pass != o->pass || (pass && !(fabs(s - o->score.s) <= 1e-9 * fmax(1, fabs(s)))))
+        snprintf(here, sizeof here, "%sthis record judged here gives %s (S %.9g)",
+                 why[0] ? "; " : "", judged_as(o), o->score.s);
+    o->pass = pass, o->aborted = aborted;
+    o->valid = pass || aborted || strcmp(verdict, "fail") == 0;
+    o->score.s = pass ? s : NAN;
+    snprintf(o->why, sizeof o->why, "%s%s", why, here);
     return EEB_OK;
+}
+
+/* Official mode, SCORE: the record sent to the server, which judges it
+ * with the labels it alone holds.  From here a failure leaves the record
+ * as it is (no error event), so that a resubmission sends the same. */
+static int submit(struct run *r, char *err, size_t errlen)
+{
+    struct eeb_run_outcome *out = r->out;
+    json_t *verdict = NULL;
+    int rc = enter(r, EEB_RUN_SCORE, err, errlen);
+    if (rc)
+        return rc;
+    r->submitting = 1;
+    rc =
+        eeb_client_send_run(r->hooks->server, out->server_run, r->db, r->id, &verdict, err, errlen);
+    if (rc) {
+        char first[512];
+        snprintf(first, sizeof first, "%s", err);
+        return eeb_errf(err, errlen, rc,
+                        "%s; the run's record is whole: send it again with `eeb submit %s --run "
+                        "%lld --resume %lld --server %s`",
+                        first, r->c->db, (long long)r->id, (long long)out->server_run,
+                        r->c->server);
+    }
+    json_t *m_s = json_object_get(verdict, "m_s");
+    rc = judge_record(r, json_is_number(m_s) ? json_number_value(m_s) : NAN, err, errlen);
+    if (rc == EEB_OK)
+        rc = adopt(r, verdict, err, errlen);
+    if (rc == EEB_OK)
+        score_event(r, 1);
+    json_decref(verdict);
+    return rc;
 }
 
 /* ---- the whole ---- */
@@ -905,9 +1125,12 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     out->task = (enum eeb_task)c->task;
     out->score.s = NAN;
     out->device_time_s = out->device_energy_j = NAN;
-    struct run r = {.c = c, .hooks = hooks, .out = out};
+    struct run r = {.cfg = *c, .hooks = hooks, .out = out};
     struct eeb_task_score ts = {0};
+    r.c = &r.cfg;
     int rc = prepare(&r, err, errlen);
+    if (rc == EEB_OK && official(&r))
+        rc = enroll(&r, err, errlen);
     if (rc == EEB_OK)
         rc = create(&r, err, errlen);
     if (rc == EEB_OK)
@@ -919,10 +1142,13 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     if (rc == EEB_OK && !out->aborted)
         rc = test(&r, &ts, err, errlen);
     rc = stop_sampling(&r, rc, err, errlen);
-    if (rc == EEB_OK && !out->aborted)
+    /* the server hears of an aborted official run too */
+    if (rc == EEB_OK && official(&r))
+        rc = submit(&r, err, errlen);
+    else if (rc == EEB_OK && !out->aborted)
         rc = score(&r, ts.value, err, errlen);
     if (r.db && r.id) {
-        if (rc != EEB_OK && !out->aborted)
+        if (rc != EEB_OK && !out->aborted && !r.submitting)
             event(&r, "error", json_pack("{s:s}", "message", err));
         char err2[256];
         int done = rc == EEB_OK && out->pass;
@@ -932,6 +1158,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         else if (rc == EEB_OK)
             rc = eeb_errf(err, errlen, EEB_EDB, "%s", err2);
     }
+    if (r.test_inputs[0])
+        unlink(r.test_inputs);
     if (rc == EEB_OK && c->report)
         rc = eeb_run_report(c->db, r.id, c->report, err, errlen);
     if (!r.abandoned) {

@@ -110,6 +110,11 @@ static const struct key keys[] = {
      F(predictions),
      0,
      0},
+    {{"server", "URL", "official mode: the evaluation server that drives and judges the run"},
+     TEXT,
+     F(server),
+     0,
+     0},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
@@ -308,10 +313,23 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     if (c->task < 0)
         return eeb_errf(err, errlen, EEB_EINVAL, "no task: give --task cls, det or video");
     const struct eeb_run_profile *p = eeb_run_profile((enum eeb_task)c->task);
+    /* an official run is held to the server's budgets, rules and test set */
+    const struct {
+        const char *key, *what;
+        int given;
+    } servers[] = {{"test", "test inputs", c->test != NULL},
+                   {"tmax", "T_max", !isnan(c->t_max_s)},
+                   {"pmax", "P_max", !isnan(c->p_max_w)},
+                   {"rules", "rules", c->rules != NULL}};
+    for (size_t i = 0; c->server && i < sizeof servers / sizeof *servers; i++)
+        if (servers[i].given)
+            return eeb_errf(err, errlen, EEB_EINVAL,
+                            "--%s: an official run (--server) takes its %s from the server",
+                            servers[i].key, servers[i].what);
     static const char *const inputs[] = {"finetune", "test", "model"};
     char **paths[] = {&c->finetune, &c->test, &c->model};
     for (int i = 0; i < 3; i++)
-        if (!*paths[i])
+        if (!*paths[i] && !(i == 1 && c->server))
             return eeb_errf(err, errlen, EEB_EINVAL, "no --%s given", inputs[i]);
     fill(&c->rate_hz, 100);
     fill(&c->t_max_s, p->t_max_s);

@@ -36,6 +36,9 @@ struct eeb_server_config {
     /* The test sets the server alone holds, per task (NULL: none).  A run
      * fetches its task's inputs with the labels stripped. */
     const char *test[EEB_TASK_COUNT];
+    /* The fine-tune set of each task (NULL: none named).  Registration
+     * names it by its SHA-256; a run declaring another one is refused. */
+    const char *finetune[EEB_TASK_COUNT];
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);

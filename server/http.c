@@ -409,6 +409,30 @@ static int load_tests(struct eeb_server *s, char *err, size_t errlen)
     return EEB_OK;
 }
 
+/* Each fine-tune set given: its SHA-256 and size, to name it by. */
+static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
+{
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        const char *path = s->cfg.finetune[t];
+        struct eeb_shard *sh;
+        if (!path)
+            continue;
+        int rc = eeb_shard_open(&sh, path, err, errlen);
+        if (rc)
+            return rc;
+        const struct eeb_shard_info *in = eeb_shard_info(sh);
+        s->finetune[t].items = in->count;
+        if (in->task != (enum eeb_task)t)
+            rc =
+                eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s fine-tune set",
+                         path, eeb_task_name(in->task), eeb_task_name((enum eeb_task)t));
+        eeb_shard_close(sh);
+        if (rc || (rc = eeb_sha256_file(path, s->finetune[t].sha256, err, errlen)))
+            return rc;
+    }
+    return EEB_OK;
+}
+
 static void server_free(struct eeb_server *s)
 {
     store_close(s->store);
@@ -442,6 +466,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = store_open(cfg->db, &s->store, err, errlen);
     if (rc == EEB_OK)
         rc = load_tests(s, err, errlen);
+    if (rc == EEB_OK)
+        rc = name_finetune_sets(s, err, errlen);
     if (rc) {
         server_free(s);
         return rc;

@@ -124,6 +124,7 @@ struct declared {
     enum eeb_task task;
     double util[EEB_UTIL_COUNT];
     const char *provenance, *device, *backend, *design;
+    const char *finetune; /* the fine-tune set's SHA-256, or NULL */
     double rate_hz;
     int official;
 };
@@ -159,10 +160,13 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
     d->official = json_is_true(official);
     if (text_field(body, "device", 63, &d->device, f) ||
         text_field(body, "backend", 63, &d->backend, f) ||
-        text_field(body, "design", 255, &d->design, f))
+        text_field(body, "design", 255, &d->design, f) ||
+        text_field(body, "finetune", 64, &d->finetune, f))
         return -1;
-    static const char *const known[] = {"task",     "util",   "provenance", "rate_hz",
-                                        "official", "device", "backend",    "design"};
+    if (d->finetune && (strlen(d->finetune) != 64 || strspn(d->finetune, "0123456789abcdef") != 64))
+        return bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
+    static const char *const known[] = {"task",   "util",    "provenance", "rate_hz", "official",
+                                        "device", "backend", "design",     "finetune"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -195,9 +199,46 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         "p_max_w", p->p_max_w, "rules", "version", s->rules_version, "weights", "u", w->u, "t",
         w->t, "p", w->p, "s", w->s, "power_window_s", s->power_rule.window_s, "min_rate_hz",
         s->power_rule.min_rate_hz);
+    if (o && d->finetune)
+        json_object_set_new(o, "finetune", json_pack("{s:s}", "sha256", d->finetune));
     char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return text;
+}
+
+/* What a registered run is held to besides its budgets: the rules and the
+ * fine-tune set (null if the server names none). */
+static void add_terms(json_t *o, const struct eeb_server *s, enum eeb_task task)
+{
+    const struct eeb_weights *w = &s->weights[task];
+    const struct finetune_set *ft = &s->finetune[task];
+    json_object_set_new(o, "rules",
+                        json_pack("{s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:f}", "version",
+                                  s->rules_version, "weights", "u", w->u, "t", w->t, "p", w->p, "s",
+                                  w->s, "power_window_s", s->power_rule.window_s, "min_rate_hz",
+                                  s->power_rule.min_rate_hz));
+    json_object_set_new(o, "finetune",
+                        ft->sha256[0] ? json_pack("{s:s, s:I}", "sha256", ft->sha256, "items",
+                                                  (json_int_t)ft->items)
+                                      : json_null());
+    json_object_set_new(o, "test_items", json_integer((json_int_t)s->test[task]->n));
+}
+
+/* The fine-tune set a run declares must be the one the server names, if
+ * it names one; an official run must declare it.  0, or the 409 sent. */
+static int finetune_agrees(struct call *k, const struct declared *d, enum MHD_Result *sent)
+{
+    const struct finetune_set *ft = &k->s->finetune[d->task];
+    char msg[256];
+    if (!ft->sha256[0] || (d->finetune && strcmp(d->finetune, ft->sha256) == 0))
+        return 0;
+    if (!d->finetune && !d->official)
+        return 0;
+    snprintf(msg, sizeof msg, "this server's %s fine-tune set is sha256 %s (%llu items)%s",
+             eeb_task_name(d->task), ft->sha256, (unsigned long long)ft->items,
+             d->finetune ? "" : "; an official run declares it");
+    *sent = call_fail(k, 409, "finetune", msg);
+    return -1;
 }
 
 /* POST /api/v1/runs: a run, with the budgets and rules it is held to. */
@@ -215,7 +256,7 @@ enum MHD_Result api_register(struct call *k)
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = call_fail(k, 409, "task", err);
-    } else {
+    } else if (finetune_agrees(k, &d, &sent) == 0) {
         const struct eeb_run_profile *p = eeb_run_profile(d.task);
         struct store_run r = {.team = k->team,
                               .task = (int)d.task,
@@ -235,7 +276,7 @@ enum MHD_Result api_register(struct call *k)
             sent = call_fail(k, 500, NULL, err);
         else {
             json_t *o = run_json(&r);
-            json_object_set_new(o, "test_items", json_integer((json_int_t)k->s->test[d.task]->n));
+            add_terms(o, k->s, d.task);
             sent = call_json(k, 201, o);
         }
         free(config);

@@ -140,6 +140,10 @@ struct eeb_server {
     struct eeb_weights weights[EEB_TASK_COUNT];
     struct eeb_power_rule power_rule;
     struct testset *test[EEB_TASK_COUNT]; /* the held test sets, or NULL */
+    struct finetune_set {
+        char sha256[EEB_SHA256_HEX]; /* "": none named */
+        uint64_t items;
+    } finetune[EEB_TASK_COUNT];
     atomic_ullong requests[R_COUNT][N_CODES];
     /* the leaderboard's answers, kept until a run is scored (board.c) */
     atomic_ulong scored; /* runs scored since start */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct reply {
     long code;
@@ -372,29 +373,41 @@ static void expect_no_truth(const struct reply *r, const char *what)
                        "%s: %s in %s", what, keys[i], r->body);
 }
 
+/* A small cls run's inputs in dir: ft.eebd, test.eebd and m.eebm. */
+struct inputs {
+    char ft[300], test[300], model[300];
+};
+
+static struct inputs make_inputs(const char *dir)
+{
+    struct inputs in;
+    char err[512];
+    snprintf(in.ft, sizeof in.ft, "%s/ft.eebd", dir);
+    snprintf(in.test, sizeof in.test, "%s/test.eebd", dir);
+    snprintf(in.model, sizeof in.model, "%s/m.eebm", dir);
+    cr_assert_eq(rename(test_cls_shard(256, 16, 1), in.ft), 0);
+    cr_assert_eq(rename(test_cls_shard(64, 16, 2), in.test), 0);
+    struct eeb_shard *sh;
+    cr_assert_eq(eeb_shard_open(&sh, in.ft, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_net *net;
+    cr_assert_eq(eeb_task_model(eeb_shard_info(sh), 7, &net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_model_save(in.model, net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
+    eeb_net_free(net);
+    eeb_shard_close(sh);
+    return in;
+}
+
 /* A local run of cls on small shards, its database at db; its test set. */
 static const char *local_run(const char *dir, const char *db)
 {
-    static char test[300];
-    char ft[300], model[300], err[512];
-    snprintf(ft, sizeof ft, "%s/ft.eebd", dir);
-    snprintf(test, sizeof test, "%s/test.eebd", dir);
-    snprintf(model, sizeof model, "%s/m.eebm", dir);
-    cr_assert_eq(rename(test_cls_shard(256, 16, 1), ft), 0);
-    cr_assert_eq(rename(test_cls_shard(64, 16, 2), test), 0);
-    struct eeb_shard *sh;
-    cr_assert_eq(eeb_shard_open(&sh, ft, err, sizeof err), EEB_OK, "%s", err);
-    struct eeb_net *net;
-    cr_assert_eq(eeb_task_model(eeb_shard_info(sh), 7, &net, err, sizeof err), EEB_OK, "%s", err);
-    cr_assert_eq(eeb_model_save(model, net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
-    eeb_net_free(net);
-    eeb_shard_close(sh);
+    static struct inputs in;
+    in = make_inputs(dir);
     struct test_run r =
-        test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
-                                  "--model", model, "--db", db, "--epochs", "2", "-q", NULL});
+        test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--test", in.test,
+                                  "--model", in.model, "--db", db, "--epochs", "2", "-q", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
-    return test;
+    return in.test;
 }
 
 Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
@@ -549,5 +562,154 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     long trace = test_count_colour(png, 0x1f77b4); /* about 1 s of trace on a 30 s axis */
     cr_expect_gt(trace, 20, "%ld trace pixels", trace);
     free(dom);
+    eeb_server_stop(s);
+}
+
+/* ---- an official run: eeb run --server ---- */
+
+/* A server on any free port of 127.0.0.1 holding in's test and fine-tune
+ * sets, with team alpha (its token in token); its URL in url. */
+static struct eeb_server *official_server(const char *sdb, const struct inputs *in,
+                                          double rate_limit, double burst, char *url,
+                                          char token[EEB_TOKEN_HEX])
+{
+    char err[512];
+    if (token)
+        cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0, cfg.rate_limit = rate_limit, cfg.rate_burst = burst;
+    cfg.test[EEB_TASK_CLS] = in->test, cfg.finetune[EEB_TASK_CLS] = in->ft;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    snprintf(url, 64, "http://127.0.0.1:%d", eeb_server_port(s));
+    return s;
+}
+
+/* No downloaded test inputs are left beside db. */
+static void expect_no_leftovers(const char *dir)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q -- '.test-'", dir);
+    cr_expect_neq(system(cmd), 0, "a downloaded test input file is left in %s", dir);
+}
+
+Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
+    int port = eeb_server_port(s);
+
+    /* the server's terms are not the team's to change */
+    const char *given[][2] = {{"--tmax", "5"}, {"--pmax", "3"}, {"--test", in.test}};
+    for (size_t i = 0; i < sizeof given / sizeof *given; i++) {
+        struct test_run r = test_eeb((const char *[]){
+            "run", "--task", "cls", "--finetune", in.ft, "--model", in.model, "--db", db,
+            "--server", url, "--token", token, given[i][0], given[i][1], "-q", NULL});
+        cr_expect_eq(r.status, 2, "%s: %s%s", given[i][0], r.out, r.err);
+        cr_expect(strstr(r.err, "takes its") && strstr(r.err, given[i][0]), "%s", r.err);
+        test_run_free(&r);
+    }
+    /* nor the fine-tune set: another one is refused at registration */
+    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.test,
+                                                  "--model", in.model, "--db", db, "--server", url,
+                                                  "--token", token, "-q", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "fine-tune set is sha256") && strstr(r.err, "(field finetune)"), "%s",
+              r.err);
+    test_run_free(&r);
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": "
+           "0.2}, \"provenance\": \"modeled\", \"official\": true}",
+           token, 409, "field", "finetune");
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": "
+           "0.2}, \"provenance\": \"modeled\", \"finetune\": \"12ab\"}",
+           token, 400, "field", "finetune");
+    cr_expect_neq(access(db, F_OK), 0, "a refused run was recorded");
+
+    /* the official run: registered, fine-tuned, tested on the server's inputs, judged there */
+    json_t *v = test_eeb_json((const char *[]){"run", "--task", "cls", "--finetune", in.ft,
+                                               "--model", in.model, "--db", db, "--server", url,
+                                               "--token", token, "--epochs", "2", "--json", NULL},
+                              0);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
+    json_t *server_run = json_object_get(json_object_get(v, "server"), "run_id");
+    cr_expect_eq(json_integer_value(server_run), 1, "a refused registration made a run");
+    struct reply got = request(port, "GET", "/api/v1/runs/1", NULL, 0, token);
+    json_t *remote = json_loads(got.body, 0, NULL);
+    cr_assert(remote, "%s", got.body);
+    cr_expect(json_is_true(json_object_get(remote, "official")), "%s", got.body);
+    cr_expect_str_eq(json_string_value(json_object_get(remote, "verdict")), "pass");
+    /* the budgets were the server's; its S is the run's, and this record gives it too */
+    json_t *figures = json_object_get(v, "figures");
+    cr_expect_eq(json_number_value(json_object_get(figures, "t_max_s")),
+                 json_number_value(json_object_get(remote, "t_max_s")));
+    double S = json_number_value(json_object_get(v, "S"));
+    cr_expect(fabs(S - json_number_value(json_object_get(remote, "S"))) < 1e-12, "S %.12f: %s", S,
+              got.body);
+    cr_expect(fabs(test_sql_int(db, "SELECT CAST(value * 1e9 AS INTEGER) FROM results "
+                                    "WHERE name = 'S'") /
+                       1e9 -
+                   S) < 2e-9);
+    json_decref(remote);
+    json_decref(v);
+    free(got.body);
+    /* the local record holds no truth (the inputs had none), and checks */
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions"), 64);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions WHERE payload LIKE "
+                                  "'%label%'"),
+                 0);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'test_inputs'"), 1);
+    expect_no_leftovers(dir);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    eeb_server_stop(s);
+}
+
+Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], hint[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    struct inputs in = make_inputs(dir);
+    /* five requests, then 429 for good: register, complete, the test
+     * inputs and two chunks of the power log get through */
+    struct eeb_server *s = official_server(sdb, &in, 1e-6, 5, url, token);
+    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft,
+                                                  "--model", in.model, "--db", db, "--server", url,
+                                                  "--token", token, "--epochs", "2", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "HTTP 429 (after 6 tries)"), "%s", r.err);
+    snprintf(hint, sizeof hint, "eeb submit %s --run 1 --resume 1 --server %s", db, url);
+    cr_expect(strstr(r.err, hint), "%s", r.err);
+    test_run_free(&r);
+    /* the record is whole, and marked as no error of the run's */
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'error'"), 0);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions"), 64);
+    expect_no_leftovers(dir);
+    eeb_server_stop(s);
+
+    /* the same server, restarted without the limit: the submission resumed */
+    s = official_server(sdb, &in, 0, 1, url, NULL);
+    r = test_eeb(
+        (const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "server run 1 (cls, team alpha): pass"), "%s", r.out);
+    cr_expect(strstr(r.err, "(2 chunks the server held already)"), "%s", r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM chunks"), 2);
+    r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
     eeb_server_stop(s);
 }
