@@ -2,8 +2,10 @@
 #
 #   make deps    install the Debian packages eeb needs (apt-get; sudo if not root)
 #   make         build build/eeb
-#   make check   build with gcc and clang, then run the Criterion suite
+#   make check   build with gcc and clang, run the Criterion suite, replay the
+#                fuzz corpora, and fuzz each target FUZZ_SECONDS (make fuzz)
 #   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz    run every libFuzzer target (clang) FUZZ_SECONDS each (default 30)
 #   make demo    the embedded default run: demo.db and demo.html
 #   make demo-xrt the same through XRT's noop shim: demo-xrt.db and demo-xrt.html
 #   make bench   run the benchmarks in tests/bench (BENCH lines on stdout)
@@ -41,6 +43,8 @@ LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 # XRT (libxrt-dev): the xclbin tools and the xrt backend are built when
 # its headers are there.  Its headers want -isystem (they include each
@@ -63,8 +67,9 @@ LIB     := $(BUILD)/libeeb.a
 EEB     := $(BUILD)/eeb
 TESTS   := $(BUILD)/tests/eeb-tests
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+REPLAYS := $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_NAMES))
 
-.PHONY: all deps check test asan demo demo-xrt bench lint clean clang-build FORCE
+.PHONY: all deps check test asan fuzz replay demo demo-xrt bench lint clean clang-build FORCE
 all: $(EEB)
 
 $(BUILD)/obj/%.o: %.c
@@ -99,7 +104,7 @@ $(EEB): $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Tests find their fixtures and the binary under test relative to the top.
-$(call obj,$(TEST_SRC) $(BENCH_SRC)): CPPFLAGS += -Itests -DEEB_TEST_DATA='"tests/data"' \
+$(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -Itests -DEEB_TEST_DATA='"tests/data"' \
     -DEEB_BIN='"$(EEB)"'
 
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
@@ -110,12 +115,32 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-test: $(EEB) $(TESTS)
+# A fuzz target twice: on replay.c's main (every compiler, every build) and
+# on libFuzzer's (clang's -fsanitize=fuzzer, make fuzz).
+$(BUILD)/fuzz-replay/%: $(BUILD)/obj/tests/fuzz/%.o $(call obj,tests/fuzz/fuzz.c tests/fuzz/replay.c) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/fuzzer/%: $(BUILD)/obj/tests/fuzz/%.o $(call obj,tests/fuzz/fuzz.c) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+
+# A target's inputs: its seeds, every input that once crashed it (kept as
+# a regression test), and the fixtures of its format.
+FUZZ_FIXTURES_fuzz_util_report := tests/data/util
+FUZZ_FIXTURES_fuzz_rules := scoring/rules
+fuzz_inputs = $(wildcard tests/fuzz/seeds/$(1) tests/fuzz/regress/$(1)) $(FUZZ_FIXTURES_$(1))
+
+replay: $(REPLAYS)
+	@$(foreach t,$(FUZZ_NAMES),$(BUILD)/fuzz-replay/$(t) $(call fuzz_inputs,$(t)) &&) true
+
+test: $(EEB) $(TESTS) $(REPLAYS)
 	$(TESTS) --jobs=2
+	@$(MAKE) --no-print-directory replay
 
 # The suite runs on the default compiler; the other one must build it all
 # warning-free too.
-check: clang-build test
+check: clang-build test fuzz
 
 clang-build:
 	$(MAKE) --no-print-directory BUILD=build/clang CC=clang \
@@ -126,11 +151,33 @@ clang-build:
 asan:
 	$(MAKE) --no-print-directory BUILD=build/asan \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    LDFLAGS="-fsanitize=address,undefined" build/asan/eeb build/asan/tests/eeb-tests
+	    LDFLAGS="-fsanitize=address,undefined" build/asan/eeb build/asan/tests/eeb-tests replay
 	@build/asan/tests/eeb-tests --jobs=2 > build/asan/tests.log 2>&1; rc=$$?; \
 	cat build/asan/tests.log; \
 	if grep -q 'ERROR: LeakSanitizer' build/asan/tests.log; then echo "asan: leaks reported"; exit 1; fi; \
 	exit $$rc
+
+define run_fuzzer
+mkdir -p build/fuzz/corpus/$(1) build/fuzz/crashes/$(1) && \
+{ build/fuzz/fuzzer/$(1) -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$(1)/ \
+      build/fuzz/corpus/$(1) $(call fuzz_inputs,$(1)) > build/fuzz/$(1).log 2>&1 \
+  || { tail -60 build/fuzz/$(1).log; echo "fuzz: $(1) crashed: build/fuzz/crashes/$(1)"; false; }; } && \
+echo "fuzz: $(1) $(FUZZ_SECONDS) s:" \
+     "$$(grep -o 'number_of_executed_units: [0-9]*' build/fuzz/$(1).log | cut -d' ' -f2) runs," \
+     "$$(ls build/fuzz/corpus/$(1) | wc -l) inputs in its corpus, $$(grep -o 'cov: [0-9]*' build/fuzz/$(1).log | tail -1)"
+endef
+
+# Each target under ASan and UBSan for FUZZ_SECONDS, its corpus kept in
+# build/fuzz/corpus; a crash stops make with the input in build/fuzz/crashes
+# (fix it, then add the input to tests/fuzz/regress/TARGET).
+FUZZ_SECONDS ?= 30
+fuzz:
+	$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang \
+	    OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	         -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" \
+	    LDFLAGS="-fsanitize=address,undefined" $(patsubst %,build/fuzz/fuzzer/%,$(FUZZ_NAMES))
+	@$(foreach t,$(FUZZ_NAMES),$(call run_fuzzer,$(t)) &&) true
 
 # The embedded default end to end: synthetic data and a pre-trained base
 # model (made once under build/demo), a fine-tune on the emulator under the
@@ -157,7 +204,7 @@ bench: $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
 
 lint:
-	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) \
+	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.

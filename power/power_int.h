@@ -76,6 +76,12 @@ int power_line_query(struct power_line *c, const char *uri, const char *cmd, cha
                      size_t len, char *err, size_t errlen);
 void power_line_close(struct power_line *c);
 
+/* The meters' replies parsed (their fuzz targets' entries): a WT300's
+ * ":NUMeric:NORMal:VALue?" answer "U,I,P" into v; PTDaemon's "RL" answer
+ * (name,value pairs; reply is cut up) into out's watts, volts and amps. */
+int power_scpi_parse(const char *uri, const char *reply, double v[3], char *err, size_t errlen);
+int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *err, size_t errlen);
+
 /* ---- the sample ring (ring.c) ---- */
 
 #include <stdalign.h>

@@ -126,8 +126,7 @@ static int ptd_open(const char *uri, const char *args, struct eeb_power_source *
 
 /* Watts (required), Volts and Amps from an "RL" reply's name,value pairs;
  * a -1 is PTDaemon's "no valid reading". */
-static int parse_reading(const char *uri, char *reply, struct eeb_sample *out, char *err,
-                         size_t errlen)
+int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *err, size_t errlen)
 {
     char quoted[512];
     snprintf(quoted, sizeof quoted, "%s", reply);
@@ -167,7 +166,7 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
         rc = power_line_query(&p->line, base->uri, "RL", reply, sizeof reply, err, errlen);
     if (rc == EEB_OK && strncmp(reply, "Error", 5) == 0)
         return refused(base->uri, "RL", reply, err, errlen);
-    return rc == EEB_OK ? parse_reading(base->uri, reply, out, err, errlen) : rc;
+    return rc == EEB_OK ? power_ptd_parse(base->uri, reply, out, err, errlen) : rc;
 }
 
 const struct eeb_power_source_ops power_ptd_ops = {

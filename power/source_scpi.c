@@ -105,7 +105,7 @@ static int scpi_open(const char *uri, const char *args, struct eeb_power_source 
 }
 
 /* U, I, P from a ":NUMeric:NORMal:VALue?" reply. */
-static int parse_values(const char *uri, const char *reply, double v[3], char *err, size_t errlen)
+int power_scpi_parse(const char *uri, const char *reply, double v[3], char *err, size_t errlen)
 {
     const char *p = reply;
     for (int i = 0; i < 3; i++) {
@@ -138,7 +138,7 @@ static int scpi_read(struct eeb_power_source *base, int64_t t_mono_ns, struct ee
         rc = power_line_query(&s->line, base->uri, ":NUMeric:NORMal:VALue?", reply, sizeof reply,
                               err, errlen);
     if (rc == EEB_OK)
-        rc = parse_values(base->uri, reply, v, err, errlen);
+        rc = power_scpi_parse(base->uri, reply, v, err, errlen);
     if (rc != EEB_OK)
         return rc;
     out->volts = v[0], out->amps = v[1], out->watts = v[2];

@@ -78,13 +78,37 @@ static enum MHD_Result send_json(struct eeb_server *s, struct MHD_Connection *c,
     return ok;
 }
 
+/* src in dst as printable ASCII: an error may quote what a client sent,
+ * which need not be UTF-8 (JSON strings must be). */
+static const char *printable(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    for (; src[n] && n + 1 < cap; n++)
+        dst[n] = src[n] >= 0x20 && src[n] < 0x7f ? src[n] : '?';
+    dst[n] = '\0';
+    return dst;
+}
+
 static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c, enum route r,
                                   int code, const char *field, const char *message)
 {
-    json_t *o = json_pack("{s:s}", "error", message);
+    char m[512], f[128];
+    json_t *o = json_pack("{s:s}", "error", printable(m, sizeof m, message));
     if (o && field)
-        json_object_set_new(o, "field", json_string(field));
+        json_object_set_new(o, "field", json_string(printable(f, sizeof f, field)));
     return send_json(s, c, r, code, o);
+}
+
+int text_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > max)
+        return 0;
+    for (const char *c = s; *c; c++)
+        if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') || ('0' <= *c && *c <= '9') ||
+              strchr("_.:=,/+-", *c)))
+            return 0;
+    return 1;
 }
 
 enum MHD_Result call_reply(struct call *k, int code, const char *type, const char *body, size_t len)

@@ -46,13 +46,8 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out, 
     if (!v)
         return 0;
     const char *s = json_string_value(v);
-    size_t n = s ? strlen(s) : 0;
-    if (!s || n < 1 || n > max)
-        return bad(f, key, "expected a string of 1 to %zu characters", max);
-    for (const char *c = s; *c; c++)
-        if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') || ('0' <= *c && *c <= '9') ||
-              strchr("_.:=,/+-", *c)))
-            return bad(f, key, "character '%c' is not allowed", *c);
+    if (!s || !text_ok(s, max))
+        return bad(f, key, "expected 1 to %zu characters of A-Z a-z 0-9 _ . : = , / + -", max);
     *out = s;
     return 0;
 }

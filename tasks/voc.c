@@ -19,6 +19,7 @@
 #define MAX_XML_BYTES (4u << 20)
 #define MAX_DEPTH     32
 #define MAX_TEXT      256
+#define VOC_MAX_SIZE  1000000 /* pixels per side, channels: no image is larger */
 
 /* ---- annotation XML ---- */
 
@@ -174,6 +175,13 @@ static void take_field(struct xml_state *st)
         char what[MAX_TEXT + 96]; /* the element is the innermost one open */
         snprintf(what, sizeof what, "a number was expected in <%s>, not '%s'",
                  st->stack[st->depth - 1], s);
+        return fail(st, what);
+    }
+    int size = st->field == F_WIDTH || st->field == F_HEIGHT || st->field == F_DEPTH;
+    if (size && !(v >= 0 && v <= VOC_MAX_SIZE && v == floor(v))) {
+        char what[MAX_TEXT + 96];
+        snprintf(what, sizeof what, "<%s> %s is not a whole number of 0 to %d",
+                 st->stack[st->depth - 1], s, VOC_MAX_SIZE);
         return fail(st, what);
     }
     switch (st->field) {

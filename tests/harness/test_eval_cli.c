@@ -159,6 +159,17 @@ Test(eval_cli, broken_voc_inputs_are_named_by_file_and_line)
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "000002.xml:1: a number was expected"), "%s", r.err);
     test_run_free(&r);
+
+    /* a size past int (fuzz_voc_xml found it: the conversion was undefined) */
+    write_text(ann, "000002.xml",
+               "<annotation>\n<size><width>2477777777777777777777777777777777777</width>"
+               "</size></annotation>\n");
+    r = eval_det(root, NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "000002.xml:2: <width> 2477777777777777777777777777777777777 is not a "
+                            "whole number of 0 to 1000000"),
+              "%s", r.err);
+    test_run_free(&r);
 }
 
 /* A shard of n records with the given ids, labels and (det) one box each. */

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct reply {
@@ -541,6 +543,12 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     expect(port, "GET", "/api/v1/leaderboard", NULL, NULL, 400, "field", "task");
     expect(port, "GET", "/api/v1/leaderboard?task=cls&provenance=hoped", NULL, NULL, 400, "field",
            "provenance");
+    /* bytes that are not UTF-8, quoted back in an error (fuzz_server_body found both: 500) */
+    expect(port, "GET", "/api/v1/leaderboard?task=cl%AE%EE", NULL, NULL, 400, "error",
+           "unknown task 'cl?"
+           "?'");
+    expect(port, "GET", "/api/v1/leaderboard?task=cls&device=zc%FF%FE", NULL, NULL, 400, "field",
+           "device");
     expect(port, "GET", "/runs/2", NULL, NULL, 404, "error", "no scored run 2");
 
     /* the pages, in a browser: the table with the run; the run's page with
@@ -711,5 +719,46 @@ Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .t
     r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    eeb_server_stop(s);
+}
+
+Test(server, an_official_run_outlives_a_server_restart, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], errpath[300], err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(errpath, sizeof errpath, "%s/run.err", dir);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
+    int port = eeb_server_port(s);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1), dup2(fd, 2);
+        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", in.ft, "--model", in.model,
+              "--db", db, "--server", url, "--token", token, "--epochs", "1", (char *)NULL);
+        _exit(127);
+    }
+    /* registered: the server goes away, and comes back 1.5 s later on its
+     * port, while the run needs it to say complete and send the inputs */
+    for (int i = 0; i < 2000 && test_sql_int(sdb, "SELECT count(*) FROM entries") == 0; i++)
+        usleep(5000);
+    eeb_server_stop(s);
+    usleep(1500000);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = port;
+    cfg.test[EEB_TASK_CLS] = in.test, cfg.finetune[EEB_TASK_CLS] = in.ft;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    size_t len;
+    char *text = test_read_file(errpath, &len);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, text);
+    cr_expect(strstr(text, "trying again in"), "no retry: %s", text);
+    free(text);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE verdict = 'pass'"), 1);
     eeb_server_stop(s);
 }
