@@ -373,9 +373,10 @@ int eeb_cmd_run(int argc, char **argv)
         rc = eeb_cli_error(cmd, "%s", err);
         if (o.run)
             fprintf(stderr,
-                    "eeb run: run %lld in %s is marked failed; `eeb check %s --run %lld` "
-                    "shows its record\n",
-                    (long long)o.run, c.db, c.db, (long long)o.run);
+                    "eeb run: run %lld in %s %s; `eeb check %s --run %lld` shows its record\n",
+                    (long long)o.run, c.db,
+                    o.complete ? "is marked failed" : "could not be marked failed", c.db,
+                    (long long)o.run);
         goto out;
     }
     rc = print_result(&c, &o, as_json);

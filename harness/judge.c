@@ -415,7 +415,7 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
                                          err, errlen)))
             goto out;
         why(out,
-            "incomplete: the run stopped in state %s (its harness was killed, or is still "
+            "the run stopped in state %s (its harness was killed, or is still "
             "running); %llu power samples committed",
             row->state, (unsigned long long)n);
         goto out;

@@ -33,7 +33,7 @@ static int read_filter(struct call *k, struct store_board_filter *f, int need_ta
         *sent = call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
         return 0;
     }
-    if (f->device && !text_ok(f->device, 63)) {
+    if (f->device && !text_ok(f->device, 63, DECLARED)) {
         *sent = call_fail(k, 400, "device", "expected a device name as runs declare one");
         return 0;
     }

@@ -46,7 +46,7 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out, 
     if (!v)
         return 0;
     const char *s = json_string_value(v);
-    if (!s || !text_ok(s, max))
+    if (!s || !text_ok(s, max, DECLARED))
         return bad(f, key, "expected 1 to %zu characters of A-Z a-z 0-9 _ . : = , / + -", max);
     *out = s;
     return 0;

@@ -201,9 +201,11 @@ json_t *number_or_null(double v);
 
 /* ---- handlers ---- */
 
-/* 1 if s is 1..max characters of [A-Za-z0-9_.:=,/+-]: the names a team
- * declares (device, backend, design) and the leaderboard is filtered by. */
-int text_ok(const char *s, size_t max);
+/* 1 if s is 1..max letters, digits and characters of punct: a team's
+ * name ("_.-"); the names a run declares (device, backend, design) and the
+ * leaderboard is filtered by (DECLARED). */
+#define DECLARED "_.:=,/+-"
+int text_ok(const char *s, size_t max, const char *punct);
 
 enum MHD_Result api_register(struct call *k);
 enum MHD_Result api_run(struct call *k);

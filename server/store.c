@@ -337,23 +337,11 @@ int store_board(sqlite3 *db, const struct store_board_filter *f,
 
 /* ---- teams, by the administrator ---- */
 
-static int valid_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n < 1 || n > 64)
-        return 0;
-    for (const char *c = name; *c; c++)
-        if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') || ('0' <= *c && *c <= '9') ||
-              strchr("_.-", *c)))
-            return 0;
-    return 1;
-}
-
 int eeb_server_add_team(const char *path, const char *name, char token[EEB_TOKEN_HEX], char *err,
                         size_t errlen)
 {
     token[0] = '\0';
-    if (!valid_name(name))
+    if (!text_ok(name, 64, "_.-"))
         return eeb_errf(err, errlen, EEB_EINVAL, "team name '%s': 1 to 64 of A-Z a-z 0-9 _ . -",
                         name);
     unsigned char raw[32];

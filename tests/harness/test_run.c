@@ -638,6 +638,66 @@ Test(run, kill_9_mid_finetune_leaves_an_incomplete_run_and_the_next_appends, .ti
     test_run_free(&r);
 }
 
+/* A disk that fills while the run logs: a 512 KiB tmpfs in a private mount
+ * namespace (unshare -m), 10 kHz sampling.  The run ends with an error
+ * naming the full disk, says truly whether it could mark the run failed,
+ * and the database stays readable with every committed sample. */
+Test(run, a_full_disk_ends_the_run_with_a_clear_error_and_a_readable_database, .timeout = 120)
+{
+    inputs();
+    const char *tmp = test_tmpdir();
+    char script[4096];
+    snprintf(script, sizeof script,
+             "mkdir -p %s/full && mount -t tmpfs -o size=512k tmpfs %s/full || exit 99\n"
+             "%s run --task cls --finetune %s --test %s --model %s --db %s/full/runs.db "
+             "--rate 10000 --epochs 100 --tmax 4 -q > %s/run.out 2> %s/run.err\n"
+             "echo $? > %s/run.status\n"
+             "%s check %s/full/runs.db > %s/check.out 2>&1\n"
+             "sqlite3 %s/full/runs.db 'PRAGMA integrity_check; SELECT count(*) FROM samples; "
+             "SELECT state FROM runs' > %s/db.out 2>&1\n",
+             tmp, tmp, EEB_BIN, paths[0], paths[1], paths[2], tmp, tmp, tmp, tmp, EEB_BIN, tmp, tmp,
+             tmp, tmp);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execlp("unshare", "unshare", "-m", "sh", "-c", script, (char *)NULL);
+        _exit(99);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) == 99) {
+        cr_log_warn("skipped: no private mount namespace with a tmpfs here (unshare -m needs "
+                    "CAP_SYS_ADMIN)");
+        return;
+    }
+    char path[400];
+    size_t len;
+    snprintf(path, sizeof path, "%s/run.status", tmp);
+    char *status = test_read_file(path, &len);
+    snprintf(path, sizeof path, "%s/run.err", tmp);
+    char *err = test_read_file(path, &len);
+    snprintf(path, sizeof path, "%s/check.out", tmp);
+    char *check = test_read_file(path, &len);
+    snprintf(path, sizeof path, "%s/db.out", tmp);
+    char *db = test_read_file(path, &len);
+    cr_expect_eq(atoi(status), 1, "%s", err);
+    cr_expect(strstr(err, "database or disk is full"), "%s", err);
+    /* what it says of the run's state is what the database holds */
+    int marked = strstr(err, "is marked failed") != NULL;
+    cr_expect(marked || strstr(err, "could not be marked failed"), "%s", err);
+    if (marked)
+        cr_expect(strstr(db, "\nfailed"), "said marked failed, but: %s", db);
+    else
+        cr_expect_null(strstr(db, "\nfailed"), "said not marked, but: %s", db);
+    cr_expect_eq(strncmp(db, "ok\n", 3), 0, "integrity: %s", db);
+    cr_expect_gt(atol(db + 3), 100, "committed samples: %s", db);
+    cr_expect(strstr(check, "database or disk is full") || strstr(check, "power samples committed"),
+              "%s", check);
+    free(status), free(err), free(check), free(db);
+}
+
 /* ---- the report, in a browser ---- */
 
 Test(run, the_report_renders_its_plot_in_chromium, .timeout = 120)

@@ -94,11 +94,12 @@ static void expect(int port, const char *method, const char *path, const char *b
     free(r.body);
 }
 
-/* A registration of a run of task (what a team declares). */
-#define REGISTER(task)                                                                             \
+/* A registration of a run of task (what a team declares), with more fields. */
+#define REGISTER_WITH(task, more)                                                                  \
     "{\"task\": \"" task                                                                           \
     "\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": 0.2}, "                     \
-    "\"provenance\": \"modeled\", \"device\": \"zcu104\"}"
+    "\"provenance\": \"modeled\", \"device\": \"zcu104\"" more "}"
+#define REGISTER(task) REGISTER_WITH(task, "")
 
 Test(server, teams_tokens_routes_and_errors, .timeout = 60)
 {
@@ -630,14 +631,10 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
     cr_expect(strstr(r.err, "fine-tune set is sha256") && strstr(r.err, "(field finetune)"), "%s",
               r.err);
     test_run_free(&r);
-    expect(port, "POST", "/api/v1/runs",
-           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": "
-           "0.2}, \"provenance\": \"modeled\", \"official\": true}",
-           token, 409, "field", "finetune");
-    expect(port, "POST", "/api/v1/runs",
-           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": "
-           "0.2}, \"provenance\": \"modeled\", \"finetune\": \"12ab\"}",
-           token, 400, "field", "finetune");
+    expect(port, "POST", "/api/v1/runs", REGISTER_WITH("cls", ", \"official\": true"), token, 409,
+           "field", "finetune");
+    expect(port, "POST", "/api/v1/runs", REGISTER_WITH("cls", ", \"finetune\": \"12ab\""), token,
+           400, "field", "finetune");
     cr_expect_neq(access(db, F_OK), 0, "a refused run was recorded");
 
     /* the official run: registered, fine-tuned, tested on the server's inputs, judged there */
