@@ -62,6 +62,7 @@ struct run {
     int abandoned;            /* the worker still holds acc, bt and net */
     char test_inputs[4200];   /* official mode: the server's test inputs, downloaded */
     int submitting;           /* official mode: the record is being sent */
+    int unlogged;             /* fine-tuning stopped: the power log could not be written */
 };
 
 /* The server drives the run (eeb run --server). */
@@ -633,7 +634,7 @@ static double watch_mean(struct watch *wt, const struct eeb_sampler_live *l, dou
 }
 
 /* Why fine-tuning ended, for the "complete" event and the outcome. */
-enum ending { DONE, TMAX, PMAX, CANCELLED, FAILED };
+enum ending { DONE, TMAX, PMAX, CANCELLED, FAILED, UNLOGGED };
 
 static struct worker *worker_new(struct run *r)
 {
@@ -660,7 +661,8 @@ static void worker_free(struct worker *w)
 }
 
 /* One tick of the control loop: the live P_max watch, the loss curve's
- * "train" event, the progress hook.  Returns 1 to stop on P_max. */
+ * "train" event, the progress hook.  Returns DONE to go on, PMAX to stop
+ * on P_max, UNLOGGED when the power log can no longer be written. */
 struct control {
     struct watch wt;
     double pmax_seen; /* the first live mean above P_max, or 0 */
@@ -668,11 +670,13 @@ struct control {
     int64_t train_every, next_train, next_show, show_every;
 };
 
-static int tick(struct run *r, struct worker *w, struct control *k, int64_t now)
+static enum ending tick(struct run *r, struct worker *w, struct control *k, int64_t now)
 {
     const struct eeb_run_config *c = r->c;
     struct eeb_sampler_live l;
     eeb_sampler_live(r->sampler, &l);
+    if (l.write_failed) /* a full disk: fine-tuning on would be unmetered */
+        return UNLOGGED;
     double mean = watch_mean(&k->wt, &l, r->rules.power.window_s);
     if (mean > c->p_max_w && !k->pmax_seen) {
         k->pmax_seen = mean;
@@ -680,7 +684,7 @@ static int tick(struct run *r, struct worker *w, struct control *k, int64_t now)
               json_pack("{s:f, s:f, s:f}", "watts", mean, "p_max_w", c->p_max_w, "window_s",
                         r->rules.power.window_s));
         if (c->abort_on_pmax)
-            return 1;
+            return PMAX;
     }
     pthread_mutex_lock(&w->lock);
     struct eeb_run_progress p = {.state = EEB_RUN_FINETUNE,
@@ -711,7 +715,7 @@ static int tick(struct run *r, struct worker *w, struct control *k, int64_t now)
         progress(r, &p);
         k->next_show = now + k->show_every;
     }
-    return 0;
+    return DONE;
 }
 
 static int finetune(struct run *r, char *err, size_t errlen)
@@ -754,12 +758,10 @@ static int finetune(struct run *r, char *err, size_t errlen)
             ending = CANCELLED;
             break;
         }
-        if (tick(r, w, &k, now)) {
-            ending = PMAX;
+        if ((ending = tick(r, w, &k, now)) != DONE)
             break;
-        }
     }
-    static const char *const why[] = {"done", "t_max", "p_max", "interrupted", "error"};
+    static const char *const why[] = {"done", "t_max", "p_max", "interrupted", "error", "unlogged"};
     atomic_store(&w->stop, 1);
     pthread_mutex_lock(&w->lock);
     long steps = w->step;
@@ -802,6 +804,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
     out->steps = (uint64_t)w->step;
     rc = w->rc ? eeb_errf(err, errlen, w->rc, "fine-tuning: %s", w->err) : EEB_OK;
     worker_free(w);
+    r->unlogged = ending == UNLOGGED; /* stopping the sampler says why */
     if (rc || (ending != PMAX && ending != CANCELLED))
         return rc;
     out->aborted = 1;
@@ -1139,7 +1142,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = start_sampling(&r, err, errlen);
     if (rc == EEB_OK)
         rc = finetune(&r, err, errlen);
-    if (rc == EEB_OK && !out->aborted)
+    if (rc == EEB_OK && !out->aborted && !r.unlogged)
         rc = test(&r, &ts, err, errlen);
     rc = stop_sampling(&r, rc, err, errlen);
     /* the server hears of an aborted official run too */

@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -758,4 +759,90 @@ Test(server, an_official_run_outlives_a_server_restart, .timeout = 120)
     free(text);
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE verdict = 'pass'"), 1);
     eeb_server_stop(s);
+}
+
+/* `eeb serve` as its own process on port, until killed; ready when it answers. */
+static pid_t serve(const char *sdb, const char *test, int port)
+{
+    char p[16], t[400];
+    snprintf(p, sizeof p, "%d", port);
+    snprintf(t, sizeof t, "cls=%s", test);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) {
+        CURL *c = curl_easy_init();
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", port);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        CURLcode rc = curl_easy_perform(c);
+        curl_easy_cleanup(c);
+        if (rc == CURLE_OK)
+            return pid;
+        usleep(10000);
+    }
+    cr_assert_fail("eeb serve did not start on port %d", port);
+    return -1;
+}
+
+Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    const char *test = local_run(dir, db);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    /* a free port, taken from the kernel */
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    struct eeb_server *probe;
+    cr_assert_eq(eeb_server_start(&cfg, &probe, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(probe);
+    eeb_server_stop(probe);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+
+    pid_t pid = serve(sdb, test, port);
+    struct test_run r =
+        test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    struct reply a =
+        request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
+    cr_expect_eq(a.code, 201, "%s", a.body);
+    free(a.body);
+    const char *chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 2.5], [2000, 6, 2.75]]}";
+    a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
+    cr_expect_eq(a.code, 201, "%s", a.body);
+    free(a.body);
+    kill(pid, SIGKILL);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st));
+
+    /* restarted on the same database: the scored run, the registration and
+     * the chunk it acknowledged are all there */
+    pid = serve(sdb, test, port);
+    expect(port, "GET", "/api/v1/runs/1", NULL, token, 200, "verdict", "pass");
+    expect(port, "GET", "/api/v1/runs/2", NULL, token, 200, "state", "registered");
+    a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
+    cr_expect_eq(a.code, 200, "the chunk was lost: %s", a.body);
+    free(a.body);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 2"), 2);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM pragma_integrity_check WHERE "
+                                   "integrity_check = 'ok'"),
+                 1);
+    r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
 }
