@@ -638,6 +638,42 @@ Test(run, kill_9_mid_finetune_leaves_an_incomplete_run_and_the_next_appends, .ti
     test_run_free(&r);
 }
 
+/* A meter that fails under a whole run (faulty:): two failed reads, a
+ * 0.5 s stall, a meter unplugged for good.  Each makes the run invalid,
+ * naming what was missing (a reading not taken was not measured), and
+ * eeb check agrees with each. */
+Test(run, a_failing_stalled_or_unplugged_meter_invalidates_the_run, .timeout = 120)
+{
+    inputs();
+    delay_ms = 60; /* about 1.4 s of fine-tuning: reads 40 and on fall inside it */
+    static const struct {
+        const char *power, *why;
+        int failed; /* reads, at least */
+    } meters[] = {
+        {"faulty:40+2:sim:watts=6", "the meter failed 2 reads", 2},
+        {"faulty:40~0.5:sim:watts=6", "has no samples", 0}, /* late, but it answers */
+        {"faulty:40*:sim:watts=6", "the meter failed", 2},
+    };
+    for (size_t i = 0; i < sizeof meters / sizeof *meters; i++) {
+        struct eeb_run_outcome o;
+        char err[1024], q[128], run[16];
+        cr_assert_eq(execute((const char *[]){"power", meters[i].power, "epochs", "3", NULL}, 1, &o,
+                             err, sizeof err),
+                     EEB_OK, "%s: %s", meters[i].power, err);
+        cr_expect(!o.valid && !o.pass, "%s: %s", meters[i].power, o.why);
+        cr_expect(strstr(o.why, meters[i].why), "%s: %s", meters[i].power, o.why);
+        snprintf(q, sizeof q,
+                 "SELECT value FROM results WHERE run_id = %lld AND name = 'reads_failed'",
+                 (long long)o.run);
+        cr_expect_geq(sql(q), meters[i].failed, "%s", meters[i].power);
+        snprintf(run, sizeof run, "%lld", (long long)o.run);
+        struct test_run r = test_eeb((const char *[]){"check", paths[3], "--run", run, NULL});
+        cr_expect_eq(r.status, 2, "%s: %s%s", meters[i].power, r.out, r.err);
+        cr_expect(strstr(r.out, meters[i].why), "%s: %s", meters[i].power, r.out);
+        test_run_free(&r);
+    }
+}
+
 /* A disk that fills while the run logs: a 512 KiB tmpfs in a private mount
  * namespace (unshare -m), 10 kHz sampling.  The run ends with an error
  * naming the full disk, says truly whether it could mark the run failed,
