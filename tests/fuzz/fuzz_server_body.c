@@ -22,7 +22,7 @@
 static struct {
     struct eeb_server *s;
     CURL *h;
-    char dir[32], url[64], auth[128];
+    char dir[64], url[64], auth[128];
     long registered, completed; /* a run in each state */
 } F;
 
@@ -110,7 +110,7 @@ static void stop(void)
 
 static void start(void)
 {
-    char *dir = F.dir, db[64], test[64], token[EEB_TOKEN_HEX], err[512];
+    char *dir = F.dir, db[96], test[96], token[EEB_TOKEN_HEX], err[512];
     /* in memory if it can be: every request commits, and a disk's fsync
      * would set the pace */
     snprintf(F.dir, sizeof F.dir, "%s/eeb-fuzz-server-XXXXXX",
