@@ -47,6 +47,19 @@ static inline double bench_seconds_since(int64_t t0_ns)
     return (double)(eeb_mono_ns() - t0_ns) / 1e9;
 }
 
+/* This process's resident memory now, KiB (0 if /proc cannot tell). */
+static inline double bench_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (double)resident * 4.0; /* 4 KiB pages */
+}
+
 /* ---- this CPU's int8 peak, measured ---- */
 
 #define PEAK_CHAINS 24 /* independent accumulators: latency 4-5 x up to 2 ports, with room */
