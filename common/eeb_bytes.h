@@ -10,8 +10,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* CRC-32 (zlib's) of n bytes; and of n bytes whose 4-byte field at offset
- * `field` (where the checksum itself is stored) is read as zero. */
 /* Checksums are not checked in a fuzzing build (make fuzz defines
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, as OSS-Fuzz does): a fuzzer
  * cannot forge them, and what lies past them is what needs its inputs. */
@@ -21,6 +19,8 @@
 #define EEB_FUZZING 0
 #endif
 
+/* CRC-32 (zlib's) of n bytes; and of n bytes whose 4-byte field at offset
+ * `field` (where the checksum itself is stored) is read as zero. */
 uint32_t eeb_crc32(const uint8_t *p, size_t n);
 uint32_t eeb_crc32_except(const uint8_t *p, size_t n, size_t field);
 

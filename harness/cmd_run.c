@@ -385,8 +385,7 @@ int eeb_cmd_run(int argc, char **argv)
     if (rc == EEB_EXIT_OK)
         rc = o.pass ? EEB_EXIT_OK : o.aborted || o.valid ? EEB_EXIT_FAILED : EEB_EXIT_ERROR;
 out:
-    if (client.curl)
-        eeb_client_free(&client);
+    eeb_client_free(&client);
     eeb_run_config_free(&c);
     free(options);
     return rc;

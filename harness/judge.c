@@ -409,15 +409,23 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
     out->complete = strcmp(row->state, "done") == 0 || strcmp(row->state, "failed") == 0;
     if (rc)
         goto out;
-    if (!out->complete) {
+    /* a record that ends without saying why: what it does hold */
+    if (!out->complete || (!rec->scored && !rec->error[0] && !rec->abort[0])) {
         uint64_t n = 0;
         if ((rc = eeb_rundb_samples_each(sr.db, row->id, INT64_MIN, INT64_MAX, count_sample, &n,
                                          err, errlen)))
             goto out;
-        why(out,
-            "the run stopped in state %s (its harness was killed, or is still "
-            "running); %llu power samples committed",
-            row->state, (unsigned long long)n);
+        if (!out->complete)
+            why(out,
+                "the run stopped in state %s (its harness was killed, or is still "
+                "running); %llu power samples committed",
+                row->state, (unsigned long long)n);
+        else
+            why(out,
+                "the run ended without a score and with no error recorded (a full disk records "
+                "none; an official run's submission may have been cut off); %llu power samples "
+                "committed",
+                (unsigned long long)n);
         goto out;
     }
     if (rec->abort[0]) {
@@ -426,8 +434,8 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
         why(out, "aborted: %s", rec->abort);
         goto out;
     }
-    if (rec->error[0] || !rec->scored) {
-        why(out, "the run ended in an error: %s", rec->error[0] ? rec->error : "(no score)");
+    if (rec->error[0]) {
+        why(out, "the run ended in an error: %s", rec->error);
         goto out;
     }
     if ((rc = judge(&sr, NAN, out, err, errlen)))

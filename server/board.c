@@ -34,7 +34,11 @@ static int read_filter(struct call *k, struct store_board_filter *f, int need_ta
         return 0;
     }
     if (f->device && !text_ok(f->device, 63, DECLARED)) {
-        *sent = call_fail(k, 400, "device", "expected a device name as runs declare one");
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "device '%.64s': expected 1 to 63 letters, digits and characters of " DECLARED,
+                 f->device);
+        *sent = call_fail(k, 400, "device", msg);
         return 0;
     }
     if (f->provenance && strcmp(f->provenance, "measured") && strcmp(f->provenance, "modeled") &&

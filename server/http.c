@@ -433,28 +433,15 @@ static int load_tests(struct eeb_server *s, char *err, size_t errlen)
     return EEB_OK;
 }
 
-/* Each fine-tune set given: its SHA-256 and size, to name it by. */
+/* Each fine-tune set given, named by its SHA-256 and size. */
 static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
 {
-    for (int t = 0; t < EEB_TASK_COUNT; t++) {
-        const char *path = s->cfg.finetune[t];
-        struct eeb_shard *sh;
-        if (!path)
-            continue;
-        int rc = eeb_shard_open(&sh, path, err, errlen);
-        if (rc)
-            return rc;
-        const struct eeb_shard_info *in = eeb_shard_info(sh);
-        s->finetune[t].items = in->count;
-        if (in->task != (enum eeb_task)t)
-            rc =
-                eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s fine-tune set",
-                         path, eeb_task_name(in->task), eeb_task_name((enum eeb_task)t));
-        eeb_shard_close(sh);
-        if (rc || (rc = eeb_sha256_file(path, s->finetune[t].sha256, err, errlen)))
-            return rc;
-    }
-    return EEB_OK;
+    int rc = EEB_OK;
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++)
+        if (s->cfg.finetune[t])
+            rc = finetune_set_name(&s->finetune[t], (enum eeb_task)t, s->cfg.finetune[t], err,
+                                   errlen);
+    return rc;
 }
 
 static void server_free(struct eeb_server *s)

@@ -47,7 +47,7 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out, 
         return 0;
     const char *s = json_string_value(v);
     if (!s || !text_ok(s, max, DECLARED))
-        return bad(f, key, "expected 1 to %zu characters of A-Z a-z 0-9 _ . : = , / + -", max);
+        return bad(f, key, "expected 1 to %zu letters, digits and characters of " DECLARED, max);
     *out = s;
     return 0;
 }

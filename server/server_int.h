@@ -110,6 +110,17 @@ int testset_load(struct testset *t, enum eeb_task task, const char *path, const 
 void testset_free(struct testset *t);
 const struct held_item *testset_find(const struct testset *t, const char *id);
 
+/* A fine-tune set, as the server names it to the runs that must train on
+ * it: its SHA-256 and size. */
+struct finetune_set {
+    char sha256[EEB_SHA256_HEX];
+    uint64_t items;
+};
+
+/* Names the fine-tune set at path, which must hold task's data. */
+int finetune_set_name(struct finetune_set *ft, enum eeb_task task, const char *path, char *err,
+                      size_t errlen);
+
 /* ---- HTTP ---- */
 
 enum route {
@@ -139,11 +150,8 @@ struct eeb_server {
     char rules_version[16];
     struct eeb_weights weights[EEB_TASK_COUNT];
     struct eeb_power_rule power_rule;
-    struct testset *test[EEB_TASK_COUNT]; /* the held test sets, or NULL */
-    struct finetune_set {
-        char sha256[EEB_SHA256_HEX]; /* "": none named */
-        uint64_t items;
-    } finetune[EEB_TASK_COUNT];
+    struct testset *test[EEB_TASK_COUNT];         /* the held test sets, or NULL */
+    struct finetune_set finetune[EEB_TASK_COUNT]; /* sha256 "": none named */
     atomic_ullong requests[R_COUNT][N_CODES];
     /* the leaderboard's answers, kept until a run is scored (board.c) */
     atomic_ulong scored; /* runs scored since start */

@@ -1,7 +1,8 @@
 /*
- * testset.c - the test sets the server alone holds.  At start each is read
- * once: its truth (labels, boxes) kept in memory by record id, to judge
- * predictions with, and its inputs copied without that truth, to serve.
+ * testset.c - the data sets the server holds.  At start each test set is
+ * read once: its truth (labels, boxes) kept in memory by record id, to
+ * judge predictions with, and its inputs copied without that truth, to
+ * serve.  A fine-tune set is only named, by its digest.
  */
 #include "server_int.h"
 
@@ -98,4 +99,20 @@ const struct held_item *testset_find(const struct testset *t, const char *id)
         return NULL;
     snprintf(key.id, sizeof key.id, "%s", id);
     return bsearch(&key, t->items, t->n, sizeof *t->items, by_id);
+}
+
+int finetune_set_name(struct finetune_set *ft, enum eeb_task task, const char *path, char *err,
+                      size_t errlen)
+{
+    struct eeb_shard *sh;
+    int rc = eeb_shard_open(&sh, path, err, errlen);
+    if (rc)
+        return rc;
+    const struct eeb_shard_info *in = eeb_shard_info(sh);
+    ft->items = in->count;
+    if (in->task != task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s fine-tune set",
+                      path, eeb_task_name(in->task), eeb_task_name(task));
+    eeb_shard_close(sh);
+    return rc ? rc : eeb_sha256_file(path, ft->sha256, err, errlen);
 }

@@ -110,15 +110,15 @@ static void stop(void)
 
 static void start(void)
 {
-    char *dir = F.dir, db[96], test[96], token[EEB_TOKEN_HEX], err[512];
+    char db[96], test[96], token[EEB_TOKEN_HEX], err[512];
     /* in memory if it can be: every request commits, and a disk's fsync
      * would set the pace */
     snprintf(F.dir, sizeof F.dir, "%s/eeb-fuzz-server-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(F.dir))
         abort();
-    snprintf(db, sizeof db, "%s/server.db", dir);
-    snprintf(test, sizeof test, "%s/test.eebd", dir);
+    snprintf(db, sizeof db, "%s/server.db", F.dir);
+    snprintf(test, sizeof test, "%s/test.eebd", F.dir);
     struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 1, 8, 1, 16, 1};
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);

@@ -600,7 +600,7 @@ static struct eeb_server *official_server(const char *sdb, const struct inputs *
 static void expect_no_leftovers(const char *dir)
 {
     char cmd[400];
-    snprintf(cmd, sizeof cmd, "ls %s | grep -q -- '.test-'", dir);
+    snprintf(cmd, sizeof cmd, "ls %s | grep -qF -- '.test-'", dir);
     cr_expect_neq(system(cmd), 0, "a downloaded test input file is left in %s", dir);
 }
 
