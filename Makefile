@@ -3,8 +3,11 @@
 #   make deps    install the Debian packages eeb needs (apt-get; sudo if not root)
 #   make         build build/eeb
 #   make check   build with gcc and clang, run the Criterion suite, replay the
-#                fuzz corpora, and fuzz each target FUZZ_SECONDS (make fuzz)
+#                fuzz corpora, fuzz each target FUZZ_SECONDS (make fuzz), then
+#                make asan and make valgrind
 #   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind  memcheck on the plain build: every parser's fuzz inputs, the
+#                in-process suites, and one whole eeb run, check and report
 #   make fuzz    run every libFuzzer target (clang) FUZZ_SECONDS each (default 30)
 #   make demo    the embedded default run: demo.db and demo.html
 #   make demo-xrt the same through XRT's noop shim: demo-xrt.db and demo-xrt.html
@@ -32,7 +35,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
-    libpng-dev chromium wrk \
+    libpng-dev chromium wrk valgrind \
     clang-format cppcheck
 
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
@@ -69,7 +72,7 @@ TESTS   := $(BUILD)/tests/eeb-tests
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 REPLAYS := $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_NAMES))
 
-.PHONY: all deps check test asan fuzz replay demo demo-xrt bench lint clean clang-build FORCE
+.PHONY: all deps check test asan valgrind vg-run fuzz replay demo demo-xrt bench lint clean clang-build FORCE
 all: $(EEB)
 
 $(BUILD)/obj/%.o: %.c
@@ -139,8 +142,8 @@ test: $(EEB) $(TESTS) $(REPLAYS)
 	@$(MAKE) --no-print-directory replay
 
 # The suite runs on the default compiler; the other one must build it all
-# warning-free too.
-check: clang-build test fuzz
+# warning-free too.  Then the same code under the sanitizers and memcheck.
+check: clang-build test fuzz asan valgrind
 
 clang-build:
 	$(MAKE) --no-print-directory BUILD=build/clang CC=clang \
@@ -157,6 +160,40 @@ asan:
 	if grep -q 'ERROR: LeakSanitizer' build/asan/tests.log; then echo "asan: leaks reported"; exit 1; fi; \
 	exit $$rc
 
+# Memcheck sees what ASan cannot, a read of memory never written, and it
+# checks the -O2 build users run.  A process takes 3-4 s just to start
+# under it (eeb links 150 shared libraries; Criterion execs a process per
+# test), so it gets a chosen part, two at a time: every parser over its
+# fuzz inputs (seeds, regressions and, after make fuzz, the corpus found);
+# the suites whose code handles buffers (VALGRIND_SUITES); and one whole
+# `eeb run` of a prepared embedded default (8 steps; --fair-sched so the
+# sampler keeps its rate under valgrind's one thread at a time), then eeb
+# check and eeb report on it.  Criterion ignores its workers' exit codes,
+# so every process logs to build/valgrind and the logs are read.
+VALGRIND := valgrind --error-exitcode=99 --fair-sched=yes --track-origins=yes \
+    --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+    --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' \
+    --log-file=$(BUILD)/valgrind/%p.log
+VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm
+VG_RUN := $(BUILD)/valgrind/run
+valgrind: $(EEB) $(TESTS) $(REPLAYS)
+	@rm -rf $(BUILD)/valgrind && mkdir -p $(VG_RUN)
+	$(EEB) run --task cls --workdir $(VG_RUN) --db $(VG_RUN)/prepare.db --steps 1 -q > /dev/null
+	@$(MAKE) --no-print-directory -j2 vg-run $(addprefix vg-suite-,$(VALGRIND_SUITES)) \
+	    $(addprefix vg-replay-,$(FUZZ_NAMES))
+	@bad=$$(grep -L 'ERROR SUMMARY: 0 errors' $(BUILD)/valgrind/*.log); \
+	if [ -n "$$bad" ]; then cat $$bad; echo "valgrind: errors in" $$bad; exit 1; fi; \
+	echo "valgrind: $$(ls $(BUILD)/valgrind/*.log | wc -l) processes, no errors"
+
+vg-run:
+	$(VALGRIND) $(EEB) run --task cls --workdir $(VG_RUN) --db $(VG_RUN)/run.db --steps 8 --rate 10 -q
+	$(VALGRIND) $(EEB) check $(VG_RUN)/run.db
+	$(VALGRIND) $(EEB) report $(VG_RUN)/run.db -o $(VG_RUN)/run.html
+vg-suite-%:
+	$(VALGRIND) $(TESTS) --filter '$*/*'
+vg-replay-%:
+	$(VALGRIND) $(BUILD)/fuzz-replay/$* $(call fuzz_inputs,$*) $(wildcard build/fuzz/corpus/$*)
+
 define run_fuzzer
 mkdir -p build/fuzz/corpus/$(1) build/fuzz/crashes/$(1) && \
 { build/fuzz/fuzzer/$(1) -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 \
@@ -168,7 +205,8 @@ echo "fuzz: $(1) $(FUZZ_SECONDS) s:" \
      "$$(ls build/fuzz/corpus/$(1) | wc -l) inputs in its corpus, $$(grep -o 'cov: [0-9]*' build/fuzz/$(1).log | tail -1)"
 endef
 
-# Each target under ASan and UBSan for FUZZ_SECONDS, its corpus kept in
+# Each target under ASan and UBSan for FUZZ_SECONDS, two at a time (a
+# fuzzer takes one core), its corpus kept in
 # build/fuzz/corpus; a crash stops make with the input in build/fuzz/crashes
 # (fix it, then add the input to tests/fuzz/regress/TARGET).
 FUZZ_SECONDS ?= 30
@@ -177,7 +215,9 @@ fuzz:
 	    OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	         -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" \
 	    LDFLAGS="-fsanitize=address,undefined" $(patsubst %,build/fuzz/fuzzer/%,$(FUZZ_NAMES))
-	@$(foreach t,$(FUZZ_NAMES),$(call run_fuzzer,$(t)) &&) true
+	@$(MAKE) --no-print-directory -j2 $(addprefix fuzz-run-,$(FUZZ_NAMES))
+fuzz-run-%:
+	@$(call run_fuzzer,$*)
 
 # The embedded default end to end: synthetic data and a pre-trained base
 # model (made once under build/demo), a fine-tune on the emulator under the

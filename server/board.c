@@ -81,7 +81,7 @@ static int add_row(void *arg, const struct store_run *r)
 /* ---- the answers kept ---- */
 
 /* The leaderboard is read far more often than runs are scored: an answer
- * is kept, by its request, until the next run is scored. */
+ * (JSON or page) is kept, by its request, until the next run is scored. */
 static int cached_reply(struct call *k, const char *key, enum MHD_Result *sent)
 {
     struct eeb_server *s = k->s;
@@ -91,7 +91,7 @@ static int cached_reply(struct call *k, const char *key, enum MHD_Result *sent)
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache && !hit; i++) {
         struct board_cache *c = &s->board_cache[i];
         if (c->body && c->scored == now && strcmp(c->key, key) == 0) {
-            *sent = call_reply(k, 200, "application/json", c->body, c->len);
+            *sent = call_reply(k, 200, c->type, c->body, c->len);
             hit = 1;
         }
     }
@@ -100,18 +100,26 @@ static int cached_reply(struct call *k, const char *key, enum MHD_Result *sent)
 }
 
 static void keep_reply(struct eeb_server *s, const char *key, unsigned long scored,
-                       const char *body)
+                       const char *type, const char *body, size_t len)
 {
-    char *copy = strdup(body);
+    char *copy = malloc(len);
     if (!copy)
         return;
+    memcpy(copy, body, len);
     pthread_mutex_lock(&s->board_lock);
     struct board_cache *c =
         &s->board_cache[s->board_next++ % (sizeof s->board_cache / sizeof *s->board_cache)];
     free(c->body);
     snprintf(c->key, sizeof c->key, "%s", key);
-    c->scored = scored, c->body = copy, c->len = strlen(copy);
+    c->scored = scored, c->type = type, c->body = copy, c->len = len;
     pthread_mutex_unlock(&s->board_lock);
+}
+
+/* The key an answer is kept by: what is answered, and the filter. */
+static void answer_key(const char *what, const struct store_board_filter *f, char *key, size_t size)
+{
+    snprintf(key, size, "%s %d %d %c%s %c%s", what, f->task, f->limit, f->provenance ? '=' : '*',
+             f->provenance ? f->provenance : "", f->device ? '=' : '*', f->device ? f->device : "");
 }
 
 void board_cache_free(struct eeb_server *s)
@@ -128,8 +136,7 @@ enum MHD_Result api_board(struct call *k)
     if (!read_filter(k, &f, 1, &sent))
         return sent;
     char key[200];
-    snprintf(key, sizeof key, "%d %d %c%s %c%s", f.task, f.limit, f.provenance ? '=' : '*',
-             f.provenance ? f.provenance : "", f.device ? '=' : '*', f.device ? f.device : "");
+    answer_key("json", &f, key, sizeof key);
     if (cached_reply(k, key, &sent))
         return sent;
     unsigned long scored = atomic_load(&k->s->scored); /* before reading: never newer */
@@ -147,8 +154,9 @@ enum MHD_Result api_board(struct call *k)
     json_decref(o);
     if (!text)
         return call_fail(k, 500, NULL, "out of memory");
-    keep_reply(k->s, key, scored, text);
-    sent = call_reply(k, 200, "application/json", text, strlen(text));
+    size_t len = strlen(text);
+    keep_reply(k->s, key, scored, "application/json", text, len);
+    sent = call_reply(k, 200, "application/json", text, len);
     free(text);
     return sent;
 }
@@ -277,12 +285,19 @@ enum MHD_Result page_board(struct call *k)
     enum MHD_Result sent;
     if (!read_filter(k, &want, 0, &sent))
         return sent;
+    char key[200];
+    answer_key("page", &want, key, sizeof key);
+    if (cached_reply(k, key, &sent))
+        return sent;
+    unsigned long scored = atomic_load(&k->s->scored); /* before reading: never newer */
     char *html = NULL, err[256] = "out of memory";
     size_t len = 0;
     FILE *f = open_memstream(&html, &len);
     int rc = f ? board_page(k, &want, f, err, sizeof err) : EEB_ENOMEM;
     if (f && fclose(f) != 0 && rc == EEB_OK)
         rc = EEB_ENOMEM;
+    if (rc == EEB_OK)
+        keep_reply(k->s, key, scored, "text/html; charset=utf-8", html, len);
     sent = rc ? call_fail(k, 500, NULL, err)
               : call_reply(k, 200, "text/html; charset=utf-8", html, len);
     free(html);

@@ -221,8 +221,10 @@ static enum MHD_Result metrics(struct call *k)
         return call_fail(k, 500, NULL, err);
     if (used < sizeof text)
         snprintf(text + used, sizeof text - used,
-                 "# HELP eeb_teams Teams registered.\n# TYPE eeb_teams gauge\neeb_teams %lld\n",
-                 (long long)teams);
+                 "# HELP eeb_teams Teams registered.\n# TYPE eeb_teams gauge\neeb_teams %lld\n"
+                 "# HELP eeb_sqlite_memory_bytes Memory SQLite holds now (its page caches "
+                 "first).\n# TYPE eeb_sqlite_memory_bytes gauge\neeb_sqlite_memory_bytes %lld\n",
+                 (long long)teams, (long long)sqlite3_memory_used());
     return call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 

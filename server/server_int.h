@@ -153,12 +153,13 @@ struct eeb_server {
     struct testset *test[EEB_TASK_COUNT];         /* the held test sets, or NULL */
     struct finetune_set finetune[EEB_TASK_COUNT]; /* sha256 "": none named */
     atomic_ullong requests[R_COUNT][N_CODES];
-    /* the leaderboard's answers, kept until a run is scored (board.c) */
+    /* the leaderboard's answers and pages, kept until a run is scored (board.c) */
     atomic_ulong scored; /* runs scored since start */
     pthread_mutex_t board_lock;
     struct board_cache {
         char key[200];
         unsigned long scored; /* as it was when the answer was made */
+        const char *type;     /* its content type (static) */
         char *body;
         size_t len;
     } board_cache[16];

@@ -30,7 +30,10 @@ static const char schema[] =
     "  registered_utc_ns INTEGER NOT NULL,"
     "  completed_utc_ns INTEGER,"
     "  verdict TEXT, s REAL, m_u REAL, m_t REAL, m_p REAL, m_s REAL,"
-    "  t_s REAL, energy_j REAL, why TEXT);";
+    "  t_s REAL, energy_j REAL, why TEXT);"
+    /* the leaderboard reads scored entries by S, best first, and stops at
+     * its limit: this index is that order, so no read sorts them all */
+    "CREATE INDEX IF NOT EXISTS entries_by_score ON entries(state, s, run_id);";
 
 struct store {
     char *path;
@@ -307,12 +310,14 @@ int store_board(sqlite3 *db, const struct store_board_filter *f,
                 int (*fn)(void *arg, const struct store_run *r), void *arg, char *err,
                 size_t errlen)
 {
-    /* passing runs by S, best first; then the rest, newest first */
+    /* passing runs by S, best first; then the rest (S NULL, which SQLite
+     * sorts last in a descending order), newest first: entries_by_score
+     * read backwards */
     sqlite3_stmt *st = prepare(db,
                                "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
                                "AND (?2 IS NULL OR e.provenance = ?2) "
                                "AND (?3 IS NULL OR e.device = ?3) "
-                               "ORDER BY e.s IS NULL, e.s DESC, e.run_id DESC LIMIT ?4",
+                               "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
                                err, errlen);
     if (!st)
         return EEB_EDB;

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define BENCH_REPS 5
 
@@ -47,10 +48,13 @@ static inline double bench_seconds_since(int64_t t0_ns)
     return (double)(eeb_mono_ns() - t0_ns) / 1e9;
 }
 
-/* This process's resident memory now, KiB (0 if /proc cannot tell). */
-static inline double bench_rss_kib(void)
+/* The resident memory of process pid (0: this one) now, KiB; 0 if /proc
+ * cannot tell. */
+static inline double bench_rss_kib(int pid)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
+    char path[64];
+    snprintf(path, sizeof path, pid ? "/proc/%d/statm" : "/proc/self/statm", pid);
+    FILE *f = fopen(path, "r");
     unsigned long size = 0, resident = 0;
     if (f) {
         if (fscanf(f, "%lu %lu", &size, &resident) != 2)
@@ -58,6 +62,32 @@ static inline double bench_rss_kib(void)
         fclose(f);
     }
     return (double)resident * 4.0; /* 4 KiB pages */
+}
+
+/* Sleeps seconds, reading process pid's memory (0: this one's) every
+ * second: its growth, KiB, from the end of the first tenth (allocations
+ * settled) to the end, and over the second half alone (a leak grows
+ * there too; a cache filling up does not); its peak in peak_kib. */
+static inline void bench_watch_rss(int pid, double seconds, double growth[2], double *peak_kib)
+{
+    double settled = 0, half = 0, last = 0, peak = 0;
+    int64_t t0 = eeb_mono_ns();
+    for (double t = 0; t < seconds;) {
+        double step = seconds - t < 1 ? seconds - t : 1;
+        struct timespec ts = {(time_t)step, (long)((step - (double)(time_t)step) * 1e9)};
+        nanosleep(&ts, NULL);
+        t = bench_seconds_since(t0);
+        last = bench_rss_kib(pid);
+        peak = last > peak ? last : peak;
+        if (!settled && t >= seconds / 10)
+            settled = last;
+        if (!half && t >= seconds / 2)
+            half = last;
+    }
+    growth[0] = settled ? last - settled : 0;
+    growth[1] = half ? last - half : 0;
+    if (peak_kib)
+        *peak_kib = peak;
 }
 
 /* ---- this CPU's int8 peak, measured ---- */

@@ -44,29 +44,6 @@ static void fail(const char *err)
     exit(1);
 }
 
-/* Sleeps seconds, reading the memory every second: its growth, KiB, from
- * the end of the first tenth (allocations settled) to the end, and over
- * the second half alone (a leak grows there too; a cache filling up does
- * not). */
-static void watch_memory(double seconds, double growth[2])
-{
-    double settled = 0, half = 0, last = 0;
-    int64_t t0 = eeb_mono_ns();
-    for (double t = 0; t < seconds;) {
-        double step = seconds - t < 1 ? seconds - t : 1;
-        struct timespec ts = {(time_t)step, (long)((step - floor(step)) * 1e9)};
-        nanosleep(&ts, NULL);
-        t = bench_seconds_since(t0);
-        last = bench_rss_kib();
-        if (!settled && t >= seconds / 10)
-            settled = last;
-        if (!half && t >= seconds / 2)
-            half = last;
-    }
-    growth[0] = settled ? last - settled : 0;
-    growth[1] = half ? last - half : 0;
-}
-
 static struct eeb_sampler_stats run(const char *db, double rate_hz, double seconds,
                                     double rss_growth_kib[2])
 {
@@ -89,7 +66,7 @@ static struct eeb_sampler_stats run(const char *db, double rate_hz, double secon
     struct eeb_sampler *s;
     if (eeb_sampler_start(src, &cfg, &s, err, sizeof err))
         fail(err);
-    watch_memory(seconds, rss_growth_kib);
+    bench_watch_rss(0, seconds, rss_growth_kib, NULL);
     struct eeb_sampler_stats st;
     if (eeb_sampler_stop(s, &st, err, sizeof err))
         fail(err);

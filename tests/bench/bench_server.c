@@ -4,14 +4,25 @@
  * clients uploading 1M power samples at once, every one of which must be
  * in the database afterwards.  Targets (issue 8): >= 10k requests/s with
  * p99 under 20 ms on 2 cores; no sample lost.
+ *
+ * Then the soak (issue 9): `eeb serve` as its own process under sustained
+ * load -- wrk reading the leaderboard, its page, a run's page, /healthz and
+ * /metrics as fast as they answer, while writers score a run each every
+ * half second -- for EEB_BENCH_SERVER_SOAK_SECONDS (default 20; the
+ * issue's ten minutes are 600), the server's memory read every second:
+ * its growth after the first tenth and over the second half, with every
+ * answer a success and every sample kept.
  */
 #include "bench.h"
 #include "eeb_client.h"
 #include "eeb_server.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BOARD_RUNS      20
@@ -20,10 +31,13 @@
 #define SAMPLES_A_CHUNK 1000
 
 static char url[64], token[EEB_TOKEN_HEX];
+static pid_t soak_server; /* the soak's `eeb serve`, stopped by die() */
 
 static void die(const char *what, const char *err)
 {
     fprintf(stderr, "bench_server: %s: %s\n", what, err);
+    if (soak_server > 0)
+        kill(soak_server, SIGTERM);
     exit(1);
 }
 
@@ -66,30 +80,40 @@ static json_t *chunk(int64_t seq, int from, int n, int total)
                      samples, "events", events);
 }
 
-/* The leaderboard filled with scored runs (their S differs with the
- * predictions' hits). */
-static void fill_board(struct eeb_client *c, char (*ids)[EEB_SHARD_MAX_ID + 1], int nids)
+/* The test set's item ids, which predictions name. */
+static char (*ids)[EEB_SHARD_MAX_ID + 1];
+static int nids;
+
+/* A cls run registered, its power log of n samples sent in chunks,
+ * complete, its predictions sent (shift moves which of them hit, so runs
+ * differ in S) and scored; its id. */
+static int64_t scored_run(struct eeb_client *c, int n, int shift)
 {
     char path[96];
-    for (int r = 0; r < BOARD_RUNS; r++) {
-        int64_t id = registered(c);
-        snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)id);
-        json_decref(call(c, "POST", path, chunk(0, 0, 100, 100)));
-        snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)id);
-        json_decref(call(c, "POST", path, NULL));
-        json_t *list = json_array();
-        for (int i = 0; i < nids; i++)
-            json_array_append_new(list,
-                                  json_pack("{s:s, s:[i]}", "id", ids[i], "top", (i + r) % 4));
-        snprintf(path, sizeof path, "/api/v1/runs/%lld/predictions", (long long)id);
-        json_decref(call(c, "POST", path, json_pack("{s:o}", "predictions", list)));
-        snprintf(path, sizeof path, "/api/v1/runs/%lld/score", (long long)id);
-        json_decref(call(c, "POST", path, NULL));
+    int64_t id = registered(c);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)id);
+    for (int k = 0; k * SAMPLES_A_CHUNK < n; k++) {
+        int from = k * SAMPLES_A_CHUNK;
+        json_decref(
+            call(c, "POST", path,
+                 chunk(k, from, n - from < SAMPLES_A_CHUNK ? n - from : SAMPLES_A_CHUNK, n)));
     }
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)id);
+    json_decref(call(c, "POST", path, NULL));
+    json_t *list = json_array();
+    for (int i = 0; i < nids; i++)
+        json_array_append_new(list,
+                              json_pack("{s:s, s:[i]}", "id", ids[i], "top", (i + shift) % 4));
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/predictions", (long long)id);
+    json_decref(call(c, "POST", path, json_pack("{s:o}", "predictions", list)));
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/score", (long long)id);
+    json_decref(call(c, "POST", path, NULL));
+    return id;
 }
 
 /* wrk's figure after `label` in its output, in the unit given (ms for
- * latencies: wrk prints us, ms or s). */
+ * latencies: wrk prints us, ms or s).  The 99th percentile's label is
+ * " 99%": a bare "99%" is also the tail of a spread such as "95.99%". */
 static double wrk_figure(const char *out, const char *label)
 {
     const char *p = strstr(out, label);
@@ -102,26 +126,40 @@ static double wrk_figure(const char *out, const char *label)
     return strcmp(unit, "us") == 0 ? v / 1000 : strcmp(unit, "s") == 0 ? v * 1000 : v;
 }
 
+/* wrk's output for args (after "wrk"), in out; dies if wrk fails. */
+static void wrk(const char *args, char *out, size_t size)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "wrk %s 2>&1", args);
+    FILE *f = popen(cmd, "r");
+    size_t n = f ? fread(out, 1, size - 1, f) : 0;
+    out[n] = '\0';
+    if (!f || pclose(f) != 0)
+        die("wrk", out);
+}
+
+static int have_wrk(void)
+{
+    if (access("/usr/bin/wrk", X_OK) == 0)
+        return 1;
+    printf("bench_server: no /usr/bin/wrk (make deps installs Debian's wrk); skipped\n");
+    return 0;
+}
+
 static void bench_leaderboard(void)
 {
-    if (access("/usr/bin/wrk", X_OK) != 0) {
-        printf("bench_server: no /usr/bin/wrk (make deps installs Debian's wrk); skipped\n");
+    if (!have_wrk())
         return;
-    }
     double rps[3], p99[3];
     for (int rep = 0; rep < 3; rep++) {
-        char cmd[256], out[8192];
-        snprintf(cmd, sizeof cmd,
-                 "wrk -t2 -c32 -d5s --latency '%s/api/v1/leaderboard?task=cls' 2>&1", url);
-        FILE *f = popen(cmd, "r");
-        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
-        out[n] = '\0';
-        if (!f || pclose(f) != 0)
-            die("wrk", out);
+        char args[256], out[8192];
+        snprintf(args, sizeof args, "-t2 -c32 -d5s --latency '%s/api/v1/leaderboard?task=cls'",
+                 url);
+        wrk(args, out, sizeof out);
         if (strstr(out, "Non-2xx") || strstr(out, "Socket errors"))
             die("wrk: errors or answers other than 200", out);
         rps[rep] = wrk_figure(out, "Requests/sec:");
-        p99[rep] = wrk_figure(out, "99%");
+        p99[rep] = wrk_figure(out, " 99%");
         if (rps[rep] < 0 || p99[rep] < 0)
             die("wrk's output", out);
     }
@@ -153,6 +191,22 @@ static void *upload(void *arg)
     return NULL;
 }
 
+/* The count query answers in database db, or -1. */
+static long long db_count(const char *db, const char *query)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    long long n = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, query, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return n;
+}
+
 static void bench_uploads(const char *db)
 {
     pthread_t t[UPLOADERS];
@@ -163,24 +217,236 @@ static void bench_uploads(const char *db)
     for (int i = 0; i < UPLOADERS; i++)
         pthread_join(t[i], NULL);
     double s = bench_seconds_since(t0);
-    sqlite3 *h;
-    sqlite3_stmt *st;
-    long long held = -1;
-    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(h,
-                           "SELECT count(*) FROM samples WHERE run_id IN "
-                           "(SELECT run_id FROM entries WHERE state = 'registered')",
-                           -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            held = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(h);
+    long long held = db_count(db, "SELECT count(*) FROM samples WHERE run_id IN "
+                                  "(SELECT run_id FROM entries WHERE state = 'registered')");
     long long sent = (long long)UPLOADERS * UPLOAD_SAMPLES;
     printf("bench_server: %d clients sent %lld samples in %.1f s; the database holds %lld\n",
            UPLOADERS, sent, s, held);
     bench_line("upload_samples_per_s", (double)sent / s, "samples/s");
     bench_line("upload_lost_samples", held < 0 ? (double)sent : (double)(sent - held), "1");
+}
+
+/* ---- the soak: `eeb serve` under reads and writes ---- */
+
+#define SOAK_WRITERS     4
+#define SOAK_RUN_SAMPLES 2000 /* a run's power log: two chunks */
+#define SOAK_RUN_EVERY_S 0.5  /* each writer's pace */
+
+static atomic_int soak_stop;
+static atomic_long soak_runs;
+
+/* Scores a run every SOAK_RUN_EVERY_S until told to stop, reading it back
+ * and downloading its test inputs (into the file arg) each time. */
+static void *soak_writer(void *arg)
+{
+    struct eeb_client c;
+    char err[512], path[96];
+    if (eeb_client_init(&c, url, token, err, sizeof err))
+        die("client", err);
+    c.tries = 1; /* any failure counts: no retry hides it */
+    for (int n = 0; !atomic_load(&soak_stop); n++) {
+        int64_t t0 = eeb_mono_ns(), id = scored_run(&c, SOAK_RUN_SAMPLES, n);
+        snprintf(path, sizeof path, "/api/v1/runs/%lld", (long long)id);
+        json_decref(call(&c, "GET", path, NULL));
+        snprintf(path, sizeof path, "/api/v1/runs/%lld/test", (long long)id);
+        if (eeb_client_download(&c, path, arg, err, sizeof err))
+            die(path, err);
+        atomic_fetch_add(&soak_runs, 1);
+        double left = SOAK_RUN_EVERY_S - bench_seconds_since(t0);
+        if (left > 0)
+            usleep((useconds_t)(left * 1e6));
+    }
+    eeb_client_free(&c);
+    return NULL;
+}
+
+/* wrk's failed requests: answers other than 2xx or 3xx, and socket
+ * errors (connect, read, write, timeout). */
+static double wrk_failures(const char *out)
+{
+    const char *p = strstr(out, "Non-2xx or 3xx responses:"), *e = strstr(out, "Socket errors:");
+    double n = p ? atof(p + strlen("Non-2xx or 3xx responses:")) : 0;
+    int c = 0, r = 0, w = 0, t = 0;
+    if (e &&
+        sscanf(e, "Socket errors: connect %d, read %d, write %d, timeout %d", &c, &r, &w, &t) != 4)
+        die("wrk's socket errors", e);
+    return n + c + r + w + t;
+}
+
+/* wrk's count of requests: "  123456 requests in 600.00s, ..." */
+static double wrk_requests(const char *out)
+{
+    const char *p = strstr(out, " requests in ");
+    if (!p)
+        return -1;
+    while (p > out && p[-1] != '\n')
+        p--;
+    return atof(p);
+}
+
+/* The reads of the soak: wrk in ten slices of its length, so a slowdown
+ * as the database grows shows in the last slice's rate. */
+#define SOAK_SLICES 10
+
+struct soak_reads {
+    char args[512];             /* wrk's, less its duration */
+    double seconds;             /* in all */
+    double requests, failed;    /* over all slices */
+    double rps[SOAK_SLICES];    /* each slice's */
+    double p99_ms[SOAK_SLICES]; /* each slice's */
+};
+
+static void *soak_reader(void *arg)
+{
+    struct soak_reads *r = arg;
+    for (int i = 0; i < SOAK_SLICES; i++) {
+        char args[600], out[8192];
+        snprintf(args, sizeof args, "-d%.0fs %s", r->seconds / SOAK_SLICES, r->args);
+        wrk(args, out, sizeof out);
+        r->requests += wrk_requests(out);
+        r->failed += wrk_failures(out);
+        r->rps[i] = wrk_figure(out, "Requests/sec:");
+        r->p99_ms[i] = wrk_figure(out, " 99%");
+    }
+    return NULL;
+}
+
+/* `eeb serve` on a free port of 127.0.0.1 with no rate limit; its pid,
+ * its URL in url once it listens, and what it prints next in *out. */
+static pid_t serve(const char *db, const char *test, FILE **out)
+{
+    int fd[2];
+    char t[300];
+    snprintf(t, sizeof t, "cls=%s", test);
+    if (pipe(fd) != 0)
+        die("pipe", "cannot make one");
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execl(EEB_BIN, EEB_BIN, "serve", "--db", db, "--port", "0", "--rate-limit", "0", "--test",
+              t, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char line[256] = "";
+    FILE *f = fdopen(fd[0], "r");
+    int port = 0;
+    if (!f || !fgets(line, sizeof line, f) ||
+        sscanf(line, "eeb serve: listening on http://127.0.0.1:%d/", &port) != 1)
+        die("eeb serve did not start", line);
+    *out = f;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    return pid;
+}
+
+/* What SQLite holds in eeb serve now, KiB: /metrics' eeb_sqlite_memory_bytes. */
+static double sqlite_kib(const char *dir)
+{
+    struct eeb_client c;
+    char err[512], path[300];
+    snprintf(path, sizeof path, "%s/metrics.txt", dir);
+    if (eeb_client_init(&c, url, token, err, sizeof err) ||
+        eeb_client_download(&c, "/metrics", path, err, sizeof err))
+        die("/metrics", err);
+    eeb_client_free(&c);
+    char *text = NULL;
+    size_t len;
+    if (eeb_read_file(path, 1 << 20, &text, &len, err, sizeof err))
+        die("/metrics", err);
+    const char *line = text ? strstr(text, "\neeb_sqlite_memory_bytes ") : NULL;
+    if (!line)
+        die("/metrics", "no eeb_sqlite_memory_bytes");
+    double kib = atof(line + strlen("\neeb_sqlite_memory_bytes ")) / 1024;
+    free(text);
+    return kib;
+}
+
+static void bench_soak(const char *dir, const char *test, double seconds)
+{
+    if (!have_wrk())
+        return;
+    char db[300], err[512], inputs[SOAK_WRITERS][300], lua[300];
+    snprintf(db, sizeof db, "%s/soak.db", dir);
+    if (eeb_server_add_team(db, "soak", token, err, sizeof err))
+        die("add-team", err);
+    FILE *said;
+    pid_t server = soak_server = serve(db, test, &said);
+    struct eeb_client c;
+    if (eeb_client_init(&c, url, token, err, sizeof err))
+        die("client", err);
+    scored_run(&c, SOAK_RUN_SAMPLES, 0); /* run 1, whose page wrk reads */
+    eeb_client_free(&c);
+
+    /* the reads: each wrk connection goes round the routes anyone may read */
+    snprintf(lua, sizeof lua, "%s/soak.lua", dir);
+    const char *script =
+        "local paths = {'/api/v1/leaderboard?task=cls', '/leaderboard', '/runs/1', '/healthz',\n"
+        "               '/metrics', '/api/v1/leaderboard?task=cls&provenance=modeled'}\n"
+        "local n = 0\n"
+        "request = function()\n"
+        "  n = n % #paths + 1\n"
+        "  return wrk.format('GET', paths[n])\n"
+        "end\n";
+    FILE *f = fopen(lua, "w");
+    if (!f || fputs(script, f) < 0 || fclose(f) != 0)
+        die(lua, "cannot write it");
+    struct soak_reads reads = {.seconds = seconds};
+    snprintf(reads.args, sizeof reads.args, "-t2 -c16 --latency -s %s '%s'", lua, url);
+    pthread_t reader, writers[SOAK_WRITERS];
+    if (pthread_create(&reader, NULL, soak_reader, &reads) != 0)
+        die("pthread_create", "cannot start wrk");
+    for (int i = 0; i < SOAK_WRITERS; i++) {
+        snprintf(inputs[i], sizeof inputs[i], "%s/inputs-%d.eebd", dir, i);
+        if (pthread_create(&writers[i], NULL, soak_writer, inputs[i]) != 0)
+            die("pthread_create", "cannot start a writer");
+    }
+    double growth[2], peak, start = bench_rss_kib(server), sqlite_start = sqlite_kib(dir);
+    bench_watch_rss(server, seconds, growth, &peak);
+    double sqlite_end = sqlite_kib(dir);
+    atomic_store(&soak_stop, 1);
+    for (int i = 0; i < SOAK_WRITERS; i++)
+        pthread_join(writers[i], NULL);
+    pthread_join(reader, NULL);
+    double end = bench_rss_kib(server);
+
+    /* stopped as an operator stops it; then every run and sample is there */
+    int st;
+    char line[256] = "";
+    kill(server, SIGTERM);
+    if (!fgets(line, sizeof line, said) || !strstr(line, "stopped (SIGTERM)") ||
+        waitpid(server, &st, 0) != server || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("eeb serve did not stop cleanly on SIGTERM", line);
+    fclose(said);
+    soak_server = 0;
+    long runs = atomic_load(&soak_runs) + 1;
+    double held = (double)db_count(db, "SELECT count(*) FROM samples"),
+           scored = (double)db_count(db, "SELECT count(*) FROM entries WHERE state = 'scored'");
+    double p99 = 0;
+    for (int i = 0; i < SOAK_SLICES; i++)
+        p99 = reads.p99_ms[i] > p99 ? reads.p99_ms[i] : p99;
+    double lost = (double)runs * SOAK_RUN_SAMPLES - held;
+    printf("bench_server: soak for %.0f s: %.0f reads (%.0f/s in the first tenth, %.0f/s in the "
+           "last; p99 at most %.1f ms; %.0f failed), %ld runs scored by %d writers (%.0f in the "
+           "database), %.0f samples lost; eeb serve's memory %.0f KiB at the start, peak %.0f KiB, "
+           "end %.0f KiB: %+.0f KiB after its first tenth, %+.0f KiB in its second half; "
+           "SQLite's share %.0f KiB at the start, %.0f KiB at the end\n",
+           seconds, reads.requests, reads.rps[0], reads.rps[SOAK_SLICES - 1], p99, reads.failed,
+           runs, SOAK_WRITERS, scored, lost, start, peak, end, growth[0], growth[1], sqlite_start,
+           sqlite_end);
+    bench_line("soak_seconds", seconds, "s");
+    bench_line("soak_reads_per_s_first_tenth", reads.rps[0], "req/s");
+    bench_line("soak_reads_per_s_last_tenth", reads.rps[SOAK_SLICES - 1], "req/s");
+    bench_line("soak_read_p99_ms_worst_tenth", p99, "ms");
+    bench_line("soak_failed_reads", reads.failed, "1");
+    bench_line("soak_runs_scored", scored, "1");
+    bench_line("soak_lost_samples", lost, "1");
+    bench_line("soak_server_rss_peak_kib", peak, "KiB");
+    bench_line("soak_server_rss_growth_kib", growth[0], "KiB");
+    bench_line("soak_server_rss_growth_second_half_kib", growth[1], "KiB");
+    bench_line("soak_server_sqlite_growth_kib", sqlite_end - sqlite_start, "KiB");
+    if (reads.failed > 0 || lost != 0 || scored != (double)runs)
+        die("soak", "a read failed, a sample was lost or a run was not scored");
 }
 
 int main(void)
@@ -214,19 +480,22 @@ int main(void)
     struct eeb_shard *sh;
     if (eeb_shard_open(&sh, test, err, sizeof err))
         die("test set", err);
-    char(*ids)[EEB_SHARD_MAX_ID + 1] = calloc(64, sizeof *ids);
+    ids = calloc(64, sizeof *ids);
     const struct eeb_record *rec;
-    int nids = 0;
     while (nids < 64 && eeb_shard_next(sh, &rec, err, sizeof err) == 1)
         memcpy(ids[nids++], rec->id, sizeof *ids);
     eeb_shard_close(sh);
-    fill_board(&c, ids, nids);
+    /* the leaderboard filled with scored runs */
+    for (int r = 0; r < BOARD_RUNS; r++)
+        scored_run(&c, 100, r);
     eeb_client_free(&c);
-    free(ids);
 
     bench_leaderboard();
     bench_uploads(db);
     eeb_server_stop(s);
+    const char *soak = getenv("EEB_BENCH_SERVER_SOAK_SECONDS");
+    bench_soak(dir, test, soak ? atof(soak) : 20);
+    free(ids);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     return system(cmd) == 0 ? 0 : 1;
 }

@@ -200,9 +200,13 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
         "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
         "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",
         "eeb_teams 2",
+        "# TYPE eeb_sqlite_memory_bytes gauge",
     };
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
         cr_expect(strstr(r.body, lines[i]), "no '%s' in\n%s", lines[i], r.body);
+    static const char memory[] = "\neeb_sqlite_memory_bytes ";
+    const char *used = strstr(r.body, memory);
+    cr_expect(used && atoll(used + strlen(memory)) > 0, "%s", r.body);
     cr_expect_null(strstr(r.body, token), "a token in /metrics");
     free(r.body);
     eeb_server_stop(s);
@@ -431,9 +435,13 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     int port = eeb_server_port(s);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 
-    /* an empty leaderboard, read (and kept by the server) before the run is scored */
+    /* an empty leaderboard and page, read (and kept by the server) before
+     * the run is scored: both hold it afterwards (below) */
     struct reply empty = request(port, "GET", "/api/v1/leaderboard?task=cls", NULL, 0, NULL);
     cr_expect(strstr(empty.body, "\"entries\":[]"), "%s", empty.body);
+    free(empty.body);
+    empty = request(port, "GET", "/leaderboard?task=cls", NULL, 0, NULL);
+    cr_expect(strstr(empty.body, "no scored runs yet"), "%s", empty.body);
     free(empty.body);
     struct test_run r =
         test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, "--json", NULL});
@@ -720,59 +728,21 @@ Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .t
     eeb_server_stop(s);
 }
 
-Test(server, an_official_run_outlives_a_server_restart, .timeout = 120)
+/* `eeb serve` as its own process on port holding the cls test set (and
+ * fine-tune set, if not NULL), until killed; ready when it answers. */
+static pid_t serve(const char *sdb, const char *test, const char *ft, int port)
 {
-    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], errpath[300], err[512];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(db, sizeof db, "%s/official.db", dir);
-    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    snprintf(errpath, sizeof errpath, "%s/run.err", dir);
-    struct inputs in = make_inputs(dir);
-    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
-    int port = eeb_server_port(s);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 1), dup2(fd, 2);
-        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", in.ft, "--model", in.model,
-              "--db", db, "--server", url, "--token", token, "--epochs", "1", (char *)NULL);
-        _exit(127);
-    }
-    /* registered: the server goes away, and comes back 1.5 s later on its
-     * port, while the run needs it to say complete and send the inputs */
-    for (int i = 0; i < 2000 && test_sql_int(sdb, "SELECT count(*) FROM entries") == 0; i++)
-        usleep(5000);
-    eeb_server_stop(s);
-    usleep(1500000);
-    struct eeb_server_config cfg;
-    eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = port;
-    cfg.test[EEB_TASK_CLS] = in.test, cfg.finetune[EEB_TASK_CLS] = in.ft;
-    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    size_t len;
-    char *text = test_read_file(errpath, &len);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, text);
-    cr_expect(strstr(text, "trying again in"), "no retry: %s", text);
-    free(text);
-    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE verdict = 'pass'"), 1);
-    eeb_server_stop(s);
-}
-
-/* `eeb serve` as its own process on port, until killed; ready when it answers. */
-static pid_t serve(const char *sdb, const char *test, int port)
-{
-    char p[16], t[400];
+    char p[16], t[400], f[400];
     snprintf(p, sizeof p, "%d", port);
     snprintf(t, sizeof t, "cls=%s", test);
+    snprintf(f, sizeof f, "cls=%s", ft ? ft : "");
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1), dup2(null, 2);
-        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t, (char *)NULL);
+        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t,
+              ft ? "--finetune" : (char *)NULL, f, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500; i++) {
@@ -792,6 +762,79 @@ static pid_t serve(const char *sdb, const char *test, int port)
     return -1;
 }
 
+/* A port of 127.0.0.1 free a moment ago, taken from the kernel. */
+static int free_port(const char *sdb)
+{
+    char err[512];
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    struct eeb_server *probe;
+    cr_assert_eq(eeb_server_start(&cfg, &probe, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(probe);
+    eeb_server_stop(probe);
+    return port;
+}
+
+static void kill_9(pid_t pid)
+{
+    int st;
+    kill(pid, SIGKILL);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+Test(server, an_official_run_outlives_kill_9_of_the_server, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], errpath[300], err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(errpath, sizeof errpath, "%s/run.err", dir);
+    struct inputs in = make_inputs(dir);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    int port = free_port(sdb);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    pid_t server = serve(sdb, in.test, in.ft, port);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1), dup2(fd, 2);
+        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", in.ft, "--model", in.model,
+              "--db", db, "--server", url, "--token", token, "--epochs", "1", (char *)NULL);
+        _exit(127);
+    }
+    /* once the run has the server's answer to its registration, the
+     * server is killed; it is back on its port 1.5 s later, while the run
+     * needs it to say complete and send the inputs */
+    char *text = NULL;
+    for (int i = 0; i < 2000; i++, usleep(5000)) {
+        free(text);
+        text = test_read_file(errpath, NULL);
+        if (text && strstr(text, "eeb: official run 1 on"))
+            break;
+    }
+    cr_assert(text && strstr(text, "eeb: official run 1 on"), "never registered: %s", text);
+    free(text);
+    kill_9(server);
+    usleep(1500000);
+    server = serve(sdb, in.test, in.ft, port);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    text = test_read_file(errpath, NULL);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, text);
+    cr_expect(strstr(text, "trying again in"), "no retry: %s", text);
+    free(text);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries"), 1);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE verdict = 'pass'"), 1);
+    struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    kill(server, SIGTERM);
+    waitpid(server, &st, 0);
+}
+
 Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], err[512];
@@ -800,17 +843,10 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     const char *test = local_run(dir, db);
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
-    /* a free port, taken from the kernel */
-    struct eeb_server_config cfg;
-    eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = 0;
-    struct eeb_server *probe;
-    cr_assert_eq(eeb_server_start(&cfg, &probe, err, sizeof err), EEB_OK, "%s", err);
-    int port = eeb_server_port(probe);
-    eeb_server_stop(probe);
+    int port = free_port(sdb);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 
-    pid_t pid = serve(sdb, test, port);
+    pid_t pid = serve(sdb, test, NULL, port);
     struct test_run r =
         test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
@@ -823,14 +859,11 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
     a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
-    kill(pid, SIGKILL);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFSIGNALED(st));
+    kill_9(pid);
 
     /* restarted on the same database: the scored run, the registration and
      * the chunk it acknowledged are all there */
-    pid = serve(sdb, test, port);
+    pid = serve(sdb, test, NULL, port);
     expect(port, "GET", "/api/v1/runs/1", NULL, token, 200, "verdict", "pass");
     expect(port, "GET", "/api/v1/runs/2", NULL, token, 200, "state", "registered");
     a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
@@ -843,6 +876,7 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
     r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    int st;
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);
 }
