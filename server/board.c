@@ -75,7 +75,7 @@ static int add_row(void *arg, const struct store_run *r)
                   number_or_null(r->m_t), "m_u", number_or_null(r->m_u), "energy_j",
                   number_or_null(r->energy_j), "t_s", number_or_null(r->t_s), "device", r->device,
                   "provenance", r->provenance, "official", r->official);
-    return o ? json_array_append_new(b->rows, o) : -1;
+    return o && json_array_append_new(b->rows, o) == 0 ? 0 : EEB_ENOMEM;
 }
 
 /* ---- the answers kept ---- */
@@ -115,50 +115,70 @@ static void keep_reply(struct eeb_server *s, const char *key, unsigned long scor
     pthread_mutex_unlock(&s->board_lock);
 }
 
-/* The key an answer is kept by: what is answered, and the filter. */
-static void answer_key(const char *what, const struct store_board_filter *f, char *key, size_t size)
-{
-    snprintf(key, size, "%s %d %d %c%s %c%s", what, f->task, f->limit, f->provenance ? '=' : '*',
-             f->provenance ? f->provenance : "", f->device ? '=' : '*', f->device ? f->device : "");
-}
-
 void board_cache_free(struct eeb_server *s)
 {
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache; i++)
         free(s->board_cache[i].body);
 }
 
-/* GET /api/v1/leaderboard?task=T[&provenance=P][&device=D][&limit=N] */
-enum MHD_Result api_board(struct call *k)
+/* The answer of type to the request's filter (need_task: it must name a
+ * task), made by make (its body malloc'd), or the one kept for the same
+ * filter since the last run was scored. */
+typedef int make_answer(struct call *k, const struct store_board_filter *f, char **body,
+                        size_t *len, char *err, size_t errlen);
+
+static enum MHD_Result kept_answer(struct call *k, int need_task, const char *type,
+                                   make_answer *make)
 {
     struct store_board_filter f;
     enum MHD_Result sent;
-    if (!read_filter(k, &f, 1, &sent))
+    if (!read_filter(k, &f, need_task, &sent))
         return sent;
     char key[200];
-    answer_key("json", &f, key, sizeof key);
+    snprintf(key, sizeof key, "%s %d %d %c%s %c%s", type, f.task, f.limit, f.provenance ? '=' : '*',
+             f.provenance ? f.provenance : "", f.device ? '=' : '*', f.device ? f.device : "");
     if (cached_reply(k, key, &sent))
         return sent;
     unsigned long scored = atomic_load(&k->s->scored); /* before reading: never newer */
+    char *body = NULL, err[256] = "out of memory";
+    size_t len = 0;
+    if (make(k, &f, &body, &len, err, sizeof err) == EEB_OK) {
+        keep_reply(k->s, key, scored, type, body, len);
+        sent = call_reply(k, 200, type, body, len);
+    } else
+        sent = call_fail(k, 500, NULL, err);
+    free(body);
+    return sent;
+}
+
+static int make_json(struct call *k, const struct store_board_filter *f, char **body, size_t *len,
+                     char *err, size_t errlen)
+{
     struct board_json b = {.rows = json_array()};
-    char err[256];
-    int rc = b.rows ? store_board(k->db->h, &f, add_row, &b, err, sizeof err) : -1;
+    if (!b.rows)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    int rc = store_board(k->db->h, f, add_row, &b, err, errlen);
     if (rc) {
         json_decref(b.rows);
-        return call_fail(k, 500, NULL, rc < 0 && b.rows ? err : "out of memory");
+        /* the store's error is in err; add_row's is this */
+        return rc == EEB_ENOMEM ? eeb_errf(err, errlen, rc, "out of memory") : rc;
     }
-    json_t *o = json_pack(
-        "{s:s, s:s?, s:s?, s:s, s:o}", "task", eeb_task_name((enum eeb_task)f.task), "provenance",
-        f.provenance, "device", f.device, "rules_version", k->s->rules_version, "entries", b.rows);
-    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_t *o =
+        json_pack("{s:s, s:s?, s:s?, s:s, s:o}", "task", eeb_task_name((enum eeb_task)f->task),
+                  "provenance", f->provenance, "device", f->device, "rules_version",
+                  k->s->rules_version, "entries", b.rows);
+    *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
-    if (!text)
-        return call_fail(k, 500, NULL, "out of memory");
-    size_t len = strlen(text);
-    keep_reply(k->s, key, scored, "application/json", text, len);
-    sent = call_reply(k, 200, "application/json", text, len);
-    free(text);
-    return sent;
+    if (!*body)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    *len = strlen(*body);
+    return EEB_OK;
+}
+
+/* GET /api/v1/leaderboard?task=T[&provenance=P][&device=D][&limit=N] */
+enum MHD_Result api_board(struct call *k)
+{
+    return kept_answer(k, 1, "application/json", make_json);
 }
 
 /* ---- the leaderboard page ---- */
@@ -278,30 +298,22 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
     return EEB_OK;
 }
 
+static int make_page(struct call *k, const struct store_board_filter *f, char **body, size_t *len,
+                     char *err, size_t errlen)
+{
+    FILE *m = open_memstream(body, len);
+    if (!m)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    int rc = board_page(k, f, m, err, errlen);
+    if (fclose(m) != 0 && rc == EEB_OK)
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    return rc;
+}
+
 /* GET / and /leaderboard[?task=T][&provenance=P][&device=D] */
 enum MHD_Result page_board(struct call *k)
 {
-    struct store_board_filter want;
-    enum MHD_Result sent;
-    if (!read_filter(k, &want, 0, &sent))
-        return sent;
-    char key[200];
-    answer_key("page", &want, key, sizeof key);
-    if (cached_reply(k, key, &sent))
-        return sent;
-    unsigned long scored = atomic_load(&k->s->scored); /* before reading: never newer */
-    char *html = NULL, err[256] = "out of memory";
-    size_t len = 0;
-    FILE *f = open_memstream(&html, &len);
-    int rc = f ? board_page(k, &want, f, err, sizeof err) : EEB_ENOMEM;
-    if (f && fclose(f) != 0 && rc == EEB_OK)
-        rc = EEB_ENOMEM;
-    if (rc == EEB_OK)
-        keep_reply(k->s, key, scored, "text/html; charset=utf-8", html, len);
-    sent = rc ? call_fail(k, 500, NULL, err)
-              : call_reply(k, 200, "text/html; charset=utf-8", html, len);
-    free(html);
-    return sent;
+    return kept_answer(k, 0, "text/html; charset=utf-8", make_page);
 }
 
 /* ---- a run's page ---- */

@@ -112,8 +112,9 @@ static int64_t scored_run(struct eeb_client *c, int n, int shift)
 }
 
 /* wrk's figure after `label` in its output, in the unit given (ms for
- * latencies: wrk prints us, ms or s).  The 99th percentile's label is
- * " 99%": a bare "99%" is also the tail of a spread such as "95.99%". */
+ * latencies: wrk prints us, ms or s); -1 if it printed none.  The 99th
+ * percentile's label is " 99%": a bare "99%" is also the tail of a
+ * spread such as "95.99%". */
 static double wrk_figure(const char *out, const char *label)
 {
     const char *p = strstr(out, label);
@@ -126,16 +127,36 @@ static double wrk_figure(const char *out, const char *label)
     return strcmp(unit, "us") == 0 ? v / 1000 : strcmp(unit, "s") == 0 ? v * 1000 : v;
 }
 
-/* wrk's output for args (after "wrk"), in out; dies if wrk fails. */
-static void wrk(const char *args, char *out, size_t size)
+struct wrk_result {
+    double requests, rps, p99_ms;
+    double failed; /* answers other than 2xx or 3xx, and socket errors */
+};
+
+/* wrk run with args (after "wrk"); dies, quoting its output, if it fails
+ * or leaves out a figure. */
+static struct wrk_result wrk(const char *args)
 {
-    char cmd[512];
+    char cmd[600], out[8192];
     snprintf(cmd, sizeof cmd, "wrk %s 2>&1", args);
     FILE *f = popen(cmd, "r");
-    size_t n = f ? fread(out, 1, size - 1, f) : 0;
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
     out[n] = '\0';
     if (!f || pclose(f) != 0)
         die("wrk", out);
+    struct wrk_result r = {.rps = wrk_figure(out, "Requests/sec:"),
+                           .p99_ms = wrk_figure(out, " 99%"),
+                           .failed = wrk_figure(out, "Non-2xx or 3xx responses:")};
+    const char *total = strstr(out, " requests in "), *e = strstr(out, "Socket errors:");
+    while (total && total > out && total[-1] != '\n') /* "  123456 requests in 60.00s" */
+        total--;
+    r.requests = total ? atof(total) : -1;
+    int c = 0, rd = 0, w = 0, t = 0;
+    if (r.rps < 0 || r.p99_ms < 0 || r.requests < 0 ||
+        (e && sscanf(e, "Socket errors: connect %d, read %d, write %d, timeout %d", &c, &rd, &w,
+                     &t) != 4))
+        die("wrk's output", out);
+    r.failed = (r.failed < 0 ? 0 : r.failed) + c + rd + w + t;
+    return r;
 }
 
 static int have_wrk(void)
@@ -152,16 +173,13 @@ static void bench_leaderboard(void)
         return;
     double rps[3], p99[3];
     for (int rep = 0; rep < 3; rep++) {
-        char args[256], out[8192];
+        char args[256];
         snprintf(args, sizeof args, "-t2 -c32 -d5s --latency '%s/api/v1/leaderboard?task=cls'",
                  url);
-        wrk(args, out, sizeof out);
-        if (strstr(out, "Non-2xx") || strstr(out, "Socket errors"))
-            die("wrk: errors or answers other than 200", out);
-        rps[rep] = wrk_figure(out, "Requests/sec:");
-        p99[rep] = wrk_figure(out, " 99%");
-        if (rps[rep] < 0 || p99[rep] < 0)
-            die("wrk's output", out);
+        struct wrk_result r = wrk(args);
+        if (r.failed > 0)
+            die("wrk", "errors or answers other than 200");
+        rps[rep] = r.rps, p99[rep] = r.p99_ms;
     }
     bench_line("leaderboard_rps", bench_median(rps, 3), "req/s");
     bench_line("leaderboard_p99_ms", bench_median(p99, 3), "ms");
@@ -260,30 +278,6 @@ static void *soak_writer(void *arg)
     return NULL;
 }
 
-/* wrk's failed requests: answers other than 2xx or 3xx, and socket
- * errors (connect, read, write, timeout). */
-static double wrk_failures(const char *out)
-{
-    const char *p = strstr(out, "Non-2xx or 3xx responses:"), *e = strstr(out, "Socket errors:");
-    double n = p ? atof(p + strlen("Non-2xx or 3xx responses:")) : 0;
-    int c = 0, r = 0, w = 0, t = 0;
-    if (e &&
-        sscanf(e, "Socket errors: connect %d, read %d, write %d, timeout %d", &c, &r, &w, &t) != 4)
-        die("wrk's socket errors", e);
-    return n + c + r + w + t;
-}
-
-/* wrk's count of requests: "  123456 requests in 600.00s, ..." */
-static double wrk_requests(const char *out)
-{
-    const char *p = strstr(out, " requests in ");
-    if (!p)
-        return -1;
-    while (p > out && p[-1] != '\n')
-        p--;
-    return atof(p);
-}
-
 /* The reads of the soak: wrk in ten slices of its length, so a slowdown
  * as the database grows shows in the last slice's rate. */
 #define SOAK_SLICES 10
@@ -300,13 +294,11 @@ static void *soak_reader(void *arg)
 {
     struct soak_reads *r = arg;
     for (int i = 0; i < SOAK_SLICES; i++) {
-        char args[600], out[8192];
+        char args[600];
         snprintf(args, sizeof args, "-d%.0fs %s", r->seconds / SOAK_SLICES, r->args);
-        wrk(args, out, sizeof out);
-        r->requests += wrk_requests(out);
-        r->failed += wrk_failures(out);
-        r->rps[i] = wrk_figure(out, "Requests/sec:");
-        r->p99_ms[i] = wrk_figure(out, " 99%");
+        struct wrk_result w = wrk(args);
+        r->requests += w.requests, r->failed += w.failed;
+        r->rps[i] = w.rps, r->p99_ms[i] = w.p99_ms;
     }
     return NULL;
 }
@@ -343,21 +335,20 @@ static pid_t serve(const char *db, const char *test, FILE **out)
 /* What SQLite holds in eeb serve now, KiB: /metrics' eeb_sqlite_memory_bytes. */
 static double sqlite_kib(const char *dir)
 {
+    static const char metric[] = "\neeb_sqlite_memory_bytes ";
     struct eeb_client c;
-    char err[512], path[300];
+    char err[512], path[300], *text;
+    size_t len;
     snprintf(path, sizeof path, "%s/metrics.txt", dir);
     if (eeb_client_init(&c, url, token, err, sizeof err) ||
-        eeb_client_download(&c, "/metrics", path, err, sizeof err))
+        eeb_client_download(&c, "/metrics", path, err, sizeof err) ||
+        eeb_read_file(path, 1 << 20, &text, &len, err, sizeof err))
         die("/metrics", err);
     eeb_client_free(&c);
-    char *text = NULL;
-    size_t len;
-    if (eeb_read_file(path, 1 << 20, &text, &len, err, sizeof err))
-        die("/metrics", err);
-    const char *line = text ? strstr(text, "\neeb_sqlite_memory_bytes ") : NULL;
+    const char *line = strstr(text, metric);
     if (!line)
         die("/metrics", "no eeb_sqlite_memory_bytes");
-    double kib = atof(line + strlen("\neeb_sqlite_memory_bytes ")) / 1024;
+    double kib = atof(line + strlen(metric)) / 1024;
     free(text);
     return kib;
 }

@@ -741,6 +741,7 @@ static pid_t serve(const char *sdb, const char *test, const char *ft, int port)
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1), dup2(null, 2);
+        /* without ft the arguments end where --finetune would be */
         execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t,
               ft ? "--finetune" : (char *)NULL, f, (char *)NULL);
         _exit(127);
