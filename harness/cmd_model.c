@@ -55,6 +55,9 @@ static void help(void)
          "  --frozen N        leading learnable layers left untrained (default 0)\n"
          "  --backend NAME    fp32 (default), emu or kernel\n"
          "  --format F        f32 (default) or fx24 for the written weights\n"
+         "  --threads N       the backend's threads: OpenBLAS's for fp32 (default 1:\n"
+         "                    its threads contend on these small GEMMs), the\n"
+         "                    emulator's workers (default one per core)\n"
          "\n"
          "Options:\n"
          "  --json            info as one JSON object\n"
@@ -366,6 +369,7 @@ int eeb_cmd_model(int argc, char **argv)
         O_INIT,
         O_FROZEN,
         O_PRED,
+        O_THREADS,
         O_JSON
     };
     static const struct option options[] = {
@@ -385,6 +389,7 @@ int eeb_cmd_model(int argc, char **argv)
         {"init", required_argument, NULL, O_INIT},
         {"frozen", required_argument, NULL, O_FROZEN},
         {"pred", required_argument, NULL, O_PRED},
+        {"threads", required_argument, NULL, O_THREADS},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -393,7 +398,7 @@ int eeb_cmd_model(int argc, char **argv)
         .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
     eeb_accel_config_default(&a.cfg);
     int c, rc = EEB_EXIT_OK, as_json = 0, have_format = 0;
-    double batch = a.cfg.batch_max, frozen = 0;
+    double batch = a.cfg.batch_max, frozen = 0, threads = 0;
     opterr = 0;
     optind = 1;
     while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
@@ -414,6 +419,7 @@ int eeb_cmd_model(int argc, char **argv)
         case O_INIT: a.init = optarg; break;
         case O_FROZEN: rc = eeb_cli_count(cmd, "--frozen", optarg, 0, 4096, &frozen); break;
         case O_PRED: a.pred = optarg; break;
+        case O_THREADS: rc = eeb_cli_count(cmd, "--threads", optarg, 0, 1024, &threads); break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); return EEB_EXIT_OK;
         case '?':
@@ -424,6 +430,7 @@ int eeb_cmd_model(int argc, char **argv)
         return rc;
     a.cfg.batch_max = (int)batch;
     a.cfg.frozen = (int)frozen;
+    a.cfg.threads = (int)threads;
     if (optind >= argc)
         return eeb_cli_usage_error(cmd, "expected info, pretrain, test or convert");
     const char *action = argv[optind++];

@@ -7,6 +7,7 @@
  */
 #include "eeb_cli.h"
 #include "eeb_client.h"
+#include "eeb_display.h"
 #include "eeb_run.h"
 
 #include <errno.h>
@@ -27,8 +28,9 @@ static void help(void)
 {
     puts("Usage: eeb run --task TASK [--config FILE.json] [options]\n"
          "\n"
-         "Runs the benchmark workflow of seed 004 (Tao et al., Fig. 3): deploys the\n"
-         "pre-trained model to the accelerator, fine-tunes it on the fine-tune shard\n"
+         "Runs the benchmark workflow of Tao et al., \"Challenges in Energy-Efficient\n"
+         "Deep Neural Network Training with FPGA\" (Fig. 3): deploys the pre-trained\n"
+         "model to the accelerator, fine-tunes it on the fine-tune shard\n"
          "within T_max while the power source is sampled into the run database, runs\n"
          "the test shard in inference mode, and scores M_u, M_t, M_p, M_s and S.\n"
          "Only fine-tuning is metered; the data is loaded into memory before it.  At\n"
@@ -61,6 +63,8 @@ static void help(void)
          "  --config FILE.json         a configuration object; options win over it\n"
          "  --workdir DIR              where the embedded default's data and model live\n"
          "                             (default $XDG_CACHE_HOME/eeb or ~/.cache/eeb)\n"
+         "  --prepare-only             make the embedded default's data and base model in\n"
+         "                             --workdir, print their paths, and stop\n"
          "  -q, --quiet                no progress display\n"
          "  --json                     the result as one JSON object on stdout\n"
          "  -h, --help                 show this help\n"
@@ -188,36 +192,7 @@ static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
     return EEB_EXIT_OK;
 }
 
-/* ---- the display ---- */
-
-struct display {
-    int tty;
-    int shown; /* a \r line is on screen */
-};
-
-static void show(const struct eeb_run_progress *p, void *arg)
-{
-    struct display *d = arg;
-    char line[256];
-    if (p->state == EEB_RUN_FINETUNE) {
-        char steps[32] = "";
-        if (p->steps > 0)
-            snprintf(steps, sizeof steps, "/%ld", p->steps);
-        snprintf(line, sizeof line,
-                 "fine-tune  epoch %d/%d  step %ld%s  %.1f/%g s  %.2f W now / P_max %g W%s  "
-                 "%.1f J  loss %.4f",
-                 p->epoch, p->epochs, p->step, steps, p->elapsed_s, p->t_max_s, p->watts,
-                 p->p_max_w, p->over_pmax ? " OVER" : "", p->joules, p->loss);
-    } else {
-        if (d->tty && d->shown && p->tested == 0)
-            fputc('\n', stderr);
-        snprintf(line, sizeof line, "test  predicted %llu/%llu items",
-                 (unsigned long long)p->tested, (unsigned long long)p->test_items);
-    }
-    fprintf(stderr, d->tty ? "\r%-110s" : "%s\n", line);
-    d->shown = d->tty;
-    fflush(stderr);
-}
+/* ---- interruption ---- */
 
 static volatile sig_atomic_t interrupted;
 
@@ -286,12 +261,12 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
 
 int eeb_cmd_run(int argc, char **argv)
 {
-    enum { O_CONFIG = 256, O_WORKDIR, O_JSON, O_TOKEN, O_KEY0 = 512 };
+    enum { O_CONFIG = 256, O_WORKDIR, O_JSON, O_TOKEN, O_PREPARE, O_KEY0 = 512 };
     const struct eeb_run_key *keys = eeb_run_keys();
     size_t nkeys = 0;
     while (keys[nkeys].name)
         nkeys++;
-    struct option *options = calloc(nkeys + 7, sizeof *options);
+    struct option *options = calloc(nkeys + 8, sizeof *options);
     if (!options)
         return eeb_cli_error(cmd, "out of memory");
     for (size_t i = 0; i < nkeys; i++)
@@ -303,12 +278,14 @@ int eeb_cmd_run(int argc, char **argv)
     options[nkeys + 3] = (struct option){"json", no_argument, NULL, O_JSON};
     options[nkeys + 4] = (struct option){"help", no_argument, NULL, 'h'};
     options[nkeys + 5] = (struct option){"token", required_argument, NULL, O_TOKEN};
+    options[nkeys + 6] = (struct option){"prepare-only", no_argument, NULL, O_PREPARE};
 
     struct eeb_run_config c;
     eeb_run_config_init(&c);
     const char *config = NULL, *workdir = NULL, *token = getenv("EEB_TOKEN");
     struct eeb_client client = {0};
-    int quiet = 0, as_json = 0, rc = EEB_EXIT_OK, opt;
+    struct eeb_display d = {0};
+    int quiet = 0, as_json = 0, prepare_only = 0, rc = EEB_EXIT_OK, opt;
     char err[1024];
     opterr = 0;
     optind = 1;
@@ -325,6 +302,7 @@ int eeb_cmd_run(int argc, char **argv)
         case O_CONFIG: config = optarg; break;
         case O_WORKDIR: workdir = optarg; break;
         case O_TOKEN: token = optarg; break;
+        case O_PREPARE: prepare_only = 1; break;
         case 'q': quiet = 1; break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); goto out;
@@ -337,8 +315,16 @@ int eeb_cmd_run(int argc, char **argv)
         rc = eeb_cli_error(cmd, "%s", err);
     if (rc == EEB_EXIT_OK && c.task < 0)
         rc = eeb_cli_usage_error(cmd, "no task: give --task cls, det or video");
+    if (rc == EEB_EXIT_OK && prepare_only && c.finetune && c.test && c.model)
+        rc = eeb_cli_usage_error(cmd, "--prepare-only makes the embedded default's inputs; "
+                                      "--finetune, --test and --model leave it nothing to make");
     if (rc == EEB_EXIT_OK && (!c.finetune || (!c.test && !c.server) || !c.model))
         rc = embedded(&c, workdir, quiet || as_json);
+    if (rc == EEB_EXIT_OK && prepare_only) {
+        printf("finetune %s\ntest %s\nmodel %s\n", c.finetune, c.test ? c.test : "(the server's)",
+               c.model);
+        goto out;
+    }
     if (rc == EEB_EXIT_OK && eeb_run_config_finish(&c, err, sizeof err))
         rc = eeb_cli_usage_error(cmd, "%s", err);
     if (rc == EEB_EXIT_OK && c.server && !token)
@@ -347,13 +333,16 @@ int eeb_cmd_run(int argc, char **argv)
         rc = eeb_cli_usage_error(cmd, "--server: %s", err);
     if (rc != EEB_EXIT_OK)
         goto out;
-    client.log = quiet || as_json ? NULL : stderr;
+    if (eeb_display_open(&d, stderr)) {
+        rc = eeb_cli_error(cmd, "the progress display: %s", strerror(errno));
+        goto out;
+    }
+    client.log = quiet || as_json ? NULL : d.message;
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    struct display d = {.tty = isatty(2)};
-    struct eeb_run_hooks hooks = {.progress = quiet ? NULL : show,
+    struct eeb_run_hooks hooks = {.progress = quiet ? NULL : eeb_display_progress,
                                   .arg = &d,
                                   .progress_every_s = d.tty ? 0.25 : 5,
                                   .cancel = &interrupted,
@@ -363,12 +352,11 @@ int eeb_cmd_run(int argc, char **argv)
                 eeb_task_name((enum eeb_task)c.task), c.backend, c.server, c.db);
     else if (!quiet)
         fprintf(stderr, "eeb run: %s on %s, T_max %g s, P_max %g W, power %s at %g Hz, into %s\n",
-                eeb_task_name((enum eeb_task)c.task), c.backend, c.t_max_s, c.p_max_w, c.power,
-                c.rate_hz, c.db);
+                eeb_task_name((enum eeb_task)c.task), c.backend, c.t_max_s, c.p_max_w,
+                c.power ? c.power : "modeled from the design (sim:profile=model)", c.rate_hz, c.db);
     struct eeb_run_outcome o;
     int st = eeb_run_execute(&c, &hooks, &o, err, sizeof err);
-    if (d.shown)
-        fputc('\n', stderr);
+    eeb_display_close(&d);
     if (st != EEB_OK) {
         rc = eeb_cli_error(cmd, "%s", err);
         if (o.run)
@@ -385,6 +373,7 @@ int eeb_cmd_run(int argc, char **argv)
     if (rc == EEB_EXIT_OK)
         rc = o.pass ? EEB_EXIT_OK : o.aborted || o.valid ? EEB_EXIT_FAILED : EEB_EXIT_ERROR;
 out:
+    eeb_display_close(&d);
     eeb_client_free(&client);
     eeb_run_config_free(&c);
     free(options);

@@ -98,6 +98,7 @@ struct eeb_run_progress {
     double elapsed_s; /* in the stage */
     double t_max_s;
     double watts, p_max_w; /* now */
+    double reading_age_s;  /* since the meter's last reading; NAN before the first */
     double joules;         /* since fine-tuning began */
     double loss;           /* the mean of the last steps */
     uint64_t tested, test_items;

@@ -695,6 +695,7 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
                                  .elapsed_s = (double)(now - r->ft_begin) / 1e9,
                                  .t_max_s = c->t_max_s,
                                  .watts = l.watts,
+                                 .reading_age_s = l.last_ns ? (double)(now - l.last_ns) / 1e9 : NAN,
                                  .p_max_w = c->p_max_w,
                                  .joules = l.joules,
                                  .loss = w->last_loss,
@@ -890,6 +891,7 @@ static void test_progress(uint64_t done, uint64_t total, void *arg)
     struct eeb_run_progress pr = {.state = EEB_RUN_TEST,
                                   .tested = done,
                                   .test_items = total,
+                                  .reading_age_s = NAN,
                                   .t_max_s = p->r->c->t_max_s,
                                   .p_max_w = p->r->c->p_max_w};
     progress(p->r, &pr);

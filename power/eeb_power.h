@@ -87,6 +87,7 @@ struct eeb_sampler_live {
     double watts;     /* the last reading */
     double joules;    /* trapezoidal, since the start */
     double seconds;   /* since the first sample */
+    int64_t last_ns;  /* CLOCK_MONOTONIC of the last reading, 0 before the first */
     uint64_t dropped; /* the ring was full */
     uint64_t failed;  /* reads that failed */
     int write_failed; /* the writer stopped on an error (a full disk): nothing

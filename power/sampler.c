@@ -53,6 +53,7 @@ struct eeb_sampler {
     /* written by the sampler thread, read by anyone */
     _Atomic uint64_t samples, failed, dropped;
     _Atomic double watts, joules, seconds;
+    _Atomic int64_t last_ns;
     /* the sampler thread's own */
     uint64_t ticks, missed;
     uint32_t *jitter;          /* histogram */
@@ -154,6 +155,7 @@ static void take(struct eeb_sampler *s, int64_t now, int *failing)
     s->last_t = now;
     atomic_store(&s->watts, x.watts);
     atomic_store(&s->seconds, (double)(now - s->first_t) / 1e9);
+    atomic_store(&s->last_ns, now);
     atomic_fetch_add(&s->samples, 1);
 }
 
@@ -339,6 +341,7 @@ void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out)
     out->watts = atomic_load(&s->watts);
     out->joules = atomic_load(&s->joules);
     out->seconds = atomic_load(&s->seconds);
+    out->last_ns = atomic_load(&s->last_ns);
     out->dropped = atomic_load(&s->dropped);
     out->failed = atomic_load(&s->failed);
     pthread_mutex_lock(&s->lock);

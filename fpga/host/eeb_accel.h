@@ -23,7 +23,8 @@ struct eeb_accel_config {
     double lr, momentum; /* SGD */
     double weight_decay;
     uint64_t seed; /* stochastic rounding */
-    int threads;   /* emulator workers; 0 = one per core */
+    int threads;   /* emulator workers, or fp32's OpenBLAS threads; 0: one per core for
+                    * the emulator, one for fp32 (accel_fp32.c says why) */
     /* xrt: the xclbin to load, and the device index */
     const char *xclbin;
     int device;

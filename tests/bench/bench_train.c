@@ -21,6 +21,8 @@
 #include "eeb_accel.h"
 #include "eeb_emu.h"
 
+#include <unistd.h>
+
 #define BATCH  32
 #define SIDE   32
 #define PIXELS (SIDE * SIDE * 3)
@@ -60,11 +62,12 @@ static struct eeb_net *resnet(void)
 
 /* Median seconds per training step over BENCH_REPS runs of `steps`. */
 static double step_seconds(const char *backend, const struct eeb_net *net, int reps, int steps,
-                           char detail[64])
+                           int threads, char detail[64])
 {
     struct eeb_accel_config cfg;
     eeb_accel_config_default(&cfg);
     cfg.batch_max = BATCH;
+    cfg.threads = threads;
     struct eeb_accel *a;
     char err[256];
     if (eeb_accel_start(backend, &cfg, net, &a, err, sizeof err)) {
@@ -129,7 +132,7 @@ int main(int argc, char **argv)
     double gop = 2.0 * 3 * (double)eeb_net_macs(net) * BATCH / 1e9;
     if (argc == 2) { /* one backend alone, for a profiler: bench_train emu */
         char detail[64];
-        double t = step_seconds(argv[1], net, 3, 10, detail);
+        double t = step_seconds(argv[1], net, 3, 10, 0, detail);
         printf("%s: %.1f ms/step %.1f GOP/s (%s)\n", argv[1], t * 1e3, gop / t, detail);
         eeb_net_free(net);
         return 0;
@@ -137,18 +140,24 @@ int main(int argc, char **argv)
     printf("residual CNN, %dx%dx3 input, batch %d: %.1f M MACs per item, %.2f GOP per step "
            "(nominal)\n",
            SIDE, SIDE, BATCH, eeb_net_macs(net) / 1e6, gop);
-    char d_emu[64], d_fp32[64], d_kernel[64];
-    double emu = step_seconds("emu", net, BENCH_REPS, 3, d_emu);
-    double fp32 = step_seconds("fp32", net, BENCH_REPS, 3, d_fp32);
-    double kernel = step_seconds("kernel", net, 1, 1, d_kernel);
+    char d_emu[64], d_fp32[64], d_fp32_n[64], d_kernel[64];
+    double emu = step_seconds("emu", net, BENCH_REPS, 3, 0, d_emu);
+    double fp32 = step_seconds("fp32", net, BENCH_REPS, 3, 0, d_fp32);
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double fp32_n = step_seconds("fp32", net, BENCH_REPS, 3, cores, d_fp32_n);
+    double baseline = fp32 < fp32_n ? fp32 : fp32_n; /* the faster float way */
+    double kernel = step_seconds("kernel", net, 1, 1, 0, d_kernel);
     printf("  emu     %8.1f ms/step %7.1f GOP/s  (%s)\n", emu * 1e3, gop / emu, d_emu);
     printf("  fp32    %8.1f ms/step %7.1f GOP/s  (%s)\n", fp32 * 1e3, gop / fp32, d_fp32);
+    printf("  fp32    %8.1f ms/step %7.1f GOP/s  (%s)\n", fp32_n * 1e3, gop / fp32_n, d_fp32_n);
     printf("  kernel  %8.1f ms/step %7.1f GOP/s  (%s; one step)\n", kernel * 1e3, gop / kernel,
            d_kernel);
     bench_line("train_int8_emu", gop / emu, "GOP/s");
-    bench_line("train_fp32_openblas", gop / fp32, "GOP/s");
+    bench_line("train_fp32_openblas", gop / baseline, "GOP/s");
     bench_line("train_kernel_c", gop / kernel, "GOP/s");
-    bench_line("train_int8_vs_fp32", fp32 / emu, "x");
+    bench_line("train_int8_vs_fp32", baseline / emu, "x");
+    /* fp32's default of one OpenBLAS thread against one per core: > 1 when one is faster */
+    bench_line("train_fp32_1_thread_vs_all_cores", fp32_n / fp32, "x");
     bench_line("train_int8_vs_kernel", kernel / emu, "x");
     if (eeb_emu_gemm_best_isa() == EEB_EMU_ISA_AVX512VNNI) {
         double f, whole;

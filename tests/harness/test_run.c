@@ -678,6 +678,39 @@ Test(run, a_failing_stalled_or_unplugged_meter_invalidates_the_run, .timeout = 1
     }
 }
 
+/* The live figures say how old the meter's last reading is, so that the
+ * display shows a silent meter as silent, not its last watts: a meter that
+ * stops answering at its 10th read (0.1 s at 100 Hz), under 1.4 s or more
+ * of fine-tuning (sleeps), is at least a second old by the last tick. */
+static double oldest_reading_s;
+static int ticks_seen;
+
+static void watch_age(const struct eeb_run_progress *p, void *arg)
+{
+    (void)arg;
+    if (p->state != EEB_RUN_FINETUNE)
+        return;
+    ticks_seen++;
+    if (p->reading_age_s > oldest_reading_s || isnan(p->reading_age_s))
+        oldest_reading_s = p->reading_age_s;
+}
+
+Test(run, progress_tells_the_age_of_the_last_reading, .timeout = 120)
+{
+    inputs();
+    delay_ms = 60;
+    struct eeb_run_config c;
+    config(&c, (const char *[]){"power", "faulty:10*:sim:watts=6", "epochs", "3", NULL});
+    struct eeb_run_hooks hooks = {
+        .backend = &slow_ops, .progress = watch_age, .progress_every_s = 0.1};
+    struct eeb_run_outcome o;
+    char err[1024];
+    cr_assert_eq(eeb_run_execute(&c, &hooks, &o, err, sizeof err), EEB_OK, "%s", err);
+    eeb_run_config_free(&c);
+    cr_assert_gt(ticks_seen, 0);
+    cr_expect_geq(oldest_reading_s, 1.0, "the oldest reading was %.3f s old", oldest_reading_s);
+}
+
 /* A disk that fills while the run logs: a 512 KiB tmpfs in a private mount
  * namespace (unshare -m), 10 kHz sampling.  The run ends with an error
  * naming the full disk, says truly whether it could mark the run failed,
