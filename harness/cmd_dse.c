@@ -1,7 +1,7 @@
 /*
  * cmd_dse.c - `eeb dse`: DarkFPGA's design-space exploration.  Every PE
  * array that fits the board is run through the analytical model
- * (fpga/model) on the task's fine-tune schedule and scored as seed 004
+ * (fpga/model) on the task's fine-tune schedule and scored as the benchmark
  * would score it; the Pareto front over time, energy and utilization and
  * the best S are printed.  Every number here is modeled.
  */
@@ -24,7 +24,7 @@ static void help(void)
 {
     puts("Usage: eeb dse --model FILE.eebm --device BOARD --task TASK [options]\n"
          "       eeb dse --model FILE.eebm --task TASK --design K=V,... [--layers] [options]\n"
-         "       eeb dse --seed001\n"
+         "       eeb dse --calibration\n"
          "\n"
          "Explores PE arrays for fine-tuning the model on a board with the analytical\n"
          "model (fpga/model/README.md): PEs x MAC lanes, clock, DDR4 channels and the\n"
@@ -53,8 +53,9 @@ static void help(void)
          "                     fpga/model/README.md over " EEB_DESIGN_SEED001 ";\n"
          "                     buffers sized to the network unless given)\n"
          "  --layers           with --design: the per-layer, per-phase table\n"
-         "  --seed001          the calibration: seed 001's KCU1500 table beside the\n"
-         "                     model's, with the residuals\n"
+         "  --calibration      the published KCU1500 design's per-layer times and\n"
+         "                     resources (Wang, \"Efficiently Training CNN with\n"
+         "                     FPGA\") beside the model's, with the residuals\n"
          "  --all              list every design that fits, not only the front\n"
          "  --top N            list the N best (default 20; 0: all; not with --json)\n"
          "  --json             one JSON object\n"
@@ -63,7 +64,7 @@ static void help(void)
 
 struct opts {
     const char *model, *device, *rules, *design;
-    int task, layers, all, json, seed001;
+    int task, layers, all, json, calibration;
     double top;
     double pmax, tmax, items, epochs, batch, frozen, ms;
 };
@@ -237,8 +238,8 @@ static void print_layers(const struct eeb_net *net, const struct eeb_perf *p)
     }
 }
 
-/* --seed001: the model beside seed 001's table. */
-static int seed001(int as_json)
+/* --calibration: the model beside the published KCU1500 table. */
+static int calibration(int as_json)
 {
     char err[512];
     struct eeb_design d;
@@ -254,9 +255,10 @@ static int seed001(int as_json)
     json_t *rows = json_array();
     double worst = 0;
     if (!as_json)
-        printf("seed 001's KCU1500 design (%s), VGG-11 32x32, batch 32 -- modeled vs seed\n"
+        printf("the published KCU1500 design (%s), VGG-11 32x32, batch 32 -- modeled vs "
+               "published\n"
                "  %-8s %5s  %-26s %-26s %-26s\n",
-               EEB_DESIGN_SEED001, "layer", "kept", "fwd us (seed, model, err)", "bwd_data us",
+               EEB_DESIGN_SEED001, "layer", "kept", "fwd us (pub., model, err)", "bwd_data us",
                "bwd_weight us");
     for (int i = 0; i < p.nlayers; i++) {
         const struct eeb_seed001_row *r = &eeb_seed001_table[i];
@@ -277,8 +279,8 @@ static int seed001(int as_json)
                 printf(" %5.0f %6.0f %+6.1f%% %c/%c   ", r->time_us[ph], us, 100 * e, r->bound[ph],
                        pc->bound);
             json_object_set_new(phases, eeb_phase_name((enum eeb_phase)ph),
-                                json_pack("{s:f, s:f, s:f, s:s#, s:s#, s:f}", "seed_us",
-                                          r->time_us[ph], "model_us", us, "error", e, "seed_bound",
+                                json_pack("{s:f, s:f, s:f, s:s#, s:s#, s:f}", "published_us",
+                                          r->time_us[ph], "model_us", us, "error", e, "published_bound",
                                           &r->bound[ph], 1, "model_bound", &pc->bound, 1,
                                           "model_util", pc->util));
         }
@@ -289,8 +291,8 @@ static int seed001(int as_json)
     }
     const struct eeb_seed001_resources *s = &eeb_seed001_used;
     if (!as_json) {
-        printf("  worst time error %.1f %%; step %.2f ms, %.2f W modeled (seed 001: 29 W)\n"
-               "  resources: LUT %.0f (seed %.0f), FF %.0f (%.0f), BRAM %.0f (%.0f), DSP %.0f "
+        printf("  worst time error %.1f %%; step %.2f ms, %.2f W modeled (published: 29 W)\n"
+               "  resources: LUT %.0f (published %.0f), FF %.0f (%.0f), BRAM %.0f (%.0f), DSP %.0f "
                "(%.0f)\n",
                100 * worst, p.train_step_s * 1e3, p.train_power_w, p.res.lut, s->lut, p.res.ff,
                s->ff, p.res.bram, s->bram, p.res.dsp, s->dsp);
@@ -407,7 +409,7 @@ int eeb_cmd_dse(int argc, char **argv)
         O_RULES,
         O_DESIGN,
         O_LAYERS,
-        O_SEED001,
+        O_CALIBRATION,
         O_ALL,
         O_TOP,
         O_JSON
@@ -425,7 +427,7 @@ int eeb_cmd_dse(int argc, char **argv)
                                             {"rules", 1, 0, O_RULES},
                                             {"design", 1, 0, O_DESIGN},
                                             {"layers", 0, 0, O_LAYERS},
-                                            {"seed001", 0, 0, O_SEED001},
+                                            {"calibration", 0, 0, O_CALIBRATION},
                                             {"all", 0, 0, O_ALL},
                                             {"top", 1, 0, O_TOP},
                                             {"json", 0, 0, O_JSON},
@@ -463,7 +465,7 @@ int eeb_cmd_dse(int argc, char **argv)
         case O_RULES: o.rules = optarg; break;
         case O_DESIGN: o.design = optarg; break;
         case O_LAYERS: o.layers = 1; break;
-        case O_SEED001: o.seed001 = 1; break;
+        case O_CALIBRATION: o.calibration = 1; break;
         case O_ALL: o.all = 1; break;
         case O_TOP: rc = eeb_cli_count(cmd, "--top", optarg, 0, 1e6, &o.top); break;
         case O_JSON: o.json = 1; break;
@@ -475,8 +477,8 @@ int eeb_cmd_dse(int argc, char **argv)
         return rc;
     if (optind < argc)
         return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (o.seed001)
-        return seed001(o.json);
+    if (o.calibration)
+        return calibration(o.json);
     if (!o.model)
         return eeb_cli_usage_error(cmd, "--model FILE.eebm is required");
     if (o.task < 0)

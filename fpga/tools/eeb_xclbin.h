@@ -30,7 +30,7 @@
  * 663,360 LUTs, 249,122 of 1,326,720 registers, 1,060 of 2,160 BRAM,
  * 1,030 of 5,520 DSPs. */
 #define EEB_XCLBIN_UTIL        "lut=0.30015,ff=0.18777,bram=0.49074,dsp=0.18659"
-#define EEB_XCLBIN_UTIL_SOURCE "declared: seed 001, DarkFPGA on the KCU1500"
+#define EEB_XCLBIN_UTIL_SOURCE "declared: the published KCU1500 design"
 
 /* What `eeb xclbin build` puts in the file. */
 struct eeb_xclbin_spec {

@@ -91,9 +91,9 @@ Test(dse, front_is_pareto_and_best_is_the_best_s)
     test_run_free(&r);
 }
 
-Test(dse, seed001_calibration_and_one_design)
+Test(dse, calibration_and_one_design)
 {
-    const char *cal[] = {"dse", "--seed001", "--json", NULL};
+    const char *cal[] = {"dse", "--calibration", "--json", NULL};
     json_t *o = test_eeb_json(cal, 0);
     cr_assert_eq(json_array_size(json_object_get(o, "layers")), 11);
     cr_assert(test_json_num(o, "worst_error") <= 0.20);
