@@ -283,7 +283,8 @@ out:
     }
 
 static const struct eeb_run_profile profiles[EEB_TASK_COUNT] = {
-    [EEB_TASK_CLS] = EMBEDDED(1, 0.05),
+    [EEB_TASK_CLS] =
+        EMBEDDED(1, 0.02), /* 0.05 made pre-training chaotic: 17 % or 42 % train top-1 */
     [EEB_TASK_DET] = EMBEDDED(1, 0.005), /* the grid loss diverges at 0.01 on this data */
     [EEB_TASK_VIDEO] = EMBEDDED(8, 0.05),
 };

@@ -134,7 +134,7 @@ static void pipeline(const struct pipeline *full, double chance, double margin, 
  * the time. */
 Test(finetune, classification, .timeout = 300)
 {
-    struct pipeline p = {"cls", "32", "0.05", "2000", "4", "1000", "3"};
+    struct pipeline p = {"cls", "32", "0.02", "2000", "4", "1000", "3"};
     pipeline(&p, 0.25, 0.4, 0.15);
 }
 
