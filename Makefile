@@ -28,7 +28,7 @@ CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Iserver 
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
            -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -lm
 
-# Every package the project builds, tests or runs against (DESIGN.md §5).
+# Every package the project builds, tests or runs against.
 DEB_PACKAGES := build-essential clang pkg-config \
     libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev zlib1g-dev \
     libcurl4-openssl-dev libmicrohttpd-dev libsensors-dev lm-sensors \

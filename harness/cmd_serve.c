@@ -20,7 +20,7 @@ static void help(void)
          "                 [--finetune TASK=FILE.eebd ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "\n"
-         "Serves seed 004's evaluation server over HTTP (libmicrohttpd, a thread pool) from one\n"
+         "Serves the benchmark's evaluation server over HTTP (libmicrohttpd, a thread pool) from one\n"
          "SQLite database, until SIGINT or SIGTERM; requests in flight finish first.  The\n"
          "database is an eeb run database: each submitted run is recorded as `eeb run`\n"
          "records one, so `eeb check` and `eeb report` read it too.  Routes:\n"

@@ -30,17 +30,24 @@ struct eeb_util {
     double available[EEB_UTIL_COUNT]; /* from the Available column */
     double frac[EEB_UTIL_COUNT];      /* used / available, in [0, 1] */
     int line[EEB_UTIL_COUNT];         /* report line of each row; 0 if given */
-    char family[16];                  /* "ultrascale", "7series" or "given" */
+    char family[16];                  /* "ultrascale", "versal", "7series" or "given" */
     char device[64];                  /* the report's "Device" field, or "" */
+    char state[32];                   /* its "Design State" ("Routed"), or "" */
 };
 
 /* "lut", "ff", "bram", "dsp". */
 const char *eeb_score_util_name(enum eeb_util_kind kind);
 
 /*
- * Parses the text of a Vivado report_utilization report (UltraScale(+) or
- * 7-series; with or without the Prohibited column).  name is used in error
- * messages, which name the line at fault.
+ * Parses the text of a Vivado report_utilization report (UltraScale(+),
+ * Versal or 7-series; with or without the Prohibited column).  name is used
+ * in error messages, which name the line at fault.  Reports that do not
+ * count the whole design are refused with EEB_EFORMAT and the report to give
+ * instead: one whose Black Boxes section lists any (a block design's top
+ * synthesized with its IP out of context), one made with -cells, -pblocks
+ * or -hierarchical, one made by another command (Vitis's
+ * report_accelerator_utilization kernel report), and one whose LUT, FF,
+ * BRAM and DSP are all 0.
  */
 int eeb_score_util_parse(const char *text, size_t len, const char *name, struct eeb_util *out,
                          char *err, size_t errlen);

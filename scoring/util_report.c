@@ -12,13 +12,28 @@
  * them, and cross-check Util% against Used/Available so that a hand-edited
  * or truncated report is caught.  Row names differ by family:
  *
- *                 UltraScale(+)    7-series
- *   LUT           CLB LUTs         Slice LUTs
- *   FF            CLB Registers    Slice Registers
- *   BRAM          Block RAM Tile   Block RAM Tile
- *   DSP           DSPs             DSPs
+ *                 UltraScale(+)    Versal           7-series
+ *   LUT           CLB LUTs         CLB LUTs         Slice LUTs
+ *   FF            CLB Registers    Registers        Slice Registers
+ *   BRAM          Block RAM Tile   Block RAM Tile   Block RAM Tile
+ *   DSP           DSPs             DSP Slices       DSPs
  *
  * Post-synthesis reports mark the LUT row with a trailing '*'.
+ *
+ * M_u is the utilization of the whole design, so reports that count less
+ * are refused, each with the report to give instead: a synthesized block
+ * design top whose IP are black boxes (every count 0, a perfect M_u), a
+ * report limited by -cells or -pblocks (read from the header's Command line,
+ * or from the pblock table layout), and Vitis's kernel report
+ * (report_accelerator_utilization), whose rows count the kernels against
+ * the budget the platform leaves them.  A report whose four counts are all
+ * 0 is refused too, whatever the reason (one cut before its Black Boxes
+ * section).  There is no override: such a report holds no figure to score,
+ * and the spec form, recorded as "given", is the way to state figures
+ * measured elsewhere.
+ *
+ * Sections: row names, table cells, the header and the refusals, the
+ * report parser, files and specs.
  */
 #include "eeb_score.h"
 
@@ -33,35 +48,50 @@
 #define MAX_REPORT_BYTES   (64u << 20)
 #define MAX_CELLS          16
 #define UTIL_PCT_TOLERANCE 0.01 /* Vivado prints Util% with two decimals */
+#define BLACK_BOXES_NAMED  3    /* how many an error message lists */
 
-enum family { FAMILY_ANY, FAMILY_ULTRASCALE, FAMILY_7SERIES };
+/* ---- Row names ---------------------------------------------------------- */
+
+enum family {
+    FAMILY_7SERIES = 1,
+    FAMILY_ULTRASCALE = 2,
+    FAMILY_VERSAL = 4,
+    FAMILY_ANY = 7,
+};
 
 static const struct {
     const char *row;
     enum eeb_util_kind kind;
-    enum family family;
+    unsigned families; /* the families whose reports name the row so */
 } row_names[] = {
-    {"CLB LUTs", EEB_UTIL_LUT, FAMILY_ULTRASCALE},
-    {"CLB Registers", EEB_UTIL_FF, FAMILY_ULTRASCALE},
+    {"CLB LUTs", EEB_UTIL_LUT, FAMILY_ULTRASCALE | FAMILY_VERSAL},
     {"Slice LUTs", EEB_UTIL_LUT, FAMILY_7SERIES},
+    {"CLB Registers", EEB_UTIL_FF, FAMILY_ULTRASCALE},
+    {"Registers", EEB_UTIL_FF, FAMILY_VERSAL},
     {"Slice Registers", EEB_UTIL_FF, FAMILY_7SERIES},
     {"Block RAM Tile", EEB_UTIL_BRAM, FAMILY_ANY},
-    {"DSPs", EEB_UTIL_DSP, FAMILY_ANY},
+    {"DSPs", EEB_UTIL_DSP, FAMILY_ULTRASCALE | FAMILY_7SERIES},
+    {"DSP Slices", EEB_UTIL_DSP, FAMILY_VERSAL},
 };
 
 static const char *const kind_names[EEB_UTIL_COUNT] = {"lut", "ff", "bram", "dsp"};
 
-static const char *const missing_row_text[EEB_UTIL_COUNT] = {
-    "'CLB LUTs' (UltraScale) or 'Slice LUTs' (7-series)",
-    "'CLB Registers' (UltraScale) or 'Slice Registers' (7-series)",
-    "'Block RAM Tile'",
-    "'DSPs'",
+/* "no <text> row<versal>" when a report lacks a row. */
+static const struct {
+    const char *text, *versal;
+} missing_row[EEB_UTIL_COUNT] = {
+    {"'CLB LUTs' (UltraScale) or 'Slice LUTs' (7-series)", " (Versal: 'CLB LUTs')"},
+    {"'CLB Registers' (UltraScale) or 'Slice Registers' (7-series)", " (Versal: 'Registers')"},
+    {"'Block RAM Tile'", ""},
+    {"'DSPs'", " (Versal: 'DSP Slices')"},
 };
 
 const char *eeb_score_util_name(enum eeb_util_kind kind)
 {
     return (unsigned)kind < EEB_UTIL_COUNT ? kind_names[kind] : "?";
 }
+
+/* ---- Table cells -------------------------------------------------------- */
 
 /* A cell of a table row: a slice of the line, trimmed. */
 struct cell {
@@ -177,116 +207,368 @@ static int read_row(const struct cell *cells, int ncells, const struct columns *
     return EEB_OK;
 }
 
-/* "| Device : xczu9eg-ffvb1156-2-e" in the report's header block. */
-static void read_device(const char *line, size_t len, struct eeb_util *out)
+/* ---- The header and the refusals ---------------------------------------- */
+
+/* report_utilization options that limit what the report counts; Vivado
+ * takes any unambiguous prefix of an option ("-cell", "-pbl"; "-pb" is the
+ * protobuf file every run writes). */
+enum partial { PARTIAL_CELLS, PARTIAL_PBLOCKS, PARTIAL_HIERARCHICAL, PARTIAL_COUNT };
+
+static const struct {
+    const char *option;
+    size_t min_prefix; /* the shortest prefix Vivado takes for it */
+    const char *counts;
+} partial_options[PARTIAL_COUNT] = {
+    [PARTIAL_CELLS] = {"-cells", 2, "only the named cells (against the whole device's sites)"},
+    [PARTIAL_PBLOCKS] = {"-pblocks", 4,
+                         "only what is placed in the pblocks (against the pblocks' own sites)"},
+    [PARTIAL_HIERARCHICAL] = {"-hierarchical", 5,
+                              "per instance of the hierarchy (without the device's sites)"},
+};
+
+/* What the parser knows as it goes down the report. */
+struct parse {
+    const char *name; /* for messages */
+    char *err;
+    size_t errlen;
+    struct eeb_util u;
+    struct columns col; /* of the current "Site Type" table */
+    unsigned families;  /* the families every row read so far allows */
+    int family_line;    /* the row that last narrowed them */
+    struct {
+        int line, with; /* a row of another family than line with's */
+        const char *row;
+    } mismatch[EEB_UTIL_COUNT]; /* the first of each kind, said if no row fits */
+    char command[512];          /* the header's "Command" field, or "" */
+    int command_line;           /* its line */
+    char design[64];            /* the header's "Design" field: the top's name */
+    int header_checked;         /* the Command was checked (at the first table) */
+    char section[64];           /* "9. Black Boxes": the section being read */
+    int in_black_boxes;         /* that section lists black boxes */
+    int black_boxes;            /* rows in its table */
+    int black_box_line;         /* the first one's line */
+    char black_box_section[64];
+    char black_box_names[256]; /* the first BLACK_BOXES_NAMED, ", "-separated */
+};
+
+static const char *top_name(const struct parse *p)
 {
-    const char *end = line + len;
-    const char *p = line + 1;
-    while (p < end && *p == ' ')
-        p++;
-    if ((size_t)(end - p) < 6 || memcmp(p, "Device", 6) != 0)
+    return p->design[0] ? p->design : "<top>";
+}
+
+/* Reads "| Key : value" of the header block into out if key matches and
+ * out is still empty (the first occurrence wins). */
+static void header_field(const char *line, size_t len, const char *key, char *out, size_t size)
+{
+    const char *end = line + len, *p = line + 1;
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    if (!colon || out[0])
         return;
-    p += 6;
-    while (p < end && *p == ' ')
+    while (p < colon && *p == ' ')
         p++;
-    if (p == end || *p != ':')
+    const char *k = colon;
+    while (k > p && k[-1] == ' ')
+        k--;
+    if ((size_t)(k - p) != strlen(key) || memcmp(p, key, (size_t)(k - p)) != 0)
         return;
-    p++;
-    while (p < end && *p == ' ')
+    p = colon + 1;
+    while (p < end && isspace((unsigned char)*p))
         p++;
-    const char *q = end;
-    while (q > p && isspace((unsigned char)q[-1]))
-        q--;
-    size_t n = (size_t)(q - p);
-    if (n >= sizeof out->device)
-        n = sizeof out->device - 1;
-    memcpy(out->device, p, n);
-    out->device[n] = '\0';
+    while (end > p && isspace((unsigned char)end[-1]))
+        end--;
+    size_t n = (size_t)(end - p);
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+static int partial_report_error(const struct parse *p, int lineno, const char *found,
+                                enum partial opt, const char *detail)
+{
+    return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                    "%s line %d: %s 'report_utilization %s'%s, which counts %s, not the whole "
+                    "design M_u needs; give the report of the whole design instead, e.g. "
+                    "impl_1/%s_utilization_placed.rpt",
+                    p->name, lineno, found, partial_options[opt].option, detail,
+                    partial_options[opt].counts, top_name(p));
+}
+
+/* Vitis writes impl_1_kernel_util_routed.rpt beside impl_1_full_util_routed.rpt
+ * (the report_utilization report of the whole design) in _x/reports/link/imp/. */
+static int kernel_report_error(const struct parse *p, int lineno)
+{
+    char instead[512];
+    const char *at = NULL;
+    for (const char *s = p->name; (s = strstr(s, "kernel_util")); s++)
+        at = s;
+    if (at)
+        snprintf(instead, sizeof instead, "%.*sfull_util%s", (int)(at - p->name), p->name,
+                 at + strlen("kernel_util"));
+    else
+        snprintf(instead, sizeof instead,
+                 "impl_1_full_util_routed.rpt from the same folder (_x/reports/link/imp/)");
+    return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                    "%s line %d: a Vitis kernel utilization report "
+                    "(report_accelerator_utilization): it counts the kernels' compute units "
+                    "against the budget the platform leaves them, not the whole device M_u "
+                    "needs; give %s instead, the report_utilization report of the whole design "
+                    "that v++ --link writes beside it",
+                    p->name, lineno, instead);
+}
+
+/* The Command line says which report this is and what it counts. */
+static int check_command(struct parse *p)
+{
+    p->header_checked = 1;
+    if (!p->command[0])
+        return EEB_OK; /* a copied table without its header */
+    const char *s = p->command;
+    size_t n = strcspn(s, " \t");
+    if (n == strlen("report_accelerator_utilization") &&
+        memcmp(s, "report_accelerator_utilization", n) == 0)
+        return kernel_report_error(p, p->command_line);
+    if (n != strlen("report_utilization") || memcmp(s, "report_utilization", n) != 0)
+        return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                        "%s line %d: made by '%.*s', not report_utilization; M_u is read from "
+                        "the report_utilization report of the whole design, e.g. "
+                        "impl_1/%s_utilization_placed.rpt",
+                        p->name, p->command_line, (int)n, s, top_name(p));
+    for (s += n; *s; s += n) {
+        s += strspn(s, " \t");
+        n = strcspn(s, " \t");
+        if (n < 2 || s[0] != '-')
+            continue;
+        for (enum partial o = 0; o < PARTIAL_COUNT; o++) {
+            if (n < partial_options[o].min_prefix || n > strlen(partial_options[o].option) ||
+                memcmp(s, partial_options[o].option, n) != 0)
+                continue;
+            char detail[160];
+            snprintf(detail, sizeof detail, " (Command: %.120s)", p->command);
+            return partial_report_error(p, p->command_line, "made by", o, detail);
+        }
+    }
+    return EEB_OK;
+}
+
+/* A table listing black boxes: their resources are in no count. */
+static void add_black_box(struct parse *p, const struct cell *ref, int lineno)
+{
+    if (p->black_boxes++ == 0) {
+        p->black_box_line = lineno;
+        snprintf(p->black_box_section, sizeof p->black_box_section, "%s", p->section);
+    }
+    size_t used = strlen(p->black_box_names);
+    if (p->black_boxes <= BLACK_BOXES_NAMED)
+        snprintf(p->black_box_names + used, sizeof p->black_box_names - used, "%s%.*s",
+                 used ? ", " : "", (int)(ref->n > 80 ? 80 : ref->n), ref->s);
+    else if (p->black_boxes == BLACK_BOXES_NAMED + 1)
+        snprintf(p->black_box_names + used, sizeof p->black_box_names - used, ", ...");
+}
+
+static int black_boxes_error(const struct parse *p)
+{
+    char state[160] = "";
+    if (p->u.state[0])
+        snprintf(state, sizeof state, " The report's Design State is '%s'%s;", p->u.state,
+                 strcmp(p->u.state, "Synthesized") == 0
+                     ? " (the top of a block design, its IP synthesized out of context)"
+                     : "");
+    return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                    "%s line %d: section '%s' lists %d black box%s (%s): their LUT, FF, BRAM "
+                    "and DSP are not counted in this report, so M_u would be too low.%s give "
+                    "the placed or routed report of the implementation run instead, e.g. "
+                    "impl_1/%s_utilization_placed.rpt",
+                    p->name, p->black_box_line, p->black_box_section, p->black_boxes,
+                    p->black_boxes == 1 ? "" : "es", p->black_box_names, state, top_name(p));
+}
+
+/* "9. Black Boxes", "1.1 Summary of Registers by Type": a section title
+ * (the table of contents lists them too, each followed by the next). */
+static void read_section_title(struct parse *p, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (len && isspace((unsigned char)line[len - 1]))
+        len--;
+    while (i < len && (isdigit((unsigned char)line[i]) || line[i] == '.'))
+        i++;
+    if (i == 0 || i + 1 >= len || line[i] != ' ')
+        return;
+    const char *title = line + i + 1;
+    size_t n = len - i - 1;
+    snprintf(p->section, sizeof p->section, "%.*s", (int)len, line);
+    p->in_black_boxes = n == strlen("Black Boxes") && memcmp(title, "Black Boxes", n) == 0;
+}
+
+/* ---- The report parser -------------------------------------------------- */
+
+/* "| Site Type | Used | ... | Available | Util% |" starts a table. */
+static int read_table_header(struct parse *p, const struct cell *cells, int nc, int lineno)
+{
+    struct columns *col = &p->col;
+    col->used = col->available = col->util = -1;
+    for (int i = 1; i < nc; i++) {
+        if (cell_is(&cells[i], "Used"))
+            col->used = i;
+        else if (cell_is(&cells[i], "Available"))
+            col->available = i;
+        else if (cell_is(&cells[i], "Util%"))
+            col->util = i;
+        else if (cell_is(&cells[i], "Non-Assigned") || cell_is(&cells[i], "Parent"))
+            return partial_report_error(p, lineno,
+                                        "a table with 'Parent', 'Child' and 'Non-Assigned' "
+                                        "columns is made by",
+                                        PARTIAL_PBLOCKS, "");
+    }
+    if (col->used < 0 || col->available < 0 || col->util < 0)
+        col->used = col->available = col->util = -1; /* e.g. per-SLR tables */
+    return EEB_OK;
+}
+
+/* A row of a "Site Type" table: one of the four M_u needs, or another. */
+static int read_resource_row(struct parse *p, const struct cell *cells, int nc, int lineno)
+{
+    struct cell rowname = cells[0];
+    while (rowname.n && (rowname.s[rowname.n - 1] == '*' || rowname.s[rowname.n - 1] == ' '))
+        rowname.n--;
+    for (size_t r = 0; r < sizeof row_names / sizeof row_names[0]; r++) {
+        if (!cell_is(&rowname, row_names[r].row))
+            continue;
+        enum eeb_util_kind kind = row_names[r].kind;
+        if (p->u.line[kind])
+            return EEB_OK; /* the first table that has the row wins */
+        unsigned narrowed = p->families & row_names[r].families;
+        if (!narrowed) {
+            /* Not an error yet: a name another family gives this row may
+             * stand for a row M_u does not read in this family's report.
+             * It is said only if no row of the report's family turns up. */
+            if (!p->mismatch[kind].line) {
+                p->mismatch[kind].line = lineno;
+                p->mismatch[kind].with = p->family_line;
+                p->mismatch[kind].row = row_names[r].row;
+            }
+            return EEB_OK;
+        }
+        if (narrowed != p->families)
+            p->families = narrowed, p->family_line = lineno;
+        return read_row(cells, nc, &p->col, p->name, lineno, row_names[r].row, &p->u, kind, p->err,
+                        p->errlen);
+    }
+    return EEB_OK;
+}
+
+/* One line that starts with '|'. */
+static int read_bar_line(struct parse *p, const char *line, size_t n, int lineno)
+{
+    struct cell cells[MAX_CELLS];
+    int nc = split_row(line, n, cells, MAX_CELLS);
+    if (nc < 0) {
+        header_field(line, n, "Design", p->design, sizeof p->design);
+        header_field(line, n, "Device", p->u.device, sizeof p->u.device);
+        header_field(line, n, "Design State", p->u.state, sizeof p->u.state);
+        if (!p->command[0]) {
+            header_field(line, n, "Command", p->command, sizeof p->command);
+            if (p->command[0])
+                p->command_line = lineno;
+        }
+        return EEB_OK;
+    }
+    int rc;
+    if (!p->header_checked && (rc = check_command(p)))
+        return rc;
+    if (p->in_black_boxes) {
+        if (!cell_is(&cells[0], "Ref Name") && cells[0].n)
+            add_black_box(p, &cells[0], lineno);
+        return EEB_OK;
+    }
+    if (cell_is(&cells[0], "Site Type"))
+        return read_table_header(p, cells, nc, lineno);
+    if (cell_is(&cells[0], "Name"))
+        for (int i = 1; i < nc; i++)
+            if (cell_is(&cells[i], "LUTAsMem"))
+                return kernel_report_error(p, lineno);
+    return p->col.used < 0 ? EEB_OK : read_resource_row(p, cells, nc, lineno);
+}
+
+/* After the last line: whether what was read is the whole design's. */
+static int check_whole_design(struct parse *p, int lines)
+{
+    int rc;
+    if (!p->header_checked && (rc = check_command(p)))
+        return rc;
+    if (p->black_boxes)
+        return black_boxes_error(p);
+    const struct eeb_util *u = &p->u;
+    for (int k = 0; k < EEB_UTIL_COUNT; k++) {
+        if (u->line[k])
+            continue;
+        char mixed[160] = "";
+        if (p->mismatch[k].line)
+            snprintf(mixed, sizeof mixed, "; line %d: '%s' mixes device families with line %d",
+                     p->mismatch[k].line, p->mismatch[k].row, p->mismatch[k].with);
+        return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                        "%s: no %s row%s in a '| Site Type | Used | ... | Available | Util%% |' "
+                        "table (%d lines read)%s",
+                        p->name, missing_row[k].text, missing_row[k].versal, lines, mixed);
+    }
+    int counted = 0;
+    for (int k = 0; k < EEB_UTIL_COUNT; k++)
+        counted |= u->used[k] > 0;
+    if (!counted)
+        return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                        "%s: LUT, FF, BRAM and DSP are all 0 (lines %d, %d, %d and %d%s%s%s): "
+                        "M_u would be 0, a perfect score, for a design whose resources were not "
+                        "counted; give the placed or routed report of the whole design, e.g. "
+                        "impl_1/%s_utilization_placed.rpt",
+                        p->name, u->line[EEB_UTIL_LUT], u->line[EEB_UTIL_FF],
+                        u->line[EEB_UTIL_BRAM], u->line[EEB_UTIL_DSP],
+                        u->state[0] ? "; Design State '" : "", u->state, u->state[0] ? "'" : "",
+                        top_name(p));
+    return EEB_OK;
 }
 
 int eeb_score_util_parse(const char *text, size_t len, const char *name, struct eeb_util *out,
                          char *err, size_t errlen)
 {
-    struct eeb_util u;
-    memset(&u, 0, sizeof u);
-    struct columns col = {-1, -1, -1};
-    enum family family = FAMILY_ANY;
-    int family_line = 0;
-    int lineno = 0;
-    const char *p = text, *end = text + len;
+    struct parse parse = {
+        .name = name,
+        .err = err,
+        .errlen = errlen,
+        .col = {-1, -1, -1},
+        .families = FAMILY_ANY,
+    };
+    struct parse *p = &parse;
+    int lineno = 0, rc = EEB_OK;
+    const char *s = text, *end = text + len;
 
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        const char *line = p;
-        p = nl ? nl + 1 : end;
+    while (s < end && rc == EEB_OK) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        const char *line = s;
+        s = nl ? nl + 1 : end;
         lineno++;
         if (n && line[n - 1] == '\r')
             n--;
         if (n == 0 || (line[0] != '|' && line[0] != '+')) {
-            col.used = col.available = col.util = -1; /* a table ends here */
-            continue;
-        }
-        if (line[0] == '+')
-            continue;
-        struct cell cells[MAX_CELLS];
-        int nc = split_row(line, n, cells, MAX_CELLS);
-        if (nc < 0) {
-            if (!u.device[0])
-                read_device(line, n, &u);
-            continue;
-        }
-        if (cell_is(&cells[0], "Site Type")) {
-            col.used = col.available = col.util = -1;
-            for (int i = 1; i < nc; i++) {
-                if (cell_is(&cells[i], "Used"))
-                    col.used = i;
-                else if (cell_is(&cells[i], "Available"))
-                    col.available = i;
-                else if (cell_is(&cells[i], "Util%"))
-                    col.util = i;
-            }
-            if (col.used < 0 || col.available < 0 || col.util < 0)
-                col.used = col.available = col.util = -1; /* e.g. per-SLR tables */
-            continue;
-        }
-        if (col.used < 0)
-            continue;
-        struct cell rowname = cells[0];
-        while (rowname.n && (rowname.s[rowname.n - 1] == '*' || rowname.s[rowname.n - 1] == ' '))
-            rowname.n--;
-        for (size_t r = 0; r < sizeof row_names / sizeof row_names[0]; r++) {
-            if (!cell_is(&rowname, row_names[r].row))
-                continue;
-            enum eeb_util_kind kind = row_names[r].kind;
-            if (u.line[kind])
-                break; /* the first table that has the row wins */
-            if (row_names[r].family != FAMILY_ANY) {
-                if (family != FAMILY_ANY && family != row_names[r].family)
-                    return eeb_errf(err, errlen, EEB_EFORMAT,
-                                    "%s line %d: '%s' mixes device families with line %d", name,
-                                    lineno, row_names[r].row, family_line);
-                family = row_names[r].family;
-                family_line = lineno;
-            }
-            int rc =
-                read_row(cells, nc, &col, name, lineno, row_names[r].row, &u, kind, err, errlen);
-            if (rc)
-                return rc;
-            break;
+            p->col.used = p->col.available = p->col.util = -1; /* a table ends here */
+            read_section_title(p, line, n);
+        } else if (line[0] == '|') {
+            rc = read_bar_line(p, line, n, lineno);
         }
     }
-    for (int k = 0; k < EEB_UTIL_COUNT; k++) {
-        if (!u.line[k])
-            return eeb_errf(err, errlen, EEB_EFORMAT,
-                            "%s: no %s row in a '| Site Type | Used | ... | Available | Util%% |' "
-                            "table (%d lines read)",
-                            name, missing_row_text[k], lineno);
+    if (rc == EEB_OK)
+        rc = check_whole_design(p, lineno);
+    if (rc == EEB_OK) {
+        snprintf(p->u.family, sizeof p->u.family, "%s",
+                 p->families == FAMILY_7SERIES  ? "7series"
+                 : p->families == FAMILY_VERSAL ? "versal"
+                                                : "ultrascale");
+        *out = p->u;
     }
-    snprintf(u.family, sizeof u.family, "%s", family == FAMILY_7SERIES ? "7series" : "ultrascale");
-    *out = u;
-    return EEB_OK;
+    return rc;
 }
+
+/* ---- Files and specs ----------------------------------------------------- */
 
 /* Reads and parses the report at path; its text into *text if asked. */
 static int read_report(const char *path, struct eeb_util *out, char **text, char *err,

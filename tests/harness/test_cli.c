@@ -195,21 +195,21 @@ Test(cli, db_init_info_and_foreign_file)
     test_run_free(&r);
 }
 
-Test(cli, readme_example_matches_the_program)
+Test(cli, score_page_example_matches_the_program)
 {
-    /* The README shows the command and its output; both must stay true. */
-    char *readme = test_read_file("README.md", NULL);
-    cr_assert_not_null(readme, "README.md is missing");
+    /* docs/score.md shows the command and its output; both must stay true. */
+    char *readme = test_read_file("docs/score.md", NULL);
+    cr_assert_not_null(readme, "docs/score.md is missing");
     const char *cmdline = "$ eeb score --task cls --util lut=0.30,ff=0.19,bram=0.49,dsp=0.19 "
                           "--time 450 --tmax 600 --energy 2700 --pmax 10 --metric 0.81\n";
     const char *at = strstr(readme, cmdline);
-    cr_assert_not_null(at, "README.md no longer shows the example command");
+    cr_assert_not_null(at, "docs/score.md no longer shows the example command");
     at += strlen(cmdline);
     const char *end = strstr(at, "```");
     cr_assert_not_null(end);
     struct test_run r = test_eeb((const char *[]){README_ARGS, NULL});
-    cr_assert_eq(strlen(r.out), (size_t)(end - at), "README example output differs");
-    cr_assert_eq(memcmp(r.out, at, (size_t)(end - at)), 0, "README example output differs");
+    cr_assert_eq(strlen(r.out), (size_t)(end - at), "docs/score.md example output differs");
+    cr_assert_eq(memcmp(r.out, at, (size_t)(end - at)), 0, "docs/score.md example output differs");
     test_run_free(&r);
     free(readme);
 }
