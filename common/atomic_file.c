@@ -12,6 +12,9 @@
 int eeb_atomic_open(struct eeb_atomic_file *af, const char *path, char *err, size_t errlen)
 {
     memset(af, 0, sizeof *af);
+    int rc = eeb_check_output(path, err, errlen);
+    if (rc)
+        return rc;
     size_t n = strlen(path) + 32;
     af->path = strdup(path);
     af->tmp = malloc(n);
@@ -22,7 +25,7 @@ int eeb_atomic_open(struct eeb_atomic_file *af, const char *path, char *err, siz
     snprintf(af->tmp, n, "%s.tmp-%ld", path, (long)getpid());
     af->f = fopen(af->tmp, "wb");
     if (!af->f) {
-        int rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", af->tmp, strerror(errno));
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", af->tmp, strerror(errno));
         eeb_atomic_abort(af);
         return rc;
     }

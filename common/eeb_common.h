@@ -80,6 +80,21 @@ int eeb_random_bytes(void *buf, size_t len, char *err, size_t errlen);
 int eeb_uuid4(char out[37], char *err, size_t errlen);
 
 /*
+ * Whether path is a file that can be read, and opening it ("rb").  Errors
+ * name the path and say why in a reader's words: "is a directory" (which
+ * fopen would open, and fread fail on), or strerror's text.
+ */
+int eeb_check_input(const char *path, char *err, size_t errlen);
+int eeb_open_input(const char *path, FILE **out, char *err, size_t errlen);
+
+/*
+ * Whether a file can be written at path, before any work is done for it:
+ * an error names a path that is a directory, or a folder that does not
+ * exist or is not a folder ("out/x.html: no folder 'out'").
+ */
+int eeb_check_output(const char *path, char *err, size_t errlen);
+
+/*
  * Reads a whole file into a newly allocated, NUL-terminated buffer (free it
  * yourself).  Files larger than max_bytes are refused with EEB_EINVAL.
  */
@@ -88,6 +103,15 @@ int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, c
 
 /* Writes s to f as HTML text or attribute value (<, >, &, ", ' escaped). */
 void eeb_html_text(FILE *f, const char *s);
+
+/* Room for any double eeb_number_text writes, and its NUL. */
+#define EEB_NUMBER_MAX 32
+
+/* v for people: the shortest "%g" text that reads back as v ("0.1", not
+ * "0.10000000000000001"), or v to 15 significant digits if none of up to
+ * 15 does (0.024598560000000002 is "0.02459856"); "-" for NAN.  Returns
+ * out (common/number.c). */
+const char *eeb_number_text(double v, char out[EEB_NUMBER_MAX]);
 
 #define EEB_SHA256_HEX 65 /* 64 hex digits and a NUL */
 

@@ -33,10 +33,10 @@ void eeb_sha256(const void *data, size_t len, char out[EEB_SHA256_HEX])
 
 int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
-    int rc = EEB_OK;
+    FILE *f;
+    int rc = eeb_open_input(path, &f, err, errlen);
+    if (rc)
+        return rc;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: SHA-256: out of memory", path);

@@ -9,6 +9,23 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int eeb_cli_verdict_exit(const char *verdict)
+{
+    static const struct {
+        const char *word;
+        int exit;
+    } map[] = {
+        {"pass", EEB_EXIT_OK},         {"fail", EEB_EXIT_FAIL},          {"aborted", EEB_EXIT_FAIL},
+        {"invalid", EEB_EXIT_INVALID}, {"incomplete", EEB_EXIT_INVALID},
+    };
+    for (size_t i = 0; verdict && i < sizeof map / sizeof *map; i++)
+        if (strcasecmp(verdict, map[i].word) == 0)
+            return map[i].exit;
+    return EEB_EXIT_ERROR;
+}
 
 __attribute__((format(printf, 2, 0))) static void vreport(const char *cmd, const char *fmt,
                                                           va_list ap)

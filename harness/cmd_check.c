@@ -1,87 +1,218 @@
 /*
  * cmd_check.c - `eeb check`: a run's metrics and verdict recomputed from
- * its database alone, for compliance review.
+ * its database alone, for compliance review: each figure beside what the
+ * run stored, in words and units a reviewer reads without the source.
  */
 #include "eeb_cli.h"
 #include "eeb_run.h"
+#include "eeb_rundb.h"
 
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char *const cmd = "check";
 
-/* `eeb check` has its own exit codes, for scripts that gate on a run. */
-enum { CHECK_PASS = 0, CHECK_FAIL = 1, CHECK_INVALID = 2 };
-
 static void help(void)
 {
-    puts("Usage: eeb check FILE.db [--run ID] [--json]\n"
+    puts("Usage: eeb check FILE.db [--run ID | --all] [--json]\n"
          "\n"
          "Recomputes every metric of a run and its verdict from the run database\n"
          "alone: T from the fine-tune events, E and the P_max rule from the power\n"
          "samples, M_s from the stored predictions, M_u, the weights and the budgets\n"
-         "from the stored configuration; then compares them with the results the\n"
-         "run stored.\n"
+         "from the stored configuration; then compares each with the figure the run\n"
+         "stored and says whether they agree.  A figure the run does not have (a\n"
+         "killed run's M_s, a failed run's S) is n/a.\n"
          "\n"
          "Options:\n"
          "  --run ID     the run (default: the latest)\n"
-         "  --json       the verdict as one JSON object\n"
+         "  --all        every run in the database, oldest first\n"
+         "  --json       every figure as JSON (one object; an array with --all)\n"
          "  -h, --help   show this help\n"
          "\n"
-         "Exit status: 0 pass; 1 fail (over P_max, or aborted); 2 invalid or\n"
-         "incomplete (a killed run, an invalid power measurement, a stored figure\n"
-         "the record does not give, an unreadable file) or a usage error.");
+         "The verdict: pass, fail (over P_max), aborted (stopped by the harness),\n"
+         "invalid (an invalid power measurement, or stored figures the record does\n"
+         "not give), incomplete (the run never ended).  With --all the exit status\n"
+         "is the worst run's.\n"
+         "\n" EEB_CLI_EXIT_HELP);
+}
+
+/* ---- text ---- */
+
+/* A figure as a reviewer reads it: n/a, yes/no for the verdict, a unit;
+ * full precision where the two sides disagree (the digits that differ). */
+static const char *figure_text(const struct eeb_check_figure *f, double v, char *buf, size_t n)
+{
+    if (isnan(v))
+        return "n/a";
+    if (strcmp(f->key, "pass") == 0)
+        return v == 1 ? "yes" : v == 0 ? "no" : (snprintf(buf, n, "%.17g", v), buf);
+    const char *sp = *f->unit ? " " : "";
+    if (!f->agree)
+        snprintf(buf, n, "%.17g%s%s", v, sp, f->unit);
+    else if (*f->unit)
+        snprintf(buf, n, "%.3f%s%s", v, sp, f->unit);
+    else
+        snprintf(buf, n, "%.6f", v);
+    return buf;
+}
+
+static void print_text(const char *path, const struct eeb_run_outcome *o,
+                       const struct eeb_check_figures *figs)
+{
+    printf("run %lld (%s) in %s", (long long)o->run, o->uuid, path);
+    if (o->provenance[0])
+        printf(": %s, provenance %s", eeb_task_name(o->task), o->provenance);
+    putchar('\n');
+    if (figs->n) {
+        printf("  %-8s %-24s %s\n", "figure", "recomputed", "stored");
+        for (size_t i = 0; i < figs->n; i++) {
+            const struct eeb_check_figure *f = &figs->f[i];
+            char a[64], b[64];
+            printf("  %-8s %-24s %-24s %s\n", f->label, figure_text(f, f->recomputed, a, sizeof a),
+                   figure_text(f, f->stored, b, sizeof b), f->agree ? "agree" : "DISAGREE");
+        }
+        char worst[32] = "n/a";
+        if (!isnan(o->worst_w))
+            snprintf(worst, sizeof worst, "%.3f W", o->worst_w);
+        printf("  budgets  T_max %g s, P_max %g W; worst 1 s window %s\n", o->t_max_s, o->p_max_w,
+               worst);
+    }
+    printf("verdict: %s", eeb_run_verdict(o, 0));
+    if (o->pass)
+        printf(", S = %.6f", o->score.s);
+    if (o->why[0])
+        printf(": %s", o->why);
+    putchar('\n');
+}
+
+/* ---- JSON ---- */
+
+static json_t *number_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
+                            const struct eeb_check_figures *figs)
+{
+    json_t *j = json_pack(
+        "{s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:b}", "file", path, "run", (json_int_t)o->run, "uuid",
+        o->uuid, "task", o->provenance[0] ? eeb_task_name(o->task) : "", "provenance",
+        o->provenance, "verdict", eeb_run_verdict(o, 0), "S",
+        number_or_null(o->pass ? o->score.s : NAN), "tmax_reached", o->tmax_reached);
+    json_t *fig = json_object();
+    if (!j || !fig || json_object_set_new(j, "figures", fig)) {
+        json_decref(j);
+        return NULL;
+    }
+    for (size_t i = 0; i < figs->n; i++) {
+        const struct eeb_check_figure *f = &figs->f[i];
+        json_object_set_new(fig, f->key,
+                            json_pack("{s:s, s:s, s:o, s:o, s:b}", "label", f->label, "unit",
+                                      f->unit, "recomputed", number_or_null(f->recomputed),
+                                      "stored", number_or_null(f->stored), "agree", f->agree));
+    }
+    json_object_set_new(j, "t_max_s", number_or_null(figs->n ? o->t_max_s : NAN));
+    json_object_set_new(j, "p_max_w", number_or_null(figs->n ? o->p_max_w : NAN));
+    json_object_set_new(j, "worst_window_w", number_or_null(figs->n ? o->worst_w : NAN));
+    json_object_set_new(j, "why", json_string(o->why));
+    return j;
+}
+
+/* ---- the command ---- */
+
+/* The worse of two exit statuses: an error, then invalid, fail, pass. */
+static int worse(int a, int b)
+{
+    static const int rank[] = {[EEB_EXIT_OK] = 0,
+                               [EEB_EXIT_FAIL] = 1,
+                               [EEB_EXIT_INVALID] = 2,
+                               [EEB_EXIT_ERROR] = 3,
+                               [EEB_EXIT_USAGE] = 4};
+    return rank[a] >= rank[b] ? a : b;
+}
+
+/* Checks one run; its exit status.  list (--json) gets its object. */
+static int check_one(const char *path, int64_t run, json_t *list)
+{
+    char err[1024];
+    struct eeb_run_outcome o;
+    struct eeb_check_figures figs;
+    if (eeb_run_check(path, run, &figs, &o, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    if (!list)
+        print_text(path, &o, &figs);
+    else if (json_array_append_new(list, outcome_json(path, &o, &figs)))
+        return eeb_cli_error(cmd, "building the JSON output failed");
+    return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
+}
+
+/* Every run of path, oldest first. */
+static int check_all(const char *path, json_t *list)
+{
+    char err[1024];
+    struct eeb_rundb *db;
+    int64_t *ids;
+    size_t n;
+    if (eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    int rc = eeb_rundb_run_ids(db, &ids, &n, err, sizeof err);
+    eeb_rundb_close(db);
+    if (rc)
+        return eeb_cli_error(cmd, "%s", err);
+    if (n == 0)
+        rc = eeb_cli_error(cmd, "%s: no runs yet", path);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !list)
+            putchar('\n');
+        rc = worse(rc, check_one(path, ids[i], list));
+    }
+    free(ids);
+    return rc;
 }
 
 int eeb_cmd_check(int argc, char **argv)
 {
     static const struct option options[] = {
         {"run", required_argument, NULL, 'r'},
+        {"all", no_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     double run = 0;
-    int as_json = 0, c;
+    int as_json = 0, all = 0, c, rc;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (eeb_cli_count(cmd, "--run", optarg, 1, 1e18, &run))
-                return CHECK_INVALID;
+            if ((rc = eeb_cli_count(cmd, "--run", optarg, 1, 1e18, &run)))
+                return rc;
             break;
+        case 'a': all = 1; break;
         case 'j': as_json = 1; break;
-        case 'h': help(); return CHECK_PASS;
+        case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind != 1)
         return eeb_cli_usage_error(cmd, "expected one FILE.db");
+    if (all && run)
+        return eeb_cli_usage_error(cmd, "--run and --all: give one");
     const char *path = argv[optind];
-    char err[1024];
-    struct eeb_run_outcome o;
-    if (eeb_run_check(path, (int64_t)run, as_json ? NULL : stdout, &o, err, sizeof err)) {
-        eeb_cli_error(cmd, "%s", err);
-        return CHECK_INVALID;
+    json_t *list = as_json ? json_array() : NULL;
+    if (as_json && !list)
+        return eeb_cli_error(cmd, "out of memory");
+    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, list);
+    if (list && json_array_size(list)) {
+        json_t *whole = all ? json_incref(list) : json_incref(json_array_get(list, 0));
+        rc = worse(rc, eeb_cli_print_json(cmd, whole));
     }
-    int rc = !o.complete || !o.valid ? CHECK_INVALID : o.pass ? CHECK_PASS : CHECK_FAIL;
-    const char *verdict = eeb_run_verdict(&o, 0);
-    if (as_json) {
-        json_t *j =
-            json_pack("{s:s, s:I, s:s, s:s, s:s, s:s}", "file", path, "run", (json_int_t)o.run,
-                      "uuid", o.uuid, "provenance", o.provenance, "verdict", verdict, "why", o.why);
-        if (j)
-            json_object_set_new(j, "S", o.pass ? json_real(o.score.s) : json_null());
-        return eeb_cli_print_json(cmd, j) ? CHECK_INVALID : rc;
-    }
-    printf("run %lld (%s): %s", (long long)o.run, o.uuid, verdict);
-    if (o.pass)
-        printf(", S = %.6f (%s)", o.score.s, o.provenance);
-    if (o.why[0])
-        printf(": %s", o.why);
-    putchar('\n');
+    json_decref(list);
     return rc;
 }

@@ -22,8 +22,8 @@ static void help(void)
     puts("Usage: eeb data gen --task TASK --domain pretrain|finetune --split train|test\n"
          "                    --n N [--seed S] [--size PX] [--frames T] -o OUT.eebd\n"
          "       eeb data import --format food101|voc|ucf101 SRC --split train|test\n"
-         "                    -o OUT.eebd [--size PX] [--frames T] [--classes a,b,...]\n"
-         "                    [--skip-bad]\n"
+         "                    -o OUT.eebd [--size PX] [--frames T] [--skip-bad]\n"
+         "                    [--classes a,b,...|@FILE] [--image-set FILE (voc)]\n"
          "       eeb data info [--json] FILE.eebd\n"
          "\n"
          "  gen     learnable synthetic data: cls (20 classes, 5 shapes x 4 textures),\n"
@@ -35,7 +35,10 @@ static void help(void)
          "            food101  SRC/images/<class>/<id>.jpg, SRC/meta/classes.txt,\n"
          "                     SRC/meta/train.txt, SRC/meta/test.txt\n"
          "            voc      SRC/JPEGImages/<id>.jpg, SRC/Annotations/<id>.xml,\n"
-         "                     SRC/ImageSets/Main/train.txt (or trainval.txt), test.txt\n"
+         "                     SRC/ImageSets/Main/trainval.txt (or train.txt), test.txt;\n"
+         "                     the classes are the object names of every annotation in\n"
+         "                     SRC/Annotations, sorted (said on stderr), so that every\n"
+         "                     split gets the same: a dataset of any classes imports\n"
          "            ucf101   SRC/<videos>, SRC/classInd.txt, SRC/trainlist01.txt,\n"
          "                     SRC/testlist01.txt (or ucfTrainTestlist/ under SRC)\n"
          "          images are resized to PX x PX (boxes with them); clips are sampled\n"
@@ -51,7 +54,11 @@ static void help(void)
          "  --size PX        image side in pixels (default 64)\n"
          "  --frames T       frames per video clip (default 8)\n"
          "  --format F       the dataset layout to import\n"
-         "  --classes LIST   import only these classes, in this order\n"
+         "  --classes LIST   the classes, in this order: a,b,c or @FILE (one a line);\n"
+         "                   food101, ucf101: some of the dataset's; voc: any names,\n"
+         "                   other classes' objects are left out (counted on stderr)\n"
+         "  --image-set FILE voc: the images of this ImageSets/Main-style list (an\n"
+         "                   id a line, or 'id 1|-1|0') instead of --split's\n"
          "  --skip-bad       skip unreadable items (counted) instead of stopping\n"
          "  -o, --out FILE   the shard to write\n"
          "  -q, --quiet      no progress line\n"
@@ -98,6 +105,7 @@ static void summary(const char *path)
 struct args {
     const char *task, *domain, *split, *out, *format;
     const char *classes;
+    const char *image_set; /* import voc: in place of --split's list */
     double n, seed, size, frames;
     int skip_bad, quiet, json;
 };
@@ -135,24 +143,54 @@ static int gen(const struct args *a)
     return EEB_EXIT_OK;
 }
 
-static int import(const struct args *a, const char *src)
+/* Which classes an import without --classes found, and where. */
+static void note_found_classes(const char *path, const char *annotations_dir, int annotations)
 {
     char err[512];
+    struct eeb_shard *s;
+    if (eeb_shard_open(&s, path, err, sizeof err) != EEB_OK)
+        return;
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    fprintf(stderr, "eeb %s: %d class%s from the object names of the %d annotations in %s:", cmd,
+            in->classes, in->classes == 1 ? "" : "es", annotations, annotations_dir);
+    enum { SHOWN = 40 };
+    for (int k = 0; k < in->classes && k < SHOWN; k++)
+        fprintf(stderr, "%s %s", k ? "," : "", in->names[k]);
+    if (in->classes > SHOWN)
+        fprintf(stderr, ", ... (%d more)", in->classes - SHOWN);
+    fputs(" (--classes to choose others)\n", stderr);
+    eeb_shard_close(s);
+}
+
+static int import(const struct args *a, const char *src)
+{
+    char err[1024]; /* an annotation's and an image set's paths */
     struct eeb_import_spec sp = {.src = src,
                                  .out = a->out,
                                  .size = (int)a->size,
                                  .frames = (int)a->frames,
                                  .classes = a->classes,
-                                 .skip_bad = a->skip_bad};
+                                 .skip_bad = a->skip_bad,
+                                 .image_set = a->image_set};
     if (eeb_import_format_parse(a->format, &sp.format, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--format: %s", err);
-    if ((sp.test = parse_split(a->split)) < 0)
+    if (a->image_set && sp.format != EEB_IMPORT_VOC)
+        return eeb_cli_usage_error(cmd, "--image-set is for --format voc");
+    if (a->split && (sp.test = parse_split(a->split)) < 0)
         return EEB_EXIT_USAGE;
     struct progress p = {!a->quiet && isatty(2), a->out, -1};
     struct eeb_import_result res;
     if (eeb_import(&sp, show_progress, &p, &res, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     summary(a->out);
+    if (sp.format == EEB_IMPORT_VOC && !a->classes) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/Annotations", src);
+        note_found_classes(a->out, dir, res.annotations);
+    }
+    if (res.dropped)
+        fprintf(stderr, "eeb data: dropped %llu object%s of classes not in --classes (%s)\n",
+                (unsigned long long)res.dropped, res.dropped == 1 ? "" : "s", res.dropped_classes);
     if (res.skipped) {
         fprintf(stderr, "eeb data: skipped %llu unreadable item%s (--skip-bad); the first: %s\n",
                 (unsigned long long)res.skipped, res.skipped == 1 ? "" : "s", res.first_skipped);
@@ -237,7 +275,8 @@ int eeb_cmd_data(int argc, char **argv)
         O_FORMAT,
         O_CLASSES,
         O_SKIP,
-        O_JSON
+        O_JSON,
+        O_IMAGE_SET
     };
     static const struct option options[] = {
         {"task", required_argument, NULL, O_TASK},
@@ -253,6 +292,7 @@ int eeb_cmd_data(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, O_JSON},
+        {"image-set", required_argument, NULL, O_IMAGE_SET},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -275,6 +315,7 @@ int eeb_cmd_data(int argc, char **argv)
         case 'o': a.out = optarg; break;
         case 'q': a.quiet = 1; break;
         case O_JSON: a.json = 1; break;
+        case O_IMAGE_SET: a.image_set = optarg; break;
         case 'h': help(); return EEB_EXIT_OK;
         case '?':
         default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
@@ -282,6 +323,9 @@ int eeb_cmd_data(int argc, char **argv)
     }
     if (rc != EEB_EXIT_OK)
         return rc;
+    char err[1024];
+    if (a.out && eeb_check_output(a.out, err, sizeof err)) /* before the work */
+        return eeb_cli_error(cmd, "%s", err);
     if (optind >= argc)
         return eeb_cli_usage_error(cmd, "expected gen, import or info");
     const char *action = argv[optind++];
@@ -301,8 +345,9 @@ int eeb_cmd_data(int argc, char **argv)
     if (strcmp(action, "import") == 0) {
         if (nargs != 1)
             return eeb_cli_usage_error(cmd, "'import' takes exactly one SRC directory");
-        if (!a.format || !a.split || !a.out)
-            return eeb_cli_usage_error(cmd, "'import' needs --format, --split and -o");
+        if (!a.format || !(a.split || a.image_set) || !a.out)
+            return eeb_cli_usage_error(cmd,
+                                       "'import' needs --format, --split (or --image-set) and -o");
         return import(&a, argv[optind]);
     }
     return eeb_cli_usage_error(cmd, "unknown action '%s' (expected gen, import or info)", action);

@@ -59,7 +59,9 @@ static void help(void)
          "  --all              list every design that fits, not only the front\n"
          "  --top N            list the N best (default 20; 0: all; not with --json)\n"
          "  --json             one JSON object\n"
-         "  -h, --help         show this help");
+         "  -h, --help         show this help\n"
+         "\n"
+         "Exit status: 0, or 3 when no design stays within P_max; 1 error, 2 usage error.");
 }
 
 struct opts {
@@ -280,9 +282,9 @@ static int calibration(int as_json)
                        pc->bound);
             json_object_set_new(phases, eeb_phase_name((enum eeb_phase)ph),
                                 json_pack("{s:f, s:f, s:f, s:s#, s:s#, s:f}", "published_us",
-                                          r->time_us[ph], "model_us", us, "error", e, "published_bound",
-                                          &r->bound[ph], 1, "model_bound", &pc->bound, 1,
-                                          "model_util", pc->util));
+                                          r->time_us[ph], "model_us", us, "error", e,
+                                          "published_bound", &r->bound[ph], 1, "model_bound",
+                                          &pc->bound, 1, "model_util", pc->util));
         }
         if (!as_json)
             putchar('\n');
@@ -388,7 +390,7 @@ static int explore_and_print(const struct opts *o, const struct eeb_net *net,
         }
     }
     if (!passing)
-        status = EEB_EXIT_FAILED;
+        status = EEB_EXIT_FAIL;
     free(pts);
     return status;
 }

@@ -24,7 +24,8 @@ static const char *const cmd = "eval";
 static void help(void)
 {
     puts("Usage: eeb eval --task cls|video --gt FILE.eebd --pred FILE.csv [--json]\n"
-         "       eeb eval --task det --gt DIR|FILE.eebd --pred DIR [--iou X] [--07] [--json]\n"
+         "       eeb eval --task det --gt DIR|FILE.eebd --pred DIR [--image-set FILE]\n"
+         "                [--iou X] [--07] [--json]\n"
          "\n"
          "Classification and video: top-1 and top-5 accuracy.  FILE.csv has a line\n"
          "per item: its record id, then its predicted classes, best first, comma-\n"
@@ -40,10 +41,21 @@ static void help(void)
          "without .xml) or a detection shard.  A class without ground truth has no\n"
          "AP (n/a) and is left out of the mean.\n"
          "\n"
+         "Only an image set's images are scored, as the devkit scores them: when\n"
+         "--gt is the Annotations/ folder of a VOC layout, which keeps trainval and\n"
+         "test annotations together, the set is ImageSets/Main/test.txt beside it\n"
+         "(said on stderr, with its size); --image-set FILE names another (an id a\n"
+         "line, or a per-class list's 'id 1|-1|0' lines); without either, every\n"
+         "annotation (every record of a shard) counts.  A detection for an image\n"
+         "outside the set, or an id of the set without an annotation, is an error.\n"
+         "\n"
          "Options:\n"
          "  --task TASK    cls, det or video\n"
          "  --gt PATH      the ground truth\n"
          "  --pred PATH    the predictions\n"
+         "  --image-set FILE\n"
+         "                 det: score only these images (default: the VOC layout's\n"
+         "                 ImageSets/Main/test.txt, if --gt is its Annotations/)\n"
          "  --iou X        det: the least IoU of a hit (default 0.5)\n"
          "  --07           det: VOC2007's 11-point AP (default: every point, VOC2010+)\n"
          "  --json         one JSON object\n"
@@ -52,6 +64,7 @@ static void help(void)
 
 struct args {
     const char *task, *gt, *pred;
+    const char *image_set; /* det: --image-set, or NULL */
     double iou;
     int voc07, json;
 };
@@ -59,10 +72,15 @@ struct args {
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option options[] = {
-        {"task", required_argument, NULL, 'k'}, {"gt", required_argument, NULL, 'g'},
-        {"pred", required_argument, NULL, 'p'}, {"iou", required_argument, NULL, 'i'},
-        {"07", no_argument, NULL, '7'},         {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"task", required_argument, NULL, 'k'},
+        {"gt", required_argument, NULL, 'g'},
+        {"pred", required_argument, NULL, 'p'},
+        {"iou", required_argument, NULL, 'i'},
+        {"07", no_argument, NULL, '7'},
+        {"json", no_argument, NULL, 'j'},
+        {"image-set", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c, rc;
     opterr = 0;
@@ -72,6 +90,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'k': a->task = optarg; break;
         case 'g': a->gt = optarg; break;
         case 'p': a->pred = optarg; break;
+        case 's': a->image_set = optarg; break;
         case '7': a->voc07 = 1; break;
         case 'j': a->json = 1; break;
         case 'h': help(); return -1;
@@ -199,8 +218,8 @@ static void print_det(const struct args *a, char **names, int n,
            a->voc07 ? "VOC2007 11 points" : "every point, VOC2010+", a->iou);
 }
 
-static int print_det_json(const struct args *a, char **names, int n,
-                          const struct eeb_voc_class_result *r, double map)
+static int print_det_json(const struct args *a, const struct eeb_voc_truth_set *t, char **names,
+                          int n, const struct eeb_voc_class_result *r, double map)
 {
     json_t *classes = json_array();
     for (int c = 0; classes && c < n; c++)
@@ -209,17 +228,44 @@ static int print_det_json(const struct args *a, char **names, int n,
                                isnan(r[c].ap) ? json_null() : json_real(r[c].ap), "positives",
                                r[c].positives, "detections", r[c].detections, "true_positives",
                                r[c].true_positives, "false_positives", r[c].false_positives));
-    return eeb_cli_print_json(cmd, json_pack("{s:s, s:f, s:s, s:o, s:o}", "task", "det", "iou",
-                                             a->iou, "ap", a->voc07 ? "11-points" : "all-points",
-                                             "map", isnan(map) ? json_null() : json_real(map),
-                                             "classes", classes));
+    return eeb_cli_print_json(
+        cmd, json_pack("{s:s, s:f, s:s, s:o, s:i, s:o, s:o}", "task", "det", "iou", a->iou, "ap",
+                       a->voc07 ? "11-points" : "all-points", "map",
+                       isnan(map) ? json_null() : json_real(map), "images", t->nimages, "image_set",
+                       t->image_set ? json_string(t->image_set) : json_null(), "classes", classes));
+}
+
+/*
+ * The ground truth, of the image set's images only when there is one:
+ * --image-set, or the devkit's test set beside an Annotations/ folder.
+ * Says which set on stderr.
+ */
+static int load_truth(const struct args *a, struct eeb_voc_truth_set *t, char *err, size_t errlen)
+{
+    char beside[4096];
+    const char *path = a->image_set;
+    int by_default = !path && eeb_voc_default_image_set(a->gt, beside, sizeof beside);
+    if (by_default)
+        path = beside;
+    if (!path)
+        return eeb_voc_truth_load(a->gt, t, err, errlen);
+    struct eeb_voc_image_set set;
+    int rc = eeb_voc_image_set_read(path, &set, err, errlen);
+    if (rc)
+        return rc;
+    fprintf(stderr, "eeb %s: scoring the %d image%s of the image set %s%s\n", cmd, set.n,
+            set.n == 1 ? "" : "s", path,
+            by_default ? " (the VOC layout's test set; --image-set FILE for another)" : "");
+    rc = eeb_voc_truth_load_set(a->gt, &set, t, err, errlen);
+    eeb_voc_image_set_free(&set);
+    return rc;
 }
 
 static int eval_det(const struct args *a)
 {
-    char err[512];
+    char err[1024];
     struct eeb_voc_truth_set t;
-    if (eeb_voc_truth_load(a->gt, &t, err, sizeof err))
+    if (load_truth(a, &t, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     char **names = NULL;
     int n = 0, rc = list_classes(a->pred, &t, &names, &n, err, sizeof err);
@@ -237,7 +283,7 @@ static int eval_det(const struct args *a)
     } else {
         double map = eeb_voc_map(r, n);
         if (a->json)
-            exit = print_det_json(a, names, n, r, map);
+            exit = print_det_json(a, &t, names, n, r, map);
         else
             print_det(a, names, n, r, map);
     }
@@ -260,5 +306,7 @@ int eeb_cmd_eval(int argc, char **argv)
         return eeb_cli_usage_error(cmd, "%s", err);
     if (task != EEB_TASK_DET && (a.voc07 || a.iou != 0.5))
         return eeb_cli_usage_error(cmd, "--iou and --07 are for --task det");
+    if (task != EEB_TASK_DET && a.image_set)
+        return eeb_cli_usage_error(cmd, "--image-set is for --task det");
     return task == EEB_TASK_DET ? eval_det(&a) : eval_topk(&a, task);
 }

@@ -428,6 +428,9 @@ int eeb_cmd_model(int argc, char **argv)
     }
     if (rc != EEB_EXIT_OK)
         return rc;
+    char err[1024];
+    if (a.out && eeb_check_output(a.out, err, sizeof err)) /* before the work */
+        return eeb_cli_error(cmd, "%s", err);
     a.cfg.batch_max = (int)batch;
     a.cfg.frozen = (int)frozen;
     a.cfg.threads = (int)threads;

@@ -33,13 +33,19 @@ static void help(void)
          "           watts now, the mean and the joules so far\n"
          "  summary  a run's energy, mean and peak power, samples, drops, gaps,\n"
          "           achieved rate, provenance, whether the measurement is valid\n"
-         "           and, given a budget, the P_max verdict (exit 3 if it fails)\n"
+         "           and, given a budget, the P_max verdict (exit 4 if the\n"
+         "           measurement is invalid, else 3 if the rule fails)\n"
          "  export   a run's samples (t_mono_ns, t_utc_ns, volts, amps, watts)\n"
          "\n"
          "Options:\n"
          "  --source URI    hwmon:[CHIP][/RAIL], rapl:[ZONE], scpi://HOST:PORT,\n"
-         "                  ptd://HOST:PORT, sim:[watts=W,...], replay:FILE.csv,\n"
-         "                  faulty:WHEN:URI (see `eeb power list`)\n"
+         "                  ptd://HOST:PORT, sim:[watts=W,...], replay:FILE[?OPTIONS],\n"
+         "                  faulty:WHEN:URI (see `eeb power list`).  replay: plays back a\n"
+         "                  SPEC PTDaemon log or a CSV at its own times; its options:\n"
+         "                  channel=N|total (a multi-channel PTDaemon log), date=MM-DD|\n"
+         "                  DD-MM (a log whose dates read either way), mark=LABEL (one\n"
+         "                  measurement of a log), time=, power=, volts=, amps=COLUMN\n"
+         "                  (a CSV's columns, when their names do not say)\n"
          "  --db FILE       the run database (created if missing)\n"
          "  --rate HZ       samples per second, 1..10000 (default 100)\n"
          "  --duration S    seconds to log (default: until Ctrl-C)\n"
@@ -47,7 +53,8 @@ static void help(void)
          "  --run ID        the run (default: the latest)\n"
          "  --csv, --json   the export format; --json also for summary\n"
          "  -q, --quiet     no live line\n"
-         "  -h, --help      show this help");
+         "  -h, --help      show this help\n"
+         "\n" EEB_CLI_EXIT_HELP);
 }
 
 /* The kinds of source, then every meter found here with a reading now
@@ -146,6 +153,8 @@ static int log_power(const struct log_args *a)
     fprintf(stderr, "eeb power: logging %s (%s) at %g Hz into %s, run %lld%s\n", src->uri,
             eeb_provenance_name(src->provenance), a->rate, a->db, (long long)run,
             a->duration > 0 ? "" : "; Ctrl-C stops");
+    if (src->note)
+        fprintf(stderr, "eeb power: %s\n", src->note);
     /* The window opens once the meter has answered (a second at most), so
      * it does not start with a stretch no reading covers. */
     struct eeb_sampler_live l = {0};
@@ -196,6 +205,14 @@ static int log_power(const struct log_args *a)
 
 /* ---- summary ---- */
 
+/* An invalid measurement cannot be judged; a valid one over P_max fails. */
+static int summary_exit(const struct eeb_power_summary *s)
+{
+    if (!s->valid)
+        return EEB_EXIT_INVALID;
+    return !isnan(s->p_max_w) && !s->p_max_pass ? EEB_EXIT_FAIL : EEB_EXIT_OK;
+}
+
 static int summary(const char *path, int64_t run, double pmax, int as_json)
 {
     char err[512];
@@ -223,7 +240,7 @@ static int summary(const char *path, int64_t run, double pmax, int as_json)
                 json_object_set_new(o, "p_max_reason", json_string(s.p_max_reason));
         }
         int rc = eeb_cli_print_json(cmd, o);
-        return rc ? rc : judged && !s.p_max_pass ? EEB_EXIT_FAILED : EEB_EXIT_OK;
+        return rc ? rc : summary_exit(&s);
     }
     printf("run %lld, %s (%s), window: %s\n", (long long)s.run, s.source,
            s.provenance[0] ? s.provenance : "provenance not recorded", s.window);
@@ -240,7 +257,7 @@ static int summary(const char *path, int64_t run, double pmax, int as_json)
         printf("P_max       %.3f W: %s (worst 1 s window %.3f W)%s%s\n", s.p_max_w,
                s.p_max_pass ? "PASS" : "FAIL", s.worst_w, s.p_max_pass ? "" : "; ",
                s.p_max_pass ? "" : s.p_max_reason);
-    return judged && !s.p_max_pass ? EEB_EXIT_FAILED : EEB_EXIT_OK;
+    return summary_exit(&s);
 }
 
 /* ---- export ---- */

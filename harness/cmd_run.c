@@ -68,9 +68,7 @@ static void help(void)
          "  -q, --quiet                no progress display\n"
          "  --json                     the result as one JSON object on stdout\n"
          "  -h, --help                 show this help\n"
-         "\n"
-         "Exit status: 0 passed, 1 error or an invalid measurement, 2 usage error,\n"
-         "3 failed (over P_max, or aborted).");
+         "\n" EEB_CLI_EXIT_HELP);
 }
 
 /* ---- the embedded default ---- */
@@ -204,6 +202,24 @@ static void on_signal(int sig)
 
 /* ---- the result ---- */
 
+/* A figure to so many decimals, or "-" for one the run does not have. */
+struct fig {
+    char text[32];
+};
+
+static struct fig fig(int decimals, double v)
+{
+    struct fig f = {"-"};
+    if (!isnan(v))
+        snprintf(f.text, sizeof f.text, "%.*f", decimals, v);
+    return f;
+}
+
+static json_t *number_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
 static int print_result(const struct eeb_run_config *c, const struct eeb_run_outcome *o,
                         int as_json)
 {
@@ -216,11 +232,13 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                       "backend", c->backend, "provenance", o->provenance, "verdict", verdict);
         if (j) {
             json_t *figures =
-                json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b}", "m_u", s->m_u,
-                          "m_t", s->m_t, "m_p", s->m_p, "m_s", isnan(s->m_s) ? -1.0 : s->m_s, "t_s",
-                          o->t_s, "t_max_s", o->t_max_s, "energy_j", o->energy_j, "p_max_w",
-                          o->p_max_w, "worst_window_w", isnan(o->worst_w) ? 0.0 : o->worst_w,
-                          "steps", (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
+                json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b}", "m_u",
+                          number_or_null(s->m_u), "m_t", number_or_null(s->m_t), "m_p",
+                          number_or_null(s->m_p), "m_s", number_or_null(s->m_s), "t_s",
+                          number_or_null(o->t_s), "t_max_s", number_or_null(o->t_max_s), "energy_j",
+                          number_or_null(o->energy_j), "p_max_w", number_or_null(o->p_max_w),
+                          "worst_window_w", number_or_null(o->worst_w), "steps",
+                          (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
             json_object_set_new(j, "figures", figures);
             if (o->design[0])
                 json_object_set_new(j, "device_model",
@@ -239,12 +257,13 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
     printf("run %lld (%s) in %s: %s, %s (%s), provenance %s\n", (long long)o->run, o->uuid, c->db,
            eeb_task_name((enum eeb_task)c->task), c->backend, o->backend_detail, o->provenance);
     if (!o->aborted) {
-        printf("  M_u  %8.4f   mean utilization (%s)\n", s->m_u, o->util_source);
-        printf("  M_t  %8.4f   T %.3f s / T_max %g s%s\n", s->m_t, o->t_s, o->t_max_s,
-               o->tmax_reached ? " (stopped at T_max)" : "");
-        printf("  M_p  %8.4f   E %.3f J / (P_max %g W x T); mean %.3f W, worst window %.3f W\n",
-               s->m_p, o->energy_j, o->p_max_w, s->mean_power_w, o->worst_w);
-        printf("  M_s  %8.4f   %s on %llu test items\n", s->m_s,
+        printf("  M_u  %8s   mean utilization (%s)\n", fig(4, s->m_u).text, o->util_source);
+        printf("  M_t  %8s   T %s s / T_max %g s%s\n", fig(4, s->m_t).text, fig(3, o->t_s).text,
+               o->t_max_s, o->tmax_reached ? " (stopped at T_max)" : "");
+        printf("  M_p  %8s   E %s J / (P_max %g W x T); mean %s W, worst window %s W\n",
+               fig(4, s->m_p).text, fig(3, o->energy_j).text, o->p_max_w,
+               fig(3, s->mean_power_w).text, fig(3, o->worst_w).text);
+        printf("  M_s  %8s   %s on %llu test items\n", fig(4, s->m_s).text,
                eeb_task_metric((enum eeb_task)c->task), (unsigned long long)o->test_items);
         if (o->design[0])
             printf("  device (modeled): %s\n    its %llu steps would take %.3f s and %.3f J\n",
@@ -315,6 +334,11 @@ int eeb_cmd_run(int argc, char **argv)
         rc = eeb_cli_error(cmd, "%s", err);
     if (rc == EEB_EXIT_OK && c.task < 0)
         rc = eeb_cli_usage_error(cmd, "no task: give --task cls, det or video");
+    /* before minutes of work go into files that cannot be written */
+    if (rc == EEB_EXIT_OK && !prepare_only &&
+        ((c.report && eeb_check_output(c.report, err, sizeof err)) ||
+         (c.db && eeb_check_output(c.db, err, sizeof err))))
+        rc = eeb_cli_error(cmd, "%s", err);
     if (rc == EEB_EXIT_OK && prepare_only && c.finetune && c.test && c.model)
         rc = eeb_cli_usage_error(cmd, "--prepare-only makes the embedded default's inputs; "
                                       "--finetune, --test and --model leave it nothing to make");
@@ -371,7 +395,7 @@ int eeb_cmd_run(int argc, char **argv)
     if (rc == EEB_EXIT_OK && c.report && !quiet && !as_json)
         fprintf(stderr, "eeb run: report written to %s\n", c.report);
     if (rc == EEB_EXIT_OK)
-        rc = o.pass ? EEB_EXIT_OK : o.aborted || o.valid ? EEB_EXIT_FAILED : EEB_EXIT_ERROR;
+        rc = eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 out:
     eeb_display_close(&d);
     eeb_client_free(&client);

@@ -40,8 +40,7 @@ static void help(void)
          "                     scoring/rules/v1.json)\n"
          "  --json             print one JSON object instead of text\n"
          "  -h, --help         show this help\n"
-         "\n"
-         "Exit status: 0 scored, 1 error, 2 usage error, 3 failed the power budget.");
+         "\n" EEB_CLI_EXIT_HELP);
 }
 
 struct args {
@@ -224,5 +223,5 @@ int eeb_cmd_score(int argc, char **argv)
         print_text(&a, task, &rules, &util, &in, &s);
     if (rc)
         return rc;
-    return s.pass ? EEB_EXIT_OK : EEB_EXIT_FAILED;
+    return s.pass ? EEB_EXIT_OK : EEB_EXIT_FAIL;
 }

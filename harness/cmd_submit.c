@@ -34,17 +34,14 @@ static void help(void)
          "  --resume N     continue the submission of server run N\n"
          "  --json         print the server's verdict as JSON\n"
          "  -h, --help     show this help\n"
-         "\n"
-         "Exit status: 0 pass; 3 fail or aborted; 1 invalid, or an error.");
+         "\n" EEB_CLI_EXIT_HELP);
 }
 
 /* The verdict in a few lines; the exit status it gives. */
 static int show(json_t *v, int as_json)
 {
     const char *verdict = json_string_value(json_object_get(v, "verdict")) ?: "?";
-    int code = strcmp(verdict, "pass") == 0                                      ? EEB_EXIT_OK
-               : strcmp(verdict, "fail") == 0 || strcmp(verdict, "aborted") == 0 ? EEB_EXIT_FAILED
-                                                                                 : EEB_EXIT_ERROR;
+    int code = eeb_cli_verdict_exit(verdict);
     if (as_json) {
         json_incref(v);
         eeb_cli_print_json(cmd, v);

@@ -2,14 +2,36 @@
  * eeb_cli.h - what the eeb command's subcommands share: their entry points,
  * exit codes, and helpers that print errors the same way everywhere.
  *
- * Exit codes: 0 success; 1 an error (one line on stderr naming the culprit);
- * 2 a usage error (unknown command or option); 3 the run was judged and
- * failed (e.g. over the power budget).
+ * Exit codes, one scheme for every command (docs/exit-codes.md):
+ *   0  success; a judged run passed
+ *   1  an error: the command could not do its job (one line on stderr
+ *      names the file, line, field or value at fault)
+ *   2  a usage error: unknown command or option, a bad option value
+ *   3  fail: the run was judged and failed (over P_max, or aborted)
+ *   4  invalid: the run cannot be judged (incomplete, an invalid power
+ *      measurement, or a record that disagrees with itself)
+ * Commands that judge a run map its verdict with eeb_cli_verdict_exit.
  */
 #ifndef EEB_CLI_H
 #define EEB_CLI_H
 
-enum { EEB_EXIT_OK = 0, EEB_EXIT_ERROR = 1, EEB_EXIT_USAGE = 2, EEB_EXIT_FAILED = 3 };
+enum {
+    EEB_EXIT_OK = 0,
+    EEB_EXIT_ERROR = 1,
+    EEB_EXIT_USAGE = 2,
+    EEB_EXIT_FAIL = 3,
+    EEB_EXIT_INVALID = 4,
+};
+
+/* The exit status of a verdict word (pass, fail, aborted, invalid,
+ * incomplete, as eeb_run_verdict and the server say it); an unknown word
+ * is EEB_EXIT_ERROR. */
+int eeb_cli_verdict_exit(const char *verdict);
+
+/* The "Exit status" lines that end every command's --help. */
+#define EEB_CLI_EXIT_HELP                                                                          \
+    "Exit status: 0 success (a judged run passed), 1 error, 2 usage error,\n"                      \
+    "3 fail (a run over P_max, or aborted), 4 invalid (a run that cannot be judged)."
 
 int eeb_cmd_score(int argc, char **argv);
 int eeb_cmd_db(int argc, char **argv);

@@ -180,11 +180,28 @@ struct eeb_rundb;
 int eeb_run_store_results(struct eeb_rundb *db, int64_t run, const struct eeb_run_outcome *o,
                           const char *util_provenance, char *err, size_t errlen);
 
+/* A figure eeb check recomputes, beside what the run stored. */
+struct eeb_check_figure {
+    const char *key;   /* its name in the results table: m_u, t_s, pass... */
+    const char *label; /* M_u, T, passed... */
+    const char *unit;  /* "s", "J", or "" */
+    double recomputed; /* NAN: the record gives none */
+    double stored;     /* NAN: the run stored none */
+    int agree;
+};
+
+enum { EEB_CHECK_FIGURES = 8 };
+
+struct eeb_check_figures {
+    struct eeb_check_figure f[EEB_CHECK_FIGURES];
+    size_t n; /* 0: the run was not judged (incomplete, aborted, an error) */
+};
+
 /* Recomputes every metric and the verdict of run (0: the latest) from the
- * database alone and compares them with what the run stored; writes a
- * line per figure to report (if not NULL). */
-int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run_outcome *out,
-                  char *err, size_t errlen);
+ * database alone and compares them with what the run stored, each figure
+ * into figures (if not NULL). */
+int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
+                  struct eeb_run_outcome *out, char *err, size_t errlen);
 
 /* ---- the report ---- */
 

@@ -234,7 +234,17 @@ static void close_run(struct stored_run *sr)
     eeb_rundb_close(sr->db);
 }
 
-/* run_judge on a run already read. */
+/* Figures the record has not given (yet): n/a, never 0. */
+static void figures_unknown(struct eeb_run_outcome *out)
+{
+    struct eeb_score *s = &out->score;
+    s->m_u = s->m_t = s->m_p = s->m_s = s->s = s->mean_power_w = NAN;
+    out->t_s = out->energy_j = out->worst_w = NAN;
+}
+
+/* run_judge on a run already read.  Each figure the record gives is
+ * computed, the others left NAN: a run whose power log is unusable still
+ * has its M_u, T and M_s. */
 static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome *out, char *err,
                  size_t errlen)
 {
@@ -248,6 +258,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     snprintf(out->provenance, sizeof out->provenance, "%s",
              json_string_value(json_object_get(cfg, "provenance")) ?: "?");
     out->valid = 1;
+    figures_unknown(out);
     if (eeb_task_parse(row->task, &task, err, errlen)) {
         rc =
             eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is a %s, not a benchmark run", sr->path,
@@ -261,7 +272,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
      * server; `eeb run` judges neither) */
     if (rec->abort[0]) {
         out->aborted = 1;
-        why(out, "aborted: %s", rec->abort);
+        why(out, "%s", rec->abort);
     }
     if (rec->error[0]) {
         out->valid = 0;
@@ -276,6 +287,10 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     } else if (isnan(m_s)) {
         m_s = recount(sr->db, row->id, task, out->test_items, out, err, errlen);
     }
+    out->score.m_u = (number_at(cfg, "util", "lut") + number_at(cfg, "util", "ff") +
+                      number_at(cfg, "util", "bram") + number_at(cfg, "util", "dsp")) /
+                     4;
+    out->score.m_s = m_s;
     if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
         out->valid = 0;
@@ -284,15 +299,17 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     out->t_s = (double)(rec->ft_end - rec->ft_begin) / 1e9;
     struct eeb_power_summary ps;
     char perr[512];
-    if (eeb_power_summarize(sr->path, row->id, NAN, &ps, perr, sizeof perr)) {
+    int have_power = eeb_power_summarize(sr->path, row->id, NAN, &ps, perr, sizeof perr) == 0;
+    if (!have_power) {
         why(out, "power: %s", perr);
         out->valid = 0;
-        goto out;
+        ps.p_max_pass = 0;
+    } else {
+        out->energy_j = ps.energy.joules;
+        out->worst_w = ps.worst_w;
     }
-    out->energy_j = ps.energy.joules;
-    out->worst_w = ps.worst_w;
-    if (!ps.valid) {
-        why(out, "the power measurement is invalid: %s", ps.invalid);
+    if (have_power && !ps.valid) {
+        why(out, "power measurement: %s", ps.invalid);
         out->valid = 0;
     }
     if (isnan(m_s)) {
@@ -301,12 +318,10 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
             why(out, "M_s is undefined (no class has ground truth)");
     }
     struct eeb_score_input in = {
-        .m_u = (number_at(cfg, "util", "lut") + number_at(cfg, "util", "ff") +
-                number_at(cfg, "util", "bram") + number_at(cfg, "util", "dsp")) /
-               4,
+        .m_u = out->score.m_u,
         .t_s = out->t_s,
         .t_max_s = row->t_max_s,
-        .energy_j = out->energy_j,
+        .energy_j = have_power ? out->energy_j : 0, /* M_p is n/a then */
         .p_max_w = row->p_max_w,
         .m_s = isnan(m_s) ? 0 : m_s,
         .w = {number_at(rules, "weights", "u"), number_at(rules, "weights", "t"),
@@ -318,9 +333,11 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         goto out;
     }
     out->score.m_s = m_s;
-    if (!out->score.pass)
+    if (!have_power)
+        out->score.m_p = out->score.mean_power_w = NAN;
+    if (have_power && !out->score.pass)
         why(out, "%s", out->score.reason);
-    if (!ps.p_max_pass && out->score.pass)
+    if (have_power && !ps.p_max_pass && out->score.pass)
         why(out, "%s", ps.p_max_reason);
     out->pass = out->valid && !out->aborted && out->score.pass && ps.p_max_pass;
     if (!out->pass)
@@ -390,16 +407,15 @@ static int count_sample(void *arg, const char *source, const struct eeb_sample *
     return 0;
 }
 
-struct stored {
-    const char *name, *label;
-    double recomputed;
-};
-
-int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run_outcome *out,
-                  char *err, size_t errlen)
+int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
+                  struct eeb_run_outcome *out, char *err, size_t errlen)
 {
+    struct eeb_check_figures none;
+    if (!figures)
+        figures = &none;
+    figures->n = 0;
     memset(out, 0, sizeof *out);
-    out->score.s = NAN;
+    figures_unknown(out);
     struct stored_run sr;
     int rc = open_run(db_path, run, &sr, err, errlen);
     const struct eeb_run_row *row = &sr.row;
@@ -431,7 +447,7 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
     if (rec->abort[0]) {
         out->aborted = 1;
         out->valid = 1;
-        why(out, "aborted: %s", rec->abort);
+        why(out, "%s", rec->abort);
         goto out;
     }
     if (rec->error[0]) {
@@ -441,29 +457,33 @@ int eeb_run_check(const char *db_path, int64_t run, FILE *report, struct eeb_run
     if ((rc = judge(&sr, NAN, out, err, errlen)))
         goto out;
     /* what the run stored must be what its record gives again */
-    const struct stored figures[] = {
-        {"m_u", "M_u", out->score.m_u}, {"m_t", "M_t", out->score.m_t},
-        {"m_p", "M_p", out->score.m_p}, {"m_s", "M_s", out->score.m_s},
-        {"t_s", "T", out->t_s},         {"energy_j", "E", out->energy_j},
-        {"S", "S", out->score.s},       {"pass", "verdict", out->pass},
+    const struct eeb_check_figure given[EEB_CHECK_FIGURES] = {
+        {"m_u", "M_u", "", out->score.m_u, NAN, 0}, {"m_t", "M_t", "", out->score.m_t, NAN, 0},
+        {"m_p", "M_p", "", out->score.m_p, NAN, 0}, {"m_s", "M_s", "", out->score.m_s, NAN, 0},
+        {"t_s", "T", "s", out->t_s, NAN, 0},        {"energy_j", "E", "J", out->energy_j, NAN, 0},
+        {"S", "S", "", out->score.s, NAN, 0},       {"pass", "passed", "", out->pass, NAN, 0},
     };
-    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
-        double v, x = figures[i].recomputed;
+    for (size_t i = 0; i < EEB_CHECK_FIGURES; i++) {
+        struct eeb_check_figure *f = &figures->f[figures->n++];
+        *f = given[i];
         char gerr[256];
-        int have =
-            eeb_rundb_result_get(sr.db, row->id, figures[i].name, &v, gerr, sizeof gerr) == 0;
-        if (!have && isnan(x))
+        if (eeb_rundb_result_get(sr.db, row->id, f->key, &f->stored, gerr, sizeof gerr))
+            f->stored = NAN;
+        double v = f->stored, x = f->recomputed;
+        f->agree = (isnan(v) && isnan(x)) || v == x || fabs(v - x) <= 1e-9 * fmax(1, fabs(x));
+        if (f->agree)
             continue;
-        int same = have && (v == x || fabs(v - x) <= 1e-9 * fmax(1, fabs(x)));
-        if (report)
-            fprintf(report, "%-8s recomputed %-14.9g stored %-14.9g %s\n", figures[i].label, x,
-                    have ? v : NAN, same ? "ok" : "MISMATCH");
-        if (!same) {
-            out->valid = 0;
-            out->pass = 0;
-            why(out, "the stored %s (%.9g) is not what the record gives (%.9g)", figures[i].label,
-                have ? v : NAN, x);
-        }
+        out->valid = 0;
+        out->pass = 0;
+        if (isnan(v))
+            why(out, "the run stored no %s; its record gives %.17g%s%s", f->label, x,
+                *f->unit ? " " : "", f->unit);
+        else if (isnan(x))
+            why(out, "the run stored %s = %.17g%s%s, which its record does not give", f->label, v,
+                *f->unit ? " " : "", f->unit);
+        else
+            why(out, "the stored %s (%.17g%s%s) is not what the record gives (%.17g%s%s)", f->label,
+                v, *f->unit ? " " : "", f->unit, x, *f->unit ? " " : "", f->unit);
     }
 out:
     close_run(&sr);

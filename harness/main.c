@@ -56,8 +56,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("  help     show a command's help: eeb help score\n"
-          "\n"
-          "Exit status: 0 success, 1 error, 2 usage error, 3 the run failed its budget.\n",
+          "\n" EEB_CLI_EXIT_HELP "\n",
           out);
 }
 

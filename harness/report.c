@@ -3,8 +3,11 @@
  * scripts, fonts or images from elsewhere) with the power trace as an
  * inline SVG plot -- P_max line, stage bands, T_max marker -- the loss and
  * training metric over time, the verdict as `eeb check` recomputes it, the
- * stored results, the events and the configuration.  Sections: gathering,
- * plotting, the page.
+ * score with each term's share of the penalty, the events and the
+ * configuration.  What a run never had (a killed run's test stage, M_s, S)
+ * is shown as "-", and numbers are written in their shortest form
+ * (eeb_number_text) or to a fixed precision, never as "%.17g" noise.  Sections: gathering,
+ * numbers, plotting, the score, the page.
  */
 #include "eeb_rundb.h"
 #include "eeb_run.h"
@@ -21,6 +24,11 @@
 #define MARGIN_R 60
 #define MARGIN_T 20
 #define MARGIN_B 40
+
+/* T_max is drawn when it falls within this many times the run's length;
+ * further out it would squeeze the run into the plot's left edge, and the
+ * plot says where it is instead. */
+#define TMAX_NEAR 2.0
 
 /* ---- gathering ---- */
 
@@ -81,8 +89,10 @@ static int trace_sample(void *arg, const char *source, const struct eeb_sample *
 }
 
 struct timeline {
-    int64_t t0;
+    int have_t0;                                   /* t0 is the first sample's, or else */
+    int64_t t0;                                    /* the first event's (the same clock) */
     double ft_begin, ft_end, test_begin, test_end; /* seconds, NAN if absent */
+    double last;                                   /* the last event, seconds; NAN if none */
     struct series loss, metric;                    /* train events; epoch ends */
     json_t *events;                                /* [t, kind, payload] but "train" */
 };
@@ -91,9 +101,12 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
 {
     (void)utc;
     struct timeline *tl = arg;
+    if (!tl->have_t0)
+        tl->t0 = t, tl->have_t0 = 1;
     double s = (double)(t - tl->t0) / 1e9;
     json_t *p = payload ? json_loads(payload, 0, NULL) : NULL;
     int rc = 0;
+    tl->last = s;
     if (strcmp(kind, "finetune_begin") == 0)
         tl->ft_begin = s;
     else if (strcmp(kind, "finetune_end") == 0)
@@ -112,6 +125,80 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
     return rc;
 }
 
+/* A number in the configuration, or NAN. */
+static double number_of(const json_t *v)
+{
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* ---- numbers ---- */
+
+/* v to a fixed number of decimals, or "-" when the run never had it. */
+static const char *fixed(char out[EEB_NUMBER_MAX], double v, int decimals)
+{
+    if (isnan(v))
+        snprintf(out, EEB_NUMBER_MAX, "-");
+    else
+        snprintf(out, EEB_NUMBER_MAX, "%.*f", decimals, v);
+    return out;
+}
+
+/* A JSON string, quoted and escaped as JSON, then as HTML. */
+static void json_string_html(FILE *f, const char *s)
+{
+    json_t *j = json_string(s);
+    char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    eeb_html_text(f, text ? text : "\"?\"");
+    free(text);
+    json_decref(j);
+}
+
+/* v as JSON text in HTML, each real as eeb_number_text writes it: jansson
+ * writes 0.1 as 0.10000000000000001, which is the same double. */
+static void json_html(FILE *f, json_t *v)
+{
+    char num[EEB_NUMBER_MAX];
+    const char *key;
+    json_t *x;
+    size_t i;
+    int first = 1;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        fputc('{', f);
+        json_object_foreach(v, key, x)
+        {
+            fputs(first ? "" : ", ", f);
+            first = 0;
+            json_string_html(f, key);
+            fputs(": ", f);
+            json_html(f, x);
+        }
+        fputc('}', f);
+        break;
+    case JSON_ARRAY:
+        fputc('[', f);
+        json_array_foreach(v, i, x)
+        {
+            fputs(i ? ", " : "", f);
+            json_html(f, x);
+        }
+        fputc(']', f);
+        break;
+    case JSON_STRING: json_string_html(f, json_string_value(v)); break;
+    case JSON_INTEGER: fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL: fputs(eeb_number_text(json_real_value(v), num), f); break;
+    case JSON_TRUE: fputs("true", f); break;
+    case JSON_FALSE: fputs("false", f); break;
+    case JSON_NULL: fputs("null", f); break;
+    }
+}
+
+/* Decimals that show a tick step exactly: 0 for 1 and up, 1 for 0.5, 2 for 0.05. */
+static int step_decimals(double step)
+{
+    return step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+}
+
 /* ---- plotting ---- */
 
 /* A round step giving about n ticks over [0, hi]. */
@@ -122,8 +209,31 @@ static double tick_step(double hi, int n)
 }
 
 struct axes {
-    double x_hi, y_hi; /* both start at 0 */
+    double x_hi, y_hi;   /* both start at 0 */
+    const char *x_label; /* what time 0 is */
 };
+
+/* Both plots' time axis: the run's record, and T_max's marker if it falls
+ * near it. */
+struct time_axis {
+    double end;     /* the record's last sample or event, seconds */
+    double tmax_at; /* fine-tuning's start + T_max; NAN without either */
+    int tmax_shown; /* within TMAX_NEAR x end: drawn, the axis stretched to it */
+    double x_hi;
+    const char *x_label;
+};
+
+static struct time_axis time_axis(const struct trace *tr, const struct timeline *tl, double t_max)
+{
+    struct time_axis ta = {.end = tr->n ? (double)(tr->t1 - tr->t0) / 1e9 : 0};
+    ta.end = fmax(ta.end, tl->last); /* fmax ignores a NAN */
+    ta.tmax_at = tl->ft_begin + t_max;
+    ta.tmax_shown = !isnan(ta.tmax_at) && ta.tmax_at <= TMAX_NEAR * ta.end;
+    double hi = ta.tmax_shown ? fmax(ta.end, ta.tmax_at) : ta.end;
+    ta.x_hi = hi > 0 ? hi * 1.02 : 1;
+    ta.x_label = tr->n ? "seconds since the first power sample" : "seconds since the first event";
+    return ta;
+}
 
 static double px(const struct axes *a, double t)
 {
@@ -145,33 +255,131 @@ static void frame(FILE *f, const struct axes *a, const char *id, const char *tit
     fprintf(f,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fff\" stroke=\"#999\"/>\n",
             MARGIN_L, MARGIN_T, PLOT_W - MARGIN_L - MARGIN_R, PLOT_H - MARGIN_T - MARGIN_B);
+    /* ticks at k x step, not a running sum, so 0.1 + 0.2 never shows */
     double xs = tick_step(a->x_hi, 8), ys = tick_step(a->y_hi, 5);
-    for (double t = 0; t <= a->x_hi + 1e-9; t += xs)
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
-                px(a, t), PLOT_H - MARGIN_B + 15, t);
-    for (double v = 0; v <= a->y_hi + 1e-9; v += ys)
+    int xd = step_decimals(xs), yd = step_decimals(ys);
+    for (int k = 0; k * xs <= a->x_hi * (1 + 1e-9); k++)
+        fprintf(f,
+                "<text class=\"x-tick\" x=\"%.1f\" y=\"%d\" font-size=\"11\" "
+                "text-anchor=\"middle\">%.*f</text>\n",
+                px(a, k * xs), PLOT_H - MARGIN_B + 15, xd, k * xs);
+    for (int k = 0; k * ys <= a->y_hi * (1 + 1e-9); k++)
         fprintf(f,
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
-                "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n",
-                MARGIN_L, PLOT_W - MARGIN_R, py(a, v), py(a, v), MARGIN_L - 5, py(a, v) + 4, v);
+                "<text class=\"y-tick\" x=\"%d\" y=\"%.1f\" font-size=\"11\" "
+                "text-anchor=\"end\">%.*f</text>\n",
+                MARGIN_L, PLOT_W - MARGIN_R, py(a, k * ys), py(a, k * ys), MARGIN_L - 5,
+                py(a, k * ys) + 4, yd, k * ys);
     fprintf(f,
-            "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">seconds since the "
-            "first power sample</text>\n"
+            "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">%s</text>\n"
             "<text x=\"14\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
             "transform=\"rotate(-90 14 %d)\">%s</text>\n",
-            (PLOT_W + MARGIN_L - MARGIN_R) / 2, PLOT_H - 5, PLOT_H / 2, PLOT_H / 2, y_label);
+            (PLOT_W + MARGIN_L - MARGIN_R) / 2, PLOT_H - 5, a->x_label, PLOT_H / 2, PLOT_H / 2,
+            y_label);
 }
 
-static void band(FILE *f, const struct axes *a, double t0, double t1, const char *fill,
-                 const char *label)
+/* Labels at the plot's top, in rows: each goes to the first row where it
+ * overlaps no label placed before it, or, with every row taken there, is
+ * left out (the legend under the plot always names every part).  They are
+ * written after every line, each on a white outline, so that no line
+ * crosses their letters. */
+#define LABEL_ROWS   3
+#define LABEL_CHAR_W 6.6 /* pixels a character takes at font-size 11, above sans-serif's mean */
+#define LABEL_GAP    4
+/* a white outline under a label, so that a line crossing it hides no letter */
+#define HALO "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\""
+
+struct labels {
+    struct placed {
+        const char *id, *text, *fill;
+        double x0, x1;
+        int row;
+    } at[8];
+    int n;
+};
+
+static double label_w(const char *text)
 {
-    if (isnan(t0) || isnan(t1))
+    return (double)strlen(text) * LABEL_CHAR_W;
+}
+
+static double label_y(int row)
+{
+    return MARGIN_T + 12 + 13 * row;
+}
+
+/* Places the label text (id, colour fill) starting at x0, moved inside
+ * the plot: 1, or 0 if it is left out. */
+static int place_label(struct labels *l, const char *id, const char *text, const char *fill,
+                       double x0)
+{
+    double w = label_w(text);
+    x0 = fmax(MARGIN_L + 2, fmin(x0, PLOT_W - MARGIN_R - 2 - w));
+    if (l->n == (int)(sizeof l->at / sizeof *l->at))
+        return 0;
+    for (int row = 0; row < LABEL_ROWS; row++) {
+        int clear = 1;
+        for (int i = 0; i < l->n && clear; i++)
+            clear = l->at[i].row != row || x0 + w + LABEL_GAP <= l->at[i].x0 ||
+                    l->at[i].x1 + LABEL_GAP <= x0;
+        if (clear) {
+            l->at[l->n++] = (struct placed){id, text, fill, x0, x0 + w, row};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void draw_labels(FILE *f, const struct labels *l)
+{
+    for (int i = 0; i < l->n; i++)
+        fprintf(f,
+                "<text class=\"band-label\" id=\"%s-label\" x=\"%.1f\" y=\"%.1f\" "
+                "font-size=\"11\" fill=\"%s\" " HALO ">%s</text>\n",
+                l->at[i].id, l->at[i].x0, label_y(l->at[i].row), l->at[i].fill, l->at[i].text);
+}
+
+/* A stage of the run, as a band over the plot. */
+struct stage {
+    const char *id, *label, *fill;
+    double t0, t1; /* seconds; t0 NAN: never begun; t1 NAN: never ended */
+};
+
+static void band(FILE *f, const struct axes *a, struct labels *l, const struct stage *st,
+                 double end)
+{
+    if (isnan(st->t0))
         return;
+    double t0 = fmax(st->t0, 0), t1 = isnan(st->t1) ? end : fmax(st->t1, t0);
+    double x0 = px(a, t0), width = fmax(px(a, t1) - x0, 1); /* an instant is still seen */
     fprintf(f,
-            "<rect class=\"stage\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
-            "fill=\"%s\"/><text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s</text>\n",
-            px(a, t0), MARGIN_T, px(a, t1) - px(a, t0), PLOT_H - MARGIN_T - MARGIN_B, fill,
-            px(a, t0) + 3, MARGIN_T + 12, label);
+            "<rect class=\"stage\" id=\"%s-band\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+            "height=\"%d\" fill=\"%s\"/>\n",
+            st->id, x0, MARGIN_T, width, PLOT_H - MARGIN_T - MARGIN_B, st->fill);
+    place_label(l, st->id, st->label, "#000", x0 + 3);
+}
+
+/* The stage's line of the legend: when it ran, or "-" if it never began. */
+static void stage_legend(FILE *f, const struct stage *st, const char *name)
+{
+    char a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX];
+    fprintf(f, "<li id=\"%s-legend\"><span class=\"swatch\" style=\"background:%s\"></span>",
+            st->id, st->fill);
+    if (isnan(st->t0))
+        fprintf(f, "%s: -", name);
+    else if (isnan(st->t1))
+        fprintf(f, "%s: from %s s, no end recorded", name, fixed(a, st->t0, 3));
+    else
+        fprintf(f, "%s: %s s to %s s", name, fixed(a, st->t0, 3), fixed(b, st->t1, 3));
+    fputs("</li>\n", f);
+}
+
+static void line_legend(FILE *f, const char *id, const char *colour, const char *text)
+{
+    fprintf(f, "<li id=\"%s\"><span class=\"swatch line\" style=\"border-color:%s\"></span>", id,
+            colour);
+    eeb_html_text(f, text);
+    fputs("</li>\n", f);
 }
 
 static void polyline(FILE *f, const struct axes *a, const struct series *s, const char *id,
@@ -186,106 +394,316 @@ static void polyline(FILE *f, const struct axes *a, const struct series *s, cons
     fputs("\"/>\n", f);
 }
 
-static void power_plot(FILE *f, const struct trace *tr, const struct timeline *tl,
-                       const struct series *watts, double t_max, double p_max)
+static void tmax_mark(FILE *f, const struct axes *a, struct labels *l, const struct time_axis *ta,
+                      double t_max)
 {
-    double span = (double)(tr->t1 - tr->t0) / 1e9, tmax_at = tl->ft_begin + t_max;
-    struct axes a = {fmax(span, isnan(tmax_at) ? 0 : tmax_at) * 1.02,
-                     fmax(tr->peak, isnan(p_max) ? 0 : p_max) * 1.15};
-    if (!(a.x_hi > 0))
-        a.x_hi = 1;
+    char n[EEB_NUMBER_MAX];
+    if (ta->tmax_shown) {
+        double x = px(a, ta->tmax_at);
+        fprintf(f,
+                "<line id=\"tmax-marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" "
+                "stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/>\n",
+                x, x, MARGIN_T, PLOT_H - MARGIN_B);
+        /* at the marker's left, as if anchored at its end */
+        place_label(l, "tmax", "T_max", "#ff7f0e", x - 3 - label_w("T_max"));
+    } else if (!isnan(ta->tmax_at)) {
+        fprintf(f,
+                "<text id=\"tmax-off-axis\" x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#ff7f0e\" "
+                "text-anchor=\"end\">T_max %s s off the axis &#8594;</text>\n",
+                PLOT_W - MARGIN_R - 4, PLOT_H - MARGIN_B - 6, eeb_number_text(t_max, n));
+    }
+}
+
+static void power_plot(FILE *f, const struct trace *tr, const struct timeline *tl,
+                       const struct series *watts, const struct time_axis *ta, double t_max,
+                       double p_max)
+{
+    char n[EEB_NUMBER_MAX], at[EEB_NUMBER_MAX], text[160];
+    struct axes a = {ta->x_hi, fmax(tr->peak, isnan(p_max) ? 0 : p_max) * 1.15, ta->x_label};
     if (!(a.y_hi > 0))
         a.y_hi = 1;
+    struct labels l = {0};
+    const struct stage stages[] = {
+        {"finetune", "fine-tune (metered)", "#cfe3f5", tl->ft_begin, tl->ft_end},
+        {"test", "test", "#d9f2d9", tl->test_begin, tl->test_end},
+    };
     frame(f, &a, "power-plot", "Power trace", "watts");
-    band(f, &a, tl->ft_begin, tl->ft_end, "#cfe3f5", "fine-tune (metered)");
-    band(f, &a, tl->test_begin, tl->test_end, "#d9f2d9", "test");
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
+        band(f, &a, &l, &stages[i], ta->end);
     polyline(f, &a, watts, "power-trace", "#1f77b4", 1);
     if (!isnan(p_max))
         fprintf(f,
                 "<line id=\"pmax-line\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"8 4\"/>"
-                "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">P_max %g W</text>\n",
+                /* two lines, so that the value fits the right margin */
+                "<text id=\"pmax-label\" font-size=\"11\" fill=\"#d62728\"><tspan x=\"%d\" "
+                "y=\"%.1f\">P_max</tspan><tspan x=\"%d\" y=\"%.1f\">%s W</tspan></text>\n",
                 MARGIN_L, PLOT_W - MARGIN_R, py(&a, p_max), py(&a, p_max), PLOT_W - MARGIN_R + 3,
-                py(&a, p_max) + 4, p_max);
-    if (!isnan(tmax_at))
-        fprintf(f,
-                "<line id=\"tmax-marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" "
-                "stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"4 3\"/>"
-                "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#ff7f0e\" "
-                "text-anchor=\"end\">T_max</text>\n",
-                px(&a, tmax_at), px(&a, tmax_at), MARGIN_T, PLOT_H - MARGIN_B, px(&a, tmax_at) - 3,
-                MARGIN_T + 26);
-    fputs("</svg>\n", f);
+                py(&a, p_max) - 2, PLOT_W - MARGIN_R + 3, py(&a, p_max) + 10,
+                eeb_number_text(p_max, n));
+    tmax_mark(f, &a, &l, ta, t_max);
+    draw_labels(f, &l);
+    fputs("</svg>\n<ul class=\"legend\" id=\"power-legend\">\n", f);
+    line_legend(f, "trace-legend", "#1f77b4",
+                "power (each time bucket's lowest and highest reading)");
+    stage_legend(f, &stages[0], "fine-tune (metered)");
+    stage_legend(f, &stages[1], "test");
+    if (!isnan(p_max)) {
+        snprintf(text, sizeof text, "P_max %s W", eeb_number_text(p_max, n));
+        line_legend(f, "pmax-legend", "#d62728", text);
+    }
+    if (!isnan(ta->tmax_at)) {
+        snprintf(text, sizeof text, "T_max %s s, at %s s%s", eeb_number_text(t_max, n),
+                 fixed(at, ta->tmax_at, 3), ta->tmax_shown ? "" : ": off the axis");
+        line_legend(f, "tmax-legend", "#ff7f0e", text);
+    } else {
+        snprintf(text, sizeof text, "T_max %s s: - (fine-tuning never began)",
+                 eeb_number_text(t_max, n));
+        line_legend(f, "tmax-legend", "#ff7f0e", text);
+    }
+    fputs("</ul>\n", f);
 }
 
-static void training_plot(FILE *f, const struct timeline *tl, double x_hi)
+static void training_plot(FILE *f, const struct timeline *tl, const struct time_axis *ta)
 {
     double loss_hi = 0;
     for (size_t i = 0; i < tl->loss.n; i++)
         loss_hi = fmax(loss_hi, tl->loss.p[i].v);
-    struct axes a = {x_hi > 0 ? x_hi : 1, loss_hi > 0 ? loss_hi * 1.1 : 1};
+    struct axes a = {ta->x_hi, loss_hi > 0 ? loss_hi * 1.1 : 1, ta->x_label};
+    struct labels l = {0};
+    const struct stage ft = {"training-finetune", "fine-tune", "#cfe3f5", tl->ft_begin, tl->ft_end};
     frame(f, &a, "training-plot", "Loss and training metric", "loss");
-    band(f, &a, tl->ft_begin, tl->ft_end, "#cfe3f5", "fine-tune");
+    band(f, &a, &l, &ft, ta->end);
     polyline(f, &a, &tl->loss, "loss-curve", "#9467bd", 1);
     /* the metric, in [0, 1], on its own axis at the right */
     polyline(f, &a, &tl->metric, "metric-curve", "#2ca02c", a.y_hi);
+    draw_labels(f, &l);
     for (int k = 0; k <= 4; k++)
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#2ca02c\">%g</text>\n",
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#2ca02c\">%.2f</text>\n",
                 PLOT_W - MARGIN_R + 4, py(&a, a.y_hi * k / 4) + 4, k / 4.0);
     fprintf(f,
             "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#2ca02c\" text-anchor=\"middle\" "
             "transform=\"rotate(90 %d %d)\">training metric</text>\n",
             PLOT_W - 14, PLOT_H / 2, PLOT_W - 14, PLOT_H / 2);
-    fputs("</svg>\n", f);
+    fputs("</svg>\n<ul class=\"legend\" id=\"training-legend\">\n", f);
+    line_legend(f, "loss-legend", "#9467bd",
+                tl->loss.n ? "loss (the mean since the previous point)" : "loss: -");
+    line_legend(f, "metric-legend", "#2ca02c",
+                tl->metric.n ? "training metric at each epoch's end (right axis)"
+                             : "training metric: -");
+    stage_legend(f, &ft, "fine-tune");
+    fputs("</ul>\n", f);
+}
+
+/* ---- the score ---- */
+
+enum { TERM_U, TERM_T, TERM_P, TERM_S }; /* the order of struct terms' arrays */
+
+/* The score's parts as the judge computed them, NAN for what the run never
+ * had; the weights and the utilization fractions from the configuration. */
+struct terms {
+    double m[4];    /* M_u, M_t, M_p, M_s */
+    double w[4];    /* w_u, w_t, w_p, w_s */
+    double term[4]; /* w_u M_u, w_t M_t, w_p M_p, w_s (1 - M_s) */
+    double penalty; /* their sum: S = 1 - penalty */
+    double s;
+    double frac[4]; /* LUT, FF, BRAM, DSP */
+};
+
+static void score_terms(const struct eeb_run_outcome *o, const json_t *cfg, struct terms *t)
+{
+    static const char *const weights[] = {"u", "t", "p", "s"};
+    static const char *const fracs[] = {"lut", "ff", "bram", "dsp"};
+    /* eeb_score_compute fills the whole score (T > 0) or nothing: a run
+     * stopped before scoring has zeros there, which it never had */
+    int scored = o->score.t_s > 0;
+    const double m[4] = {o->score.m_u, o->score.m_t, o->score.m_p, o->score.m_s};
+    const json_t *w = json_object_get(json_object_get(cfg, "rules"), "weights"),
+                 *u = json_object_get(cfg, "util");
+    t->penalty = 0;
+    for (int i = 0; i < 4; i++) {
+        t->m[i] = scored ? m[i] : NAN;
+        t->w[i] = number_of(json_object_get(w, weights[i]));
+        t->frac[i] = number_of(json_object_get(u, fracs[i]));
+        t->term[i] = t->w[i] * (i == TERM_S ? 1 - t->m[i] : t->m[i]);
+        t->penalty += t->term[i];
+    }
+    t->s = o->pass ? o->score.s : NAN;
+}
+
+static void cell_text(FILE *f, const char *text)
+{
+    fputs("<td>", f);
+    eeb_html_text(f, text);
+    fputs("</td>", f);
+}
+
+/* One metric's row: its value, weight, weighted term and share of the penalty. */
+static void term_row(FILE *f, const char *id, const char *name, const struct terms *t, int i,
+                     const char *from)
+{
+    char v[EEB_NUMBER_MAX], w[EEB_NUMBER_MAX], term[EEB_NUMBER_MAX], share[EEB_NUMBER_MAX];
+    double pct = t->penalty > 0 ? 100 * t->term[i] / t->penalty : NAN;
+    fprintf(f, "<tr id=\"%s\"><th>%s</th>", id, name);
+    cell_text(f, fixed(v, t->m[i], 4));
+    cell_text(f, eeb_number_text(t->w[i], w));
+    cell_text(f, fixed(term, t->term[i], 4));
+    fprintf(f, "<td>%s%s</td>", fixed(share, pct, 1), isnan(pct) ? "" : " %");
+    cell_text(f, from);
+    fputs("</tr>\n", f);
+}
+
+/* The four fractions M_u is the mean of, under its row. */
+static void fraction_rows(FILE *f, const struct terms *t)
+{
+    static const char *const parts[] = {"LUT", "FF", "BRAM", "DSP"};
+    char v[EEB_NUMBER_MAX];
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "<tr id=\"util-%s\" class=\"part\"><th>&#8195;%s</th>", parts[i], parts[i]);
+        cell_text(f, fixed(v, t->frac[i], 4));
+        fprintf(f, "<td colspan=\"4\">fraction of the device's %s in use</td></tr>\n", parts[i]);
+    }
+}
+
+static void score_table(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
+                        const struct timeline *tl, const json_t *cfg)
+{
+    struct terms t;
+    score_terms(o, cfg, &t);
+    int scored = !isnan(t.m[TERM_U]);
+    char note[512], a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX], c[EEB_NUMBER_MAX], d[EEB_NUMBER_MAX],
+        e[EEB_NUMBER_MAX];
+    const json_t *util = json_object_get(cfg, "util");
+    fputs("<h2>Score</h2>\n<table id=\"score\"><tr><th>metric</th><th>value</th><th>weight</th>"
+          "<th>weighted term</th><th>share of the penalty</th><th>from</th></tr>\n",
+          f);
+    snprintf(note, sizeof note, "mean of the four fractions below, from %s",
+             json_string_value(json_object_get(util, "source")) ?: "-");
+    term_row(f, "score-m_u", "M_u", &t, TERM_U, note);
+    fraction_rows(f, &t);
+    snprintf(note, sizeof note, "T %s s / T_max %s s%s", fixed(a, scored ? o->t_s : NAN, 3),
+             eeb_number_text(run->t_max_s, b), o->tmax_reached ? " (stopped at T_max)" : "");
+    term_row(f, "score-m_t", "M_t", &t, TERM_T, note);
+    snprintf(note, sizeof note, "E %s J / (P_max %s W × T); mean %s W, worst %s s window %s W",
+             fixed(a, scored ? o->energy_j : NAN, 3), eeb_number_text(run->p_max_w, b),
+             fixed(c, scored ? o->score.mean_power_w : NAN, 3),
+             eeb_number_text(
+                 number_of(json_object_get(json_object_get(cfg, "rules"), "power_window_s")), d),
+             fixed(e, scored ? o->worst_w : NAN, 3));
+    term_row(f, "score-m_p", "M_p", &t, TERM_P, note);
+    if (isnan(tl->test_end))
+        snprintf(note, sizeof note, "%s: no test stage recorded", eeb_task_metric(o->task));
+    else if (!scored)
+        snprintf(note, sizeof note, "%s: not computed (the run was not scored)",
+                 eeb_task_metric(o->task));
+    else
+        snprintf(note, sizeof note, "%s on %llu test items", eeb_task_metric(o->task),
+                 (unsigned long long)o->test_items);
+    term_row(f, "score-m_s", "M_s", &t, TERM_S, note);
+    fprintf(f,
+            "<tr id=\"score-penalty\"><th>penalty</th><td>%s</td><td>%s</td><td>%s</td>"
+            "<td>%s</td><td>w_u M_u + w_t M_t + w_p M_p + w_s (1 &#8722; M_s)</td></tr>\n",
+            fixed(a, t.penalty, 4), eeb_number_text(t.w[0] + t.w[1] + t.w[2] + t.w[3], b),
+            fixed(c, t.penalty, 4), isnan(t.penalty) ? "-" : "100 %");
+    fprintf(f,
+            "<tr id=\"score-s\"><th>S</th><td>%s</td><td colspan=\"4\">1 &#8722; penalty%s"
+            "</td></tr>\n</table>\n",
+            fixed(a, t.s, 4), scored && isnan(t.s) ? "; not defined: the run did not pass" : "");
 }
 
 /* ---- the page ---- */
 
-static void row(FILE *f, const char *name, const char *value, const char *note)
+/* The configuration as rows of dotted keys ("rules.weights.u") and values. */
+static void config_rows(FILE *f, json_t *v, const char *path)
 {
+    if (json_is_object(v) && json_object_size(v)) {
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x)
+        {
+            size_t n = strlen(path) + strlen(key) + 2;
+            char *sub = malloc(n);
+            if (!sub)
+                return;
+            snprintf(sub, n, "%s%s%s", path, *path ? "." : "", key);
+            config_rows(f, x, sub);
+            free(sub);
+        }
+        return;
+    }
     fputs("<tr><th>", f);
-    eeb_html_text(f, name);
+    eeb_html_text(f, path);
     fputs("</th><td>", f);
-    eeb_html_text(f, value);
-    fputs("</td><td>", f);
-    eeb_html_text(f, note);
+    if (json_is_string(v))
+        eeb_html_text(f, json_string_value(v));
+    else if (json_is_null(v))
+        fputs("-", f);
+    else
+        json_html(f, v);
     fputs("</td></tr>\n", f);
 }
 
-static void figure(FILE *f, const char *name, double v, const char *note)
+static void events_table(FILE *f, const struct timeline *tl)
 {
-    char text[64];
-    if (isnan(v))
-        snprintf(text, sizeof text, "-");
-    else
-        snprintf(text, sizeof text, "%.4f", v);
-    row(f, name, text, note);
+    fputs("<h2>Events</h2>\n<table id=\"events\"><tr><th>t (s)</th><th>event</th><th>payload"
+          "</th></tr>\n",
+          f);
+    size_t i;
+    json_t *e;
+    json_array_foreach(tl->events, i, e)
+    {
+        char t[EEB_NUMBER_MAX];
+        const char *payload = json_string_value(json_array_get(e, 2));
+        json_t *p = payload ? json_loads(payload, JSON_DECODE_ANY, NULL) : NULL;
+        fprintf(f, "<tr><th>%s</th><td>", fixed(t, json_real_value(json_array_get(e, 0)), 3));
+        eeb_html_text(f, json_string_value(json_array_get(e, 1)));
+        fputs("</td><td>", f);
+        if (p)
+            json_html(f, p);
+        else
+            eeb_html_text(f, payload ? payload : "-");
+        fputs("</td></tr>\n", f);
+        json_decref(p);
+    }
+    fputs("</table>\n", f);
 }
 
 static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
                  const struct trace *tr, const struct timeline *tl, const struct series *watts)
 {
     const char *verdict = eeb_run_verdict(o, 1);
+    json_t *cfg = json_loads(run->config ? run->config : "", 0, NULL);
+    const char *provenance =
+        o->provenance[0] ? o->provenance
+                         : json_string_value(json_object_get(cfg, "provenance")) ?: "-";
+    char a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX];
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>eeb run ", f);
     fprintf(f, "%lld</title>\n", (long long)run->id);
     fputs("<style>body{font:14px sans-serif;margin:24px;max-width:1000px}"
           "table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ccc;"
-          "padding:3px 8px;text-align:left}th{background:#f4f4f4}"
+          "padding:3px 8px;text-align:left}td:last-child{overflow-wrap:anywhere}"
+          "th{background:#f4f4f4}tr.part th{font-weight:normal}"
           ".verdict{font-size:20px;font-weight:bold;padding:8px;display:inline-block}"
           ".PASS{background:#d9f2d9}.FAIL,.ABORTED{background:#f7d4d4}"
           ".INVALID,.INCOMPLETE{background:#fbe8c8}.label{border:1px solid #888;"
           "padding:1px 6px;border-radius:4px}pre{background:#f8f8f8;padding:8px;"
-          "overflow:auto;font-size:12px}</style></head><body>\n",
+          "overflow:auto;font-size:12px}.legend{list-style:none;padding:0;margin:4px 0 16px;"
+          "display:flex;flex-wrap:wrap;gap:4px 18px;font-size:12px}.swatch{display:inline-block;"
+          "width:16px;height:10px;margin-right:5px;vertical-align:middle}.swatch.line{height:0;"
+          "border-top:2px solid}</style></head><body>\n",
           f);
-    fprintf(f, "<h1>eeb run %lld: %s on %s</h1>\n<p>run ", (long long)run->id, run->task,
-            run->backend);
+    fprintf(f, "<h1>eeb run %lld: ", (long long)run->id);
+    eeb_html_text(f, run->task);
+    fputs(" on ", f);
+    eeb_html_text(f, run->backend);
+    fputs("</h1>\n<p>run ", f);
     eeb_html_text(f, run->uuid);
     fputs(", state ", f);
     eeb_html_text(f, run->state);
     fputs(", provenance <span class=\"label\" id=\"provenance\">", f);
-    eeb_html_text(f, o->provenance);
+    eeb_html_text(f, provenance);
     fprintf(f, "</span>%s</p>\n",
-            strcmp(o->provenance, "modeled") == 0
+            strcmp(provenance, "modeled") == 0
                 ? " (time and power stand in for a device's: emulator wall time and the "
                   "analytical model's or a declared power, not a measurement)"
                 : "");
@@ -298,48 +716,35 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
         eeb_html_text(f, o->why);
         fputs("</p>\n", f);
     }
-    fputs("<h2>Score</h2>\n<table id=\"score\"><tr><th>metric</th><th>value</th><th>from</th>"
-          "</tr>\n",
-          f);
-    char note[160];
-    figure(f, "M_u", o->score.m_u, "mean of LUT, FF, BRAM, DSP utilization");
-    snprintf(note, sizeof note, "T %.3f s / T_max %g s%s", o->t_s, run->t_max_s,
-             o->tmax_reached ? " (stopped at T_max)" : "");
-    figure(f, "M_t", o->score.m_t, note);
-    snprintf(note, sizeof note, "E %.3f J / (P_max %g W x T); mean %.3f W, worst 1 s window %.3f W",
-             o->energy_j, run->p_max_w, o->score.mean_power_w, o->worst_w);
-    figure(f, "M_p", o->score.m_p, note);
-    snprintf(note, sizeof note, "%s on %llu test items", eeb_task_metric(o->task),
-             (unsigned long long)o->test_items);
-    figure(f, "M_s", o->score.m_s, note);
-    figure(f, "S", o->score.s, "1 - [w_u M_u + w_t M_t + w_p M_p + w_s (1 - M_s)]");
-    fputs("</table>\n<h2>Power</h2>\n", f);
-    fprintf(f, "<p>%llu samples over %.1f s; peak %.3f W.</p>\n", (unsigned long long)tr->n,
-            (double)(tr->t1 - tr->t0) / 1e9, tr->peak);
-    power_plot(f, tr, tl, watts, run->t_max_s, run->p_max_w);
+    score_table(f, run, o, tl, cfg);
+    fputs("<h2>Power</h2>\n", f);
+    if (tr->n)
+        fprintf(f, "<p>%llu samples over %s s; peak %s W.</p>\n", (unsigned long long)tr->n,
+                fixed(a, (double)(tr->t1 - tr->t0) / 1e9, 1), fixed(b, tr->peak, 3));
+    else
+        fputs("<p>No power samples were committed.</p>\n", f);
+    struct time_axis ta = time_axis(tr, tl, run->t_max_s);
+    power_plot(f, tr, tl, watts, &ta, run->t_max_s, run->p_max_w);
     fputs("<h2>Training</h2>\n<p>The training loss (purple, the mean since the previous point) "
           "and the training metric at each epoch's end (green, right axis: top-1 accuracy, or "
           "for detection the object cells' class accuracy).</p>\n",
           f);
-    double x_hi = fmax((double)(tr->t1 - tr->t0) / 1e9, tl->ft_end);
-    training_plot(f, tl, isnan(x_hi) ? 1 : x_hi * 1.02);
-    fputs("<h2>Events</h2>\n<table id=\"events\"><tr><th>t (s)</th><th>event</th><th>payload"
-          "</th></tr>\n",
-          f);
-    size_t i;
-    json_t *e;
-    json_array_foreach(tl->events, i, e)
-    {
-        char t[32];
-        snprintf(t, sizeof t, "%.3f", json_real_value(json_array_get(e, 0)));
-        row(f, t, json_string_value(json_array_get(e, 1)),
-            json_string_value(json_array_get(e, 2)) ?: "");
+    training_plot(f, tl, &ta);
+    events_table(f, tl);
+    fputs("<h2>Configuration</h2>\n", f);
+    if (json_is_object(cfg) && json_object_size(cfg)) {
+        fputs("<table id=\"config\">\n", f);
+        config_rows(f, cfg, "");
+        fputs("</table>\n", f);
+    } else {
+        fputs("<pre id=\"config\">", f);
+        eeb_html_text(f, run->config && run->config[0] ? run->config : "-");
+        fputs("</pre>\n", f);
     }
-    fputs("</table>\n<h2>Configuration</h2>\n<pre id=\"config\">", f);
-    eeb_html_text(f, run->config);
-    fputs("</pre>\n<p>Written by eeb " EEB_VERSION " (", f);
+    fputs("<p>Written by eeb " EEB_VERSION " (", f);
     eeb_html_text(f, eeb_build());
     fputs(").</p>\n</body></html>\n", f);
+    json_decref(cfg);
 }
 
 int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
@@ -354,8 +759,12 @@ int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char
         return rc;
     struct eeb_run_row row = {0};
     struct trace *tr = calloc(1, sizeof *tr);
-    struct timeline tl = {
-        .ft_begin = NAN, .ft_end = NAN, .test_begin = NAN, .test_end = NAN, .events = json_array()};
+    struct timeline tl = {.ft_begin = NAN,
+                          .ft_end = NAN,
+                          .test_begin = NAN,
+                          .test_end = NAN,
+                          .last = NAN,
+                          .events = json_array()};
     struct series watts = {0};
     struct eeb_atomic_file af = {0};
     if (!tr || !tl.events) {
@@ -370,7 +779,9 @@ int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char
     if (tr->n && (rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, trace_sample, tr,
                                               err, errlen)))
         goto out;
-    tl.t0 = tr->n ? tr->t0 : row.created_utc_ns;
+    /* times count from the first sample; without samples, from the first
+     * event (the same monotonic clock: never the UTC of the run's creation) */
+    tl.have_t0 = tr->n > 0, tl.t0 = tr->t0;
     if ((rc = eeb_rundb_events_each(db, row.id, timeline_event, &tl, err, errlen)))
         goto out;
     for (int k = 0; k < BUCKETS; k++) {

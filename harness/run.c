@@ -163,9 +163,11 @@ static char *config_json(const struct run *r)
         json_object_set_new(o, "test", input(c->test, r->sha_test, r->test_items));
     }
     /* the keys eeb_power_summarize reads */
-    json_object_set_new(o, "power",
-                        json_pack("{s:s, s:f, s:s}", "source", r->src->uri, "rate_hz", c->rate_hz,
-                                  "provenance", r->out->provenance));
+    json_t *power = json_pack("{s:s, s:f, s:s}", "source", r->src->uri, "rate_hz", c->rate_hz,
+                              "provenance", r->out->provenance);
+    if (power && r->src->note) /* what the source skipped of a recorded trace */
+        json_object_set_new(power, "note", json_string(r->src->note));
+    json_object_set_new(o, "power", power);
     json_object_set_new(o, "budgets",
                         json_pack("{s:f, s:f, s:f, s:b}", "t_max_s", c->t_max_s, "p_max_w",
                                   c->p_max_w, "grace_s", c->grace_s, "abort_on_pmax",
@@ -814,7 +816,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
         snprintf(reason, sizeof reason,
                  "the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
                  r->rules.power.window_s, k.pmax_seen, c->p_max_w);
-    snprintf(out->why, sizeof out->why, "aborted: %s", reason);
+    snprintf(out->why, sizeof out->why, "%s", reason);
     event(r, "abort", json_pack("{s:s}", "reason", reason));
     return EEB_OK;
 }

@@ -360,6 +360,11 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     if ((rc = fill_text(&c->design, xrt ? NULL : p->design, err, errlen)) ||
         (rc = fill_text(&c->db, "eeb.db", err, errlen)))
         return rc;
+    if (c->power && !isnan(c->declared_power_w))
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "--declared-power states the power of a run without a meter, and --power "
+                        "%s is its meter: give one of them",
+                        c->power);
     if (!c->power && !isnan(c->declared_power_w)) {
         char uri[64];
         snprintf(uri, sizeof uri, "sim:profile=const,watts=%.17g", c->declared_power_w);

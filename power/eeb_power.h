@@ -30,6 +30,9 @@ struct eeb_power_source {
     const struct eeb_power_source_ops *ops;
     char *uri;                      /* as opened */
     enum eeb_provenance provenance; /* of its readings */
+    const char *note;               /* (optional) what opening found that the user should
+                                     * hear (a replayed log's skipped lines); NULL if nothing;
+                                     * the source's own */
 };
 
 struct eeb_power_source_ops {

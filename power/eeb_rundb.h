@@ -145,6 +145,9 @@ int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out,
                       size_t errlen);
 void eeb_rundb_run_row_free(struct eeb_run_row *row);
 
+/* Every run's id, oldest first, in a new array (free it yourself). */
+int eeb_rundb_run_ids(struct eeb_rundb *db, int64_t **ids, size_t *n, char *err, size_t errlen);
+
 /* Calls fn for each event of a run in time order (payload NULL if none);
  * a non-zero return from fn stops the walk and is returned. */
 int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,

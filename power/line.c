@@ -76,7 +76,7 @@ static int fail(struct power_line *c, int status, const char *uri, const char *w
                 size_t errlen)
 {
     power_line_close(c);
-    return eeb_errf(err, errlen, status, "%s: %s:%s: %s", uri, c->host, c->port, what);
+    return eeb_errf(err, errlen, status, "%s: %s", uri, what); /* the URI names host and port */
 }
 
 int power_line_connect(struct power_line *c, const char *uri, char *err, size_t errlen)

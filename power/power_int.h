@@ -82,6 +82,56 @@ void power_line_close(struct power_line *c);
 int power_scpi_parse(const char *uri, const char *reply, double v[3], char *err, size_t errlen);
 int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *err, size_t errlen);
 
+/* ---- recorded traces, replay:'s readers (trace.c, trace_csv.c, trace_ptd_log.c) ---- */
+
+struct power_trace_point {
+    double t;                  /* seconds after the trace's first reading */
+    double watts, volts, amps; /* volts, amps NAN where the trace has none */
+};
+
+/* What a replay: URI's options ask of its trace; NULL: not given. */
+struct power_trace_options {
+    const char *channel;   /* PTDaemon: "N" or "total" */
+    const char *date;      /* PTDaemon: "MM-DD" or "DD-MM" */
+    const char *mark;      /* PTDaemon: only the readings with this Mark */
+    const char *column[4]; /* CSV: the time, power, volts, amps columns by name */
+};
+
+struct power_trace {
+    const char *path;            /* the file, for messages */
+    struct power_trace_point *p; /* n readings, times increasing (free it) */
+    size_t n, cap;
+    int last_line;  /* the line p[n - 1] came from */
+    char note[256]; /* what the reader skipped, "" if nothing */
+};
+
+/* 1 if text is a SPEC PTDaemon log: its first line that is not blank
+ * starts "Time," and a date. */
+int power_trace_is_ptd_log(const char *text);
+
+/* Reads text (cut up in the reading) into t, whose p has a slot per line;
+ * errors name t->path, the line and the field.  EEB_EINVAL when the file
+ * needs an option it was not given (a channel, the date order, a column),
+ * or has nothing an option asks for; EEB_EFORMAT for anything else. */
+int power_trace_read_ptd_log(struct power_trace *t, char *text, const struct power_trace_options *o,
+                             char *err, size_t errlen);
+int power_trace_read_csv(struct power_trace *t, char *text, const struct power_trace_options *o,
+                         char *err, size_t errlen);
+
+/* The next line at *cursor, cut off at its end (CR LF or LF) and *cursor
+ * moved past it; NULL after the last. */
+char *power_trace_line(char **cursor);
+
+/* Appends p, read from line; EEB_EFORMAT, quoting time_text, when its time
+ * is not after the reading before's. */
+int power_trace_add(struct power_trace *t, int line, const struct power_trace_point *p,
+                    const char *time_text, char *err, size_t errlen);
+
+/* Seconds since 1970-01-01 00:00:00 of a calendar date and time of day on
+ * the trace's own clock (no time zone); 0, or -1 if a field is out of
+ * range (February 30th, hour 24). */
+int power_civil_seconds(int year, int month, int day, int hour, int min, int sec, int64_t *out);
+
 /* ---- the sample ring (ring.c) ---- */
 
 #include <stdalign.h>

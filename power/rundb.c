@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- Schema ------------------------------------------------------------
  *
@@ -235,6 +236,17 @@ static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, 
     return EEB_OK;
 }
 
+/* A reader of a WAL database makes its -wal and -shm files, and only a
+ * connection that may write removes them when it is the last to close: so a
+ * reader opens read-write where it may (PRAGMA query_only keeps it a reader)
+ * and leaves the folder as it found it; read-only only where it must. */
+static int open_flags(const char *path, enum eeb_rundb_mode mode)
+{
+    if (mode == EEB_RUNDB_READWRITE)
+        return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    return access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+}
+
 int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb **out, char *err,
                    size_t errlen)
 {
@@ -243,11 +255,18 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
         free(db);
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
     }
-    int flags = mode == EEB_RUNDB_READONLY ? SQLITE_OPEN_READONLY
-                                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc;
-    if (sqlite3_open_v2(path, &db->h, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    int rc = mode == EEB_RUNDB_READONLY ? eeb_check_input(path, err, errlen)
+                                        : eeb_check_output(path, err, errlen);
+    if (rc)
+        goto fail;
+    if (sqlite3_open_v2(path, &db->h, open_flags(path, mode) | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         rc = db_error(db, "cannot open", err, errlen);
+        goto fail;
+    }
+    if (mode == EEB_RUNDB_READONLY &&
+        sqlite3_exec(db->h, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = db_error(db, "opening read-only", err, errlen);
         goto fail;
     }
     sqlite3_extended_result_codes(db->h, 0);
@@ -630,6 +649,36 @@ static void copy_text(sqlite3_stmt *st, int i, char *out, size_t n)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     snprintf(out, n, "%s", t ? (const char *)t : "");
+}
+
+int eeb_rundb_run_ids(struct eeb_rundb *db, int64_t **ids, size_t *n, char *err, size_t errlen)
+{
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prepare(db, "SELECT id FROM runs ORDER BY id", &st, err, errlen);
+    size_t cap = 0;
+    int step = SQLITE_DONE;
+    while (rc == EEB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            int64_t *more = realloc(*ids, (cap = cap ? cap * 2 : 16) * sizeof *more);
+            if (!more) {
+                rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", db->path);
+                break;
+            }
+            *ids = more;
+        }
+        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    if (rc == EEB_OK && step != SQLITE_DONE)
+        rc = db_error(db, "listing the runs", err, errlen);
+    sqlite3_finalize(st);
+    if (rc) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out, char *err,

@@ -188,14 +188,17 @@ struct board_html {
     int rank, rows;
 };
 
-/* A number cell: shown with `decimals`, sorted by its full value. */
+/* A number cell: shown with `decimals`, sorted by its full value (the
+ * shortest text of the same double, eeb_number_text's, not "%.17g"'s
+ * 0.10000000000000001). */
 static void cell(FILE *f, double v, int decimals)
 {
     if (isnan(v)) {
         fputs("<td data-v=\"\">-</td>", f);
         return;
     }
-    fprintf(f, "<td data-v=\"%.17g\">%.*f</td>", v, decimals, v);
+    char exact[EEB_NUMBER_MAX];
+    fprintf(f, "<td data-v=\"%s\">%.*f</td>", eeb_number_text(v, exact), decimals, v);
 }
 
 static int html_row(void *arg, const struct store_run *r)
@@ -231,23 +234,75 @@ static int html_row(void *arg, const struct store_run *r)
     return 0;
 }
 
-/* Sorts a table by the clicked column's data-v (numbers) or text. */
+/* The columns of a task's table: the first click on one sorts it best
+ * first (S and M_s: highest; the rest: lowest, or A to Z). */
+static const struct column {
+    const char *name, *first;
+} columns[] = {
+    {"rank", "ascending"},       {"team", "ascending"},    {"run", "ascending"},
+    {"S", "descending"},         {"verdict", "ascending"}, {"M_s", "descending"},
+    {"M_p", "ascending"},        {"M_t", "ascending"},     {"M_u", "ascending"},
+    {"E (J)", "ascending"},      {"T (s)", "ascending"},   {"device", "ascending"},
+    {"provenance", "ascending"},
+};
+#define N_COLUMNS (sizeof columns / sizeof *columns)
+
+/* The header row; the rows come ranked, which the rank column's mark says. */
+static void header(FILE *f)
+{
+    fputs("<thead><tr>", f);
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        fprintf(f,
+                "<th scope=\"col\" tabindex=\"0\" data-first=\"%s\"%s>%s<span class=\"mark\" "
+                "aria-hidden=\"true\">%s</span></th>",
+                columns[i].first, i == 0 ? " aria-sort=\"ascending\"" : "", columns[i].name,
+                i == 0 ? " &#9650;" : "");
+    fputs("</tr></thead>", f);
+}
+
+/* Sorts a table by the clicked (or Enter'd) column: numbers by data-v,
+ * the rest by text, cells without a value last either way; the column's
+ * aria-sort and mark (up: ascending, down: descending) say how.  The
+ * column is the header's own cellIndex: an index over every table's
+ * headers at once points past the second table's cells. */
 static const char sort_script[] =
     "<script>\n"
-    "document.querySelectorAll('table.board th').forEach(function (th, col) {\n"
-    "  th.addEventListener('click', function () {\n"
-    "    var body = th.closest('table').tBodies[0], rows = Array.from(body.rows);\n"
-    "    var down = th.dataset.order !== 'desc';\n"
-    "    th.dataset.order = down ? 'desc' : 'asc';\n"
-    "    function key(r) { var c = r.cells[col], v = c.dataset.v;\n"
-    "      return v === undefined ? c.textContent : v === '' ? NaN : parseFloat(v); }\n"
-    "    rows.sort(function (a, b) { var x = key(a), y = key(b);\n"
-    "      if (typeof x === 'number' && isNaN(x)) return 1;\n"
-    "      if (typeof y === 'number' && isNaN(y)) return -1;\n"
-    "      var c = x < y ? -1 : x > y ? 1 : 0; return down ? -c : c; });\n"
+    "(function () {\n"
+    "  function key(row, col) {\n"
+    "    var c = row.cells[col];\n"
+    "    if (!c) return NaN; /* a row without the column: 'no scored runs yet' */\n"
+    "    var v = c.dataset.v;\n"
+    "    return v === undefined ? c.textContent : v === '' ? NaN : parseFloat(v);\n"
+    "  }\n"
+    "  function missing(x) { return typeof x === 'number' && isNaN(x) ? 1 : 0; }\n"
+    "  function sortBy(th) {\n"
+    "    var table = th.closest('table'), body = table.tBodies[0], col = th.cellIndex;\n"
+    "    var now = th.getAttribute('aria-sort');\n"
+    "    var dir = now === 'ascending' ? 'descending' : now === 'descending' ? 'ascending'\n"
+    "      : th.dataset.first;\n"
+    "    table.tHead.querySelectorAll('th').forEach(function (h) {\n"
+    "      h.removeAttribute('aria-sort');\n"
+    "      h.querySelector('.mark').textContent = '';\n"
+    "    });\n"
+    "    th.setAttribute('aria-sort', dir);\n"
+    "    th.querySelector('.mark').textContent = dir === 'ascending' ? ' \\u25b2' : ' \\u25bc';\n"
+    "    var rows = Array.from(body.rows);\n"
+    "    rows.sort(function (a, b) {\n"
+    "      var x = key(a, col), y = key(b, col);\n"
+    "      if (missing(x) || missing(y)) return missing(x) - missing(y);\n"
+    "      var c = typeof x === 'number' && typeof y === 'number' ? x - y\n"
+    "        : String(x).localeCompare(String(y));\n"
+    "      return dir === 'ascending' ? c : -c;\n"
+    "    });\n"
     "    rows.forEach(function (r) { body.appendChild(r); });\n"
+    "  }\n"
+    "  document.querySelectorAll('table.board thead th').forEach(function (th) {\n"
+    "    th.addEventListener('click', function () { sortBy(th); });\n"
+    "    th.addEventListener('keydown', function (e) {\n"
+    "      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); sortBy(th); }\n"
+    "    });\n"
     "  });\n"
-    "});\n"
+    "})();\n"
     "</script>\n";
 
 static int board_page(struct call *k, const struct store_board_filter *want, FILE *f, char *err,
@@ -256,7 +311,8 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<title>eeb leaderboard</title>\n<style>body{font:14px sans-serif;margin:24px}"
           "table{border-collapse:collapse;margin:8px 0 24px}th,td{border:1px solid #ccc;"
-          "padding:3px 8px;text-align:right}th{background:#f4f4f4;cursor:pointer}"
+          "padding:3px 8px;text-align:right}th{background:#f4f4f4;cursor:pointer;"
+          "white-space:nowrap}th[aria-sort]{background:#e2ebf6}"
           "td:nth-child(2),td:nth-child(5),td:nth-child(12),td:nth-child(13){text-align:left}"
           ".fail,.invalid,.aborted{color:#888}</style></head><body>\n"
           "<h1>eeb leaderboard</h1>\n<p>S = 1 &minus; [w<sub>u</sub>M<sub>u</sub> + "
@@ -278,19 +334,17 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
             continue;
         struct store_board_filter f1 = *want;
         f1.task = t;
-        fprintf(f,
-                "<h2 id=\"%s\">%s (%s)</h2>\n<table class=\"board\" id=\"board-%s\"><thead><tr>"
-                "<th>rank</th><th>team</th><th>run</th><th>S</th><th>verdict</th><th>M_s</th>"
-                "<th>M_p</th><th>M_t</th><th>M_u</th><th>E (J)</th><th>T (s)</th>"
-                "<th>device</th><th>provenance</th></tr></thead><tbody>\n",
+        fprintf(f, "<h2 id=\"%s\">%s (%s)</h2>\n<table class=\"board\" id=\"board-%s\">",
                 eeb_task_name((enum eeb_task)t), eeb_task_name((enum eeb_task)t),
                 eeb_task_metric((enum eeb_task)t), eeb_task_name((enum eeb_task)t));
+        header(f);
+        fputs("<tbody>\n", f);
         struct board_html b = {.f = f};
         int rc = store_board(k->db->h, &f1, html_row, &b, err, errlen);
         if (rc)
             return rc;
         if (!b.rows)
-            fputs("<tr><td colspan=\"13\">no scored runs yet</td></tr>\n", f);
+            fprintf(f, "<tr><td colspan=\"%zu\">no scored runs yet</td></tr>\n", N_COLUMNS);
         fputs("</tbody></table>\n", f);
     }
     fputs(sort_script, f);

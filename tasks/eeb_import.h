@@ -21,18 +21,22 @@ int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char 
 
 struct eeb_import_spec {
     enum eeb_import_format format;
-    const char *src;     /* the dataset's top directory */
-    const char *out;     /* the shard to write */
-    int test;            /* 0 the train split, 1 the test split */
-    int size;            /* output side in pixels, 16..1024 */
-    int frames;          /* ucf101: frames per clip, 2..64 */
-    const char *classes; /* NULL (all), or "a,b,c": only these, in this order */
-    int skip_bad;        /* skip unreadable items (counted) instead of failing */
+    const char *src;       /* the dataset's top directory */
+    const char *out;       /* the shard to write */
+    int test;              /* 0 the train split, 1 the test split */
+    int size;              /* output side in pixels, 16..1024 */
+    int frames;            /* ucf101: frames per clip, 2..64 */
+    const char *classes;   /* NULL (all), "a,b,c" or "@FILE" (one a line): these, in this order */
+    int skip_bad;          /* skip unreadable items (counted) instead of failing */
+    const char *image_set; /* voc: this ImageSets/Main-style list instead of the split's */
 };
 
 struct eeb_import_result {
     uint64_t records, skipped;
-    char first_skipped[512]; /* why the first skipped item was skipped */
+    char first_skipped[512];   /* why the first skipped item was skipped */
+    int annotations;           /* voc without classes: the annotations the classes came from */
+    uint64_t dropped;          /* voc with classes: objects of other classes, left out */
+    char dropped_classes[256]; /* their classes and counts, "pear: 3, fig: 1" */
 };
 
 /*
@@ -41,6 +45,11 @@ struct eeb_import_result {
  * unreadable item (a corrupt JPEG, an object without bndbox, a video that
  * does not decode) fails the import unless skip_bad.  progress, if not
  * NULL, is called after each item.
+ *
+ * The classes: Food-101's classes.txt, UCF-101's classInd.txt, or for VOC
+ * the object names of every annotation in Annotations/, sorted (so that
+ * every split of a dataset gets the same list); spec->classes replaces
+ * them with a list of one's own (food101, ucf101: of the dataset's).
  */
 int eeb_import(const struct eeb_import_spec *spec,
                void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg,

@@ -4,9 +4,11 @@
  * Sections: list files; the class list; the items of each layout; loading
  * one item; the import loop.  Each layout first becomes a list of items
  * (files, id, label), so a bad list fails before anything is decoded and
- * progress knows its total.
+ * progress knows its total.  VOC's lists and classes are read by voc.c,
+ * as `eeb eval` reads them.
  */
 #include "eeb_import.h"
+#include "eeb_lines.h"
 
 #include "eeb_shard.h"
 #include "eeb_voc.h"
@@ -23,12 +25,6 @@
 
 static const char *const format_names[] = {"food101", "voc", "ucf101"};
 
-/* The 20 classes of Pascal VOC 2007-2012, in the devkit's order. */
-static const char *const voc_classes[] = {
-    "aeroplane", "bicycle",     "bird",  "boat",        "bottle", "bus",      "car",
-    "cat",       "chair",       "cow",   "diningtable", "dog",    "horse",    "motorbike",
-    "person",    "pottedplant", "sheep", "sofa",        "train",  "tvmonitor"};
-
 int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char *err, size_t errlen)
 {
     for (int i = 0; i < 3; i++)
@@ -40,56 +36,6 @@ int eeb_import_format_parse(const char *name, enum eeb_import_format *out, char 
 }
 
 /* ---- list files ---- */
-
-/* A text file's non-blank lines, trimmed, with their line numbers. */
-struct lines {
-    char *path, *buf;
-    char **text;
-    int *lineno;
-    int n;
-};
-
-static void lines_free(struct lines *l)
-{
-    free(l->path), free(l->buf), free(l->text), free(l->lineno);
-    memset(l, 0, sizeof *l);
-}
-
-static int lines_read(struct lines *l, const char *path, char *err, size_t errlen)
-{
-    memset(l, 0, sizeof *l);
-    size_t len;
-    int rc = eeb_read_file(path, MAX_LIST_BYTES, &l->buf, &len, err, errlen);
-    if (rc != EEB_OK)
-        return rc;
-    size_t cap = 1;
-    for (size_t i = 0; i < len; i++)
-        cap += l->buf[i] == '\n';
-    l->path = strdup(path);
-    l->text = malloc(cap * sizeof *l->text);
-    l->lineno = malloc(cap * sizeof *l->lineno);
-    if (!l->path || !l->text || !l->lineno) {
-        lines_free(l);
-        return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
-    }
-    char *p = l->buf;
-    for (int no = 1; p; no++) {
-        char *next = strchr(p, '\n');
-        if (next)
-            *next++ = '\0';
-        while (isspace((unsigned char)*p))
-            p++;
-        size_t n = strlen(p);
-        while (n && isspace((unsigned char)p[n - 1]))
-            p[--n] = '\0';
-        if (n) {
-            l->text[l->n] = p;
-            l->lineno[l->n++] = no;
-        }
-        p = next;
-    }
-    return EEB_OK;
-}
 
 static int exists(const char *path)
 {
@@ -140,6 +86,34 @@ static int class_add(struct classes *c, const char *name, size_t len, const char
 }
 
 /*
+ * The --classes list: "a,b,c", or "@FILE" with one class a line.  Errors
+ * name the file and line (a name given twice, empty, too long or with a
+ * comma).
+ */
+static int wanted_classes(const char *wanted, struct classes *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    int rc = EEB_OK;
+    const char *file = wanted[0] == '@' ? wanted + 1 : NULL;
+    if (file) {
+        struct eeb_lines l;
+        if ((rc = eeb_lines_read(&l, file, MAX_LIST_BYTES, err, errlen)) != EEB_OK)
+            return rc;
+        for (int i = 0; rc == EEB_OK && i < l.n; i++)
+            rc = class_add(out, l.text[i], strlen(l.text[i]), file, l.lineno[i], err, errlen);
+        eeb_lines_free(&l);
+    }
+    for (const char *p = wanted; !file && rc == EEB_OK && *p;) {
+        size_t len = strcspn(p, ",");
+        rc = class_add(out, p, len, "--classes", 0, err, errlen);
+        p += len + (p[len] == ',');
+    }
+    if (rc == EEB_OK && out->n == 0)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no class given", file ? file : "--classes");
+    return rc;
+}
+
+/*
  * The shard's classes: the dataset's own (all), or the --classes list,
  * each of which must be one of the dataset's.
  */
@@ -156,19 +130,12 @@ static int choose_classes(const struct classes *all, const char *wanted, struct 
         }
         return EEB_OK;
     }
-    for (const char *p = wanted; *p;) {
-        size_t len = strcspn(p, ",");
-        if (class_index(all, p, len) < 0)
-            return eeb_errf(err, errlen, EEB_EINVAL,
-                            "--classes: '%.*s' is not a class of this dataset", (int)len, p);
-        int rc = class_add(out, p, len, "--classes", 0, err, errlen);
-        if (rc != EEB_OK)
-            return rc;
-        p += len + (p[len] == ',');
-    }
-    if (out->n == 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "--classes: no class given");
-    return EEB_OK;
+    int rc = wanted_classes(wanted, out, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < out->n; i++)
+        if (class_index(all, out->names[i], strlen(out->names[i])) < 0)
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "--classes: '%s' is not a class of this dataset",
+                          out->names[i]);
+    return rc;
 }
 
 /* ---- the items of each layout ---- */
@@ -185,6 +152,10 @@ struct import {
     struct classes all, chosen;
     struct item *items;
     int n, cap;
+    int annotations;         /* voc: read for the classes */
+    uint64_t dropped;        /* voc: objects of classes not chosen */
+    struct classes left_out; /* and their classes */
+    uint64_t *left_out_n;    /* with their counts */
 };
 
 /* A new string from a format (free it), or NULL if out of memory. */
@@ -199,15 +170,16 @@ __attribute__((format(printf, 1, 2))) static char *joinf(const char *fmt, ...)
     return p;
 }
 
+/* Adds an item; list and line say where it was listed, for errors. */
 static int add_item(struct import *im, char *file, char *xml, const char *id, size_t id_len,
-                    int label, const struct lines *l, int i, char *err, size_t errlen)
+                    int label, const char *list, int line, char *err, size_t errlen)
 {
     int rc = EEB_OK;
     if (!file || (im->sp->format == EEB_IMPORT_VOC && !xml))
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     else if (id_len < 1 || id_len > EEB_SHARD_MAX_ID)
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s:%d: item id of %zu bytes (1..%d)", l->path,
-                      l->lineno[i], id_len, EEB_SHARD_MAX_ID);
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s:%d: item id of %zu bytes (1..%d)", list, line,
+                      id_len, EEB_SHARD_MAX_ID);
     else if (im->n == im->cap) {
         int cap = im->cap ? im->cap * 2 : 256;
         void *p = realloc(im->items, (size_t)cap * sizeof *im->items);
@@ -231,19 +203,19 @@ static int add_item(struct import *im, char *file, char *xml, const char *id, si
 static int food101_items(struct import *im, char *err, size_t errlen)
 {
     const char *src = im->sp->src;
-    struct lines cl, list;
+    struct eeb_lines cl, list;
     char path[4096];
     snprintf(path, sizeof path, "%s/meta/classes.txt", src);
-    int rc = lines_read(&cl, path, err, errlen);
+    int rc = eeb_lines_read(&cl, path, MAX_LIST_BYTES, err, errlen);
     for (int i = 0; rc == EEB_OK && i < cl.n; i++)
         rc = class_add(&im->all, cl.text[i], strlen(cl.text[i]), path, cl.lineno[i], err, errlen);
-    lines_free(&cl);
+    eeb_lines_free(&cl);
     if (rc == EEB_OK)
         rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
     if (rc != EEB_OK)
         return rc;
     snprintf(path, sizeof path, "%s/meta/%s.txt", src, im->sp->test ? "test" : "train");
-    rc = lines_read(&list, path, err, errlen);
+    rc = eeb_lines_read(&list, path, MAX_LIST_BYTES, err, errlen);
     for (int i = 0; rc == EEB_OK && i < list.n; i++) {
         const char *line = list.text[i], *slash = strchr(line, '/');
         if (!slash || slash == line || !slash[1] || strstr(line, ".."))
@@ -257,45 +229,66 @@ static int food101_items(struct import *im, char *err, size_t errlen)
         int label = class_index(&im->chosen, line, (size_t)(slash - line));
         if (label >= 0)
             rc = add_item(im, joinf("%s/images/%s.jpg", src, line), NULL, line, strlen(line), label,
-                          &list, i, err, errlen);
+                          list.path, list.lineno[i], err, errlen);
     }
-    lines_free(&list);
+    eeb_lines_free(&list);
     return rc;
 }
 
-/* VOC: ImageSets/Main/trainval.txt (or train.txt) and test.txt list image
- * ids; Annotations/<id>.xml describes JPEGImages/<id>.jpg. */
+/*
+ * VOC's classes: the --classes list as given (a dataset in the VOC layout
+ * has its own classes), or else the object names of every annotation in
+ * Annotations/, sorted, collected as `eeb eval` collects them, so that
+ * every split of the dataset gets the same list.
+ */
+static int voc_classes(struct import *im, const char *annotations, char *err, size_t errlen)
+{
+    if (im->sp->classes)
+        return wanted_classes(im->sp->classes, &im->chosen, err, errlen);
+    char **names;
+    int n, rc = eeb_voc_annotation_classes(annotations, im->sp->skip_bad, &names, &n,
+                                           &im->annotations, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    if (n == 0)
+        rc = eeb_errf(err, errlen, EEB_EFORMAT,
+                      "%s: no <object> in its %d annotations; name the classes with --classes",
+                      annotations, im->annotations);
+    for (int i = 0; rc == EEB_OK && i < n; i++)
+        rc = class_add(&im->chosen, names[i], strlen(names[i]), annotations, 0, err, errlen);
+    eeb_voc_names_free(names, n);
+    return rc;
+}
+
+/*
+ * VOC: the images of an ImageSets/Main list, read as `eeb eval` reads it:
+ * --image-set, or trainval.txt (else train.txt) for the train split and
+ * test.txt for the test split.  Annotations/<id>.xml describes
+ * JPEGImages/<id>.jpg.
+ */
 static int voc_items(struct import *im, char *err, size_t errlen)
 {
     const char *src = im->sp->src;
-    for (size_t i = 0; i < sizeof voc_classes / sizeof *voc_classes; i++) {
-        int rc = class_add(&im->all, voc_classes[i], strlen(voc_classes[i]), "VOC", 0, err, errlen);
-        if (rc != EEB_OK)
-            return rc;
-    }
-    int rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
+    char ann[4096], path[4096];
+    snprintf(ann, sizeof ann, "%s/Annotations", src);
+    if (im->sp->image_set)
+        snprintf(path, sizeof path, "%s", im->sp->image_set);
+    else
+        snprintf(path, sizeof path, "%s/ImageSets/Main/%s.txt", src,
+                 im->sp->test ? "test" : "trainval");
+    if (!im->sp->image_set && !im->sp->test && !exists(path))
+        snprintf(path, sizeof path, "%s/ImageSets/Main/train.txt", src);
+    struct eeb_voc_image_set set;
+    int rc = eeb_voc_image_set_read(path, &set, err, errlen);
     if (rc != EEB_OK)
         return rc;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/ImageSets/Main/%s.txt", src,
-             im->sp->test ? "test" : "trainval");
-    if (!im->sp->test && !exists(path))
-        snprintf(path, sizeof path, "%s/ImageSets/Main/train.txt", src);
-    struct lines list;
-    rc = lines_read(&list, path, err, errlen);
-    for (int i = 0; rc == EEB_OK && i < list.n; i++) {
-        const char *id = list.text[i];
-        size_t len = strcspn(id, " \t");
-        if (memchr(id, '/', len) || (len == 2 && id[0] == '.' && id[1] == '.')) {
-            rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: '%.*s' is not an image id", path,
-                          list.lineno[i], (int)len, id);
-            break;
-        }
-        rc = add_item(im, joinf("%s/JPEGImages/%.*s.jpg", src, (int)len, id),
-                      joinf("%s/Annotations/%.*s.xml", src, (int)len, id), id, len, 0, &list, i,
-                      err, errlen);
+    rc = voc_classes(im, ann, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < set.n; i++) {
+        const char *id = set.ids[i];
+        rc = add_item(im, joinf("%s/JPEGImages/%s.jpg", src, id), joinf("%s/%s.xml", ann, id), id,
+                      strlen(id), 0, set.path, set.lines[i], err, errlen);
     }
-    lines_free(&list);
+    eeb_voc_image_set_free(&set);
     return rc;
 }
 
@@ -314,8 +307,8 @@ static int ucf101_items(struct import *im, char *err, size_t errlen)
     if (!exists(videos))
         snprintf(videos, sizeof videos, "%s", src);
     snprintf(path, sizeof path, "%s/classInd.txt", lists);
-    struct lines cl, list;
-    int rc = lines_read(&cl, path, err, errlen);
+    struct eeb_lines cl, list;
+    int rc = eeb_lines_read(&cl, path, MAX_LIST_BYTES, err, errlen);
     for (int i = 0; rc == EEB_OK && i < cl.n; i++) {
         char name[128];
         int index, used = 0;
@@ -327,13 +320,13 @@ static int ucf101_items(struct import *im, char *err, size_t errlen)
         }
         rc = class_add(&im->all, name, strlen(name), path, cl.lineno[i], err, errlen);
     }
-    lines_free(&cl);
+    eeb_lines_free(&cl);
     if (rc == EEB_OK)
         rc = choose_classes(&im->all, im->sp->classes, &im->chosen, err, errlen);
     if (rc != EEB_OK)
         return rc;
     snprintf(path, sizeof path, "%s/%s01.txt", lists, im->sp->test ? "testlist" : "trainlist");
-    rc = lines_read(&list, path, err, errlen);
+    rc = eeb_lines_read(&list, path, MAX_LIST_BYTES, err, errlen);
     for (int i = 0; rc == EEB_OK && i < list.n; i++) {
         const char *line = list.text[i];
         size_t len = strcspn(line, " \t");
@@ -354,9 +347,9 @@ static int ucf101_items(struct import *im, char *err, size_t errlen)
         const char *base = slash + 1, *dot = memrchr(base, '.', (size_t)(line + len - base));
         size_t id_len = (size_t)((dot ? dot : line + len) - base);
         rc = add_item(im, joinf("%s/%.*s", videos, (int)len, line), NULL, base, id_len, label,
-                      &list, i, err, errlen);
+                      list.path, list.lineno[i], err, errlen);
     }
-    lines_free(&list);
+    eeb_lines_free(&list);
     return rc;
 }
 
@@ -398,9 +391,13 @@ static int load_image(const struct import *im, const char *path, struct eeb_reco
                                    *w, *h, im->sp->size);
 }
 
-/* The annotation's objects of the chosen classes, boxes scaled from the
+/*
+ * The annotation's objects of the chosen classes, boxes scaled from the
  * image's w x h pixels to the shard's; the devkit's 1-based inclusive
- * pixels xmin..xmax are the continuous span [xmin - 1, xmax]. */
+ * pixels xmin..xmax are the continuous span [xmin - 1, xmax].  A xmin or
+ * ymin in [0, 1), the edge as exporters with 0-based coordinates write
+ * it, is the edge.
+ */
 static int voc_boxes(const struct import *im, const struct item *it,
                      const struct eeb_voc_annotation *a, int w, int h, struct eeb_record *r,
                      char *err, size_t errlen)
@@ -412,18 +409,19 @@ static int voc_boxes(const struct import *im, const struct item *it,
     for (int i = 0; i < a->nobjects; i++) {
         const struct eeb_voc_object *o = &a->objects[i];
         int cls = class_index(&im->chosen, o->name, strlen(o->name));
-        if (cls < 0 && !im->sp->classes)
+        if (cls < 0 && !im->sp->classes) /* the classes were read from this very folder */
             return eeb_errf(err, errlen, EEB_EFORMAT,
-                            "%s: object %d: '%s' is not a Pascal VOC class (name the classes "
-                            "with --classes)",
-                            it->xml, i + 1, o->name);
+                            "%s:%d: object %d: class '%s' was not in the annotations when their "
+                            "classes were read (did they change?)",
+                            it->xml, o->line, i + 1, o->name);
         if (cls < 0)
             continue;
         const struct eeb_voc_box *b = &o->box;
-        if (b->x0 < 1 || b->y0 < 1 || b->x0 > b->x1 || b->y0 > b->y1 || b->x1 > w || b->y1 > h)
+        if (b->x0 < 0 || b->y0 < 0 || b->x0 > b->x1 || b->y0 > b->y1 || b->x1 > w || b->y1 > h)
             return eeb_errf(err, errlen, EEB_EFORMAT,
-                            "%s: object %d (%s): bndbox %g,%g-%g,%g is not within the %dx%d image",
-                            it->xml, i + 1, o->name, b->x0, b->y0, b->x1, b->y1, w, h);
+                            "%s:%d: object %d (%s): bndbox %g,%g-%g,%g is not within the %dx%d "
+                            "image",
+                            it->xml, o->line, i + 1, o->name, b->x0, b->y0, b->x1, b->y1, w, h);
         if (r->nboxes == EEB_SHARD_MAX_BOXES)
             return eeb_errf(err, errlen, EEB_EFORMAT, "%s: more than %d objects", it->xml,
                             EEB_SHARD_MAX_BOXES);
@@ -431,16 +429,47 @@ static int voc_boxes(const struct import *im, const struct item *it,
         struct eeb_box *x = &r->boxes[r->nboxes++];
         *x = (struct eeb_box){cls,
                               o->difficult,
-                              fminf((float)((b->x0 - 1) * sx), side),
-                              fminf((float)((b->y0 - 1) * sy), side),
+                              fminf(fmaxf((float)((b->x0 - 1) * sx), 0), side),
+                              fminf(fmaxf((float)((b->y0 - 1) * sy), 0), side),
                               fminf((float)(b->x1 * sx), side),
                               fminf((float)(b->y1 * sy), side)};
     }
     return EEB_OK;
 }
 
-static int load_item(const struct import *im, const struct item *it, struct eeb_record *r,
-                     char *err, size_t errlen)
+/* Counts the objects that a --classes list leaves out, by class. */
+static int count_left_out(struct import *im, const struct item *it,
+                          const struct eeb_voc_annotation *a, char *err, size_t errlen)
+{
+    struct classes *c = &im->left_out;
+    for (int i = 0; i < a->nobjects; i++) {
+        const char *name = a->objects[i].name;
+        size_t len = strlen(name);
+        if (class_index(&im->chosen, name, len) >= 0)
+            continue;
+        im->dropped++;
+        int k = class_index(c, name, len);
+        if (k < 0 && c->n % 64 == 0) {
+            uint64_t *p = realloc(im->left_out_n, (size_t)(c->n + 64) * sizeof *p);
+            if (!p)
+                return eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
+            im->left_out_n = p;
+        }
+        if (k < 0) {
+            int rc = class_add(c, name, len, it->xml, 0, err, errlen);
+            if (rc == EEB_ENOMEM)
+                return rc;
+            if (rc != EEB_OK)
+                continue; /* past EEB_SHARD_MAX_CLASSES names: counted, not named */
+            im->left_out_n[k = c->n - 1] = 0;
+        }
+        im->left_out_n[k]++;
+    }
+    return EEB_OK;
+}
+
+static int load_item(struct import *im, const struct item *it, struct eeb_record *r, char *err,
+                     size_t errlen)
 {
     memcpy(r->id, it->id, sizeof r->id);
     r->label = it->label;
@@ -457,8 +486,29 @@ static int load_item(const struct import *im, const struct item *it, struct eeb_
     rc = load_image(im, it->file, r, &w, &h, err, errlen);
     if (rc == EEB_OK)
         rc = voc_boxes(im, it, &a, w, h, r, err, errlen);
+    if (rc == EEB_OK && im->sp->classes)
+        rc = count_left_out(im, it, &a, err, errlen);
     eeb_voc_annotation_free(&a);
     return rc;
+}
+
+/* "pear: 3, fig: 1", cut short with "..." where it does not fit. */
+static void describe_left_out(const struct import *im, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < im->left_out.n; k++) {
+        char one[96];
+        snprintf(one, sizeof one, "%s%s: %llu", k ? ", " : "", im->left_out.names[k],
+                 (unsigned long long)im->left_out_n[k]);
+        size_t n = strlen(one);
+        if (used + n + sizeof ", ..." > len) { /* room for ", ..." was kept */
+            snprintf(out + used, len - used, "%s", k ? ", ..." : "...");
+            return;
+        }
+        memcpy(out + used, one, n + 1);
+        used += n;
+    }
 }
 
 /* ---- the import loop ---- */
@@ -511,6 +561,9 @@ int eeb_import(const struct eeb_import_spec *sp,
     }
     if (rc == EEB_OK) {
         res->records = (uint64_t)im.n - res->skipped;
+        res->annotations = im.annotations;
+        res->dropped = im.dropped;
+        describe_left_out(&im, res->dropped_classes, sizeof res->dropped_classes);
         rc = eeb_shard_finish(w, err, errlen);
         w = NULL;
     }
@@ -518,7 +571,7 @@ int eeb_import(const struct eeb_import_spec *sp,
     for (int i = 0; i < im.n; i++)
         free(im.items[i].file), free(im.items[i].xml);
     free(im.items);
-    free(im.all.names), free(im.chosen.names);
+    free(im.all.names), free(im.chosen.names), free(im.left_out.names), free(im.left_out_n);
     if (r)
         free(r->pixels);
     free(r);

@@ -340,7 +340,9 @@ static int open_stream(struct eeb_shard **out, const char *path, FILE *f, void *
 
 int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t errlen)
 {
-    return open_stream(out, path, fopen(path, "rb"), NULL, err, errlen);
+    FILE *f;
+    int rc = eeb_open_input(path, &f, err, errlen);
+    return rc ? rc : open_stream(out, path, f, NULL, err, errlen);
 }
 
 int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,

@@ -139,9 +139,8 @@ int eeb_topk_eval_csv(const char *shard_path, const char *csv_path, struct eeb_t
         eeb_shard_close(s);
         return rc;
     }
-    FILE *f = fopen(csv_path, "r");
-    if (!f)
-        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", csv_path, strerror(errno));
+    FILE *f;
+    rc = eeb_open_input(csv_path, &f, err, errlen);
     char line[MAX_LINE];
     for (long lineno = 1; rc == EEB_OK && f && fgets(line, sizeof line, f); lineno++) {
         if (!strchr(line, '\n') && !feof(f))

@@ -1,6 +1,11 @@
 /*
- * voc.c - Pascal VOC annotation XML (expat), devkit result files, and the
- * detection ground truth built from either VOC annotations or a shard.
+ * voc.c - Pascal VOC annotation XML (expat), ImageSets/Main lists, devkit
+ * result files, and the detection ground truth built from either VOC
+ * annotations or a shard.
+ *
+ * Sections: annotation XML; image sets; ground truth (the annotations of a
+ * directory or an image set, and the classes they name; a shard); result
+ * files.
  */
 #include "eeb_voc.h"
 
@@ -17,6 +22,7 @@
 #include <sys/stat.h>
 
 #define MAX_XML_BYTES (4u << 20)
+#define MAX_SET_BYTES (64u << 20)
 #define MAX_DEPTH     32
 #define MAX_TEXT      256
 #define VOC_MAX_SIZE  1000000 /* pixels per side, channels: no image is larger */
@@ -114,7 +120,8 @@ static void XMLCALL on_start(void *ctx, const XML_Char *name, const XML_Char **a
                 return fail(st, "out of memory");
             a->objects = o, st->capacity = cap;
         }
-        a->objects[a->nobjects] = (struct eeb_voc_object){0};
+        a->objects[a->nobjects] =
+            (struct eeb_voc_object){.line = (int)XML_GetCurrentLineNumber(st->parser)};
         st->have = 0;
     }
     st->field = field_here(st);
@@ -170,6 +177,13 @@ static void take_field(struct xml_state *st)
         st->have |= 1u << F_NAME;
         return;
     }
+    if (st->field == F_DIFFICULT) { /* the devkit's strcmp(difficult, '1'): <difficult/> is 0 */
+        o->difficult = strcmp(s, "1") == 0;
+        return;
+    }
+    int size = st->field == F_WIDTH || st->field == F_HEIGHT || st->field == F_DEPTH;
+    if (size && !*s)
+        return; /* an exporter's <depth/>: not given, as if absent */
     double v = number(s);
     if (isnan(v)) {
         char what[MAX_TEXT + 96]; /* the element is the innermost one open */
@@ -177,7 +191,6 @@ static void take_field(struct xml_state *st)
                  st->stack[st->depth - 1], s);
         return fail(st, what);
     }
-    int size = st->field == F_WIDTH || st->field == F_HEIGHT || st->field == F_DEPTH;
     if (size && !(v >= 0 && v <= VOC_MAX_SIZE && v == floor(v))) {
         char what[MAX_TEXT + 96];
         snprintf(what, sizeof what, "<%s> %s is not a whole number of 0 to %d",
@@ -188,7 +201,6 @@ static void take_field(struct xml_state *st)
     case F_WIDTH: a->width = (int)v; break;
     case F_HEIGHT: a->height = (int)v; break;
     case F_DEPTH: a->depth = (int)v; break;
-    case F_DIFFICULT: o->difficult = v != 0; break;
     case F_X0: o->box.x0 = v; break;
     case F_Y0: o->box.y0 = v; break;
     case F_X1: o->box.x1 = v; break;
@@ -256,7 +268,7 @@ void eeb_voc_annotation_free(struct eeb_voc_annotation *a)
     memset(a, 0, sizeof *a);
 }
 
-/* ---- ground truth ---- */
+/* ---- image sets ---- */
 
 static int by_string(const void *a, const void *b)
 {
@@ -268,6 +280,123 @@ static int find(char *const *sorted, int n, const char *key)
     char *const *hit = bsearch(&key, sorted, (size_t)n, sizeof *sorted, by_string);
     return hit ? (int)(hit - sorted) : -1;
 }
+
+void eeb_voc_image_set_free(struct eeb_voc_image_set *s)
+{
+    eeb_lines_free(&s->file);
+    free(s->ids), free(s->lines), free(s->sorted);
+    memset(s, 0, sizeof *s);
+}
+
+int eeb_voc_image_set_has(const struct eeb_voc_image_set *s, const char *id)
+{
+    return find(s->sorted, s->n, id) >= 0;
+}
+
+/* The next white-space separated word of *p, NUL-terminated in place. */
+static char *word(char **p)
+{
+    char *s = *p;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (!*s)
+        return NULL;
+    char *e = s + strcspn(s, " \t");
+    *p = *e ? e + 1 : e;
+    *e = '\0';
+    return s;
+}
+
+/* One line: an id, and a per-class list's flag if there is one. */
+static int set_line(struct eeb_voc_image_set *s, char *text, int line, char *err, size_t errlen)
+{
+    char quoted[112];
+    snprintf(quoted, sizeof quoted, "%.100s", text);
+    char *p = text, *id = word(&p), *flag = word(&p), *more = word(&p);
+    if (!id)
+        return EEB_OK; /* blank */
+    if (more ||
+        (flag && strcmp(flag, "1") != 0 && strcmp(flag, "-1") != 0 && strcmp(flag, "0") != 0))
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s:%d: '%s' is not 'image_id' or 'image_id 1|-1|0'", s->path, line,
+                        quoted);
+    size_t len = strlen(id);
+    if (len > EEB_SHARD_MAX_ID || strchr(id, '/') || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s:%d: '%.100s' is not an image id (no '/', at most %d bytes)", s->path,
+                        line, id, EEB_SHARD_MAX_ID);
+    s->ids[s->n] = id;
+    s->lines[s->n++] = line;
+    return EEB_OK;
+}
+
+/* Sorts the ids for lookups; an id listed twice is an error at its second line. */
+static int set_index(struct eeb_voc_image_set *s, char *err, size_t errlen)
+{
+    memcpy(s->sorted, s->ids, (size_t)s->n * sizeof *s->ids);
+    qsort(s->sorted, (size_t)s->n, sizeof *s->sorted, by_string);
+    for (int i = 1; i < s->n; i++) {
+        if (strcmp(s->sorted[i - 1], s->sorted[i]) != 0)
+            continue;
+        int first = -1, second = -1; /* the lines, in the file's order */
+        for (int k = 0; k < s->n && second < 0; k++)
+            if (strcmp(s->ids[k], s->sorted[i]) == 0)
+                *(first < 0 ? &first : &second) = s->lines[k];
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: image '%s' is listed twice (line %d)",
+                        s->path, second, s->sorted[i], first);
+    }
+    return EEB_OK;
+}
+
+int eeb_voc_image_set_read(const char *path, struct eeb_voc_image_set *out, char *err,
+                           size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct eeb_lines *f = &out->file;
+    int rc = eeb_lines_read(f, path, MAX_SET_BYTES, err, errlen);
+    if (rc)
+        return rc;
+    out->path = f->path;
+    size_t cap = (size_t)f->n + 1;
+    out->ids = malloc(cap * sizeof *out->ids);
+    out->lines = malloc(cap * sizeof *out->lines);
+    out->sorted = malloc(cap * sizeof *out->sorted);
+    if (!out->ids || !out->lines || !out->sorted)
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
+    for (int i = 0; rc == EEB_OK && i < f->n; i++)
+        rc = set_line(out, f->text[i], f->lineno[i], err, errlen);
+    if (rc == EEB_OK && out->n == 0)
+        rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: no image ids", path);
+    if (rc == EEB_OK)
+        rc = set_index(out, err, errlen);
+    if (rc)
+        eeb_voc_image_set_free(out);
+    return rc;
+}
+
+int eeb_voc_default_image_set(const char *dir, char *path, size_t len)
+{
+    char d[4096];
+    struct stat sb;
+    if (snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d || stat(d, &sb) != 0 ||
+        !S_ISDIR(sb.st_mode))
+        return 0;
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/')
+        d[--n] = '\0';
+    char *slash = strrchr(d, '/');
+    if (strcmp(slash ? slash + 1 : d, "Annotations") != 0)
+        return 0;
+    if (slash) /* the layout's top: what holds Annotations/ */
+        slash[1] = '\0';
+    else
+        d[0] = '\0';
+    if (snprintf(path, len, "%sImageSets/Main/test.txt", d) >= (int)len)
+        return 0;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* ---- ground truth ---- */
 
 int eeb_voc_image_index(const struct eeb_voc_truth_set *t, const char *id)
 {
@@ -288,8 +417,15 @@ void eeb_voc_truth_free(struct eeb_voc_truth_set *t)
         if (t->truth)
             free(t->truth[c]);
     }
-    free(t->images), free(t->classes), free(t->ntruth), free(t->truth);
+    free(t->images), free(t->classes), free(t->ntruth), free(t->truth), free(t->image_set);
     memset(t, 0, sizeof *t);
+}
+
+void eeb_voc_names_free(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }
 
 /* Appends s (copied) to a growing array of strings. */
@@ -307,9 +443,34 @@ static int push_string(char ***v, int *n, const char *s)
     return EEB_OK;
 }
 
-/* An object as it is read, before the images and classes are sorted:
- * its image id and class name point into the set's own strings, which
- * sorting does not move. */
+/*
+ * A class name's place in a sorted list of names, added (copied) if it is
+ * new; -1 when out of memory.  How both the ground truth and the classes
+ * of a directory collect the object names of annotations.
+ */
+static int class_of(char ***names, int *n, const char *name)
+{
+    int lo = 0, hi = *n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2, c = strcmp((*names)[mid], name);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (push_string(names, n, name) != EEB_OK)
+        return -1;
+    char *added = (*names)[*n - 1];
+    memmove(*names + lo + 1, *names + lo, (size_t)(*n - 1 - lo) * sizeof **names);
+    (*names)[lo] = added;
+    return lo;
+}
+
+/* An object as it is read, before the images are sorted: its image id
+ * and class name point into the set's own strings, which sorting does
+ * not move. */
 struct pending {
     const char *image, *cls;
     int difficult;
@@ -371,8 +532,8 @@ static int has_suffix(const char *s, const char *suffix)
     return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int load_annotations(const char *dir, struct eeb_voc_truth_set *t, struct gather *g,
-                            char *err, size_t errlen)
+/* The ids of every .xml file in dir, sorted. */
+static int xml_ids(const char *dir, char ***ids, int *n, char *err, size_t errlen)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -380,41 +541,117 @@ static int load_annotations(const char *dir, struct eeb_voc_truth_set *t, struct
     int rc = EEB_OK;
     const struct dirent *e;
     while (rc == EEB_OK && (e = readdir(d)))
-        if (has_suffix(e->d_name, ".xml"))
-            rc = push_string(&t->images, &t->nimages, e->d_name);
+        if (has_suffix(e->d_name, ".xml") && (rc = push_string(ids, n, e->d_name)) == EEB_OK)
+            (*ids)[*n - 1][strlen(e->d_name) - 4] = '\0';
     closedir(d);
     if (rc)
         return eeb_errf(err, errlen, rc, "%s: out of memory", dir);
-    if (t->nimages == 0)
+    if (*n == 0)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: no .xml annotation files", dir);
-    qsort(t->images, (size_t)t->nimages, sizeof *t->images, by_string);
-    for (int i = 0; i < t->nimages && rc == EEB_OK; i++) {
+    qsort(*ids, (size_t)*n, sizeof **ids, by_string);
+    return EEB_OK;
+}
+
+/* What to do with each annotation read: its image id and contents. */
+typedef int (*annotation_fn)(void *arg, const char *id, const struct eeb_voc_annotation *a);
+
+/*
+ * Reads dir/<id>.xml for every id of set (each must exist), or for every
+ * .xml file in dir, and hands each to fn (which returns EEB_OK or
+ * EEB_ENOMEM).  skip_bad passes over files that do not read; *nread
+ * counts those that did.
+ */
+static int each_annotation(const char *dir, const struct eeb_voc_image_set *set, int skip_bad,
+                           annotation_fn fn, void *arg, int *nread, char *err, size_t errlen)
+{
+    char **all = NULL;
+    int nall = 0, rc = set ? EEB_OK : xml_ids(dir, &all, &nall, err, errlen);
+    int n = set ? set->n : nall;
+    *nread = 0;
+    for (int i = 0; rc == EEB_OK && i < n; i++) {
+        const char *id = set ? set->ids[i] : all[i];
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, t->images[i]);
-        t->images[i][strlen(t->images[i]) - 4] = '\0'; /* the id: no .xml */
-        struct eeb_voc_annotation a;
-        if ((rc = eeb_voc_read_annotation(path, &a, err, errlen)))
+        snprintf(path, sizeof path, "%s/%s.xml", dir, id);
+        struct stat sb;
+        if (set && stat(path, &sb) != 0) {
+            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s:%d: image '%s' has no annotation %s (%s)",
+                          set->path, set->lines[i], id, path, strerror(errno));
             break;
-        for (int o = 0; o < a.nobjects && rc == EEB_OK; o++) {
-            int c = -1;
-            for (int k = 0; k < t->nclasses && c < 0; k++)
-                if (strcmp(t->classes[k], a.objects[o].name) == 0)
-                    c = k;
-            if (c < 0 && (rc = push_string(&t->classes, &t->nclasses, a.objects[o].name)))
-                break;
-            c = c < 0 ? t->nclasses - 1 : c;
-            rc = gather_add(g, t->images[i], t->classes[c], a.objects[o].difficult,
-                            a.objects[o].box);
         }
-        eeb_voc_annotation_free(&a);
-        if (rc == EEB_ENOMEM)
+        struct eeb_voc_annotation a;
+        if ((rc = eeb_voc_read_annotation(path, &a, err, errlen)) != EEB_OK) {
+            if (skip_bad && rc != EEB_ENOMEM)
+                rc = EEB_OK;
+            continue;
+        }
+        (*nread)++;
+        if ((rc = fn(arg, id, &a)) != EEB_OK)
             eeb_errf(err, errlen, rc, "%s: out of memory", path);
+        eeb_voc_annotation_free(&a);
+    }
+    eeb_voc_names_free(all, nall);
+    return rc;
+}
+
+struct truth_reader {
+    struct eeb_voc_truth_set *t;
+    struct gather *g;
+};
+
+/* One annotation's image and objects into the ground truth. */
+static int add_annotation(void *arg, const char *id, const struct eeb_voc_annotation *a)
+{
+    struct truth_reader *r = arg;
+    struct eeb_voc_truth_set *t = r->t;
+    int rc = push_string(&t->images, &t->nimages, id);
+    for (int o = 0; rc == EEB_OK && o < a->nobjects; o++) {
+        int c = class_of(&t->classes, &t->nclasses, a->objects[o].name);
+        rc = c < 0 ? EEB_ENOMEM
+                   : gather_add(r->g, t->images[t->nimages - 1], t->classes[c],
+                                a->objects[o].difficult, a->objects[o].box);
     }
     return rc;
 }
 
-static int load_shard(const char *path, struct eeb_voc_truth_set *t, struct gather *g, char *err,
-                      size_t errlen)
+static int load_annotations(const char *dir, const struct eeb_voc_image_set *set,
+                            struct eeb_voc_truth_set *t, struct gather *g, char *err, size_t errlen)
+{
+    struct truth_reader r = {t, g};
+    int nread;
+    return each_annotation(dir, set, 0, add_annotation, &r, &nread, err, errlen);
+}
+
+struct class_reader {
+    char **names;
+    int n;
+};
+
+static int add_classes(void *arg, const char *id, const struct eeb_voc_annotation *a)
+{
+    (void)id;
+    struct class_reader *r = arg;
+    for (int o = 0; o < a->nobjects; o++)
+        if (class_of(&r->names, &r->n, a->objects[o].name) < 0)
+            return EEB_ENOMEM;
+    return EEB_OK;
+}
+
+int eeb_voc_annotation_classes(const char *dir, int skip_bad, char ***names, int *n, int *files,
+                               char *err, size_t errlen)
+{
+    struct class_reader r = {0};
+    int rc = each_annotation(dir, NULL, skip_bad, add_classes, &r, files, err, errlen);
+    if (rc) {
+        eeb_voc_names_free(r.names, r.n);
+        r.names = NULL, r.n = 0;
+    }
+    *names = r.names, *n = r.n;
+    return rc;
+}
+
+/* A shard's records (those of set, if not NULL) and its header's classes. */
+static int load_shard(const char *path, const struct eeb_voc_image_set *set,
+                      struct eeb_voc_truth_set *t, struct gather *g, char *err, size_t errlen)
 {
     struct eeb_shard *s;
     int rc = eeb_shard_open(&s, path, err, errlen);
@@ -430,6 +667,9 @@ static int load_shard(const char *path, struct eeb_voc_truth_set *t, struct gath
         rc = push_string(&t->classes, &t->nclasses, info->names[c]);
     const struct eeb_record *r;
     while (rc == EEB_OK && (rc = eeb_shard_next(s, &r, err, errlen)) == 1) {
+        rc = EEB_OK;
+        if (set && !eeb_voc_image_set_has(set, r->id))
+            continue;
         if ((rc = push_string(&t->images, &t->nimages, r->id)))
             break;
         for (int b = 0; b < r->nboxes && rc == EEB_OK; b++) {
@@ -444,22 +684,45 @@ static int load_shard(const char *path, struct eeb_voc_truth_set *t, struct gath
     return rc;
 }
 
-int eeb_voc_truth_load(const char *dir_or_shard, struct eeb_voc_truth_set *out, char *err,
-                       size_t errlen)
+/* Every image of the set must be in the shard. */
+static int check_set_in_shard(const struct eeb_voc_truth_set *t,
+                              const struct eeb_voc_image_set *set, const char *shard, char *err,
+                              size_t errlen)
+{
+    for (int i = 0; i < set->n; i++)
+        if (eeb_voc_image_index(t, set->ids[i]) < 0)
+            return eeb_errf(err, errlen, EEB_EINVAL, "%s:%d: image '%s' is not in the shard %s",
+                            set->path, set->lines[i], set->ids[i], shard);
+    return EEB_OK;
+}
+
+int eeb_voc_truth_load_set(const char *dir_or_shard, const struct eeb_voc_image_set *set,
+                           struct eeb_voc_truth_set *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     struct stat sb;
     if (stat(dir_or_shard, &sb) != 0)
         return eeb_errf(err, errlen, EEB_EIO, "%s: %s", dir_or_shard, strerror(errno));
     struct gather g = {0};
-    int rc = S_ISDIR(sb.st_mode) ? load_annotations(dir_or_shard, out, &g, err, errlen)
-                                 : load_shard(dir_or_shard, out, &g, err, errlen);
+    int dir = S_ISDIR(sb.st_mode);
+    int rc = dir ? load_annotations(dir_or_shard, set, out, &g, err, errlen)
+                 : load_shard(dir_or_shard, set, out, &g, err, errlen);
     if (rc == EEB_OK)
         rc = index_truth(out, &g, dir_or_shard, err, errlen);
+    if (rc == EEB_OK && set && !dir)
+        rc = check_set_in_shard(out, set, dir_or_shard, err, errlen);
+    if (rc == EEB_OK && set && !(out->image_set = strdup(set->path)))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", set->path);
     free(g.p);
     if (rc)
         eeb_voc_truth_free(out);
     return rc;
+}
+
+int eeb_voc_truth_load(const char *dir_or_shard, struct eeb_voc_truth_set *out, char *err,
+                       size_t errlen)
+{
+    return eeb_voc_truth_load_set(dir_or_shard, NULL, out, err, errlen);
 }
 
 /* ---- result files ---- */
@@ -492,8 +755,13 @@ int eeb_voc_read_results(const char *path, const struct eeb_voc_truth_set *t,
         }
         int image = eeb_voc_image_index(t, id);
         if (image < 0) {
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s:%ld: image '%s' is not in the ground truth",
-                          path, lineno, id);
+            if (t->image_set)
+                rc = eeb_errf(err, errlen, EEB_EINVAL,
+                              "%s:%ld: image '%s' is not in the image set %s", path, lineno, id,
+                              t->image_set);
+            else
+                rc = eeb_errf(err, errlen, EEB_EINVAL,
+                              "%s:%ld: image '%s' is not in the ground truth", path, lineno, id);
             break;
         }
         static const char *const field[5] = {"confidence", "xmin", "ymin", "xmax", "ymax"};

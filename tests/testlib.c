@@ -4,7 +4,9 @@
 #include "testlib.h"
 
 #include "eeb_power.h"
+#include "eeb_model.h"
 #include "eeb_shard.h"
+#include "eeb_tasks.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -193,6 +195,26 @@ const char *test_cls_shard(int n, int side, unsigned seed)
     free(r.pixels);
     cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
     return path;
+}
+
+struct test_cls_run test_cls_run_inputs(const char *dir, int n_finetune, int n_test)
+{
+    struct test_cls_run in;
+    snprintf(in.ft, sizeof in.ft, "%s/ft.eebd", dir);
+    snprintf(in.test, sizeof in.test, "%s/test.eebd", dir);
+    snprintf(in.model, sizeof in.model, "%s/m.eebm", dir);
+    snprintf(in.db, sizeof in.db, "%s/runs.db", dir);
+    cr_assert_eq(rename(test_cls_shard(n_finetune, 16, 1), in.ft), 0);
+    cr_assert_eq(rename(test_cls_shard(n_test, 16, 2), in.test), 0);
+    char err[512];
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, in.ft, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_net *net;
+    cr_assert_eq(eeb_task_model(eeb_shard_info(s), 7, &net, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_model_save(in.model, net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
+    eeb_net_free(net);
+    eeb_shard_close(s);
+    return in;
 }
 
 /* Enters a private mount namespace: NULL, or why not (in why). */

@@ -88,6 +88,14 @@ long long test_sql_int(const char *db_path, const char *sql);
  */
 const char *test_cls_shard(int n, int side, unsigned seed);
 
+/* The inputs of a small classification run in dir: ft.eebd and test.eebd
+ * (test_cls_shard's classes, 16 pixels a side), m.eebm a freshly
+ * initialized model for them, and the path runs.db. */
+struct test_cls_run {
+    char ft[300], test[300], model[300], db[300];
+};
+struct test_cls_run test_cls_run_inputs(const char *dir, int n_finetune, int n_test);
+
 /*
  * Loads url in Debian's headless Chromium (skipping the test without it),
  * with dir as its home: a screenshot to png if not NULL, and the DOM as

@@ -357,21 +357,10 @@ Test(xrt, eeb_run_drives_the_xrt_backend_and_scores_m_u_from_the_xclbin, .timeou
     /* the edge design eeb run models by default: within P_max 10 W */
     build("device=zcu104,pes=4,macs=16,ddr=1,mult=dsp2", "lut=0.5,ff=0.25,bram=0.75,dsp=0.125");
     noop_shim();
-    char dir[256], ft[300], test[300], model[300], db[300], err[512];
+    char dir[256], err[512];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(ft, sizeof ft, "%s/ft.eebd", dir);
-    snprintf(test, sizeof test, "%s/test.eebd", dir);
-    snprintf(model, sizeof model, "%s/m.eebm", dir);
-    snprintf(db, sizeof db, "%s/runs.db", dir);
-    cr_assert_eq(rename(test_cls_shard(64, 16, 1), ft), 0);
-    cr_assert_eq(rename(test_cls_shard(32, 16, 2), test), 0);
-    struct eeb_shard *s;
-    cr_assert_eq(eeb_shard_open(&s, ft, err, sizeof err), EEB_OK, "%s", err);
-    struct eeb_net *net;
-    cr_assert_eq(eeb_task_model(eeb_shard_info(s), 7, &net, err, sizeof err), EEB_OK, "%s", err);
-    cr_assert_eq(eeb_model_save(model, net, EEB_TASK_CLS, err, sizeof err), EEB_OK, "%s", err);
-    eeb_net_free(net);
-    eeb_shard_close(s);
+    struct test_cls_run in = test_cls_run_inputs(dir, 64, 32);
+    const char *ft = in.ft, *test = in.test, *model = in.model, *db = in.db;
     struct test_run r = test_eeb((const char *[]){
         "run", "--task", "cls", "--finetune", ft, "--test", test, "--model", model, "--backend",
         "xrt", "--xclbin", xclbin, "--db", db, "--steps", "2", "-q", NULL});

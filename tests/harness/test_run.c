@@ -285,7 +285,7 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
              "sqlite3 %s \"UPDATE results SET value = value + 0.01 WHERE name = 'm_s'\"", paths[3]);
     cr_assert_eq(system(cmd), 0);
     struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
-    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err); /* invalid */
     cr_expect(strstr(r.out, "the stored M_s"), "%s", r.out);
     test_run_free(&r);
 }
@@ -347,7 +347,7 @@ static void a_task_runs_and_checks(enum eeb_task task, const char *lr, const cha
              tamper);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
-    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err); /* invalid */
     cr_expect(strstr(r.out, "the stored M_s"), "%s", r.out);
     test_run_free(&r);
 }
@@ -454,8 +454,9 @@ Test(run, a_hung_accelerator_is_abandoned_after_the_grace_period, .timeout = 60)
     cr_expect(o.aborted && o.complete);
     cr_expect_eq(sql("SELECT count(*) FROM runs WHERE state = 'failed'"), 1);
     struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
-    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
-    cr_expect(strstr(r.out, "aborted: the accelerator did not return"), "%s", r.out);
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err); /* aborted: a fail */
+    cr_expect(strstr(r.out, "verdict: aborted: the accelerator did not return"), "%s", r.out);
+    cr_expect(!strstr(r.out, "aborted: aborted"), "%s", r.out);
     test_run_free(&r);
 }
 
@@ -475,7 +476,7 @@ Test(run, over_pmax_fails_at_scoring_or_aborts_at_once, .timeout = 60)
     cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'pmax_exceeded'"), 1);
     cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'test_end'"), 1);
     struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
-    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err); /* fail */
     test_run_free(&r);
 
     /* --abort-on-pmax: stopped once a second of readings is over it */
@@ -618,7 +619,7 @@ Test(run, kill_9_mid_finetune_leaves_an_incomplete_run_and_the_next_appends, .ti
     long long committed = sql("SELECT count(*) FROM samples");
     long long events = sql("SELECT count(*) FROM events");
     struct test_run r = test_eeb((const char *[]){"check", paths[3], NULL});
-    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err); /* incomplete */
     char want[128];
     snprintf(want, sizeof want, "incomplete: the run stopped in state finetune");
     cr_expect(strstr(r.out, want), "%s", r.out);
@@ -672,7 +673,7 @@ Test(run, a_failing_stalled_or_unplugged_meter_invalidates_the_run, .timeout = 1
         cr_expect_geq(sql(q), meters[i].failed, "%s", meters[i].power);
         snprintf(run, sizeof run, "%lld", (long long)o.run);
         struct test_run r = test_eeb((const char *[]){"check", paths[3], "--run", run, NULL});
-        cr_expect_eq(r.status, 2, "%s: %s%s", meters[i].power, r.out, r.err);
+        cr_expect_eq(r.status, 4, "%s: %s%s", meters[i].power, r.out, r.err); /* invalid */
         cr_expect(strstr(r.out, meters[i].why), "%s: %s", meters[i].power, r.out);
         test_run_free(&r);
     }

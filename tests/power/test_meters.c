@@ -288,7 +288,7 @@ Test(scpi, a_wt300_set_up_and_read)
 
     test_power_open_fails("scpi:127.0.0.1:5025", EEB_EINVAL, "//HOST:PORT");
     test_power_open_fails("scpi://127.0.0.1:", EEB_EINVAL, "//HOST:PORT");
-    test_power_open_fails("scpi://127.0.0.1:1", EEB_EDEVICE, "cannot connect");
+    test_power_open_fails("scpi://127.0.0.1:1", EEB_EDEVICE, "scpi://127.0.0.1:1: cannot connect");
 }
 
 /* A meter that stalls past the timeout, then one that hangs up: each

@@ -264,9 +264,9 @@ Test(sources, replay_reads_a_trace_and_names_bad_lines)
     eeb_power_close(s);
 
     const char *bad[][2] = {
-        {"t_s,watts\n0,1\n1,x\n", ":3: '1,x' is not t_s,watts[,volts,amps]"},
-        {"0,1\n\n2,1\n1,1\n", ":4: 1,1 (times must increase"},
-        {"0,1,2\n", ":1: '0,1,2' is not"},
+        {"t_s,watts\n0,1\n1,x\n", ":3: column 2 'watts': 'x' is not a number"},
+        {"0,1\n\n2,1\n1,1\n", ":4: time 1 is not after line 3's (times must increase)"},
+        {"0,1,2\n", ":1: '0,1,2': 3 numbers without a header"},
         {"0,1\n", "1 readings; a trace needs two"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -136,7 +136,7 @@ static struct eeb_import_spec spec(enum eeb_import_format f, const char *src, co
 {
     static char out[256];
     snprintf(out, sizeof out, "%s/%s", test_tmpdir(), name);
-    return (struct eeb_import_spec){f, src, out, 0, 16, 4, NULL, 0};
+    return (struct eeb_import_spec){f, src, out, 0, 16, 4, NULL, 0, NULL};
 }
 
 /* ---- Food-101 ---- */
@@ -278,8 +278,10 @@ Test(import, voc_boxes_scale_with_the_image)
     struct eeb_shard *s;
     cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
     const struct eeb_shard_info *in = eeb_shard_info(s);
-    cr_assert(in->task == EEB_TASK_DET && in->classes == 20);
-    cr_assert_str_eq(in->names[11], "dog");
+    /* the classes are the annotations' object names, sorted */
+    cr_assert(in->task == EEB_TASK_DET && in->classes == 2);
+    cr_assert_str_eq(in->names[0], "dog");
+    cr_assert_str_eq(in->names[1], "person");
     const struct eeb_record *r;
     cr_assert_eq(eeb_shard_next(s, &r, err, sizeof err), 1);
     cr_assert_str_eq(r->id, "000005");
@@ -287,13 +289,13 @@ Test(import, voc_boxes_scale_with_the_image)
     /* pixels 11..60 of 100 are [10, 60] continuous: x 0.2 -> [2, 12];
      * rows 6..30 of 50 are [5, 30]: y 0.4 -> [2, 12] */
     const struct eeb_box *b = &r->boxes[0];
-    cr_assert(b->cls == 11 && !b->difficult);
+    cr_assert(b->cls == 0 && !b->difficult);
     cr_assert_float_eq(b->x0, 2.0f, 1e-5);
     cr_assert_float_eq(b->x1, 12.0f, 1e-5);
     cr_assert_float_eq(b->y0, 2.0f, 1e-5);
     cr_assert_float_eq(b->y1, 12.0f, 1e-5);
     b = &r->boxes[1];
-    cr_assert(b->cls == 14 && b->difficult && b->x0 == 0 && b->x1 == 20 && b->y1 == 20);
+    cr_assert(b->cls == 1 && b->difficult && b->x0 == 0 && b->x1 == 20 && b->y1 == 20);
     eeb_shard_close(s);
 
     /* --classes keeps only those objects, renumbered */
@@ -324,21 +326,29 @@ Test(import, voc_broken_annotations_are_named)
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
     cr_assert(res.records == 1 && res.skipped == 1);
 
+    /* a class of the dataset's own is one of its classes, not an error */
     snprintf(xml, sizeof xml, voc_xml, "000007",
              "<object><name>unicorn</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>5</xmax>"
              "<ymax>5</ymax></bndbox></object>\n");
     write_text(src, "Annotations/000007.xml", xml);
     sp.skip_bad = 0;
-    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
-    cr_assert(strstr(err, "000007.xml: object 3: 'unicorn' is not a Pascal VOC class"), "%s", err);
+    cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(res.annotations, 3);
+    struct eeb_shard *s;
+    cr_assert_eq(eeb_shard_open(&s, sp.out, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_shard_info(s)->classes, 3);
+    cr_assert_str_eq(eeb_shard_info(s)->names[2], "unicorn");
+    eeb_shard_close(s);
 
     snprintf(xml, sizeof xml, voc_xml, "000007",
              "<object><name>cat</name><bndbox><xmin>90</xmin><ymin>1</ymin><xmax>101</xmax>"
              "<ymax>5</ymax></bndbox></object>\n");
     write_text(src, "Annotations/000007.xml", xml);
     cr_assert_eq(eeb_import(&sp, NULL, NULL, &res, err, sizeof err), EEB_EFORMAT);
-    cr_assert(strstr(err, "object 3 (cat): bndbox 90,1-101,5 is not within the 100x50 image"), "%s",
-              err);
+    cr_assert(strstr(err,
+                     "000007.xml:8: object 3 (cat): bndbox 90,1-101,5 is not within the 100x50 "
+                     "image"),
+              "%s", err);
 }
 
 /* ---- UCF-101 ---- */

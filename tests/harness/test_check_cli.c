@@ -1,0 +1,289 @@
+/*
+ * test_check_cli.c - what a user and a script read off eeb: one exit-code
+ * scheme for every command that judges a run (0 pass, 1 error, 2 usage,
+ * 3 fail, 4 invalid), `eeb check` in words and units (n/a, full precision
+ * where figures disagree, every figure in --json, --all), read-only
+ * commands that leave the folder as they found it, and errors that name a
+ * directory or a missing folder before any work is done.
+ */
+#include "testlib.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+static struct test_cls_run in;
+static const char *ft = in.ft, *test = in.test, *model = in.model, *db = in.db;
+
+/* Classification shards of four easy classes and a fresh model for them. */
+static void inputs(void)
+{
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    in = test_cls_run_inputs(dir, 128, 32);
+}
+
+/* `eeb run` on the inputs with a power source; its exit status. */
+static int run_with(const char *power)
+{
+    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft,
+                                                  "--test", test, "--model", model, "--db", db,
+                                                  "--epochs", "2", "--power", power, "-q", NULL});
+    int status = r.status;
+    test_run_free(&r);
+    return status;
+}
+
+static int exists(const char *suffix)
+{
+    char p[320];
+    snprintf(p, sizeof p, "%s%s", db, suffix);
+    return access(p, F_OK) == 0;
+}
+
+static void assert_has(const char *text, const char *want)
+{
+    cr_assert(strstr(text, want), "no '%s' in:\n%s", want, text);
+}
+
+/* The words of a figure's line of eeb check: recomputed, stored, agree. */
+static void assert_figure(const char *out, const char *label, const char *recomputed,
+                          const char *stored, const char *agree)
+{
+    char at[32], a[64], b[64], c[16];
+    snprintf(at, sizeof at, "\n  %s ", label);
+    const char *line = strstr(out, at);
+    cr_assert(line, "no %s line in:\n%s", label, out);
+    cr_assert_eq(sscanf(line, " %*s %63s %63s %15s", a, b, c), 3, "%s", line);
+    cr_expect_str_eq(a, recomputed, "%s recomputed in:\n%s", label, out);
+    cr_expect_str_eq(b, stored, "%s stored in:\n%s", label, out);
+    cr_expect_str_eq(c, agree, "%s in:\n%s", label, out);
+}
+
+/* One scheme: a run that passes, fails, or cannot be judged exits 0, 3
+ * or 4 from eeb run, eeb check and eeb power summary alike; before, eeb
+ * run said 1 for invalid and eeb check 1 for fail, 2 for invalid.  An
+ * invalid measurement of a valid length (a meter that fails reads) says
+ * 4 from power summary too: run/a_failing_stalled_or_unplugged_meter...
+ * and power_cli/a_failing_meter_makes_the_measurement_invalid. */
+Test(check_cli, every_command_says_a_verdict_with_the_same_exit_code, .timeout = 120)
+{
+    inputs();
+    cr_expect_eq(run_with("sim:watts=5"), 0, "pass");
+    cr_expect_eq(run_with("sim:watts=12"), 3, "over P_max 10 W: fail");
+    /* a meter read once a second under a fine-tune of some 30 ms: no two
+     * samples span the window, so the run is invalid, and the E it could
+     * not measure is '-', not 0 */
+    struct test_run slow = test_eeb((const char *[]){
+        "run", "--task", "cls", "--finetune", ft, "--test", test, "--model", model, "--db", db,
+        "--epochs", "2", "--power", "sim:watts=5", "--rate", "1", "-q", NULL});
+    cr_expect_eq(slow.status, 4, "%s%s", slow.out, slow.err);
+    cr_expect(strstr(slow.out, "  M_p         -   E - J"), "%s", slow.out);
+    cr_expect(strstr(slow.out, "  INVALID: "), "%s", slow.out);
+    test_run_free(&slow);
+    static const int want[] = {0, 3, 4};
+    for (int run = 1; run <= 3; run++) {
+        char id[16];
+        snprintf(id, sizeof id, "%d", run);
+        struct test_run r = test_eeb((const char *[]){"check", db, "--run", id, NULL});
+        cr_expect_eq(r.status, want[run - 1], "check run %d: %s%s", run, r.out, r.err);
+        cr_expect(!strstr(r.out, " nan") && !strstr(r.out, " 0.000 J"), "%s", r.out);
+        test_run_free(&r);
+        if (run == 3)
+            continue; /* too few samples for a summary: an error, not a verdict */
+        r = test_eeb((const char *[]){"power", "summary", db, "--run", id, "--pmax", "10", NULL});
+        cr_expect_eq(r.status, want[run - 1], "power summary run %d: %s%s", run, r.out, r.err);
+        test_run_free(&r);
+    }
+    /* --all: the worst run's status, each run in turn */
+    struct test_run r = test_eeb((const char *[]){"check", db, "--all", NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    assert_has(r.out, "run 1 (");
+    assert_has(r.out, "run 2 (");
+    assert_has(r.out, "run 3 (");
+    assert_has(r.out, "verdict: fail");
+    test_run_free(&r);
+    /* errors and usage keep 1 and 2 */
+    r = test_eeb((const char *[]){"check", db, "--run", "9", NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    assert_has(r.err, "no run 9");
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--run", "1", "--all", NULL});
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    test_run_free(&r);
+    /* the scheme is in every judging command's help */
+    static const char *const judging[] = {"run", "check", "score", "submit", "power", NULL};
+    for (const char *const *c = judging; *c; c++) {
+        r = test_eeb((const char *[]){*c, "--help", NULL});
+        cr_expect_eq(r.status, 0);
+        cr_expect(strstr(r.out, "3 fail") && strstr(r.out, "4 invalid"), "eeb %s --help:\n%s", *c,
+                  r.out);
+        test_run_free(&r);
+    }
+}
+
+/* Words and units, n/a for what a run does not have, full precision where
+ * a stored figure disagrees, every figure in --json. */
+Test(check_cli, check_says_each_figure_in_words_and_units, .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(run_with("sim:watts=5"), 0);
+    cr_assert_eq(run_with("sim:watts=12"), 3);
+    struct test_run r = test_eeb((const char *[]){"check", db, "--run", "1", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    assert_has(r.out, "recomputed");
+    assert_figure(r.out, "passed", "yes", "yes", "agree");
+    assert_has(r.out, " s   "); /* T in seconds */
+    assert_has(r.out, " J   "); /* E in joules */
+    assert_has(r.out, "verdict: pass, S = ");
+    cr_expect(!strstr(r.out, " nan") && !strstr(r.out, "recomputed 1 "), "%s", r.out);
+    test_run_free(&r);
+
+    /* the failed run has no S: n/a on both sides, not nan or 0 */
+    r = test_eeb((const char *[]){"check", db, "--run", "2", NULL});
+    cr_assert_eq(r.status, 3, "%s%s", r.out, r.err);
+    assert_figure(r.out, "S", "n/a", "n/a", "agree");
+    assert_figure(r.out, "passed", "no", "no", "agree");
+    cr_expect(!strstr(r.out, " nan"), "%s", r.out);
+    test_run_free(&r);
+
+    /* an edit in the 7th significant digit shows in full */
+    char q[400];
+    snprintf(q, sizeof q,
+             "sqlite3 %s \"UPDATE results SET value = value * (1 + 1e-7) WHERE run_id = 1 AND "
+             "name = 'energy_j'\"",
+             db);
+    cr_assert_eq(system(q), 0);
+    r = test_eeb((const char *[]){"check", db, "--run", "1", NULL});
+    cr_assert_eq(r.status, 4, "%s%s", r.out, r.err);
+    const char *line = strstr(r.out, "  E        ");
+    cr_assert(line, "%s", r.out);
+    char recomputed[64], stored_text[64];
+    cr_assert_eq(sscanf(line, " E %63s J %63s J", recomputed, stored_text), 2, "%s", line);
+    /* %.3f would print both alike; the digits that differ must show */
+    cr_expect_str_neq(recomputed, stored_text, "%s", line);
+    cr_expect_neq(strtod(recomputed, NULL), strtod(stored_text, NULL), "%s", line);
+    assert_has(line, "DISAGREE");
+    assert_has(r.out, "verdict: invalid: the stored E (");
+    test_run_free(&r);
+
+    /* --json: an object with every figure, null for n/a */
+    json_t *o = test_eeb_json((const char *[]){"check", db, "--run", "2", "--json", NULL}, 3);
+    cr_assert_not_null(o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "verdict")), "fail");
+    cr_expect(json_is_null(json_object_get(o, "S")));
+    json_t *figs = json_object_get(o, "figures");
+    static const char *const keys[] = {"m_u", "m_t", "m_p", "m_s", "t_s", "energy_j", "S", "pass"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *f = json_object_get(figs, keys[i]);
+        cr_expect(json_is_object(f), "no figure %s", keys[i]);
+        cr_expect(json_is_true(json_object_get(f, "agree")), "%s disagrees", keys[i]);
+    }
+    cr_expect(json_is_null(json_object_get(json_object_get(figs, "S"), "recomputed")));
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(figs, "t_s"), "unit")), "s");
+    cr_expect_gt(json_number_value(json_object_get(o, "worst_window_w")), 10);
+    json_decref(o);
+    /* --all --json: an array, oldest first */
+    o = test_eeb_json((const char *[]){"check", db, "--all", "--json", NULL}, 4);
+    cr_assert(json_is_array(o) && json_array_size(o) == 2);
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(o, 0), "run")), 1);
+    json_decref(o);
+}
+
+/* eeb check, db info, report and power summary read; they must not leave
+ * the -wal and -shm files a WAL reader makes (a read-only SQLite handle
+ * cannot remove them). */
+Test(check_cli, read_only_commands_leave_no_wal_or_shm_files, .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(run_with("sim:watts=5"), 0);
+    cr_assert(!exists("-wal") && !exists("-shm"), "the run left its WAL files");
+    char html[320];
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    const char *const *commands[] = {
+        (const char *[]){"check", db, NULL},
+        (const char *[]){"db", "info", db, NULL},
+        (const char *[]){"report", db, "-o", html, NULL},
+        (const char *[]){"power", "summary", db, NULL},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        struct test_run r = test_eeb(commands[i]);
+        cr_expect_eq(r.status, 0, "eeb %s: %s", commands[i][0], r.err);
+        cr_expect(!exists("-wal") && !exists("-shm"), "eeb %s left -wal or -shm", commands[i][0]);
+        test_run_free(&r);
+    }
+    /* a file it may not write is still read, read-only */
+    cr_assert_eq(chmod(db, 0444), 0);
+    struct test_run r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+}
+
+/* A directory where a file goes says so; an output in a missing folder
+ * names the folder, before the work that would have filled it. */
+Test(check_cli, directories_and_missing_folders_are_named, .timeout = 60)
+{
+    inputs();
+    const char *const *reads[] = {
+        (const char *[]){"check", dir, NULL},
+        (const char *[]){"db", "info", dir, NULL},
+        (const char *[]){"report", dir, "-o", db, NULL},
+        (const char *[]){"power", "summary", dir, NULL},
+        (const char *[]){"data", "info", dir, NULL},
+        (const char *[]){"model", "info", dir, NULL},
+        (const char *[]){"score", "--task", "cls", "--util", dir, "--time", "1", "--tmax", "2",
+                         "--energy", "1", "--pmax", "10", "--metric", "0.5", NULL},
+        (const char *[]){"run", "--task", "cls", "--finetune", dir, "--test", test, "--model",
+                         model, "--db", db, "-q", NULL},
+    };
+    char want[320];
+    snprintf(want, sizeof want, "%s: is a directory", dir);
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        struct test_run r = test_eeb(reads[i]);
+        cr_expect_eq(r.status, 1, "eeb %s: %s", reads[i][0], r.err);
+        cr_expect(strstr(r.err, want), "eeb %s:\n%s", reads[i][0], r.err);
+        test_run_free(&r);
+    }
+    /* outputs: a missing folder, found before the run starts */
+    char missing[320];
+    snprintf(missing, sizeof missing, "%s/no/r.html", dir);
+    struct test_run r =
+        test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
+                                  "--model", model, "--db", db, "--report", missing, "-q", NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    snprintf(want, sizeof want, "no folder '%s/no'", dir);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    cr_expect(!strstr(r.err, ".tmp-"), "names a temporary file: %s", r.err);
+    test_run_free(&r);
+    cr_expect_eq(access(db, F_OK), -1, "the run started before its report path was checked");
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
+                                  "--model", model, "--db", db, "--report", dir, "-q", NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    assert_has(r.err, "is a directory");
+    test_run_free(&r);
+    snprintf(missing, sizeof missing, "%s/no/m.eebm", dir);
+    r = test_eeb(
+        (const char *[]){"model", "pretrain", "--task", "cls", "--data", ft, "-o", missing, NULL});
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    cr_expect(!strstr(r.err, "pretraining"), "pretrained before checking -o: %s", r.err);
+    test_run_free(&r);
+}
+
+/* --declared-power is the power of a run without a meter: with --power it
+ * is a usage error, not a silently ignored option. */
+Test(check_cli, declared_power_with_a_meter_is_a_usage_error)
+{
+    inputs();
+    struct test_run r = test_eeb((const char *[]){
+        "run", "--task", "cls", "--finetune", ft, "--test", test, "--model", model, "--db", db,
+        "--power", "sim:watts=3", "--declared-power", "4", "-q", NULL});
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    assert_has(r.err, "--declared-power");
+    assert_has(r.err, "give one of them");
+    test_run_free(&r);
+}
