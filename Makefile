@@ -22,8 +22,7 @@ BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
 CFLAGS  += -std=c11 $(OPT) $(WARN)
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Iscoring -Ipower -Itasks -Iharness -Iserver -Ifpga/kernel -Ifpga/host -Ifpga/ref \
-            -Ifpga/emu -Ifpga/model -Ifpga/tools -Ifpga/xrt -MMD -MP \
+CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
            -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -lm
@@ -41,8 +40,8 @@ DEB_PACKAGES := build-essential clang pkg-config \
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
 # which is library code the tests drive directly.
 CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
-LIB_SRC   := $(wildcard common/*.c scoring/*.c power/*.c tasks/*.c fpga/kernel/*.c fpga/host/*.c \
-                       fpga/emu/*.c fpga/ref/*.c fpga/model/*.c server/*.c) \
+LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpga/kernel/*.c \
+                       fpga/host/*.c fpga/emu/*.c fpga/ref/*.c fpga/model/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
@@ -107,7 +106,7 @@ $(EEB): $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # Tests find their fixtures and the binary under test relative to the top.
-$(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -Itests -DEEB_TEST_DATA='"tests/data"' \
+$(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DEEB_TEST_DATA='"tests/data"' \
     -DEEB_BIN='"$(EEB)"'
 
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
@@ -249,13 +248,14 @@ bench: $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
 
 lint:
+	sh tests/include_graph.sh
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
-	    --std=c11 -Icommon -Iscoring -Ipower -Itasks -Iharness -Iserver -Ifpga/kernel -Ifpga/host -Ifpga/emu -Ifpga/ref -Ifpga/model -Ifpga/tools -Ifpga/xrt -D__GNUC__ \
+	    --std=c11 -I. -D__GNUC__ \
 	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
 
 deps:

@@ -30,7 +30,7 @@ enum eeb_status {
     EEB_ETIMEOUT = -8, /* a deadline passed */
 };
 
-/* The three tasks of seed 004, Table 2. */
+/* The three tasks of Tao et al., Table 2. */
 enum eeb_task {
     EEB_TASK_CLS,   /* image classification, Food-101 layout, top-5 accuracy */
     EEB_TASK_DET,   /* object detection, Pascal VOC layout, mAP@0.5 */
@@ -46,9 +46,6 @@ const char *eeb_task_metric(enum eeb_task task);
 
 /* Parses a task name; returns EEB_EINVAL (with the accepted names) if unknown. */
 int eeb_task_parse(const char *name, enum eeb_task *out, char *err, size_t errlen);
-
-/* A short, static description of a status code ("invalid input"). */
-const char *eeb_strerror(int status);
 
 /*
  * Formats a message into err (if err and errlen are non-zero) and returns

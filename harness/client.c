@@ -9,10 +9,10 @@
  */
 #include "eeb_client.h"
 
-#include "eeb_device.h"
-#include "eeb_perf.h"
-#include "eeb_power.h"
-#include "eeb_rundb.h"
+#include "fpga/model/eeb_device.h"
+#include "fpga/model/eeb_perf.h"
+#include "power/eeb_power.h"
+#include "rundb/eeb_rundb.h"
 
 #include <curl/curl.h>
 #include <errno.h>

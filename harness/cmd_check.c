@@ -5,7 +5,7 @@
  */
 #include "eeb_cli.h"
 #include "eeb_run.h"
-#include "eeb_rundb.h"
+#include "rundb/eeb_rundb.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -4,9 +4,9 @@
  * VOC, UCF-101).
  */
 #include "eeb_cli.h"
-#include "eeb_gen.h"
-#include "eeb_import.h"
-#include "eeb_shard.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_import.h"
+#include "tasks/eeb_shard.h"
 
 #include <getopt.h>
 #include <jansson.h>

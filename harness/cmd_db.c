@@ -3,7 +3,7 @@
  * one holds (schema version, runs by state, row counts).
  */
 #include "eeb_cli.h"
-#include "eeb_rundb.h"
+#include "rundb/eeb_rundb.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -6,10 +6,11 @@
  * the best S are printed.  Every number here is modeled.
  */
 #include "eeb_cli.h"
-#include "eeb_model.h"
-#include "eeb_perf_calibrate.h"
+#include "fpga/host/eeb_model.h"
+#include "fpga/model/eeb_perf_calibrate.h"
 #include "eeb_run.h"
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
+#include "tasks/eeb_tasks.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -485,18 +486,20 @@ int eeb_cmd_dse(int argc, char **argv)
         return eeb_cli_usage_error(cmd, "--model FILE.eebm is required");
     if (o.task < 0)
         return eeb_cli_usage_error(cmd, "--task is required (cls, det or video)");
+    char boards[128];
     if (!o.design && !o.device)
-        return eeb_cli_usage_error(cmd, "--device is required (kcu1500, zcu102, zcu104, u250)");
+        return eeb_cli_usage_error(cmd, "--device is required (%s)",
+                                   eeb_device_names(boards, sizeof boards, ", "));
     if (o.device && !eeb_device_find(o.device))
-        return eeb_cli_usage_error(cmd, "--device '%s' is not kcu1500, zcu102, zcu104 or u250",
-                                   o.device);
+        return eeb_cli_usage_error(cmd, "--device '%s' is not %s", o.device,
+                                   eeb_device_names(boards, sizeof boards, " or "));
     if (o.layers && !o.design)
         return eeb_cli_usage_error(cmd, "--layers needs --design");
     if (!(o.ms >= 0 && o.ms <= 1))
         return eeb_cli_usage_error(cmd, "--ms must be in [0, 1]");
     if (!(isnan(o.pmax) || o.pmax > 0) || !(isnan(o.tmax) || o.tmax > 0))
         return eeb_cli_usage_error(cmd, "--pmax and --tmax must be positive");
-    const struct eeb_run_profile *prof = eeb_run_profile((enum eeb_task)o.task);
+    const struct eeb_task_profile *prof = eeb_task_profile((enum eeb_task)o.task);
     if (isnan(o.pmax))
         o.pmax = prof->p_max_w;
     if (isnan(o.tmax))

@@ -3,9 +3,9 @@
  * top-1/top-5 for classification and video, Pascal VOC AP for detection.
  */
 #include "eeb_cli.h"
-#include "eeb_common.h"
-#include "eeb_metrics.h"
-#include "eeb_voc.h"
+#include "common/eeb_common.h"
+#include "tasks/eeb_metrics.h"
+#include "tasks/eeb_voc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,10 +3,10 @@
  * files, make pre-trained ones with the float trainer, and convert them
  * between float32 and 24-bit fixed point.
  */
-#include "eeb_accel.h"
+#include "fpga/host/eeb_accel.h"
 #include "eeb_cli.h"
-#include "eeb_model.h"
-#include "eeb_tasks.h"
+#include "fpga/host/eeb_model.h"
+#include "tasks/eeb_tasks.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -4,7 +4,7 @@
  * run's energy, validity and P_max verdict, or its samples as CSV or JSON.
  */
 #include "eeb_cli.h"
-#include "eeb_power.h"
+#include "power/eeb_power.h"
 
 #include <getopt.h>
 #include <jansson.h>

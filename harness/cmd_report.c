@@ -4,7 +4,7 @@
  * current directory (never replacing one that is there).
  */
 #include "eeb_cli.h"
-#include "eeb_rundb.h"
+#include "rundb/eeb_rundb.h"
 #include "eeb_run.h"
 
 #include <getopt.h>

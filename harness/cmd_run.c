@@ -9,6 +9,7 @@
 #include "eeb_client.h"
 #include "eeb_display.h"
 #include "eeb_run.h"
+#include "tasks/eeb_tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +134,7 @@ static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
     }
     if (make_dirs(workdir))
         return eeb_cli_error(cmd, "--workdir %s: %s", workdir, strerror(errno));
-    const struct eeb_run_profile *p = eeb_run_profile((enum eeb_task)c->task);
+    const struct eeb_task_profile *p = eeb_task_profile((enum eeb_task)c->task);
     const char *task = eeb_task_name((enum eeb_task)c->task);
     char paths[4][4200], n[3][16], size[16], frames[16], epochs[16], lr[32];
     static const char *const names[] = {"pretrain", "finetune", "test", "base"};

@@ -3,7 +3,7 @@
  * figures (utilization, T, E, M_s), as text or JSON.
  */
 #include "eeb_cli.h"
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <getopt.h>
 #include <jansson.h>

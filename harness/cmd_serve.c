@@ -4,7 +4,7 @@
  * show its token, once.
  */
 #include "eeb_cli.h"
-#include "eeb_server.h"
+#include "server/eeb_server.h"
 
 #include <getopt.h>
 #include <signal.h>

@@ -3,8 +3,8 @@
  * write the reference accelerator's (fpga/tools, no Vitis needed).
  */
 #include "eeb_cli.h"
-#include "eeb_score.h"
-#include "eeb_xclbin.h"
+#include "scoring/eeb_score.h"
+#include "fpga/tools/eeb_xclbin.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -8,7 +8,7 @@
 #ifndef EEB_CLIENT_H
 #define EEB_CLIENT_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -2,13 +2,13 @@
  * main.c - the eeb command: global options and dispatch to subcommands,
  * which live one per file in harness/cmd_<name>.c.
  */
-#include "eeb_accel.h"
+#include "fpga/host/eeb_accel.h"
 #include "eeb_cli.h"
-#include "eeb_common.h"
-#include "eeb_power.h"
-#include "eeb_rundb.h"
-#include "eeb_emu_gemm.h"
-#include "eeb_score.h"
+#include "common/eeb_common.h"
+#include "power/eeb_power.h"
+#include "rundb/eeb_rundb.h"
+#include "fpga/emu/eeb_emu_gemm.h"
+#include "scoring/eeb_score.h"
 
 #include <expat.h>
 #include <jconfig.h> /* TurboJPEG has no run-time version query */

@@ -13,11 +13,11 @@
 #include "eeb_run.h"
 
 #include "eeb_client.h"
-#include "eeb_model.h"
-#include "eeb_perf.h"
-#include "eeb_rundb.h"
-#include "eeb_tasks.h"
-#include "eeb_xclbin.h"
+#include "fpga/host/eeb_model.h"
+#include "fpga/model/eeb_perf.h"
+#include "rundb/eeb_rundb.h"
+#include "tasks/eeb_tasks.h"
+#include "fpga/tools/eeb_xclbin.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -4,7 +4,8 @@
  * the checks a configuration must pass before a run starts.
  */
 #include "eeb_run.h"
-#include "eeb_xclbin.h"
+#include "fpga/tools/eeb_xclbin.h"
+#include "tasks/eeb_tasks.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -268,32 +269,6 @@ out:
     return rc;
 }
 
-/* ---- the embedded defaults ---- */
-
-/* The device is the analytical model's (fpga/model): the design is the
- * one `eeb dse` finds best for the cls model on the ZCU104 under these
- * budgets, and its resources and power are modeled. */
-
-/* The three differ only in frames per item and the learning rate. */
-#define EMBEDDED(frames_, lr_)                                                                     \
-    {                                                                                              \
-        .size = 32, .frames = (frames_), .pretrain_n = 2000, .finetune_n = 1000, .test_n = 300,    \
-        .pretrain_epochs = 4, .lr = (lr_), .epochs = 5, .t_max_s = 30, .p_max_w = 10,              \
-        .design = EEB_RUN_DESIGN                                                                   \
-    }
-
-static const struct eeb_run_profile profiles[EEB_TASK_COUNT] = {
-    [EEB_TASK_CLS] =
-        EMBEDDED(1, 0.02), /* 0.05 made pre-training chaotic: 17 % or 42 % train top-1 */
-    [EEB_TASK_DET] = EMBEDDED(1, 0.005), /* the grid loss diverges at 0.01 on this data */
-    [EEB_TASK_VIDEO] = EMBEDDED(8, 0.05),
-};
-
-const struct eeb_run_profile *eeb_run_profile(enum eeb_task task)
-{
-    return &profiles[task];
-}
-
 static void fill(double *v, double dflt)
 {
     if (isnan(*v))
@@ -313,7 +288,7 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
 {
     if (c->task < 0)
         return eeb_errf(err, errlen, EEB_EINVAL, "no task: give --task cls, det or video");
-    const struct eeb_run_profile *p = eeb_run_profile((enum eeb_task)c->task);
+    const struct eeb_task_profile *p = eeb_task_profile((enum eeb_task)c->task);
     /* an official run is held to the server's budgets, rules and test set */
     const struct {
         const char *key, *what;

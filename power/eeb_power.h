@@ -12,8 +12,8 @@
 #ifndef EEB_POWER_H
 #define EEB_POWER_H
 
-#include "eeb_common.h"
-#include "eeb_rundb.h"
+#include "common/eeb_common.h"
+#include "rundb/eeb_rundb.h"
 
 #include <stddef.h>
 #include <stdint.h>

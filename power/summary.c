@@ -4,7 +4,7 @@
  * rule of scoring/ (eeb_power.h).
  */
 #include "eeb_power.h"
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * eeb_score.h - the composite score S of seed 004 (equations 3-5) and the
+ * eeb_score.h - the composite score S of Tao et al. (equations 3-5) and the
  * rules that govern it.
  *
  *   M_u = mean(LUT, FF, BRAM, DSP utilization)     utilization report
@@ -16,7 +16,7 @@
 #ifndef EEB_SCORE_H
 #define EEB_SCORE_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * score.c - the weights and the composite score S (seed 004, eq. 3-5).
+ * score.c - the weights and the composite score S (Tao et al., eq. 3-5).
  */
 #include "eeb_score.h"
 

@@ -8,7 +8,7 @@
  */
 #include "server_int.h"
 
-#include "eeb_run.h"
+#include "record/eeb_record.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * eeb_server.h - `eeb serve`, seed 004's evaluation and leaderboard server:
+ * eeb_server.h - `eeb serve`, the benchmark's evaluation and leaderboard server:
  * libmicrohttpd (a thread pool) in front of one SQLite database (WAL), JSON
  * through jansson.  Teams are made by an administrator and hold a bearer
  * token, stored only as its SHA-256.  Sections: the store, the server.
@@ -7,8 +7,8 @@
 #ifndef EEB_SERVER_H
 #define EEB_SERVER_H
 
-#include "eeb_common.h"
-#include "eeb_shard.h"
+#include "common/eeb_common.h"
+#include "tasks/eeb_shard.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,8 +8,8 @@
  */
 #include "server_int.h"
 
-#include "eeb_run.h"
-#include "eeb_score.h"
+#include "record/eeb_record.h"
+#include "scoring/eeb_score.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -9,8 +9,10 @@
  */
 #include "server_int.h"
 
-#include "eeb_metrics.h"
-#include "eeb_run.h"
+#include "tasks/eeb_metrics.h"
+#include "power/eeb_power.h"
+#include "record/eeb_record.h"
+#include "tasks/eeb_tasks.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -178,7 +180,7 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
 /* The configuration the server stores for the run: what the judge, the
  * check and the report read from a local run's, with the server's rules. */
 static char *server_config(const struct eeb_server *s, const struct declared *d,
-                           const struct call *k, const struct eeb_run_profile *p)
+                           const struct call *k, const struct eeb_task_profile *p)
 {
     const struct eeb_weights *w = &s->weights[d->task];
     json_t *o = json_pack(
@@ -252,7 +254,7 @@ enum MHD_Result api_register(struct call *k)
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = call_fail(k, 409, "task", err);
     } else if (finetune_agrees(k, &d, &sent) == 0) {
-        const struct eeb_run_profile *p = eeb_run_profile(d.task);
+        const struct eeb_task_profile *p = eeb_task_profile(d.task);
         struct store_run r = {.team = k->team,
                               .task = (int)d.task,
                               .official = d.official,

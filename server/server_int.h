@@ -7,8 +7,8 @@
 #ifndef EEB_SERVER_INT_H
 #define EEB_SERVER_INT_H
 
-#include "eeb_rundb.h"
-#include "eeb_score.h"
+#include "rundb/eeb_rundb.h"
+#include "scoring/eeb_score.h"
 #include "eeb_server.h"
 
 #include <microhttpd.h>

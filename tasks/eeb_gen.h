@@ -19,7 +19,7 @@
 #ifndef EEB_GEN_H
 #define EEB_GEN_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #ifndef EEB_IMPORT_H
 #define EEB_IMPORT_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #ifndef EEB_SHARD_H
 #define EEB_SHARD_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>

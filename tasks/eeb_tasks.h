@@ -1,14 +1,14 @@
 /*
- * eeb_tasks.h - what each task of seed 004 (Table 2) brings to a run: its
+ * eeb_tasks.h - what each task of Tao et al. (Table 2) brings to a run: its
  * reference model, the labels its loss wants, and batches streamed from
  * a shard.
  */
 #ifndef EEB_TASKS_H
 #define EEB_TASKS_H
 
-#include "eeb_accel.h"
+#include "fpga/host/eeb_accel.h"
 #include "eeb_metrics.h"
-#include "eeb_net.h"
+#include "fpga/host/eeb_net.h"
 #include "eeb_shard.h"
 
 #include <stddef.h>
@@ -132,5 +132,21 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
  */
 int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
                          const float *out, float min_score, struct eeb_scored_box *boxes, int max);
+
+/* The embedded default of a task: synthetic data sizes, the base model's
+ * pre-training, and the fine-tune run's budgets and schedule. */
+struct eeb_task_profile {
+    int size, frames;                   /* pixels per side, frames per item */
+    int pretrain_n, finetune_n, test_n; /* records */
+    int pretrain_epochs;
+    double lr; /* pre-training and fine-tuning */
+    int epochs;
+    double t_max_s, p_max_w;
+    const char *design; /* the PE array the analytical model predicts */
+};
+
+/* The embedded default's design (see profiles.c). */
+#define EEB_TASK_DESIGN "device=zcu104,pes=4,macs=16,clock_mhz=250,ddr=1,mult=dsp2"
+const struct eeb_task_profile *eeb_task_profile(enum eeb_task task);
 
 #endif

@@ -9,7 +9,7 @@
 #include "eeb_tasks.h"
 
 #include "eeb_voc.h"
-#include "fx_isa.h"
+#include "fpga/kernel/fx_isa.h"
 
 #include <errno.h>
 #include <math.h>

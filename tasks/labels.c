@@ -3,7 +3,7 @@
  */
 #include "eeb_tasks.h"
 
-#include "fx_isa.h"
+#include "fpga/kernel/fx_isa.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  */
 #include "eeb_lines.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * metrics.c - top-k accuracy, Pascal VOC average precision, and
  * non-maximum suppression.
  */
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 #include "eeb_metrics.h"
 
 #include <math.h>

@@ -14,7 +14,7 @@
  */
 #include "eeb_shard.h"
 
-#include "eeb_bytes.h"
+#include "common/eeb_bytes.h"
 
 #include <errno.h>
 #include <math.h>

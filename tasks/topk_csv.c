@@ -4,7 +4,7 @@
  */
 #include "eeb_metrics.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 #include "eeb_shard.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  */
 #include "eeb_voc.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 #include "eeb_shard.h"
 
 #include <ctype.h>

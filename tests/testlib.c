@@ -3,10 +3,10 @@
  */
 #include "testlib.h"
 
-#include "eeb_power.h"
-#include "eeb_model.h"
-#include "eeb_shard.h"
-#include "eeb_tasks.h"
+#include "power/eeb_power.h"
+#include "fpga/host/eeb_model.h"
+#include "tasks/eeb_shard.h"
+#include "tasks/eeb_tasks.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -4,7 +4,7 @@
  * instruction set are its own affair: results are the kernel's.
  */
 #include "eeb_emu.h"
-#include "host_int.h"
+#include "fpga/host/host_int.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -15,8 +15,8 @@
  */
 #include "eeb_emu.h"
 #include "emu_int.h"
-#include "fx_arith.h"
-#include "fx_kernel.h"
+#include "fpga/kernel/fx_arith.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #include <emmintrin.h>
 #include <stdlib.h>

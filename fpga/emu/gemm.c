@@ -3,7 +3,7 @@
  * path.  The vector tile loops live in gemm_avx512.c and gemm_avx2.c.
  */
 #include "emu_int.h"
-#include "fx_arith.h"
+#include "fpga/kernel/fx_arith.h"
 
 #include <emmintrin.h>
 #include <stdlib.h>

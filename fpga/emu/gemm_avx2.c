@@ -9,7 +9,7 @@
  * lanes, which two vphaddd join at the end.
  */
 #include "emu_int.h"
-#include "fx_arith.h"
+#include "fpga/kernel/fx_arith.h"
 
 #include <immintrin.h>
 

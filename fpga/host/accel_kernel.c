@@ -3,7 +3,7 @@
  * the CPU over the image in host memory.  Slow and simple; it is the
  * reference every other backend must match bit for bit.
  */
-#include "fx_kernel.h"
+#include "fpga/kernel/fx_kernel.h"
 #include "host_int.h"
 
 #include <stdio.h>

@@ -15,7 +15,7 @@
  * backward; an ADD or FLATTEN layer passes its error through unchanged,
  * so the readers' partials alias it.
  */
-#include "eeb_emu_gemm.h"
+#include "fpga/emu/eeb_emu_gemm.h"
 #include "eeb_fx.h"
 
 #include <math.h>

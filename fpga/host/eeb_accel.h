@@ -11,7 +11,7 @@
 #ifndef EEB_ACCEL_H
 #define EEB_ACCEL_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 #include "eeb_net.h"
 
 #include <stddef.h>

@@ -8,7 +8,7 @@
 #define EEB_FX_H
 
 #include "eeb_net.h"
-#include "fx_isa.h"
+#include "fpga/kernel/fx_isa.h"
 
 #include <stddef.h>
 #include <stdint.h>

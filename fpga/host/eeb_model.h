@@ -16,7 +16,7 @@
 #ifndef EEB_MODEL_H
 #define EEB_MODEL_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 #include "eeb_net.h"
 
 #include <stddef.h>

@@ -8,8 +8,8 @@
  */
 #include "eeb_model.h"
 
-#include "eeb_bytes.h"
-#include "eeb_common.h"
+#include "common/eeb_bytes.h"
+#include "common/eeb_common.h"
 
 #include <math.h>
 #include <stdarg.h>

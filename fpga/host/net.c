@@ -4,7 +4,7 @@
  */
 #include "eeb_net.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -32,7 +32,7 @@ static inline uint64_t fx_abs64(int64_t v)
 /*
  * The shift that brings max|v| into int8: the smallest s >= 0 with
  * max >> s < 128.  Values are then round(v / 2^s) and the tensor's
- * exponent grows by s (NITI's rule, seed 000's dynamic fixed point).
+ * exponent grows by s (NITI's rule, DarkFPGA's dynamic fixed point).
  */
 static inline int fx_quant_shift(uint64_t maxabs)
 {

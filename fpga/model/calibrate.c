@@ -1,5 +1,5 @@
 /*
- * calibrate.c - seed 001's per-layer table ("Performance breakdown
+ * calibrate.c - the published KCU1500 design's per-layer table ("Performance breakdown
  * (simulation)": VGG-11 on 32 x 32 CIFAR-10 images, batch 32, on the
  * KCU1500 design) and the network it was measured on, for the model to be
  * checked against.

@@ -2,16 +2,16 @@
  * design.c - a PE-array design: its parameters as a "key=value,..." spec,
  * and the FPGA resources it takes.
  *
- * Resources are built from seed 001's per-operator table (a fixed8
+ * Resources are built from the published KCU1500 design's per-operator table (a fixed8
  * multiplier is 75 LUT + 80 FF or one DSP; a fixedN adder N LUT + N FF; a
  * fixed32 multiply-add 111 LUT + 64 FF + 4 DSP) plus the per-MAC glue --
  * operand registers, the sparse index decoders, the switches and muxes of
  * the random-access buffers -- which that table does not list.  The glue
- * is fitted to seed 001's one implemented design (README.md, "Resources").
+ * is fitted to the published KCU1500 design's one implemented design (README.md, "Resources").
  */
 #include "eeb_perf.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,11 +75,11 @@ static int set_key(struct eeb_design *d, const char *key, const char *value, cha
 {
     if (strcmp(key, "device") == 0) {
         const struct eeb_device *dev = eeb_device_find(value);
+        char names[128];
         if (!dev)
             return eeb_errf(err, errlen, EEB_EINVAL,
-                            "design: device '%s' is not a board eeb knows (kcu1500, zcu102, "
-                            "zcu104, u250)",
-                            value);
+                            "design: device '%s' is not a board eeb knows (%s)", value,
+                            eeb_device_names(names, sizeof names, ", "));
         d->device = dev;
         return EEB_OK;
     }

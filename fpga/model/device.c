@@ -5,9 +5,10 @@
  */
 #include "eeb_device.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* The KCU1500 carries four DDR4-2400 channels (UG1260); seed 001's design
+/* The KCU1500 carries four DDR4-2400 channels (UG1260); the published KCU1500 design
  * uses two of them.  The ZCU102 and ZCU104 accelerators reach the PS
  * side's 64-bit DDR4-2400 through the HP ports (UG1182, UG1267).  The
  * idle powers (the board configured, clocks running, nothing computing)
@@ -60,9 +61,16 @@ static const struct eeb_device u250 = {"u250",
 
 static const struct eeb_device *const devices[] = {&kcu1500, &zcu102, &zcu104, &u250, NULL};
 
-const struct eeb_device *const *eeb_device_list(void)
+const char *eeb_device_names(char *buf, size_t size, const char *last)
 {
-    return devices;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; devices[i] && used < size; i++) {
+        const char *sep = i == 0 ? "" : devices[i + 1] ? ", " : last;
+        int n = snprintf(buf + used, size - used, "%s%s", sep, devices[i]->name);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
 }
 
 const struct eeb_device *eeb_device_find(const char *name)

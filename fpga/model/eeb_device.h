@@ -7,6 +7,8 @@
 #ifndef EEB_DEVICE_H
 #define EEB_DEVICE_H
 
+#include <stddef.h>
+
 struct eeb_device {
     const char *name;          /* kcu1500, zcu102, zcu104, u250 */
     const char *part;          /* the FPGA, as Vivado names it */
@@ -18,9 +20,12 @@ struct eeb_device {
     double idle_w;             /* the board configured and idle: an estimate (README.md) */
 };
 
-/* The board called name, or NULL; the list, NULL-terminated. */
+/* The board called name, or NULL. */
 const struct eeb_device *eeb_device_find(const char *name);
-const struct eeb_device *const *eeb_device_list(void);
+
+/* The boards' names for a message, "kcu1500, zcu102, zcu104" and the last
+ * after `last` (", " or " or "); returns buf. */
+const char *eeb_device_names(char *buf, size_t size, const char *last);
 
 /* A channel's peak bandwidth in bytes per second. */
 double eeb_device_ddr_bytes_per_s(const struct eeb_device *d);

@@ -7,14 +7,14 @@
  * bound (compute or memory) and the PE array's utilization; for the design,
  * LUT/FF/BRAM/DSP and power.  Everything here is modeled, never measured:
  * fpga/model/README.md derives each constant and lists the residuals
- * against seed 001's KCU1500 table.  Sections: the design, resources, the
+ * against the published KCU1500 design's table.  Sections: the design, resources, the
  * per-layer costs, power.
  */
 #ifndef EEB_PERF_H
 #define EEB_PERF_H
 
 #include "eeb_device.h"
-#include "eeb_net.h"
+#include "fpga/host/eeb_net.h"
 
 #include <stddef.h>
 
@@ -66,7 +66,7 @@ void eeb_resources_spec(const struct eeb_resources *r, char *buf, size_t len);
 
 /* ---- buffers ---- */
 
-/* Entries of a compressed-sparse block (seed 001's CSB), the unit a PE's
+/* Entries of a compressed-sparse block (the published KCU1500 design's CSB), the unit a PE's
  * weights arrive in. */
 #define EEB_CSB_BLOCK 32
 
@@ -92,7 +92,7 @@ const char *eeb_phase_name(enum eeb_phase p); /* "fwd", "bwd_data", "bwd_weight"
 
 struct eeb_phase_cost {
     int runs;         /* 0: this phase does not run for the layer */
-    double ops;       /* dense operations, 2 per MAC (the "GOP" of seed 001) */
+    double ops;       /* dense operations, 2 per MAC (the "GOP" of the published KCU1500 design) */
     double compute_s; /* the PE array's time on the kept (nonzero) work */
     double memory_s;  /* DDR transactions' time */
     double time_s;    /* setup + max(compute, memory) */
@@ -126,7 +126,7 @@ struct eeb_perf {
  * Models a training step and a prediction of `batch` items of net on d, with
  * the first `frozen` learnable layers not trained (forward only; backward
  * stops above them).  Densities are measured from net's current weights:
- * a conv kernel (k x k) is kept if any of its weights is nonzero (seed 001's
+ * a conv kernel (k x k) is kept if any of its weights is nonzero (the published KCU1500 design's
  * kernel-wise pruning), an fc weight if it is nonzero.  A design whose
  * buffers are smaller than eeb_perf_buffers asks is an error naming the
  * buffer and the size it needs.

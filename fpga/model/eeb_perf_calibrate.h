@@ -1,6 +1,6 @@
 /*
  * eeb_perf_calibrate.h - what the analytical model is calibrated against:
- * seed 001's per-layer table and resource table for its KCU1500 design
+ * the published KCU1500 design's per-layer table and resource table
  * (EEB_DESIGN_SEED001), and the pruned VGG-11 they describe.
  */
 #ifndef EEB_PERF_CALIBRATE_H

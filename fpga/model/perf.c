@@ -11,16 +11,16 @@
  * the sparse weights (a k x k kernel, or an fc weight, with its 2-byte
  * coordinate).  Forward and backward-data read the input's vectors, write
  * the output's and read every entry.  Backward-weight reads each vector
- * several times (the PE groups of seed 001's update share no buffer), reads
+ * several times (the PE groups of the published KCU1500 design's update share no buffer), reads
  * and writes every entry (the SGD update in place) and sends partial
  * gradients to the summing module.  Small transactions are bound by DDR4's
- * access time, not its bandwidth: that is why seed 001's conv1, conv5_x and
+ * access time, not its bandwidth: that is why the published KCU1500 design's conv1, conv5_x and
  * dense layers are memory-bound though they move little.  README.md fits
- * the constants below to seed 001's table and lists the residuals.
+ * the constants below to the published KCU1500 design's table and lists the residuals.
  */
 #include "eeb_perf.h"
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@
 #define DDR_CHAN_W  1.0 /* a channel's background power */
 
 /* A layer phase's fixed cost: loading its commands and filling and
- * draining the pipeline (seed 001's dense8 row is almost only this). */
+ * draining the pipeline (the published KCU1500 design's dense8 row is almost only this). */
 #define SETUP_CYCLES    15500.0
 #define SETUP_CYCLES_WG 50500.0
 

@@ -13,7 +13,7 @@
 #ifndef EEB_REF_H
 #define EEB_REF_H
 
-#include "eeb_net.h"
+#include "fpga/host/eeb_net.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,7 +12,7 @@
 #ifndef EEB_XCLBIN_H
 #define EEB_XCLBIN_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
  * board's DDR4-2400 channels). */
 #define EEB_XCLBIN_DESIGN "device=kcu1500,pes=32,macs=32,clock_mhz=250,ddr=2"
 
-/* Its utilization, declared from seed 001's resource table: 199,111 of
+/* Its utilization, declared from the published KCU1500 design's resource table: 199,111 of
  * 663,360 LUTs, 249,122 of 1,326,720 registers, 1,060 of 2,160 BRAM,
  * 1,030 of 5,520 DSPs. */
 #define EEB_XCLBIN_UTIL        "lut=0.30015,ff=0.18777,bram=0.49074,dsp=0.18659"

@@ -4,9 +4,9 @@
  * sections, each 8-byte aligned.  What XRT needs to open fx_kernel under
  * its noop shim is there; a bitstream is not, so a real board refuses it.
  */
-#include "eeb_perf.h"
+#include "fpga/model/eeb_perf.h"
 #include "eeb_xclbin.h"
-#include "fx_kernel.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #include <jansson.h>
 #include <math.h>

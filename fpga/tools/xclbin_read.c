@@ -5,7 +5,7 @@
  * Every offset, size and count is checked against the bytes there before
  * it is used: the file may be anyone's.
  */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 #include "eeb_xclbin.h"
 
 #include <expat.h>

@@ -14,10 +14,10 @@
  * XRT aborts the process (an uncaught C++ exception) when XILINX_XRT or
  * its shim is missing, so that is checked before the first XRT call.
  */
-#include "eeb_xclbin.h"
+#include "fpga/tools/eeb_xclbin.h"
 #include "eeb_xrt.h"
-#include "fx_kernel.h"
-#include "host_int.h"
+#include "fpga/kernel/fx_kernel.h"
+#include "fpga/host/host_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #ifndef EEB_BENCH_H
 #define EEB_BENCH_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #define EEB_BENCH_GEMM_RATE_H
 
 #include "bench.h"
-#include "eeb_emu_gemm.h"
+#include "fpga/emu/eeb_emu_gemm.h"
 
 /*
  * GOP/s of C = A x B (M x K by K x N; 2 ops per MAC), the median of

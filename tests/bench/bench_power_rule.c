@@ -7,7 +7,7 @@
  * in samples judged per second.
  */
 #include "bench.h"
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <math.h>
 

@@ -8,7 +8,7 @@
  * system the benchmark runs on.
  */
 #include "bench.h"
-#include "eeb_rundb.h"
+#include "rundb/eeb_rundb.h"
 
 #include <math.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * and over the second half are reported.
  */
 #include "bench.h"
-#include "eeb_power.h"
+#include "power/eeb_power.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,8 +14,8 @@
  * answer a success and every sample kept.
  */
 #include "bench.h"
-#include "eeb_client.h"
-#include "eeb_server.h"
+#include "harness/eeb_client.h"
+#include "server/eeb_server.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -18,8 +18,8 @@
  */
 #include "bench.h"
 #include "bench_gemm_rate.h"
-#include "eeb_accel.h"
-#include "eeb_emu.h"
+#include "fpga/host/eeb_accel.h"
+#include "fpga/emu/eeb_emu.h"
 
 #include <unistd.h>
 

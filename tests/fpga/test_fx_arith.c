@@ -4,8 +4,8 @@
  * (unbiased, keyed only by its counter), and the integer exp and log the
  * losses use, against libm.
  */
-#include "fx_arith.h"
-#include "fx_kernel.h"
+#include "fpga/kernel/fx_arith.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -4,7 +4,7 @@
  * several seeds, and the extreme values where an offset or a saturating
  * instruction would show.
  */
-#include "eeb_emu_gemm.h"
+#include "fpga/emu/eeb_emu_gemm.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

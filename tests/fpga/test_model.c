@@ -3,9 +3,9 @@
  * formats; damage of every kind is reported with its offset and field,
  * and never crashes the reader.
  */
-#include "eeb_bytes.h"
-#include "eeb_model.h"
-#include "testlib.h"
+#include "common/eeb_bytes.h"
+#include "fpga/host/eeb_model.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -8,9 +8,9 @@
  * must then be identical byte for byte, and the weights must have moved.
  * A partial batch is used on purpose.
  */
-#include "eeb_emu.h"
-#include "eeb_fx.h"
-#include "fx_kernel.h"
+#include "fpga/emu/eeb_emu.h"
+#include "fpga/host/eeb_fx.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * finite differences of its own loss, for every learnable weight of small
  * networks that use every layer kind and both losses.
  */
-#include "eeb_ref.h"
+#include "fpga/ref/eeb_ref.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -7,13 +7,13 @@
  * Criterion runs each test in a process of its own, as XRT needs: it
  * reads the emulation mode once per process.
  */
-#include "eeb_accel.h"
-#include "eeb_model.h"
-#include "eeb_score.h"
-#include "eeb_tasks.h"
-#include "eeb_xclbin.h"
-#include "eeb_xrt.h"
-#include "testlib.h"
+#include "fpga/host/eeb_accel.h"
+#include "fpga/host/eeb_model.h"
+#include "scoring/eeb_score.h"
+#include "tasks/eeb_tasks.h"
+#include "fpga/tools/eeb_xclbin.h"
+#include "fpga/xrt/eeb_xrt.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -175,7 +175,7 @@ Test(xclbin, eeb_xclbin_info_prints_the_kernel)
         "arg 0 mem      unsigned char*   global offset 0x10, 8 bytes, in bank0",
         "arg 1 prog     unsigned int     scalar offset 0x1c, 4 bytes",
         "utilization (modeled: fpga/model, default buffers)",
-        "M_u   0.2909", /* seed 001's 0.2913, as the model reproduces it */
+        "M_u   0.2909", /* the published KCU1500 design's 0.2913, as the model reproduces it */
         "design    clock_mhz=250 ddr=2 device=kcu1500 macs=32 pes=32",
     };
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)

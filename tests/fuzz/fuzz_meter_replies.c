@@ -1,7 +1,7 @@
 /* fuzz_meter_replies.c - what a network meter answers: a Yokogawa
  * WT300's SCPI values and a SPEC PTDaemon's "RL" reply, each one line. */
 #include "fuzz.h"
-#include "power_int.h"
+#include "power/power_int.h"
 
 #include <stdlib.h>
 

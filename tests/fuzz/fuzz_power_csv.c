@@ -2,7 +2,7 @@
  * read back at a few times: a CSV in any layout, or a SPEC PTDaemon log,
  * opened as is and with the options a PTDaemon log may need (a channel,
  * the date order), which take the reader past where it would refuse. */
-#include "eeb_power.h"
+#include "power/eeb_power.h"
 #include "fuzz.h"
 
 #include <stdio.h>

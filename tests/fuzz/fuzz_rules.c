@@ -1,5 +1,5 @@
 /* fuzz_rules.c - a scoring rules file (JSON). */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,8 +7,8 @@
  * (no "label" or "truth" key), and the server must still answer /healthz
  * after it.
  */
-#include "eeb_gen.h"
-#include "eeb_server.h"
+#include "tasks/eeb_gen.h"
+#include "server/eeb_server.h"
 #include "fuzz.h"
 
 #include <curl/curl.h>

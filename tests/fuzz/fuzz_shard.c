@@ -1,5 +1,5 @@
 /* fuzz_shard.c - a data shard (.eebd): its header, then every record. */
-#include "eeb_shard.h"
+#include "tasks/eeb_shard.h"
 #include "fuzz.h"
 
 #include <unistd.h>

@@ -1,5 +1,5 @@
 /* fuzz_util_report.c - a Vivado report_utilization report (M_u's source). */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 /* fuzz_voc_image_set.c - a Pascal VOC ImageSets/Main list (tasks/voc.c). */
-#include "eeb_common.h"
-#include "eeb_voc.h"
+#include "common/eeb_common.h"
+#include "tasks/eeb_voc.h"
 #include "fuzz.h"
 
 #include <unistd.h>

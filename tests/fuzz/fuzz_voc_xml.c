@@ -1,6 +1,6 @@
 /* fuzz_voc_xml.c - a Pascal VOC annotation (expat). */
-#include "eeb_common.h"
-#include "eeb_voc.h"
+#include "common/eeb_common.h"
+#include "tasks/eeb_voc.h"
 #include "fuzz.h"
 
 #include <unistd.h>

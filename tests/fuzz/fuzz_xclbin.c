@@ -1,7 +1,7 @@
 /* fuzz_xclbin.c - an xclbin: the axlf sections, and the utilization and
  * design eeb reads from its USER_METADATA. */
-#include "eeb_score.h"
-#include "eeb_xclbin.h"
+#include "scoring/eeb_score.h"
+#include "fpga/tools/eeb_xclbin.h"
 #include "fuzz.h"
 
 #include <stdlib.h>

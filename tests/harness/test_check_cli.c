@@ -6,7 +6,7 @@
  * commands that leave the folder as they found it, and errors that name a
  * directory or a missing folder before any work is done.
  */
-#include "testlib.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

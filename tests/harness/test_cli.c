@@ -2,8 +2,8 @@
  * test_cli.c - the eeb command as a user runs it: golden outputs, exit
  * codes, and error messages that name the culprit.
  */
-#include "eeb_rundb.h"
-#include "testlib.h"
+#include "rundb/eeb_rundb.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

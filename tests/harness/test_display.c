@@ -3,8 +3,8 @@
  * the terminal, says what it does not know instead of showing zeros or a
  * stale reading, and other messages never land on its tail.
  */
-#include "eeb_display.h"
-#include "testlib.h"
+#include "harness/eeb_display.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -3,9 +3,9 @@
  * the best design is the best S of all that fit and S is the rules'
  * formula; the calibration table; one design in detail; bad input.
  */
-#include "eeb_model.h"
-#include "eeb_perf.h"
-#include "testlib.h"
+#include "fpga/host/eeb_model.h"
+#include "fpga/model/eeb_perf.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -3,8 +3,8 @@
  * result files worked out by hand, a detection shard, CSV predictions
  * against a classification shard, and broken inputs named by file and line.
  */
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

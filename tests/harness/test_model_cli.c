@@ -3,10 +3,10 @@
  * classifier on a shard and check the written model learned; info, convert,
  * and the errors for wrong or damaged input.
  */
-#include "eeb_accel.h"
-#include "eeb_model.h"
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "fpga/host/eeb_accel.h"
+#include "fpga/host/eeb_model.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -4,8 +4,8 @@
  * kill -9 of the logger leaving every committed sample readable; a disk
  * that fills up mid-log.
  */
-#include "eeb_power.h"
-#include "testlib.h"
+#include "power/eeb_power.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -6,10 +6,10 @@
  * start of a long record.  The page is read as text, and where layout
  * matters as headless Chromium lays it out.
  */
-#include "eeb_model.h"
-#include "eeb_rundb.h"
-#include "eeb_tasks.h"
-#include "testlib.h"
+#include "fpga/host/eeb_model.h"
+#include "rundb/eeb_rundb.h"
+#include "tasks/eeb_tasks.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <limits.h>

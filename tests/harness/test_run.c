@@ -5,12 +5,12 @@
  * P_max watched live, configuration files, kill -9 mid-run, and the HTML
  * report rendered in headless Chromium.
  */
-#include "eeb_gen.h"
-#include "eeb_model.h"
-#include "eeb_perf.h"
-#include "eeb_run.h"
-#include "eeb_tasks.h"
-#include "testlib.h"
+#include "tasks/eeb_gen.h"
+#include "fpga/host/eeb_model.h"
+#include "fpga/model/eeb_perf.h"
+#include "harness/eeb_run.h"
+#include "tasks/eeb_tasks.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -231,7 +231,7 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
     cr_assert_eq(o.steps, 16); /* 2 epochs of 256 items in batches of 32 */
     /* the modeled device of the default design: its training power over T
      * (a trace with 1 % noise), M_u from its resources, its step time */
-    struct eeb_perf perf = modeled_device(EEB_RUN_DESIGN, 32);
+    struct eeb_perf perf = modeled_device(EEB_TASK_DESIGN, 32);
     double mean_w = o.energy_j / o.t_s;
     cr_expect(fabs(mean_w / perf.train_power_w - 1) < 0.01, "mean %g W, modeled %g W", mean_w,
               perf.train_power_w);

@@ -8,8 +8,8 @@
  *
  * Sections: image sets; exporters' annotations; a dataset's own classes.
  */
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -4,9 +4,9 @@
  * sysfs tree bind-mounted on /sys/class in a private mount namespace, and
  * the SCPI and PTDaemon clients against emulators on 127.0.0.1.
  */
-#include "eeb_power.h"
+#include "power/eeb_power.h"
 #include "meter_emu.h"
-#include "testlib.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -3,9 +3,9 @@
  * run database, and energy: exact on piecewise-linear signals, gaps and
  * drops accounted, faults recorded.
  */
-#include "eeb_power.h"
-#include "power_int.h"
-#include "testlib.h"
+#include "power/eeb_power.h"
+#include "power/power_int.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -6,8 +6,8 @@
  * are data, never taken for a header.  Fixtures in tests/data/traces are in
  * the real layouts.
  */
-#include "eeb_power.h"
-#include "testlib.h"
+#include "power/eeb_power.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

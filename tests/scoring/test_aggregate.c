@@ -1,7 +1,7 @@
 /*
  * test_aggregate.c - median, Olympic mean and spread of repeated runs.
  */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * test_power_rule.c - the P_max moving-window rule over power traces.
  */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

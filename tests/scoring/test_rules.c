@@ -2,8 +2,8 @@
  * test_rules.c - the scoring rules file: the shipped v1, and the errors a
  * broken rules file must produce, each naming its key.
  */
-#include "eeb_score.h"
-#include "testlib.h"
+#include "scoring/eeb_score.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ Test(rules, v1_contents)
     for (int t = 0; t < EEB_TASK_COUNT; t++) {
         const struct eeb_weights *w = &r.weights[t];
         cr_assert_eq(eeb_score_weights_check(w, err, sizeof err), EEB_OK, "%s", err);
-        /* seed 004: w_u and w_t should be the small ones */
+        /* Tao et al.: w_u and w_t should be the small ones */
         cr_assert(w->u < w->p && w->u < w->s && w->t < w->p && w->t < w->s);
     }
     struct eeb_rules f;

@@ -1,7 +1,7 @@
 /*
  * test_score.c - M_t, M_p, S and the weights against values computed by hand.
  */
-#include "eeb_score.h"
+#include "scoring/eeb_score.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

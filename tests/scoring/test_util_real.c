@@ -5,8 +5,8 @@
  * cells or pblocks, Vitis's kernel report, and Versal's row names.  Each
  * fixture follows the real layout (tests/data/util/).
  */
-#include "eeb_score.h"
-#include "testlib.h"
+#include "scoring/eeb_score.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

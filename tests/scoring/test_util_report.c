@@ -2,8 +2,8 @@
  * test_util_report.c - Vivado report_utilization parsing, both families,
  * and the broken variants a hand-edited or truncated report produces.
  */
-#include "eeb_score.h"
-#include "testlib.h"
+#include "scoring/eeb_score.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -62,7 +62,8 @@ Test(util_report, ultrascale_plus_with_prohibited_column)
 
 Test(util_report, ultrascale_without_prohibited_column)
 {
-    /* The KCU1500 design of seed 001: 199111 LUT, 249122 FF, 1060 BRAM, 1030 DSP. */
+    /* The KCU1500 design of the published KCU1500 design: 199111 LUT, 249122 FF, 1060 BRAM, 1030
+     * DSP. */
     char *text = test_fixture("util/kcu1500_routed.rpt", NULL);
     struct eeb_util u = parse_ok(text, "kcu1500");
     cr_assert_str_eq(u.device, "xcku115-flvb2104-2-e");

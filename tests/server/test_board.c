@@ -5,9 +5,9 @@
  * thrown.  The entries are written into the server's tables as the server
  * stores scored runs (store.c), so that no det or video test set is needed.
  */
-#include "eeb_rundb.h"
-#include "eeb_server.h"
-#include "testlib.h"
+#include "rundb/eeb_rundb.h"
+#include "server/eeb_server.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>

@@ -3,10 +3,10 @@
  * and their hashed tokens, authentication, JSON errors naming the field,
  * the body cap, /healthz and /metrics; and it keeps serving after each.
  */
-#include "eeb_model.h"
-#include "eeb_server.h"
-#include "eeb_tasks.h"
-#include "testlib.h"
+#include "fpga/host/eeb_model.h"
+#include "server/eeb_server.h"
+#include "tasks/eeb_tasks.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * `eeb eval` must compute the same metric from the prediction files
  * `eeb model test` wrote.
  */
-#include "testlib.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -3,9 +3,9 @@
  * present, boxes tight and inside the image, clips that move; and the
  * `eeb data gen|info` commands.
  */
-#include "eeb_gen.h"
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -3,9 +3,9 @@
  * layout: JPEGs encoded with libjpeg-turbo, VOC annotation XML, and clips
  * encoded with libavcodec into AVI files; and their broken variants.
  */
-#include "eeb_import.h"
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "tasks/eeb_import.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <libavcodec/avcodec.h>

@@ -4,7 +4,7 @@
  * (no +1 in the IoU, greedy matching to the best free box, k/10 recall
  * points, a difficult box counted) gives a different number.
  */
-#include "eeb_metrics.h"
+#include "tasks/eeb_metrics.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

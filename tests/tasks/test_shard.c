@@ -3,9 +3,9 @@
  * task; a file appears only when finished; damage is reported with the
  * record's index and offset.
  */
-#include "eeb_bytes.h"
-#include "eeb_shard.h"
-#include "testlib.h"
+#include "common/eeb_bytes.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -3,9 +3,9 @@
  * their shards, grid targets worked out by hand, and batches that visit
  * every record once per epoch in a seeded, shuffled order.
  */
-#include "eeb_tasks.h"
-#include "fx_isa.h"
-#include "testlib.h"
+#include "tasks/eeb_tasks.h"
+#include "fpga/kernel/fx_isa.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -3,9 +3,9 @@
  * write it (tests/data/voc), what stays refused, with its line; and the
  * image-set lists of ImageSets/Main.
  */
-#include "eeb_common.h"
-#include "eeb_voc.h"
-#include "testlib.h"
+#include "common/eeb_common.h"
+#include "tasks/eeb_voc.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

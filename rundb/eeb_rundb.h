@@ -12,7 +12,7 @@
 #ifndef EEB_RUNDB_H
 #define EEB_RUNDB_H
 
-#include "eeb_common.h"
+#include "common/eeb_common.h"
 
 #include <stddef.h>
 #include <stdint.h>

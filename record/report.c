@@ -9,8 +9,8 @@
  * (eeb_number_text) or to a fixed precision, never as "%.17g" noise.  Sections: gathering,
  * numbers, plotting, the score, the page.
  */
-#include "eeb_rundb.h"
-#include "eeb_run.h"
+#include "rundb/eeb_rundb.h"
+#include "record/eeb_record.h"
 
 #include <jansson.h>
 #include <math.h>

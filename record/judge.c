@@ -4,10 +4,11 @@
  * stored configuration, events, samples and predictions (`eeb check`, the
  * run's own SCORE stage, which must agree with it, and the server).
  */
-#include "eeb_rundb.h"
-#include "eeb_shard.h"
-#include "eeb_voc.h"
-#include "eeb_run.h"
+#include "rundb/eeb_rundb.h"
+#include "tasks/eeb_shard.h"
+#include "tasks/eeb_voc.h"
+#include "power/eeb_power.h"
+#include "record/eeb_record.h"
 
 #include <jansson.h>
 #include <math.h>

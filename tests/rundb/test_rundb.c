@@ -2,8 +2,8 @@
  * test_rundb.c - the run database: creation, round trips, constraints, and
  * refusal of foreign and newer files (which must be left untouched).
  */
-#include "eeb_rundb.h"
-#include "testlib.h"
+#include "rundb/eeb_rundb.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,0 +1,97 @@
+/*
+ * eeb_record.h - what is done with a run's record (its run database)
+ * once it is written: the outcome and its verdict, the judge that computes
+ * them from the record alone, the results it stores, the check that
+ * compares them with what the run stored, and the HTML report.  `eeb run`,
+ * `eeb check`, `eeb report` and the evaluation server all judge a run
+ * here, so they cannot disagree.
+ */
+#ifndef EEB_RECORD_H
+#define EEB_RECORD_H
+
+#include "common/eeb_common.h"
+#include "scoring/eeb_score.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The run's end, as eeb_run_execute and eeb_run_check compute it. */
+struct eeb_run_outcome {
+    int64_t run;
+    char uuid[37];
+    enum eeb_task task;
+    char provenance[16];     /* modeled, measured or counter */
+    char util_source[512];   /* M_u's: the report, the spec, or the xclbin (run only) */
+    char backend_detail[64]; /* what the backend ran on (run only) */
+    int complete;            /* the run reached a terminal state */
+    int aborted;             /* stopped by the harness (a budget, a hung accelerator) */
+    int tmax_reached;        /* fine-tuning was stopped at T_max */
+    int valid;               /* the power measurement is valid and the records agree */
+    int pass;                /* and no budget failed: S is defined */
+    struct eeb_score score;
+    double energy_j, t_s, worst_w;
+    double t_max_s, p_max_w; /* the budgets the run was held to */
+    char design[512];        /* the modeled device's design, or "" (run only) */
+    double device_time_s;    /* its modeled time for the steps run; NAN without one */
+    double device_energy_j;  /* and energy */
+    uint64_t steps, test_items;
+    int64_t server_run; /* official mode: the run's id on the server */
+    char why[768];      /* every reason it failed or is invalid ("; "-separated) */
+};
+
+/* The verdict in a word: incomplete, aborted, invalid, pass or fail (in
+ * capitals if upper). */
+const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
+
+/* ---- the check ---- */
+
+/*
+ * Judges run from the database at db_path: T from the fine-tune events,
+ * E, validity and the P_max rule from its samples (eeb_power_summarize),
+ * M_u, the weights and the budgets from its stored configuration, and
+ * M_s as given, or, if m_s is NAN, recounted from its stored predictions
+ * (which hold the truth).  An abort or error event in the record makes the
+ * run aborted or invalid.  Fills out's verdict fields; returns an error
+ * only for a database that cannot be read.
+ */
+int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
+                  char *err, size_t errlen);
+
+/* Stores o's figures as run's results: M_u with util_provenance, T, E and
+ * the power figures with the run's provenance, the rest as computed; a
+ * figure that is NAN is left out (S unless the run passed). */
+struct eeb_rundb;
+int eeb_run_store_results(struct eeb_rundb *db, int64_t run, const struct eeb_run_outcome *o,
+                          const char *util_provenance, char *err, size_t errlen);
+
+/* A figure eeb check recomputes, beside what the run stored. */
+struct eeb_check_figure {
+    const char *key;   /* its name in the results table: m_u, t_s, pass... */
+    const char *label; /* M_u, T, passed... */
+    const char *unit;  /* "s", "J", or "" */
+    double recomputed; /* NAN: the record gives none */
+    double stored;     /* NAN: the run stored none */
+    int agree;
+};
+
+enum { EEB_CHECK_FIGURES = 8 };
+
+struct eeb_check_figures {
+    struct eeb_check_figure f[EEB_CHECK_FIGURES];
+    size_t n; /* 0: the run was not judged (incomplete, aborted, an error) */
+};
+
+/* Recomputes every metric and the verdict of run (0: the latest) from the
+ * database alone and compares them with what the run stored, each figure
+ * into figures (if not NULL). */
+int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
+                  struct eeb_run_outcome *out, char *err, size_t errlen);
+
+/* ---- the report ---- */
+
+/* Writes run's self-contained HTML report (inline SVG, no external
+ * assets) to html_path, atomically. */
+int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
+                   size_t errlen);
+
+#endif
