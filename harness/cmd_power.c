@@ -162,7 +162,7 @@ static int log_power(const struct log_args *a)
         sleep_ms(1);
         eeb_sampler_live(s, &l);
     }
-    int64_t begin = eeb_sampler_mark(s, "log_begin", NULL);
+    int64_t begin = eeb_sampler_mark(s, EEB_EVENT_LOG_BEGIN, NULL);
     int64_t until = a->duration > 0 ? begin + (int64_t)(a->duration * 1e9) : INT64_MAX;
     for (int64_t shown = 0; !interrupted && !l.write_failed && eeb_mono_ns() < until;) {
         sleep_ms(50);
@@ -178,7 +178,7 @@ static int log_power(const struct log_args *a)
     }
     if (tty)
         fputc('\n', stderr);
-    eeb_sampler_mark(s, "log_end", interrupted ? "{\"stopped_by\": \"signal\"}" : NULL);
+    eeb_sampler_mark(s, EEB_EVENT_LOG_END, interrupted ? "{\"stopped_by\": \"signal\"}" : NULL);
     struct eeb_sampler_stats st;
     int rc = eeb_sampler_stop(s, &st, err, sizeof err);
     eeb_power_close(src);

@@ -102,7 +102,7 @@ static int enter(struct run *r, enum eeb_run_state state, char *err, size_t errl
 {
     int rc = eeb_rundb_run_set_state(r->db, r->id, state, err, errlen);
     if (rc == EEB_OK)
-        event(r, "state", json_pack("{s:s}", "state", eeb_rundb_state_name(state)));
+        event(r, EEB_EVENT_STATE, json_pack("{s:s}", "state", eeb_rundb_state_name(state)));
     return rc;
 }
 
@@ -456,7 +456,7 @@ static int create(struct run *r, char *err, size_t errlen)
     if (rc == EEB_OK) {
         r->out->run = r->id;
         r->out->t_max_s = r->c->t_max_s, r->out->p_max_w = r->c->p_max_w;
-        event(r, "state",
+        event(r, EEB_EVENT_STATE,
               json_pack("{s:s, s:s, s:s}", "state", "init", "eeb", EEB_VERSION, "build",
                         eeb_build()));
     }
@@ -471,7 +471,7 @@ static int deploy(struct run *r, char *err, size_t errlen)
     if ((rc = enter(r, EEB_RUN_DEPLOY, err, errlen)))
         return rc;
     if (r->modeled_device)
-        event(r, "device_model", device_model_json(r));
+        event(r, EEB_EVENT_DEVICE_MODEL, device_model_json(r));
     if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
         return rc;
     struct eeb_accel_config ac;
@@ -491,7 +491,7 @@ static int deploy(struct run *r, char *err, size_t errlen)
     struct eeb_accel_stats st = {0};
     r->acc->ops->stats(r->acc, &st);
     snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
-    event(r, "deployed",
+    event(r, EEB_EVENT_DEPLOYED,
           json_pack("{s:s, s:s, s:I}", "backend", r->ops->name, "detail", st.detail,
                     "finetune_items", (json_int_t)r->finetune_items));
     return EEB_OK;
@@ -576,7 +576,7 @@ static void *train(void *arg)
         }
         if (rc || items == 0)
             break;
-        worker_event(w, finished ? "epoch_end" : "epoch_partial",
+        worker_event(w, finished ? EEB_EVENT_EPOCH_END : EEB_EVENT_EPOCH_PARTIAL,
                      json_pack("{s:i, s:I, s:f, s:f}", "epoch", epoch, "step", (json_int_t)step,
                                "loss", loss / items, "train_metric",
                                targets ? (double)correct / targets : 0.0));
@@ -682,7 +682,7 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
     double mean = watch_mean(&k->wt, &l, r->rules.power.window_s);
     if (mean > c->p_max_w && !k->pmax_seen) {
         k->pmax_seen = mean;
-        event(r, "pmax_exceeded",
+        event(r, EEB_EVENT_PMAX_EXCEEDED,
               json_pack("{s:f, s:f, s:f}", "watts", mean, "p_max_w", c->p_max_w, "window_s",
                         r->rules.power.window_s));
         if (c->abort_on_pmax)
@@ -713,7 +713,7 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
     }
     pthread_mutex_unlock(&w->lock);
     if (train_ev)
-        event(r, "train", train_ev);
+        event(r, EEB_EVENT_TRAIN, train_ev);
     if (now >= k->next_show) {
         progress(r, &p);
         k->next_show = now + k->show_every;
@@ -732,11 +732,11 @@ static int finetune(struct run *r, char *err, size_t errlen)
     if (!w)
         return eeb_errf(err, errlen, EEB_ENOMEM, "fine-tuning: out of memory");
     drive(r, r->perf.train_power_w);
-    r->ft_begin = event(r, "finetune_begin", json_pack("{s:f}", "t_max_s", c->t_max_s));
+    r->ft_begin = event(r, EEB_EVENT_FINETUNE_BEGIN, json_pack("{s:f}", "t_max_s", c->t_max_s));
     int64_t deadline = r->ft_begin + (int64_t)(c->t_max_s * 1e9);
     pthread_t th;
     if (pthread_create(&th, NULL, train, w) != 0) {
-        r->ft_end = event(r, "finetune_end", NULL);
+        r->ft_end = event(r, EEB_EVENT_FINETUNE_END, NULL);
         worker_free(w);
         return eeb_errf(err, errlen, EEB_ENOMEM, "cannot start the fine-tuning thread");
     }
@@ -774,8 +774,8 @@ static int finetune(struct run *r, char *err, size_t errlen)
     json_t *complete = json_pack("{s:s, s:I}", "reason", why[ending], "step", (json_int_t)steps);
     if (ending == PMAX)
         json_object_set_new(complete, "watts", json_real(k.pmax_seen));
-    event(r, "complete", complete);
-    r->ft_end = event(r, "finetune_end", NULL);
+    event(r, EEB_EVENT_COMPLETE, complete);
+    r->ft_end = event(r, EEB_EVENT_FINETUNE_END, NULL);
     drive(r, r->perf.idle_power_w);
     out->t_s = (double)(r->ft_end - r->ft_begin) / 1e9;
     out->tmax_reached = ending == TMAX;
@@ -790,7 +790,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
                 r->abandoned = 1;
                 pthread_detach(th);
                 out->aborted = 1;
-                event(r, "abort",
+                event(r, EEB_EVENT_ABORT,
                       json_pack("{s:s}", "reason",
                                 "the accelerator did not return within the grace "
                                 "period"));
@@ -800,7 +800,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
                                 c->grace_s, ending == TMAX ? "T_max" : "stop");
             }
         }
-        event(r, "accelerator_stopped",
+        event(r, EEB_EVENT_ACCELERATOR_STOPPED,
               json_pack("{s:f}", "after_s", (double)(eeb_mono_ns() - r->ft_end) / 1e9));
     }
     pthread_join(th, NULL);
@@ -817,7 +817,7 @@ static int finetune(struct run *r, char *err, size_t errlen)
                  "the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
                  r->rules.power.window_s, k.pmax_seen, c->p_max_w);
     snprintf(out->why, sizeof out->why, "%s", reason);
-    event(r, "abort", json_pack("{s:s}", "reason", reason));
+    event(r, EEB_EVENT_ABORT, json_pack("{s:s}", "reason", reason));
     return EEB_OK;
 }
 
@@ -926,7 +926,7 @@ static int fetch_test_inputs(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EFORMAT,
                         "%s sent %llu test inputs; it registered the run with %llu", r->c->server,
                         (unsigned long long)r->test_items, (unsigned long long)registered);
-    event(r, "test_inputs",
+    event(r, EEB_EVENT_TEST_INPUTS,
           json_pack("{s:s, s:s, s:I}", "from", r->c->server, "sha256", r->sha_test, "items",
                     (json_int_t)r->test_items));
     if (cl->log)
@@ -943,7 +943,7 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
         return rc;
     struct eeb_accel_stats st = {0};
     r->acc->ops->stats(r->acc, &st);
-    event(r, "stopped",
+    event(r, EEB_EVENT_STOPPED,
           json_pack("{s:I, s:I, s:[I, I, I, I]}", "steps", (json_int_t)st.steps, "items",
                     (json_int_t)st.items, "saturations", (json_int_t)st.saturations[0],
                     (json_int_t)st.saturations[1], (json_int_t)st.saturations[2],
@@ -957,7 +957,7 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
     if ((rc = enter(r, EEB_RUN_TEST, err, errlen)))
         return rc;
     drive(r, r->perf.predict_power_w);
-    eeb_sampler_mark(r->sampler, "test_begin", NULL);
+    eeb_sampler_mark(r->sampler, EEB_EVENT_TEST_BEGIN, NULL);
     struct predictions p = {.r = r};
     struct eeb_task_eval_options opt;
     eeb_task_eval_defaults(&opt);
@@ -975,9 +975,9 @@ static int test(struct run *r, struct eeb_task_score *score, char *err, size_t e
     drive(r, r->perf.idle_power_w);
     /* on inputs without labels the metric is the server's to count */
     if (rc == EEB_OK && official(r))
-        event(r, "test_end", json_pack("{s:I}", "items", (json_int_t)score->items));
+        event(r, EEB_EVENT_TEST_END, json_pack("{s:I}", "items", (json_int_t)score->items));
     else if (rc == EEB_OK)
-        event(r, "test_end",
+        event(r, EEB_EVENT_TEST_END,
               json_pack("{s:I, s:f, s:s}", "items", (json_int_t)score->items, "metric",
                         score->value, "metric_name", eeb_task_metric(c->task)));
     r->out->test_items = score->items;
@@ -1018,7 +1018,7 @@ static void score_event(struct run *r, int by_server)
         json_object_set_new(
             verdict, "server",
             json_pack("{s:s, s:I}", "url", r->c->server, "run_id", (json_int_t)out->server_run));
-    event(r, "score", verdict);
+    event(r, EEB_EVENT_SCORE, verdict);
 }
 
 static int score(struct run *r, double m_s, char *err, size_t errlen)
@@ -1156,7 +1156,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = score(&r, ts.value, err, errlen);
     if (r.db && r.id) {
         if (rc != EEB_OK && !out->aborted && !r.submitting)
-            event(&r, "error", json_pack("{s:s}", "message", err));
+            event(&r, EEB_EVENT_ERROR, json_pack("{s:s}", "message", err));
         char err2[256];
         int done = rc == EEB_OK && out->pass;
         if (eeb_rundb_run_set_state(r.db, r.id, done ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,

@@ -45,8 +45,8 @@ static int find_window(void *arg, int64_t t_mono_ns, int64_t t_utc_ns, const cha
 {
     (void)t_utc_ns, (void)payload;
     struct window *w = arg;
-    static const char *const names[2][2] = {{"finetune_begin", "finetune_end"},
-                                            {"log_begin", "log_end"}};
+    static const char *const names[2][2] = {{EEB_EVENT_FINETUNE_BEGIN, EEB_EVENT_FINETUNE_END},
+                                            {EEB_EVENT_LOG_BEGIN, EEB_EVENT_LOG_END}};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             if (strcmp(kind, names[i][j]) == 0 && !w->t[i][j])

@@ -51,17 +51,17 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
 {
     (void)utc;
     struct record *rec = arg;
-    if (strcmp(kind, "finetune_begin") == 0)
+    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
         rec->ft_begin = t;
-    else if (strcmp(kind, "finetune_end") == 0)
+    else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         rec->ft_end = t;
-    else if (strcmp(kind, "complete") == 0)
+    else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0)
         payload_string(payload, "reason", rec->complete, sizeof rec->complete);
-    else if (strcmp(kind, "abort") == 0)
+    else if (strcmp(kind, EEB_EVENT_ABORT) == 0)
         payload_string(payload, "reason", rec->abort, sizeof rec->abort);
-    else if (strcmp(kind, "error") == 0)
+    else if (strcmp(kind, EEB_EVENT_ERROR) == 0)
         payload_string(payload, "message", rec->error, sizeof rec->error);
-    else if (strcmp(kind, "score") == 0)
+    else if (strcmp(kind, EEB_EVENT_SCORE) == 0)
         rec->scored = 1;
     return 0;
 }

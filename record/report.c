@@ -107,19 +107,19 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
     json_t *p = payload ? json_loads(payload, 0, NULL) : NULL;
     int rc = 0;
     tl->last = s;
-    if (strcmp(kind, "finetune_begin") == 0)
+    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
         tl->ft_begin = s;
-    else if (strcmp(kind, "finetune_end") == 0)
+    else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         tl->ft_end = s;
-    else if (strcmp(kind, "test_begin") == 0)
+    else if (strcmp(kind, EEB_EVENT_TEST_BEGIN) == 0)
         tl->test_begin = s;
-    else if (strcmp(kind, "test_end") == 0)
+    else if (strcmp(kind, EEB_EVENT_TEST_END) == 0)
         tl->test_end = s;
-    if (strcmp(kind, "train") == 0)
+    if (strcmp(kind, EEB_EVENT_TRAIN) == 0)
         rc = push(&tl->loss, s, json_number_value(json_object_get(p, "loss")));
-    else if (strcmp(kind, "epoch_end") == 0)
+    else if (strcmp(kind, EEB_EVENT_EPOCH_END) == 0)
         rc = push(&tl->metric, s, json_number_value(json_object_get(p, "train_metric")));
-    if (strcmp(kind, "train") != 0)
+    if (strcmp(kind, EEB_EVENT_TRAIN) != 0)
         json_array_append_new(tl->events, json_pack("[f, s, s?]", s, kind, payload));
     json_decref(p);
     return rc;

@@ -74,6 +74,40 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
 int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_state state, char *err,
                             size_t errlen);
 
+/*
+ * The kinds of a run's events, as stored: the one name every writer and
+ * reader uses (a kind renamed here changes the file format; the suite's
+ * SQL on the stored names catches it).  Payloads are JSON objects:
+ *   state {state}; device_model, the modeled device; deployed;
+ *   finetune_begin {t_max_s} and finetune_end, the metered window;
+ *   train {loss, counts} every window of steps; epoch_end, epoch_partial;
+ *   pmax_exceeded; complete {reason: done, t_max, p_max, interrupted,
+ *   error, unlogged}; abort {reason}; accelerator_stopped {after_s};
+ *   stopped; test_inputs (official runs); test_begin, test_end {items};
+ *   score {by, verdict, S}; error {message}; log_begin, log_end (eeb
+ *   power log).
+ */
+#define EEB_EVENT_STATE               "state"
+#define EEB_EVENT_DEVICE_MODEL        "device_model"
+#define EEB_EVENT_DEPLOYED            "deployed"
+#define EEB_EVENT_FINETUNE_BEGIN      "finetune_begin"
+#define EEB_EVENT_TRAIN               "train"
+#define EEB_EVENT_EPOCH_END           "epoch_end"
+#define EEB_EVENT_EPOCH_PARTIAL       "epoch_partial"
+#define EEB_EVENT_PMAX_EXCEEDED       "pmax_exceeded"
+#define EEB_EVENT_COMPLETE            "complete"
+#define EEB_EVENT_FINETUNE_END        "finetune_end"
+#define EEB_EVENT_ABORT               "abort"
+#define EEB_EVENT_ACCELERATOR_STOPPED "accelerator_stopped"
+#define EEB_EVENT_STOPPED             "stopped"
+#define EEB_EVENT_TEST_INPUTS         "test_inputs"
+#define EEB_EVENT_TEST_BEGIN          "test_begin"
+#define EEB_EVENT_TEST_END            "test_end"
+#define EEB_EVENT_SCORE               "score"
+#define EEB_EVENT_ERROR               "error"
+#define EEB_EVENT_LOG_BEGIN           "log_begin"
+#define EEB_EVENT_LOG_END             "log_end"
+
 /* Appends an event; payload_json may be NULL, otherwise valid JSON. */
 int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
                         const char *kind, const char *payload_json, char *err, size_t errlen);

@@ -594,7 +594,8 @@ static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char 
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
     if (rc == EEB_OK)
-        rc = eeb_rundb_event_add(k->db->run, k->id, t, eeb_utc_ns(), "score", text, err, errlen);
+        rc = eeb_rundb_event_add(k->db->run, k->id, t, eeb_utc_ns(), EEB_EVENT_SCORE, text, err,
+                                 errlen);
     free(text);
     if (rc == EEB_OK)
         rc = eeb_rundb_run_set_state(k->db->run, k->id, o->pass ? EEB_RUN_DONE : EEB_RUN_FAILED,
