@@ -110,6 +110,10 @@ void eeb_html_text(FILE *f, const char *s);
  * out (common/number.c). */
 const char *eeb_number_text(double v, char out[EEB_NUMBER_MAX]);
 
+/* The same up to 17 digits: the shortest text that reads back as exactly
+ * v, for a value a machine compares (a sort key). */
+const char *eeb_number_exact(double v, char out[EEB_NUMBER_MAX]);
+
 #define EEB_SHA256_HEX 65 /* 64 hex digits and a NUL */
 
 /* The SHA-256 of a buffer, or of a file's contents, as lowercase hex. */

@@ -13,7 +13,8 @@
 
 #define MAX_DIGITS 15 /* DBL_DIG: every 15-digit decimal survives a double */
 
-const char *eeb_number_text(double v, char out[EEB_NUMBER_MAX])
+/* The fewest digits, up to max_digits, that read back as v. */
+static const char *shortest(double v, int max_digits, char out[EEB_NUMBER_MAX])
 {
     if (isnan(v)) {
         snprintf(out, EEB_NUMBER_MAX, "-");
@@ -26,10 +27,20 @@ const char *eeb_number_text(double v, char out[EEB_NUMBER_MAX])
     /* the fewest digits that read back as v; never fewer than the integer
      * part has ("30", not "3e+01") */
     int whole = fabs(v) >= 1 ? (int)floor(log10(fabs(v))) + 1 : 1;
-    for (int digits = whole < MAX_DIGITS ? whole : MAX_DIGITS; digits <= MAX_DIGITS; digits++) {
+    for (int digits = whole < max_digits ? whole : max_digits; digits <= max_digits; digits++) {
         snprintf(out, EEB_NUMBER_MAX, "%.*g", digits, v);
         if (strtod(out, NULL) == v)
             return out;
     }
-    return out; /* v to 15 digits: the rest were the representation's */
+    return out; /* v to max_digits: the rest were the representation's */
+}
+
+const char *eeb_number_text(double v, char out[EEB_NUMBER_MAX])
+{
+    return shortest(v, MAX_DIGITS, out);
+}
+
+const char *eeb_number_exact(double v, char out[EEB_NUMBER_MAX])
+{
+    return shortest(v, 17, out); /* DBL_DECIMAL_DIG: every double round-trips */
 }

@@ -75,11 +75,13 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
             printf("  %-8s %-24s %-24s %s\n", f->label, figure_text(f, f->recomputed, a, sizeof a),
                    figure_text(f, f->stored, b, sizeof b), f->agree ? "agree" : "DISAGREE");
         }
-        char worst[32] = "n/a";
+        char worst[32] = "n/a", window[32] = "";
         if (!isnan(o->worst_w))
             snprintf(worst, sizeof worst, "%.3f W", o->worst_w);
-        printf("  budgets  T_max %g s, P_max %g W; worst 1 s window %s\n", o->t_max_s, o->p_max_w,
-               worst);
+        if (!isnan(o->window_s))
+            snprintf(window, sizeof window, " %g s", o->window_s);
+        printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
+               window, worst);
     }
     printf("verdict: %s", eeb_run_verdict(o, 0));
     if (o->pass)
@@ -91,11 +93,6 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
 
 /* ---- JSON ---- */
 
-static json_t *number_or_null(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
 static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
                             const struct eeb_check_figures *figs)
 {
@@ -103,7 +100,7 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
         "{s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:b}", "file", path, "run", (json_int_t)o->run, "uuid",
         o->uuid, "task", o->provenance[0] ? eeb_task_name(o->task) : "", "provenance",
         o->provenance, "verdict", eeb_run_verdict(o, 0), "S",
-        number_or_null(o->pass ? o->score.s : NAN), "tmax_reached", o->tmax_reached);
+        eeb_cli_json_number(o->pass ? o->score.s : NAN), "tmax_reached", o->tmax_reached);
     json_t *fig = json_object();
     if (!j || !fig || json_object_set_new(j, "figures", fig)) {
         json_decref(j);
@@ -113,12 +110,13 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
         const struct eeb_check_figure *f = &figs->f[i];
         json_object_set_new(fig, f->key,
                             json_pack("{s:s, s:s, s:o, s:o, s:b}", "label", f->label, "unit",
-                                      f->unit, "recomputed", number_or_null(f->recomputed),
-                                      "stored", number_or_null(f->stored), "agree", f->agree));
+                                      f->unit, "recomputed", eeb_cli_json_number(f->recomputed),
+                                      "stored", eeb_cli_json_number(f->stored), "agree", f->agree));
     }
-    json_object_set_new(j, "t_max_s", number_or_null(figs->n ? o->t_max_s : NAN));
-    json_object_set_new(j, "p_max_w", number_or_null(figs->n ? o->p_max_w : NAN));
-    json_object_set_new(j, "worst_window_w", number_or_null(figs->n ? o->worst_w : NAN));
+    json_object_set_new(j, "t_max_s", eeb_cli_json_number(figs->n ? o->t_max_s : NAN));
+    json_object_set_new(j, "p_max_w", eeb_cli_json_number(figs->n ? o->p_max_w : NAN));
+    json_object_set_new(j, "worst_window_w", eeb_cli_json_number(figs->n ? o->worst_w : NAN));
+    json_object_set_new(j, "window_s", eeb_cli_json_number(figs->n ? o->window_s : NAN));
     json_object_set_new(j, "why", json_string(o->why));
     return j;
 }
@@ -151,7 +149,22 @@ static int check_one(const char *path, int64_t run, json_t *list)
     return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 }
 
-/* Every run of path, oldest first. */
+/* A power log (eeb power log) in the file: listed, not judged. */
+static int list_power_log(const char *path, const struct eeb_run_row *row, json_t *list)
+{
+    if (!list) {
+        printf("run %lld (%s) in %s: a power log, not judged (eeb power summary shows it)\n",
+               (long long)row->id, row->uuid, path);
+        return EEB_EXIT_OK;
+    }
+    json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:n, s:s}", "file", path, "run",
+                          (json_int_t)row->id, "uuid", row->uuid, "task", "none", "verdict", "why",
+                          "a power log, not a benchmark run");
+    return json_array_append_new(list, o) ? eeb_cli_error(cmd, "building the JSON output failed")
+                                          : EEB_EXIT_OK;
+}
+
+/* Every run of path, oldest first; power logs are listed, not judged. */
 static int check_all(const char *path, json_t *list)
 {
     char err[1024];
@@ -161,16 +174,24 @@ static int check_all(const char *path, json_t *list)
     if (eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     int rc = eeb_rundb_run_ids(db, &ids, &n, err, sizeof err);
-    eeb_rundb_close(db);
-    if (rc)
-        return eeb_cli_error(cmd, "%s", err);
-    if (n == 0)
+    if (rc == EEB_OK && n == 0)
         rc = eeb_cli_error(cmd, "%s: no runs yet", path);
+    else if (rc)
+        rc = eeb_cli_error(cmd, "%s", err);
     for (size_t i = 0; i < n; i++) {
         if (i && !list)
             putchar('\n');
-        rc = worse(rc, check_one(path, ids[i], list));
+        struct eeb_run_row row;
+        if (eeb_rundb_run_get(db, ids[i], &row, err, sizeof err)) {
+            rc = worse(rc, eeb_cli_error(cmd, "%s", err));
+            continue;
+        }
+        int power_log = strcmp(row.task, "none") == 0;
+        rc =
+            worse(rc, power_log ? list_power_log(path, &row, list) : check_one(path, ids[i], list));
+        eeb_rundb_run_row_free(&row);
     }
+    eeb_rundb_close(db);
     free(ids);
     return rc;
 }

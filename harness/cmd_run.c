@@ -216,11 +216,6 @@ static struct fig fig(int decimals, double v)
     return f;
 }
 
-static json_t *number_or_null(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
 static int print_result(const struct eeb_run_config *c, const struct eeb_run_outcome *o,
                         int as_json)
 {
@@ -232,14 +227,14 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                       o->uuid, "db", c->db, "task", eeb_task_name((enum eeb_task)c->task),
                       "backend", c->backend, "provenance", o->provenance, "verdict", verdict);
         if (j) {
-            json_t *figures =
-                json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b}", "m_u",
-                          number_or_null(s->m_u), "m_t", number_or_null(s->m_t), "m_p",
-                          number_or_null(s->m_p), "m_s", number_or_null(s->m_s), "t_s",
-                          number_or_null(o->t_s), "t_max_s", number_or_null(o->t_max_s), "energy_j",
-                          number_or_null(o->energy_j), "p_max_w", number_or_null(o->p_max_w),
-                          "worst_window_w", number_or_null(o->worst_w), "steps",
-                          (json_int_t)o->steps, "tmax_reached", o->tmax_reached);
+            json_t *figures = json_pack(
+                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b}", "m_u",
+                eeb_cli_json_number(s->m_u), "m_t", eeb_cli_json_number(s->m_t), "m_p",
+                eeb_cli_json_number(s->m_p), "m_s", eeb_cli_json_number(s->m_s), "t_s",
+                eeb_cli_json_number(o->t_s), "t_max_s", eeb_cli_json_number(o->t_max_s), "energy_j",
+                eeb_cli_json_number(o->energy_j), "p_max_w", eeb_cli_json_number(o->p_max_w),
+                "worst_window_w", eeb_cli_json_number(o->worst_w), "steps", (json_int_t)o->steps,
+                "tmax_reached", o->tmax_reached);
             json_object_set_new(j, "figures", figures);
             if (o->design[0])
                 json_object_set_new(j, "device_model",

@@ -30,6 +30,7 @@ struct eeb_run_outcome {
     int pass;                /* and no budget failed: S is defined */
     struct eeb_score score;
     double energy_j, t_s, worst_w;
+    double window_s;         /* the P_max rule's window, worst_w's (the rules') */
     double t_max_s, p_max_w; /* the budgets the run was held to */
     char design[512];        /* the modeled device's design, or "" (run only) */
     double device_time_s;    /* its modeled time for the steps run; NAN without one */

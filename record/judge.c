@@ -240,7 +240,7 @@ static void figures_unknown(struct eeb_run_outcome *out)
 {
     struct eeb_score *s = &out->score;
     s->m_u = s->m_t = s->m_p = s->m_s = s->s = s->mean_power_w = NAN;
-    out->t_s = out->energy_j = out->worst_w = NAN;
+    out->t_s = out->energy_j = out->worst_w = out->window_s = NAN;
 }
 
 /* run_judge on a run already read.  Each figure the record gives is
@@ -268,6 +268,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     }
     out->task = task;
     out->t_max_s = row->t_max_s, out->p_max_w = row->p_max_w;
+    out->window_s = number_at(cfg, "rules", "power_window_s");
     out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
     /* a record that says it was stopped or broke (one received by the
      * server; `eeb run` judges neither) */
@@ -426,6 +427,13 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
     out->complete = strcmp(row->state, "done") == 0 || strcmp(row->state, "failed") == 0;
     if (rc)
         goto out;
+    if (strcmp(row->task, "none") == 0) {
+        rc = eeb_errf(err, errlen, EEB_EINVAL,
+                      "%s: run %lld is a power log (eeb power log), not a benchmark run; "
+                      "`eeb power summary %s --run %lld` shows it",
+                      db_path, (long long)row->id, db_path, (long long)row->id);
+        goto out;
+    }
     /* a record that ends without saying why: what it does hold */
     if (!out->complete || (!rec->scored && !rec->error[0] && !rec->abort[0])) {
         uint64_t n = 0;

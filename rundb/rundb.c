@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- Schema ------------------------------------------------------------
@@ -238,13 +239,21 @@ static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, 
 
 /* A reader of a WAL database makes its -wal and -shm files, and only a
  * connection that may write removes them when it is the last to close: so a
- * reader opens read-write where it may (PRAGMA query_only keeps it a reader)
- * and leaves the folder as it found it; read-only only where it must. */
+ * reader of a file without a log beside it opens read-write where it may
+ * (PRAGMA query_only keeps it a reader) and leaves the folder as it found
+ * it.  A file with a log beside it (a run still writing, or a copy taken
+ * with its log) is opened read-only: a read-write connection would fold the
+ * log into the file when it closed, and the file is not the reader's to
+ * change. */
 static int open_flags(const char *path, enum eeb_rundb_mode mode)
 {
     if (mode == EEB_RUNDB_READWRITE)
         return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    return access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+    char wal[4096];
+    struct stat st;
+    int has_log = snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal &&
+                  stat(wal, &st) == 0 && st.st_size > 0;
+    return !has_log && access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
 }
 
 int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb **out, char *err,

@@ -55,7 +55,8 @@ int eeb_score_util_parse(const char *text, size_t len, const char *name, struct 
 /* Reads and parses a report file. */
 int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_t errlen);
 
-/* Parses "lut=0.30,ff=0.19,bram=0.49,dsp=0.19" (fractions, all four). */
+/* Parses "lut=0.30,ff=0.19,bram=0.49,dsp=0.19" (fractions, all four, not
+ * all 0). */
 int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, size_t errlen);
 
 /* A --util argument (REPORT|SPEC): a report file if one exists by that

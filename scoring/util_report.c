@@ -640,10 +640,20 @@ int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, 
         u.frac[kind] = v;
         p = *end ? end + 1 : end;
     }
-    for (int k = 0; k < EEB_UTIL_COUNT; k++)
+    int counted = 0;
+    for (int k = 0; k < EEB_UTIL_COUNT; k++) {
         if (!seen[k])
             return eeb_errf(err, errlen, EEB_EINVAL, "utilization '%s': '%s' is missing", spec,
                             kind_names[k]);
+        counted |= u.frac[k] > 0;
+    }
+    /* as for a report whose counts are all 0: a design uses something */
+    if (!counted)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "utilization '%s': LUT, FF, BRAM and DSP all 0 would make M_u 0, a "
+                        "perfect score, for a design that uses nothing; give the fractions the "
+                        "design's placed or routed report shows",
+                        spec);
     snprintf(u.family, sizeof u.family, "given");
     *out = u;
     return EEB_OK;

@@ -188,9 +188,9 @@ struct board_html {
     int rank, rows;
 };
 
-/* A number cell: shown with `decimals`, sorted by its full value (the
- * shortest text of the same double, eeb_number_text's, not "%.17g"'s
- * 0.10000000000000001). */
+/* A number cell: shown with `decimals`, sorted by its exact value (the
+ * shortest text that reads back as the same double: 0.1, not "%.17g"'s
+ * 0.10000000000000001, and runs that differ past the 15th digit apart). */
 static void cell(FILE *f, double v, int decimals)
 {
     if (isnan(v)) {
@@ -198,7 +198,7 @@ static void cell(FILE *f, double v, int decimals)
         return;
     }
     char exact[EEB_NUMBER_MAX];
-    fprintf(f, "<td data-v=\"%s\">%.*f</td>", eeb_number_text(v, exact), decimals, v);
+    fprintf(f, "<td data-v=\"%s\">%.*f</td>", eeb_number_exact(v, exact), decimals, v);
 }
 
 static int html_row(void *arg, const struct store_run *r)

@@ -6,10 +6,12 @@
  * commands that leave the folder as they found it, and errors that name a
  * directory or a missing folder before any work is done.
  */
+#include "common/eeb_common.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,10 +218,71 @@ Test(check_cli, read_only_commands_leave_no_wal_or_shm_files, .timeout = 120)
         cr_expect(!exists("-wal") && !exists("-shm"), "eeb %s left -wal or -shm", commands[i][0]);
         test_run_free(&r);
     }
-    /* a file it may not write is still read, read-only */
-    cr_assert_eq(chmod(db, 0444), 0);
-    struct test_run r = test_eeb((const char *[]){"check", db, NULL});
-    cr_expect_eq(r.status, 0, "%s", r.err);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t len;
+    char *bytes = test_read_file(from, &len);
+    cr_assert_not_null(bytes, "%s", from);
+    test_write_file(to, bytes, len);
+    free(bytes);
+}
+
+/* A copy taken with its log (-wal) beside it, as a reviewer may receive
+ * one, or a database a run is still writing: eeb check reads it without
+ * folding the log into the file (a read-write handle would, on closing). */
+Test(check_cli, a_copy_with_its_log_is_read_as_it_is, .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(run_with("sim:watts=5"), 0);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h,
+                              "INSERT INTO results (run_id, name, value, unit, provenance) "
+                              "VALUES (1, 'reviewer_note', 1, '1', 'computed')",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(h));
+    char copy[320], copy_wal[330], wal[320];
+    snprintf(copy, sizeof copy, "%s/copy.db", dir);
+    snprintf(copy_wal, sizeof copy_wal, "%s-wal", copy);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    copy_file(db, copy); /* while the writer holds the log */
+    copy_file(wal, copy_wal);
+    sqlite3_close(h);
+    char before[EEB_SHA256_HEX], after[EEB_SHA256_HEX], err[256];
+    cr_assert_eq(eeb_sha256_file(copy, before, err, sizeof err), EEB_OK, "%s", err);
+    struct stat log_before, log_after;
+    cr_assert_eq(stat(copy_wal, &log_before), 0);
+    cr_assert_gt(log_before.st_size, 0, "the copy has no log to keep");
+    struct test_run r = test_eeb((const char *[]){"check", copy, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_assert_eq(eeb_sha256_file(copy, after, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_str_eq(after, before, "eeb check changed the file it checked");
+    cr_expect(stat(copy_wal, &log_after) == 0 && log_after.st_size == log_before.st_size,
+              "eeb check folded or removed the copy's log");
+}
+
+/* A power log (eeb power log) may share the file with benchmark runs:
+ * --all lists it without judging it, and --run on it says what it is. */
+Test(check_cli, power_logs_are_listed_not_judged, .timeout = 120)
+{
+    inputs();
+    struct test_run r = test_eeb((const char *[]){"power", "log", "--source", "sim:watts=3", "--db",
+                                                  db, "--duration", "0.3", "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    cr_assert_eq(run_with("sim:watts=5"), 0);
+    r = test_eeb((const char *[]){"check", db, "--all", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    assert_has(r.out, "run 1 (");
+    assert_has(r.out, "a power log, not judged");
+    assert_has(r.out, "verdict: pass");
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--run", "1", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    assert_has(r.err, "run 1 is a power log (eeb power log), not a benchmark run");
     test_run_free(&r);
 }
 

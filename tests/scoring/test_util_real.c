@@ -250,3 +250,16 @@ Test(util_real, score_command_refuses_black_boxes)
     cr_assert_eq(strstr(r.out, "M_u"), NULL, "scored anyway: %s", r.out);
     test_run_free(&r);
 }
+
+/* The spec form is held to the same rule as a report: all four 0 is a
+ * design that uses nothing, and a perfect M_u. */
+Test(util_real, a_spec_of_all_zeros_is_refused_as_a_report_is)
+{
+    struct eeb_util u;
+    char err[512];
+    cr_assert_eq(eeb_score_util_from_spec("lut=0,ff=0,bram=0,dsp=0", &u, err, sizeof err),
+                 EEB_EINVAL);
+    assert_has(err, "all 0 would make M_u 0");
+    cr_assert_eq(eeb_score_util_from_spec("lut=0,ff=0,bram=0,dsp=0.01", &u, err, sizeof err),
+                 EEB_OK, "%s", err);
+}

@@ -202,3 +202,16 @@ Test(board, every_table_sorts_by_any_column_and_marks_it, .timeout = 120)
         cr_expect(strstr(result, want[i]), "no '%s' in:\n%.1500s", want[i], result);
     free(dom), free(driven), free(head), free(page);
 }
+
+/* The sort key is exact: two S that differ past the 15th digit (the
+ * text people see rounds them alike) sort apart, and 0.1 stays "0.1". */
+Test(board, sort_keys_are_exact_and_without_noise)
+{
+    char a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX];
+    double x = 0.707937, y = nextafter(x, 1); /* the next double up */
+    cr_assert_str_eq(eeb_number_text(x, a), eeb_number_text(y, b));
+    cr_assert_str_neq(eeb_number_exact(x, a), eeb_number_exact(y, b));
+    cr_assert_eq(strtod(a, NULL), x);
+    cr_assert_eq(strtod(b, NULL), y);
+    cr_assert_str_eq(eeb_number_exact(0.1, a), "0.1");
+}
