@@ -28,6 +28,7 @@ enum eeb_status {
     EEB_EDB = -6,      /* SQLite reported an error */
     EEB_EDEVICE = -7,  /* accelerator or meter failed */
     EEB_ETIMEOUT = -8, /* a deadline passed */
+    EEB_ENODATA = -9,  /* a recorded source has no reading for that time (its trace's gap) */
 };
 
 /* The three tasks of Tao et al., Table 2. */

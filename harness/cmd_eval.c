@@ -4,6 +4,7 @@
  */
 #include "eeb_cli.h"
 #include "common/eeb_common.h"
+#include "tasks/eeb_classes.h"
 #include "tasks/eeb_metrics.h"
 #include "tasks/eeb_voc.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const cmd = "eval";
@@ -23,9 +25,10 @@ static const char *const cmd = "eval";
 
 static void help(void)
 {
-    puts("Usage: eeb eval --task cls|video --gt FILE.eebd --pred FILE.csv [--json]\n"
+    puts("Usage: eeb eval --task cls|video --gt FILE.eebd --pred FILE.csv [--train FILE.eebd]\n"
+         "                [--json]\n"
          "       eeb eval --task det --gt DIR|FILE.eebd --pred DIR [--image-set FILE]\n"
-         "                [--iou X] [--07] [--json]\n"
+         "                [--train FILE.eebd] [--iou X] [--07] [--json]\n"
          "\n"
          "Classification and video: top-1 and top-5 accuracy.  FILE.csv has a line\n"
          "per item: its record id, then its predicted classes, best first, comma-\n"
@@ -39,15 +42,26 @@ static void help(void)
          "ymax' in 1-based inclusive pixels; a class without a file has no\n"
          "detections.  --gt is a VOC Annotations/ directory (image id = file name\n"
          "without .xml) or a detection shard.  A class without ground truth has no\n"
-         "AP (n/a) and is left out of the mean.\n"
+         "AP (n/a) and is left out of the mean.  An object's <difficult> is 1, 0\n"
+         "or empty (any other value, such as 'true', is an error), and its <name>\n"
+         "may not hold '/', ',' or a control character, or be '.' or '..'.\n"
          "\n"
          "Only an image set's images are scored, as the devkit scores them: when\n"
          "--gt is the Annotations/ folder of a VOC layout, which keeps trainval and\n"
          "test annotations together, the set is ImageSets/Main/test.txt beside it\n"
          "(said on stderr, with its size); --image-set FILE names another (an id a\n"
-         "line, or a per-class list's 'id 1|-1|0' lines); without either, every\n"
-         "annotation (every record of a shard) counts.  A detection for an image\n"
-         "outside the set, or an id of the set without an annotation, is an error.\n"
+         "line, or a per-class list's 'id 1|-1|0' lines).  A layout whose\n"
+         "ImageSets/Main has no test.txt (VOC2012, VOC2007 trainval) is refused\n"
+         "without --image-set, listing its sets: its annotations mix the splits.\n"
+         "With no ImageSets/ folder, every annotation counts (said on stderr); with\n"
+         "a shard, every record.  A detection for an image outside the set, or an\n"
+         "id of the set without an annotation, is an error.\n"
+         "\n"
+         "--train names the shard the model was trained or fine-tuned on: a model's\n"
+         "outputs are classes by position, and its file holds no class names, so\n"
+         "the shard's class names must be --gt's, in the same order (--gt must be a\n"
+         "shard).  A mismatch is an error naming both files and the first class\n"
+         "that differs.\n"
          "\n"
          "Options:\n"
          "  --task TASK    cls, det or video\n"
@@ -56,6 +70,8 @@ static void help(void)
          "  --image-set FILE\n"
          "                 det: score only these images (default: the VOC layout's\n"
          "                 ImageSets/Main/test.txt, if --gt is its Annotations/)\n"
+         "  --train FILE.eebd\n"
+         "                 the model's training shard: its classes must be --gt's\n"
          "  --iou X        det: the least IoU of a hit (default 0.5)\n"
          "  --07           det: VOC2007's 11-point AP (default: every point, VOC2010+)\n"
          "  --json         one JSON object\n"
@@ -65,6 +81,7 @@ static void help(void)
 struct args {
     const char *task, *gt, *pred;
     const char *image_set; /* det: --image-set, or NULL */
+    const char *train;     /* --train: the model's training shard, or NULL */
     double iou;
     int voc07, json;
 };
@@ -79,6 +96,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"07", no_argument, NULL, '7'},
         {"json", no_argument, NULL, 'j'},
         {"image-set", required_argument, NULL, 's'},
+        {"train", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -91,6 +109,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'g': a->gt = optarg; break;
         case 'p': a->pred = optarg; break;
         case 's': a->image_set = optarg; break;
+        case 't': a->train = optarg; break;
         case '7': a->voc07 = 1; break;
         case 'j': a->json = 1; break;
         case 'h': help(); return -1;
@@ -238,17 +257,28 @@ static int print_det_json(const struct args *a, const struct eeb_voc_truth_set *
 /*
  * The ground truth, of the image set's images only when there is one:
  * --image-set, or the devkit's test set beside an Annotations/ folder.
- * Says which set on stderr.
+ * Says which set on stderr, or that there is none.
  */
 static int load_truth(const struct args *a, struct eeb_voc_truth_set *t, char *err, size_t errlen)
 {
     char beside[4096];
     const char *path = a->image_set;
-    int by_default = !path && eeb_voc_default_image_set(a->gt, beside, sizeof beside);
-    if (by_default)
-        path = beside;
-    if (!path)
-        return eeb_voc_truth_load(a->gt, t, err, errlen);
+    int by_default = 0;
+    if (!path) {
+        int rc = eeb_voc_default_image_set(a->gt, beside, sizeof beside, err, errlen);
+        if (rc < 0)
+            return rc;
+        by_default = rc == 1;
+        path = by_default ? beside : NULL;
+    }
+    if (!path) {
+        int rc = eeb_voc_truth_load(a->gt, t, err, errlen);
+        struct stat sb;
+        if (rc == EEB_OK && stat(a->gt, &sb) == 0 && S_ISDIR(sb.st_mode))
+            fprintf(stderr, "eeb %s: scoring every annotation in %s (%d image%s): no image set\n",
+                    cmd, a->gt, t->nimages, t->nimages == 1 ? "" : "s");
+        return rc;
+    }
     struct eeb_voc_image_set set;
     int rc = eeb_voc_image_set_read(path, &set, err, errlen);
     if (rc)
@@ -259,6 +289,26 @@ static int load_truth(const struct args *a, struct eeb_voc_truth_set *t, char *e
     rc = eeb_voc_truth_load_set(a->gt, &set, t, err, errlen);
     eeb_voc_image_set_free(&set);
     return rc;
+}
+
+/*
+ * --train: the model's training shard names --gt's classes in --gt's
+ * order (the model file holds no names; its outputs are positions).
+ */
+static int check_train_classes(const struct args *a)
+{
+    if (!a->train)
+        return EEB_EXIT_OK;
+    struct stat sb;
+    if (stat(a->gt, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return eeb_cli_usage_error(cmd,
+                                   "--train compares two shards' classes, and --gt %s is an "
+                                   "annotation folder",
+                                   a->gt);
+    char err[1400];
+    if (eeb_classes_compare_files(a->train, a->gt, err, sizeof err) != EEB_OK)
+        return eeb_cli_error(cmd, "%s", err);
+    return EEB_EXIT_OK;
 }
 
 static int eval_det(const struct args *a)
@@ -308,5 +358,7 @@ int eeb_cmd_eval(int argc, char **argv)
         return eeb_cli_usage_error(cmd, "--iou and --07 are for --task det");
     if (task != EEB_TASK_DET && a.image_set)
         return eeb_cli_usage_error(cmd, "--image-set is for --task det");
+    if ((rc = check_train_classes(&a)) != EEB_EXIT_OK)
+        return rc;
     return task == EEB_TASK_DET ? eval_det(&a) : eval_topk(&a, task);
 }

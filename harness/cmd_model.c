@@ -6,6 +6,7 @@
 #include "fpga/host/eeb_accel.h"
 #include "eeb_cli.h"
 #include "fpga/host/eeb_model.h"
+#include "tasks/eeb_classes.h"
 #include "tasks/eeb_tasks.h"
 
 #include <getopt.h>
@@ -23,7 +24,7 @@ static void help(void)
     puts("Usage: eeb model info [--json] FILE.eebm\n"
          "       eeb model pretrain --task TASK --data FILE.eebd -o OUT.eebm [options]\n"
          "       eeb model test FILE.eebm --data TEST.eebd [--backend NAME] [--pred PATH]\n"
-         "                      [--json]\n"
+         "                      [--train FILE.eebd] [--json]\n"
          "       eeb model convert FILE.eebm -o OUT.eebm --format f32|fx24\n"
          "\n"
          "  info      the model's task, weight format, input, every layer (inputs,\n"
@@ -36,7 +37,10 @@ static void help(void)
          "  test      predicts a test shard and prints the task's metric: top-1 and\n"
          "            top-5 accuracy (cls, video) or VOC mAP@0.5 (det); --pred writes\n"
          "            the predictions as `eeb eval` reads them (a CSV file, or a\n"
-         "            directory of comp4_det_test_<class>.txt)\n"
+         "            directory of comp4_det_test_<class>.txt); --train names the\n"
+         "            shard the model was trained on, whose class names must be the\n"
+         "            test shard's in the same order (the model file holds none, and\n"
+         "            its outputs are classes by position)\n"
          "  convert   float32 -> fixed point (each tensor's exponent puts its\n"
          "            largest weight in [2^21, 2^22)) or back (exact)\n"
          "\n"
@@ -192,6 +196,7 @@ static int convert(const char *in, const char *out, enum eeb_format format)
 
 struct pretrain_args {
     const char *task, *data, *out, *backend, *init, *pred;
+    const char *train; /* test: the model's training shard, its classes compared */
     double epochs, steps, window, seed;
     struct eeb_accel_config cfg;
     enum eeb_format format;
@@ -310,7 +315,8 @@ static int test_model(const char *path, const struct pretrain_args *a, int as_js
     if (isatty(2) && !as_json)
         opt.progress = show_progress;
     struct eeb_task_score s;
-    if (eeb_model_load(path, &net, &task, err, sizeof err) ||
+    if ((a->train && eeb_classes_compare_files(a->train, a->data, err, sizeof err)) ||
+        eeb_model_load(path, &net, &task, err, sizeof err) ||
         eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
         eeb_task_evaluate(acc, net, a->data, &opt, &s, err, sizeof err))
         goto out;
@@ -370,6 +376,7 @@ int eeb_cmd_model(int argc, char **argv)
         O_FROZEN,
         O_PRED,
         O_THREADS,
+        O_TRAIN,
         O_JSON
     };
     static const struct option options[] = {
@@ -390,6 +397,7 @@ int eeb_cmd_model(int argc, char **argv)
         {"frozen", required_argument, NULL, O_FROZEN},
         {"pred", required_argument, NULL, O_PRED},
         {"threads", required_argument, NULL, O_THREADS},
+        {"train", required_argument, NULL, O_TRAIN},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -419,6 +427,7 @@ int eeb_cmd_model(int argc, char **argv)
         case O_INIT: a.init = optarg; break;
         case O_FROZEN: rc = eeb_cli_count(cmd, "--frozen", optarg, 0, 4096, &frozen); break;
         case O_PRED: a.pred = optarg; break;
+        case O_TRAIN: a.train = optarg; break;
         case O_THREADS: rc = eeb_cli_count(cmd, "--threads", optarg, 0, 1024, &threads); break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); return EEB_EXIT_OK;

@@ -16,6 +16,7 @@
 #include "fpga/host/eeb_model.h"
 #include "fpga/model/eeb_perf.h"
 #include "rundb/eeb_rundb.h"
+#include "tasks/eeb_classes.h"
 #include "tasks/eeb_tasks.h"
 #include "fpga/tools/eeb_xclbin.h"
 
@@ -214,7 +215,8 @@ static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c,
     return EEB_OK;
 }
 
-/* The test shard at path: hashed, and fit for the run. */
+/* The test shard at path: hashed, and fit for the run, with the fine-tune
+ * shard's classes in the same order (the model's outputs are positions). */
 static int hash_test(struct run *r, const char *path, char *err, size_t errlen)
 {
     struct eeb_shard *test;
@@ -222,6 +224,9 @@ static int hash_test(struct run *r, const char *path, char *err, size_t errlen)
     if (rc || (rc = eeb_shard_open(&test, path, err, errlen)))
         return rc;
     rc = shard_fits(test, r->c, &r->test_items, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_classes_compare(eeb_shard_info(r->shard), r->c->finetune, eeb_shard_info(test),
+                                 path, err, errlen);
     eeb_shard_close(test);
     return rc;
 }

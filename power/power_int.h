@@ -87,32 +87,64 @@ int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *
 struct power_trace_point {
     double t;                  /* seconds after the trace's first reading */
     double watts, volts, amps; /* volts, amps NAN where the trace has none */
+    int valid;                 /* 0: the meter had no valid reading (PTDaemon's Watts -1) */
+    int line;                  /* of the file, for messages */
 };
 
-/* What a replay: URI's options ask of its trace; NULL: not given. */
+/*
+ * The options of a replay: URI, in one list that the URI's parser, the two
+ * readers and their messages all go by.  The first four name a CSV's
+ * columns, in the order of the CSV reader's quantities.
+ */
+enum power_trace_option {
+    EEB_TRACE_TIME,
+    EEB_TRACE_POWER,
+    EEB_TRACE_VOLTS,
+    EEB_TRACE_AMPS,
+    EEB_TRACE_TIME_UNIT, /* CSV: the unit of a time column whose name has none */
+    EEB_TRACE_DECIMAL,   /* CSV: the decimal mark, "," or "." */
+    EEB_TRACE_CHANNEL,   /* PTDaemon: "N" or "total" */
+    EEB_TRACE_DATE,      /* PTDaemon: "MM-DD" or "DD-MM" */
+    EEB_TRACE_MARK,      /* PTDaemon: only the readings with this Mark */
+    EEB_TRACE_OPTIONS
+};
+
+struct power_trace_option_info {
+    const char *name;   /* as the URI writes it: "time", "channel" */
+    const char *values; /* what it takes, for messages: "COLUMN", "N|total" */
+    int ptd_log;        /* 1: a PTDaemon log's option, 0: a CSV's */
+};
+
+extern const struct power_trace_option_info power_trace_option_list[EEB_TRACE_OPTIONS];
+
+/* What a replay: URI's options ask of its trace: value[option], NULL if
+ * not given. */
 struct power_trace_options {
-    const char *channel;   /* PTDaemon: "N" or "total" */
-    const char *date;      /* PTDaemon: "MM-DD" or "DD-MM" */
-    const char *mark;      /* PTDaemon: only the readings with this Mark */
-    const char *column[4]; /* CSV: the time, power, volts, amps columns by name */
+    const char *value[EEB_TRACE_OPTIONS];
 };
 
 struct power_trace {
     const char *path;            /* the file, for messages */
     struct power_trace_point *p; /* n readings, times increasing (free it) */
-    size_t n, cap;
-    int last_line;  /* the line p[n - 1] came from */
-    char note[256]; /* what the reader skipped, "" if nothing */
+    size_t n, cap;               /* cap: p's slots, grown as readings are added */
+    int last_line;               /* the line p[n - 1] came from */
+    char note[512];              /* what the reader skipped or marked, "" if nothing */
 };
 
 /* 1 if text is a SPEC PTDaemon log: its first line that is not blank
  * starts "Time," and a date. */
 int power_trace_is_ptd_log(const char *text);
 
-/* Reads text (cut up in the reading) into t, whose p has a slot per line;
- * errors name t->path, the line and the field.  EEB_EINVAL when the file
- * needs an option it was not given (a channel, the date order, a column),
- * or has nothing an option asks for; EEB_EFORMAT for anything else. */
+/* EEB_EINVAL naming the first option o gives that is not for this kind of
+ * file (ptd_log: a PTDaemon log, else a CSV). */
+int power_trace_options_for(const struct power_trace *t, const struct power_trace_options *o,
+                            int ptd_log, char *err, size_t errlen);
+
+/* Reads text (cut up in the reading) into t, which starts empty; errors
+ * name t->path, the line and the field.  EEB_EINVAL when the file needs an
+ * option it was not given (a channel, the date order, a column, a unit, the
+ * decimal mark), or has nothing an option asks for; EEB_EFORMAT for
+ * anything else. */
 int power_trace_read_ptd_log(struct power_trace *t, char *text, const struct power_trace_options *o,
                              char *err, size_t errlen);
 int power_trace_read_csv(struct power_trace *t, char *text, const struct power_trace_options *o,
@@ -122,10 +154,10 @@ int power_trace_read_csv(struct power_trace *t, char *text, const struct power_t
  * moved past it; NULL after the last. */
 char *power_trace_line(char **cursor);
 
-/* Appends p, read from line; EEB_EFORMAT, quoting time_text, when its time
- * is not after the reading before's. */
-int power_trace_add(struct power_trace *t, int line, const struct power_trace_point *p,
-                    const char *time_text, char *err, size_t errlen);
+/* Appends p (p->line its line), growing t->p; EEB_EFORMAT, quoting
+ * time_text, when its time is not after the reading before's; EEB_ENOMEM. */
+int power_trace_add(struct power_trace *t, const struct power_trace_point *p, const char *time_text,
+                    char *err, size_t errlen);
 
 /* Seconds since 1970-01-01 00:00:00 of a calendar date and time of day on
  * the trace's own clock (no time zone); 0, or -1 if a field is out of

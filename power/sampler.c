@@ -126,6 +126,12 @@ static void take(struct eeb_sampler *s, int64_t now, int *failing)
     char err[256];
     struct eeb_sample x = {.volts = NAN, .amps = NAN};
     int rc = s->src->ops->read(s->src, now, &x, err, sizeof err);
+    /* a recorded trace's gap: no sample, as its recorder took none, so the
+     * replay has the same gap for the rules to judge; not a failed read */
+    if (rc == EEB_ENODATA) {
+        s->missed++;
+        return;
+    }
     if (rc == EEB_OK && !(x.watts >= 0 && isfinite(x.watts))) {
         snprintf(err, sizeof err, "%s: a reading of %g W", s->src->uri, x.watts);
         rc = EEB_EDEVICE;

@@ -1,12 +1,42 @@
 /*
  * trace.c - what replay:'s two readers (trace_csv.c, trace_ptd_log.c)
- * share: cutting the text into lines, appending readings with the check
- * every trace passes (times increase), and calendar dates as seconds.
+ * share: the one list of replay:'s options and which file each is for,
+ * cutting the text into lines, appending readings with the check every
+ * trace passes (times increase), and calendar dates as seconds.
  */
 #include "power_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+const struct power_trace_option_info power_trace_option_list[EEB_TRACE_OPTIONS] = {
+    [EEB_TRACE_TIME] = {"time", "COLUMN", 0},
+    [EEB_TRACE_POWER] = {"power", "COLUMN", 0},
+    [EEB_TRACE_VOLTS] = {"volts", "COLUMN", 0},
+    [EEB_TRACE_AMPS] = {"amps", "COLUMN", 0},
+    [EEB_TRACE_TIME_UNIT] = {"time_unit", "s|ms|us|ns", 0},
+    [EEB_TRACE_DECIMAL] = {"decimal", ",|.", 0},
+    [EEB_TRACE_CHANNEL] = {"channel", "N|total", 1},
+    [EEB_TRACE_DATE] = {"date", "MM-DD|DD-MM", 1},
+    [EEB_TRACE_MARK] = {"mark", "LABEL", 1},
+};
+
+int power_trace_options_for(const struct power_trace *t, const struct power_trace_options *o,
+                            int ptd_log, char *err, size_t errlen)
+{
+    for (int i = 0; i < EEB_TRACE_OPTIONS; i++) {
+        const struct power_trace_option_info *opt = &power_trace_option_list[i];
+        if (!o->value[i] || opt->ptd_log == ptd_log)
+            continue;
+        if (ptd_log)
+            return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s= %s; this is a PTDaemon log", t->path,
+                            opt->name, i <= EEB_TRACE_AMPS ? "names a CSV column" : "is for CSVs");
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s= is for PTDaemon logs; this is a CSV",
+                        t->path, opt->name);
+    }
+    return EEB_OK;
+}
 
 char *power_trace_line(char **cursor)
 {
@@ -25,17 +55,24 @@ char *power_trace_line(char **cursor)
     return line;
 }
 
-int power_trace_add(struct power_trace *t, int line, const struct power_trace_point *p,
-                    const char *time_text, char *err, size_t errlen)
+int power_trace_add(struct power_trace *t, const struct power_trace_point *p, const char *time_text,
+                    char *err, size_t errlen)
 {
     if (t->n && !(p->t > t->p[t->n - 1].t))
         return eeb_errf(err, errlen, EEB_EFORMAT,
                         "%s:%d: time %s is not after line %d's (times must increase)", t->path,
-                        line, time_text, t->last_line);
-    if (t->n == t->cap) /* the caller gave a slot per line: cannot happen */
-        return eeb_errf(err, errlen, EEB_ENOMEM, "%s:%d: more readings than lines", t->path, line);
+                        p->line, time_text, t->last_line);
+    if (t->n == t->cap) { /* grown with the readings, not sized by the lines: blank lines,
+                             comments and messages cost nothing */
+        size_t cap = t->cap ? 2 * t->cap : 256;
+        void *grown = realloc(t->p, cap * sizeof *t->p);
+        if (!grown)
+            return eeb_errf(err, errlen, EEB_ENOMEM, "%s:%d: out of memory at %zu readings",
+                            t->path, p->line, t->n);
+        t->p = grown, t->cap = cap;
+    }
     t->p[t->n++] = *p;
-    t->last_line = line;
+    t->last_line = p->line;
     return EEB_OK;
 }
 

@@ -9,7 +9,10 @@
  *   ...,Mark,LABEL,Ch1,Watts,...,PF,...,Ch2,Watts,...,PF,...
  * Between them are messages, "Time,<date time>,NOTICE,<text>" (ERROR,
  * WARNING...), and the odd line that continues one ("Buffer was ...").
- * A Watts of -1 is PTDaemon's "no valid reading".
+ * A Watts of -1 is PTDaemon's "no valid reading": kept in the trace as an
+ * invalid reading, where the replay's reads fail as the meter's did.  A
+ * last line cut short (the log copied while PTDaemon wrote it) is skipped
+ * and said; a malformed line anywhere else is an error.
  *
  * The date is MM-DD-YYYY or DD-MM-YYYY, depending on the machine PTDaemon
  * ran on: a day above 12 anywhere in the log says which, else the URI
@@ -87,10 +90,12 @@ static int timestamp(const struct power_trace *t, int line, const char *text, en
     int ok = date_fields(text, f) && sscanf(text + 10, " %2d:%2d:%2d%n", &h, &m, &s, &n) == 3;
     const char *rest = ok ? text + 10 + n : "";
     *frac = 0;
-    if (*rest == '.' && rest[1] >= '0' && rest[1] <= '9') {
-        char *end;
-        *frac = strtod(rest, &end);
-        rest = end;
+    size_t digits = *rest == '.' ? strspn(rest + 1, "0123456789") : 0;
+    if (digits) { /* digits only: strtod alone would take "58.2e1" */
+        char fraction[24];
+        snprintf(fraction, sizeof fraction, "0.%.*s", (int)(digits < 20 ? digits : 20), rest + 1);
+        *frac = strtod(fraction, NULL);
+        rest += 1 + digits;
     }
     int day = order == DAY_FIRST ? f[0] : f[1], month = order == DAY_FIRST ? f[1] : f[0];
     if (!ok || *rest || power_civil_seconds(f[2], month, day, h, m, s, sec) != 0)
@@ -206,9 +211,11 @@ static int section_wanted(const struct power_trace *t, int line, char **f, int n
 
 /* ---- the log ---- */
 
-/* What was passed over, for the note, and the marks seen. */
+/* What was passed over or kept invalid, for the note, and the marks seen. */
 struct skipped {
     size_t invalid, messages, other;
+    int cut_line;      /* the last line, cut short: its number, 0 if none */
+    char cut_text[72]; /* its beginning, quoted */
     char kinds[MAX_NAMES][64], marks[MAX_NAMES][64];
     int nkinds, nmarks;
 };
@@ -237,6 +244,12 @@ static int split(char *line, char **f)
     return n;
 }
 
+/* line, or its first 60 characters and "...", into out. */
+static void quote(char *out, size_t len, const char *line)
+{
+    snprintf(out, len, "%.60s%s", line, strlen(line) > 60 ? "..." : "");
+}
+
 /* s after what buf holds, as much as fits. */
 static void append(char *buf, size_t size, const char *s)
 {
@@ -247,121 +260,187 @@ static void append(char *buf, size_t size, const char *s)
     buf[len + n] = '\0';
 }
 
+/* "path: N invalid readings (Watts -1), where reads fail; skipped ...". */
 static void say_skipped(struct power_trace *t, const struct skipped *k)
 {
-    char parts[3][160], kinds[96] = "";
+    char parts[4][160], kinds[96] = "";
     int n = 0;
     for (int i = 0; i < k->nkinds; i++)
         snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", i ? ", " : "",
                  k->kinds[i]);
-    if (k->invalid)
-        snprintf(parts[n++], sizeof parts[0], "%zu invalid reading%s (Watts -1)", k->invalid,
-                 k->invalid == 1 ? "" : "s");
     if (k->messages)
         snprintf(parts[n++], sizeof parts[0], "%zu message line%s (%s)", k->messages,
                  k->messages == 1 ? "" : "s", kinds);
     if (k->other)
         snprintf(parts[n++], sizeof parts[0], "%zu line%s not starting with 'Time,'", k->other,
                  k->other == 1 ? "" : "s");
+    if (k->cut_line)
+        snprintf(parts[n++], sizeof parts[0], "the last line, %d, cut short ('%s')", k->cut_line,
+                 k->cut_text);
     t->note[0] = '\0';
+    if (k->invalid || n) {
+        append(t->note, sizeof t->note, t->path);
+        append(t->note, sizeof t->note, ": ");
+    }
+    if (k->invalid) {
+        char invalid[96];
+        snprintf(invalid, sizeof invalid, "%zu invalid reading%s (Watts -1), where reads fail%s",
+                 k->invalid, k->invalid == 1 ? "" : "s", n ? "; " : "");
+        append(t->note, sizeof t->note, invalid);
+    }
     for (int i = 0; i < n; i++) {
-        if (i == 0) {
-            append(t->note, sizeof t->note, t->path);
-            append(t->note, sizeof t->note, ": skipped ");
-        } else {
-            append(t->note, sizeof t->note, i == n - 1 ? " and " : ", ");
-        }
+        append(t->note, sizeof t->note, i == 0 ? "skipped " : i == n - 1 ? " and " : ", ");
         append(t->note, sizeof t->note, parts[i]);
     }
 }
 
-/* One reading line into the trace (or skipped, counted). */
-static int take(struct power_trace *t, int line, char **f, int nf, enum order order,
-                const struct power_trace_options *o, struct skipped *k, int64_t *origin,
-                double *origin_frac, char *err, size_t errlen)
+/* The log being read: what every line needs. */
+struct log_reader {
+    struct power_trace *t;
+    const struct power_trace_options *o;
+    enum order order;
+    struct skipped *k;
+    char **f;           /* a line's fields */
+    int64_t origin;     /* the first reading's time: whole seconds */
+    double origin_frac; /* and fraction */
+    const char *last;   /* where the last line that is not blank starts */
+    int last_ended;     /* a line end follows it */
+};
+
+/* One reading line, fields f[0..nf), as a point of the trace (*keep 0:
+ * another mark's), its watts as written (the caller refuses a negative
+ * one); EEB_EFORMAT for a line that is not a whole reading. */
+static int read_point(struct log_reader *g, int line, int nf, struct power_trace_point *p,
+                      int *keep, char *err, size_t errlen)
 {
+    struct power_trace *t = g->t;
+    char **f = g->f;
     int want;
     struct reading r;
-    int rc = section_wanted(t, line, f, nf, o->channel, &want, err, errlen);
+    const char *mark = g->o->value[EEB_TRACE_MARK];
+    int rc = section_wanted(t, line, f, nf, g->o->value[EEB_TRACE_CHANNEL], &want, err, errlen);
     if (rc == EEB_OK)
         rc = parse_reading(t, line, f, nf, want, &r, err, errlen);
     if (rc != EEB_OK)
         return rc;
-    if (o->mark && strcmp(r.mark, o->mark) != 0) {
-        remember(k->marks, &k->nmarks, r.mark);
-        return EEB_OK;
-    }
     if (isnan(r.watts))
         return eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: no Watts%s", t->path, line,
                         want ? " for the channel chosen" : "");
-    if (r.watts == -1) {
-        k->invalid++;
-        return EEB_OK;
-    }
-    if (r.watts < 0)
-        return eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: Watts %g (power must be >= 0)", t->path,
-                        line, r.watts);
     int64_t sec;
     double frac;
-    if ((rc = timestamp(t, line, f[1], order, &sec, &frac, err, errlen)) != EEB_OK)
+    if ((rc = timestamp(t, line, f[1], g->order, &sec, &frac, err, errlen)) != EEB_OK)
         return rc;
+    *keep = !mark || strcmp(r.mark, mark) == 0;
+    if (!*keep) {
+        remember(g->k->marks, &g->k->nmarks, r.mark);
+        return EEB_OK;
+    }
     if (!t->n)
-        *origin = sec, *origin_frac = frac;
-    struct power_trace_point p = {
-        .t = (double)(sec - *origin) + (frac - *origin_frac),
-        .watts = r.watts,
-        .volts = r.volts == -1 ? NAN : r.volts, /* -1: the analyzer gave none */
-        .amps = r.amps == -1 ? NAN : r.amps,
+        g->origin = sec, g->origin_frac = frac;
+    int valid = r.watts != -1; /* -1: PTDaemon had no valid reading */
+    *p = (struct power_trace_point){
+        .t = (double)(sec - g->origin) + (frac - g->origin_frac),
+        .watts = valid ? r.watts : NAN,
+        .volts = !valid || r.volts == -1 ? NAN : r.volts, /* -1: the analyzer gave none */
+        .amps = !valid || r.amps == -1 ? NAN : r.amps,
+        .valid = valid,
+        .line = line,
     };
-    return power_trace_add(t, line, &p, f[1], err, errlen);
+    g->k->invalid += !valid;
+    return EEB_OK;
+}
+
+/* Where the last line that is not blank starts, and whether a line end
+ * follows it; NULL if every line is blank. */
+static const char *last_line(const char *text, int *ended)
+{
+    size_t n = strlen(text), end;
+    while (n && strchr(" \t\r\n", text[n - 1]))
+        n--;
+    end = n;
+    while (n && text[n - 1] != '\n')
+        n--;
+    *ended = strchr(text + end, '\n') != NULL;
+    return end ? text + n : NULL;
+}
+
+/* 1 if a last line, split into fields f[0..nf), stops before its first
+ * value: "Time,<date>" and no more, or "Time,<date>,Wa". */
+static int cut_before_watts(char **f, int nf)
+{
+    return nf <= 2 || (nf == 3 && strlen(f[2]) < 5 && strncmp("Watts", f[2], strlen(f[2])) == 0);
+}
+
+/* One line that is not blank: a reading into the trace, or skipped and
+ * counted (a message, a continuation, a last line cut short). */
+static int take_line(struct log_reader *g, int line, char *s, char *err, size_t errlen)
+{
+    struct skipped *k = g->k;
+    int last = s == g->last;
+    if (last)
+        quote(k->cut_text, sizeof k->cut_text, s); /* before split cuts it up */
+    if (last && !g->last_ended) {                  /* being written when the log was copied: even a
+                                                      reading that parses may be cut in a number */
+        k->cut_line = line;
+        return EEB_OK;
+    }
+    if (strncmp(s, "Time,", 5) != 0) {
+        k->other++;
+        return EEB_OK;
+    }
+    int nf = split(s, g->f), keep = 0;
+    if (last && cut_before_watts(g->f, nf)) {
+        k->cut_line = line;
+        return EEB_OK;
+    }
+    if (nf <= 2 || strcmp(g->f[2], "Watts") != 0) {
+        k->messages++;
+        remember(k->kinds, &k->nkinds, nf > 2 ? g->f[2] : "");
+        return EEB_OK;
+    }
+    struct power_trace_point p;
+    int rc = read_point(g, line, nf, &p, &keep, err, errlen);
+    if (rc == EEB_EFORMAT && last) { /* cut short, then a line end added */
+        k->cut_line = line;
+        return EEB_OK;
+    }
+    if (rc != EEB_OK || !keep)
+        return rc;
+    if (p.watts < 0)
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s:%d: Watts %g (power must be >= 0)",
+                        g->t->path, line, p.watts);
+    return power_trace_add(g->t, &p, g->f[1], err, errlen);
 }
 
 int power_trace_read_ptd_log(struct power_trace *t, char *text, const struct power_trace_options *o,
                              char *err, size_t errlen)
 {
-    for (int i = 0; i < 4; i++)
-        if (o->column[i])
-            return eeb_errf(err, errlen, EEB_EINVAL,
-                            "%s: %s= names a CSV column; this is a PTDaemon log", t->path,
-                            i == 0   ? "time"
-                            : i == 1 ? "power"
-                            : i == 2 ? "volts"
-                                     : "amps");
-    enum order order = UNDECIDED;
-    int rc = date_order(t, text, o->date, &order, err, errlen);
-    struct skipped *k = calloc(1, sizeof *k);
-    char **f = malloc(MAX_FIELDS * sizeof *f);
-    if (rc == EEB_OK && (!k || !f))
+    int rc = power_trace_options_for(t, o, 1, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    struct log_reader g = {.t = t, .o = o, .order = UNDECIDED};
+    rc = date_order(t, text, o->value[EEB_TRACE_DATE], &g.order, err, errlen);
+    struct skipped *k = g.k = calloc(1, sizeof *k);
+    g.f = malloc(MAX_FIELDS * sizeof *g.f);
+    if (rc == EEB_OK && (!k || !g.f))
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", t->path);
-    int64_t origin = 0;
-    double origin_frac = 0;
+    g.last = last_line(text, &g.last_ended);
     char *cursor = text, *s;
-    for (int line = 1; rc == EEB_OK && (s = power_trace_line(&cursor)); line++) {
-        if (!s[strspn(s, " \t")])
-            continue;
-        if (strncmp(s, "Time,", 5) != 0) {
-            k->other++;
-            continue;
-        }
-        int nf = split(s, f);
-        if (nf > 2 && strcmp(f[2], "Watts") == 0) {
-            rc = take(t, line, f, nf, order, o, k, &origin, &origin_frac, err, errlen);
-        } else {
-            k->messages++;
-            remember(k->kinds, &k->nkinds, nf > 2 ? f[2] : "");
-        }
-    }
-    if (rc == EEB_OK && o->mark && !t->n) {
+    for (int line = 1; rc == EEB_OK && (s = power_trace_line(&cursor)); line++)
+        if (s[strspn(s, " \t")])
+            rc = take_line(&g, line, s, err, errlen);
+    const char *mark = o->value[EEB_TRACE_MARK];
+    if (rc == EEB_OK && mark && !t->n) {
         char marks[256] = "";
         for (int i = 0; i < k->nmarks; i++)
             snprintf(marks + strlen(marks), sizeof marks - strlen(marks), "%s%s", i ? ", " : "",
                      k->marks[i]);
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no readings marked '%s' (marks: %s)", t->path,
-                      o->mark, k->nmarks ? marks : "none");
+                      mark, k->nmarks ? marks : "none");
     }
     if (rc == EEB_OK)
         say_skipped(t, k);
     free(k);
-    free(f);
+    free(g.f);
     return rc;
 }

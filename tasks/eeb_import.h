@@ -49,7 +49,10 @@ struct eeb_import_result {
  * The classes: Food-101's classes.txt, UCF-101's classInd.txt, or for VOC
  * the object names of every annotation in Annotations/, sorted (so that
  * every split of a dataset gets the same list); spec->classes replaces
- * them with a list of one's own (food101, ucf101: of the dataset's).
+ * them with a list of one's own, each a class of the dataset's (voc: the
+ * <name> of some object in Annotations/; an error naming the class and
+ * listing the annotations' classes otherwise).  Every class name is
+ * checked with eeb_class_name_check, naming where it came from.
  */
 int eeb_import(const struct eeb_import_spec *spec,
                void (*progress)(uint64_t done, uint64_t total, void *arg), void *arg,

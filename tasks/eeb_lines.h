@@ -15,7 +15,12 @@ struct eeb_lines {
     int n;
 };
 
-/* Reads path (at most max_bytes).  Errors name the file. */
+/*
+ * Reads path (at most max_bytes).  A UTF-8 byte order mark at its start
+ * (Notepad's "UTF-8") is not text.  A NUL byte, which would end its line
+ * there, is an error naming the line (a UTF-16 file has one in line 1).
+ * Errors name the file.
+ */
 int eeb_lines_read(struct eeb_lines *l, const char *path, size_t max_bytes, char *err,
                    size_t errlen);
 void eeb_lines_free(struct eeb_lines *l);

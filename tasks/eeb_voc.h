@@ -16,7 +16,7 @@
 
 struct eeb_voc_object {
     char name[EEB_VOC_MAX_NAME + 1];
-    int difficult;          /* <difficult> is 1 (the devkit's test: anything else is not) */
+    int difficult;          /* <difficult> is 1 (it may be 0, 1 or empty: 0) */
     struct eeb_voc_box box; /* bndbox: 1-based inclusive pixels, fractions kept */
     int line;               /* of its <object> tag, for errors */
 };
@@ -32,7 +32,9 @@ struct eeb_voc_annotation {
 /*
  * Reads path; errors name the file, and the line for bad XML or a bad
  * object (one without bndbox or name, a coordinate that is not a number,
- * xmax < xmin).  Elements the devkit treats as optional may be empty or
+ * xmax < xmin, a <difficult> other than 0, 1 or empty, a <name> that
+ * cannot be a class name: see eeb_class_name_check).  Elements the devkit
+ * treats as optional may be empty or
  * absent (<difficult/>, <truncated/>, <pose/>, <occluded/>, <depth/>), and
  * the ones eeb does not use are skipped whatever they hold (<source>,
  * <owner>, <segmented>, <part>, <actions>, <point>, <attributes>).
@@ -70,11 +72,19 @@ void eeb_voc_image_set_free(struct eeb_voc_image_set *s);
 int eeb_voc_image_set_has(const struct eeb_voc_image_set *s, const char *id);
 
 /*
- * The devkit's test set of an annotation directory in the VOC layout:
- * when dir is .../Annotations and .../ImageSets/Main/test.txt exists, 1
- * with its path in path; else 0.
+ * The image set to score an annotation directory by when none is named,
+ * as the devkit does:
+ *  1  dir is .../Annotations and .../ImageSets/Main/test.txt exists: its
+ *     path is in path;
+ *  0  there is no set to be had (dir is not named Annotations, or has no
+ *     ImageSets/Main beside it, or one without a .txt list): every
+ *     annotation is scored;
+ *  EEB_EINVAL  ImageSets/Main has lists but no test.txt (VOC2012, VOC2007's
+ *     trainval download), so every annotation would mix the splits: err
+ *     lists the set files there (val.txt, trainval.txt, ...; per-class
+ *     lists of those sets left out) and asks for --image-set.
  */
-int eeb_voc_default_image_set(const char *dir, char *path, size_t len);
+int eeb_voc_default_image_set(const char *dir, char *path, size_t len, char *err, size_t errlen);
 
 /* ---- ground truth ---- */
 
@@ -117,6 +127,8 @@ void eeb_voc_truth_free(struct eeb_voc_truth_set *t);
 int eeb_voc_annotation_classes(const char *dir, int skip_bad, char ***names, int *n, int *files,
                                char *err, size_t errlen);
 void eeb_voc_names_free(char **names, int n);
+/* "cat, dog, person" into out ("none" for none), cut short with "...". */
+void eeb_voc_names_join(char *const *names, int n, char *out, size_t len);
 
 /* The index of an image id or class name, or -1. */
 int eeb_voc_image_index(const struct eeb_voc_truth_set *t, const char *id);

@@ -10,6 +10,7 @@
 #include "eeb_import.h"
 #include "eeb_lines.h"
 
+#include "eeb_classes.h"
 #include "eeb_shard.h"
 #include "eeb_voc.h"
 
@@ -65,9 +66,9 @@ static int class_add(struct classes *c, const char *name, size_t len, const char
 {
     char where[4200];
     snprintf(where, sizeof where, line ? "%s:%d" : "%s", file, line);
-    if (len < 1 || len > EEB_SHARD_MAX_NAME || memchr(name, ',', len))
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s: class name '%.*s' (1..%d bytes, no commas)",
-                        where, (int)len, name, EEB_SHARD_MAX_NAME);
+    int rc = eeb_class_name_check(name, len, where, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
     if (class_index(c, name, len) >= 0)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: class '%.*s' given twice", where, (int)len,
                         name);
@@ -87,20 +88,29 @@ static int class_add(struct classes *c, const char *name, size_t len, const char
 
 /*
  * The --classes list: "a,b,c", or "@FILE" with one class a line.  Errors
- * name the file and line (a name given twice, empty, too long or with a
- * comma).
+ * name the file and line (a name given twice, or one that cannot be a
+ * class name).  lines, if not NULL, receives each class's line in FILE
+ * (0 on the command line), for errors found later.
  */
-static int wanted_classes(const char *wanted, struct classes *out, char *err, size_t errlen)
+static int wanted_classes(const char *wanted, struct classes *out, int **lines, char *err,
+                          size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    int rc = EEB_OK;
+    int rc = EEB_OK, cap = EEB_SHARD_MAX_CLASSES + 1;
+    int *where = calloc((size_t)cap, sizeof *where);
+    if (!where)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "--classes: out of memory");
     const char *file = wanted[0] == '@' ? wanted + 1 : NULL;
     if (file) {
         struct eeb_lines l;
-        if ((rc = eeb_lines_read(&l, file, MAX_LIST_BYTES, err, errlen)) != EEB_OK)
+        if ((rc = eeb_lines_read(&l, file, MAX_LIST_BYTES, err, errlen)) != EEB_OK) {
+            free(where);
             return rc;
+        }
         for (int i = 0; rc == EEB_OK && i < l.n; i++)
-            rc = class_add(out, l.text[i], strlen(l.text[i]), file, l.lineno[i], err, errlen);
+            if ((rc = class_add(out, l.text[i], strlen(l.text[i]), file, l.lineno[i], err,
+                                errlen)) == EEB_OK)
+                where[out->n - 1] = l.lineno[i];
         eeb_lines_free(&l);
     }
     for (const char *p = wanted; !file && rc == EEB_OK && *p;) {
@@ -110,6 +120,10 @@ static int wanted_classes(const char *wanted, struct classes *out, char *err, si
     }
     if (rc == EEB_OK && out->n == 0)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no class given", file ? file : "--classes");
+    if (lines && rc == EEB_OK)
+        *lines = where;
+    else
+        free(where);
     return rc;
 }
 
@@ -130,7 +144,7 @@ static int choose_classes(const struct classes *all, const char *wanted, struct 
         }
         return EEB_OK;
     }
-    int rc = wanted_classes(wanted, out, err, errlen);
+    int rc = wanted_classes(wanted, out, NULL, err, errlen);
     for (int i = 0; rc == EEB_OK && i < out->n; i++)
         if (class_index(all, out->names[i], strlen(out->names[i])) < 0)
             rc = eeb_errf(err, errlen, EEB_EINVAL, "--classes: '%s' is not a class of this dataset",
@@ -236,25 +250,57 @@ static int food101_items(struct import *im, char *err, size_t errlen)
 }
 
 /*
- * VOC's classes: the --classes list as given (a dataset in the VOC layout
- * has its own classes), or else the object names of every annotation in
- * Annotations/, sorted, collected as `eeb eval` collects them, so that
- * every split of the dataset gets the same list.
+ * The --classes list, each a class some annotation of the dataset names:
+ * a misspelt class would otherwise import as a class without objects.
+ * Errors name where the class was given and list the annotations'
+ * classes.
+ */
+static int voc_wanted_classes(struct import *im, const char *annotations, char *const *found,
+                              int nfound, char *err, size_t errlen)
+{
+    int *lines = NULL;
+    int rc = wanted_classes(im->sp->classes, &im->chosen, &lines, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < im->chosen.n; i++) {
+        const char *name = im->chosen.names[i];
+        int known = 0;
+        for (int k = 0; k < nfound && !known; k++)
+            known = strcmp(found[k], name) == 0;
+        if (known)
+            continue;
+        char where[4200], list[1024];
+        const char *file = im->sp->classes + 1; /* after the '@' */
+        if (lines[i])
+            snprintf(where, sizeof where, "%s:%d", file, lines[i]);
+        else
+            snprintf(where, sizeof where, "--classes");
+        eeb_voc_names_join(found, nfound, list, sizeof list);
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: no object in %s is a '%s' (their classes: %s)",
+                      where, annotations, name, list);
+    }
+    free(lines);
+    return rc;
+}
+
+/*
+ * VOC's classes: the object names of every annotation in Annotations/,
+ * sorted, collected as `eeb eval` collects them, so that every split of
+ * the dataset gets the same list; or the --classes list, in its order,
+ * each of them among those names.
  */
 static int voc_classes(struct import *im, const char *annotations, char *err, size_t errlen)
 {
-    if (im->sp->classes)
-        return wanted_classes(im->sp->classes, &im->chosen, err, errlen);
     char **names;
     int n, rc = eeb_voc_annotation_classes(annotations, im->sp->skip_bad, &names, &n,
                                            &im->annotations, err, errlen);
     if (rc != EEB_OK)
         return rc;
-    if (n == 0)
+    if (im->sp->classes)
+        rc = voc_wanted_classes(im, annotations, names, n, err, errlen);
+    else if (n == 0)
         rc = eeb_errf(err, errlen, EEB_EFORMAT,
                       "%s: no <object> in its %d annotations; name the classes with --classes",
                       annotations, im->annotations);
-    for (int i = 0; rc == EEB_OK && i < n; i++)
+    for (int i = 0; !im->sp->classes && rc == EEB_OK && i < n; i++)
         rc = class_add(&im->chosen, names[i], strlen(names[i]), annotations, 0, err, errlen);
     eeb_voc_names_free(names, n);
     return rc;

@@ -1,6 +1,7 @@
 /*
  * lines.c - a list file's non-blank lines, trimmed (a CRLF file's \r too),
- * with their line numbers.
+ * with their line numbers; a UTF-8 byte order mark is not text, and a NUL
+ * byte (UTF-16, or not a text file) is an error, not the end of a line.
  */
 #include "eeb_lines.h"
 
@@ -16,14 +17,31 @@ void eeb_lines_free(struct eeb_lines *l)
     memset(l, 0, sizeof *l);
 }
 
+/* A NUL byte would end its line early, silently: an error naming its line. */
+static int refuse_nul(const char *buf, size_t len, const char *path, char *err, size_t errlen)
+{
+    const char *nul = memchr(buf, '\0', len);
+    if (!nul)
+        return EEB_OK;
+    int line = 1;
+    for (const char *p = buf; p < nul; p++)
+        line += *p == '\n';
+    return eeb_errf(err, errlen, EEB_EFORMAT,
+                    "%s:%d: a NUL byte: not a text file, or UTF-16 (save it as UTF-8)", path, line);
+}
+
 int eeb_lines_read(struct eeb_lines *l, const char *path, size_t max_bytes, char *err,
                    size_t errlen)
 {
     memset(l, 0, sizeof *l);
     size_t len;
     int rc = eeb_read_file(path, max_bytes, &l->buf, &len, err, errlen);
-    if (rc != EEB_OK)
+    if (rc == EEB_OK)
+        rc = refuse_nul(l->buf, len, path, err, errlen);
+    if (rc != EEB_OK) {
+        eeb_lines_free(l);
         return rc;
+    }
     size_t cap = 1;
     for (size_t i = 0; i < len; i++)
         cap += l->buf[i] == '\n';
@@ -35,6 +53,8 @@ int eeb_lines_read(struct eeb_lines *l, const char *path, size_t max_bytes, char
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
     }
     char *p = l->buf;
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) /* Notepad's UTF-8 */
+        p += 3;
     for (int no = 1; p; no++) {
         char *next = strchr(p, '\n');
         if (next)

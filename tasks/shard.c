@@ -15,6 +15,7 @@
 #include "eeb_shard.h"
 
 #include "common/eeb_bytes.h"
+#include "eeb_classes.h"
 
 #include <errno.h>
 #include <math.h>
@@ -99,10 +100,10 @@ int eeb_shard_create(struct eeb_shard_writer **out, const char *path,
     size_t hdr_len = H_NAMES;
     for (int i = 0; i < info->classes; i++) {
         size_t n = strnlen(info->names[i], EEB_SHARD_MAX_NAME + 1);
-        if (n < 1 || n > EEB_SHARD_MAX_NAME || strpbrk(info->names[i], "\n\r\t,"))
-            return eeb_errf(err, errlen, EEB_EINVAL,
-                            "%s: class %d name '%.*s' (1..%d bytes, no commas or line breaks)",
-                            path, i, EEB_SHARD_MAX_NAME, info->names[i], EEB_SHARD_MAX_NAME);
+        char where[4200];
+        snprintf(where, sizeof where, "%s: class %d", path, i);
+        if ((rc = eeb_class_name_check(info->names[i], n, where, err, errlen)) != EEB_OK)
+            return rc;
         hdr_len += 1 + n;
     }
     struct eeb_shard_writer *w = calloc(1, sizeof *w);
@@ -298,6 +299,11 @@ static int read_header(struct eeb_shard *s, char *err, size_t errlen)
             goto out;
         }
         memcpy(in->names[i], hdr + at + 1, n);
+        char why[400];
+        if (eeb_class_name_check(in->names[i], n, NULL, why, sizeof why) != EEB_OK) {
+            rc = bad(s, at, err, errlen, "class %u: %s", i, why);
+            goto out;
+        }
         at += 1 + n;
     }
     if (at != hdr_len)

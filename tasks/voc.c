@@ -10,6 +10,7 @@
 #include "eeb_voc.h"
 
 #include "common/eeb_common.h"
+#include "eeb_classes.h"
 #include "eeb_shard.h"
 
 #include <ctype.h>
@@ -171,13 +172,23 @@ static void take_field(struct xml_state *st)
     }
     if (st->field == F_NAME) {
         size_t len = strlen(s);
+        char why[512];
         if (len == 0 || len > EEB_VOC_MAX_NAME)
             return fail(st, "an object's <name> is empty or longer than 63 bytes");
+        if (eeb_class_name_check(s, len, NULL, why, sizeof why) != EEB_OK)
+            return fail(st, why);
         memcpy(o->name, s, len + 1);
         st->have |= 1u << F_NAME;
         return;
     }
-    if (st->field == F_DIFFICULT) { /* the devkit's strcmp(difficult, '1'): <difficult/> is 0 */
+    if (st->field == F_DIFFICULT) {
+        /* the devkit's strcmp(difficult, '1') reads anything but 1 as 0:
+         * an exporter's <difficult/> rightly, its "true" wrongly */
+        if (*s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+            char what[MAX_TEXT + 64];
+            snprintf(what, sizeof what, "<difficult> is '%s', not 0, 1 or empty", s);
+            return fail(st, what);
+        }
         o->difficult = strcmp(s, "1") == 0;
         return;
     }
@@ -293,6 +304,27 @@ int eeb_voc_image_set_has(const struct eeb_voc_image_set *s, const char *id)
     return find(s->sorted, s->n, id) >= 0;
 }
 
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Appends s (copied) to a growing array of strings. */
+static int push_string(char ***v, int *n, const char *s)
+{
+    if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: full */
+        char **g = realloc(*v, (size_t)(*n ? 2 * *n : 1) * sizeof *g);
+        if (!g)
+            return EEB_ENOMEM;
+        *v = g;
+    }
+    if (!((*v)[*n] = strdup(s)))
+        return EEB_ENOMEM;
+    (*n)++;
+    return EEB_OK;
+}
+
 /* The next white-space separated word of *p, NUL-terminated in place. */
 static char *word(char **p)
 {
@@ -374,26 +406,93 @@ int eeb_voc_image_set_read(const char *path, struct eeb_voc_image_set *out, char
     return rc;
 }
 
-int eeb_voc_default_image_set(const char *dir, char *path, size_t len)
+/* The folder that holds dir when dir is a folder named Annotations (with
+ * a trailing '/', or "" for the current folder), in top; else 0. */
+static int layout_top(const char *dir, char *top, size_t len)
 {
-    char d[4096];
     struct stat sb;
-    if (snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d || stat(d, &sb) != 0 ||
-        !S_ISDIR(sb.st_mode))
+    if (snprintf(top, len, "%s", dir) >= (int)len || stat(top, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return 0;
-    size_t n = strlen(d);
-    while (n > 1 && d[n - 1] == '/')
-        d[--n] = '\0';
-    char *slash = strrchr(d, '/');
-    if (strcmp(slash ? slash + 1 : d, "Annotations") != 0)
+    size_t n = strlen(top);
+    while (n > 1 && top[n - 1] == '/')
+        top[--n] = '\0';
+    char *slash = strrchr(top, '/');
+    if (strcmp(slash ? slash + 1 : top, "Annotations") != 0)
         return 0;
-    if (slash) /* the layout's top: what holds Annotations/ */
+    if (slash)
         slash[1] = '\0';
     else
-        d[0] = '\0';
-    if (snprintf(path, len, "%sImageSets/Main/test.txt", d) >= (int)len)
+        top[0] = '\0';
+    return 1;
+}
+
+/* A per-class list, "<class>_<set>.txt", of a set that is in names. */
+static int per_class_list(const char *name, char *const *names, int n)
+{
+    const char *us = strrchr(name, '_');
+    return us && us != name && find(names, n, us + 1) >= 0;
+}
+
+/*
+ * The set files of main (its .txt files, sorted), without the per-class
+ * lists of sets that are there, unless they are all there is: what to
+ * offer a user who must choose one.
+ */
+static int set_files(const char *main, char ***names, int *n)
+{
+    char **all = NULL;
+    int nall = 0, rc = EEB_OK;
+    *names = NULL, *n = 0;
+    DIR *d = opendir(main);
+    if (!d)
+        return EEB_OK;
+    const struct dirent *e;
+    while (rc == EEB_OK && (e = readdir(d)))
+        if (has_suffix(e->d_name, ".txt"))
+            rc = push_string(&all, &nall, e->d_name);
+    closedir(d);
+    if (rc == EEB_OK)
+        qsort(all, (size_t)nall, sizeof *all, by_string);
+    for (int i = 0; rc == EEB_OK && i < nall; i++)
+        if (!per_class_list(all[i], all, nall))
+            rc = push_string(names, n, all[i]);
+    if (rc == EEB_OK && *n == 0) { /* per-class lists alone: offer them */
+        *names = all, *n = nall;
+        return EEB_OK;
+    }
+    eeb_voc_names_free(all, nall);
+    if (rc != EEB_OK) {
+        eeb_voc_names_free(*names, *n);
+        *names = NULL, *n = 0;
+    }
+    return rc;
+}
+
+int eeb_voc_default_image_set(const char *dir, char *path, size_t len, char *err, size_t errlen)
+{
+    char top[4096], main[4200];
+    if (!layout_top(dir, top, sizeof top))
         return 0;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    snprintf(main, sizeof main, "%sImageSets/Main", top);
+    struct stat sb;
+    if (snprintf(path, len, "%s/test.txt", main) >= (int)len)
+        return 0;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+        return 1;
+    path[0] = '\0';
+    char **names;
+    int n, rc = set_files(main, &names, &n);
+    if (rc)
+        return eeb_errf(err, errlen, rc, "%s: out of memory", main);
+    if (n == 0)
+        return 0; /* no ImageSets/Main, or no list in it: no set to choose */
+    char list[1024];
+    eeb_voc_names_join(names, n, list, sizeof list);
+    eeb_voc_names_free(names, n);
+    return eeb_errf(err, errlen, EEB_EINVAL,
+                    "%s has no test.txt, and every annotation in %s would mix the splits: name "
+                    "the image set to score with --image-set FILE (there: %s)",
+                    main, dir, list);
 }
 
 /* ---- ground truth ---- */
@@ -428,19 +527,18 @@ void eeb_voc_names_free(char **names, int n)
     free(names);
 }
 
-/* Appends s (copied) to a growing array of strings. */
-static int push_string(char ***v, int *n, const char *s)
+void eeb_voc_names_join(char *const *names, int n, char *out, size_t len)
 {
-    if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: full */
-        char **g = realloc(*v, (size_t)(*n ? 2 * *n : 1) * sizeof *g);
-        if (!g)
-            return EEB_ENOMEM;
-        *v = g;
+    size_t used = 0;
+    snprintf(out, len, "%s", n ? "" : "none");
+    for (int k = 0; k < n; k++) {
+        size_t add = strlen(names[k]) + (k ? 2 : 0);
+        if (used + add + sizeof ", ..." > len) { /* room for ", ..." was kept */
+            snprintf(out + used, len - used, "%s", k ? ", ..." : "...");
+            return;
+        }
+        used += (size_t)snprintf(out + used, len - used, "%s%s", k ? ", " : "", names[k]);
     }
-    if (!((*v)[*n] = strdup(s)))
-        return EEB_ENOMEM;
-    (*n)++;
-    return EEB_OK;
 }
 
 /*
@@ -524,12 +622,6 @@ static int index_truth(struct eeb_voc_truth_set *t, const struct gather *g, cons
             (struct eeb_voc_truth){eeb_voc_image_index(t, p->image), p->difficult, p->box};
     }
     return EEB_OK;
-}
-
-static int has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* The ids of every .xml file in dir, sorted. */

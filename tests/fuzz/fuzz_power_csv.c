@@ -1,7 +1,8 @@
 /* fuzz_power_csv.c - a recorded power trace (replay:FILE), loaded and
  * read back at a few times: a CSV in any layout, or a SPEC PTDaemon log,
- * opened as is and with the options a PTDaemon log may need (a channel,
- * the date order), which take the reader past where it would refuse. */
+ * opened as is and with the options a file may need (a PTDaemon log's
+ * channel and date order; a CSV's time unit and decimal comma), which take
+ * the reader past where it would refuse. */
 #include "power/eeb_power.h"
 #include "fuzz.h"
 
@@ -10,7 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const options[] = {"", "?channel=1,date=MM-DD", "?channel=total,date=DD-MM"};
+    static const char *const options[] = {"", "?channel=1,date=MM-DD", "?channel=total,date=DD-MM",
+                                          "?time_unit=ms", "?decimal=,"};
     char path[32], uri[96], err[512];
     int fd = fuzz_file(data, size, path);
     if (fd < 0)

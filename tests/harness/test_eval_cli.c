@@ -97,6 +97,12 @@ Test(eval_cli, voc_annotations_and_result_files)
               "%s", r.out);
     cr_assert(!strstr(r.out, "head"), "a <part> is not an object:\n%s", r.out);
     cr_assert(strstr(r.out, "mAP 0.4167 over 2 classes with ground truth"), "%s", r.out);
+    /* no ImageSets/ beside Annotations/: every annotation, and said so */
+    char said[400];
+    snprintf(said, sizeof said,
+             "eeb eval: scoring every annotation in %s/Annotations (2 images): no image set\n",
+             root);
+    cr_assert(strstr(r.err, said), "%s", r.err);
     test_run_free(&r);
 
     r = eval_det(root, "--07");
@@ -110,6 +116,8 @@ Test(eval_cli, voc_annotations_and_result_files)
     json_t *o = json_loads(r.out, 0, &je);
     cr_assert(o, "%s", je.text);
     cr_assert_float_eq(json_real_value(json_object_get(o, "map")), 0.8333333333333334 / 2, 1e-12);
+    cr_assert(json_is_null(json_object_get(o, "image_set")));
+    cr_assert_eq(json_integer_value(json_object_get(o, "images")), 2);
     json_t *horse = json_array_get(json_object_get(o, "classes"), 2);
     cr_assert_str_eq(json_string_value(json_object_get(horse, "name")), "horse");
     cr_assert(json_is_null(json_object_get(horse, "ap")));
@@ -271,5 +279,61 @@ Test(eval_cli, usage_errors)
     r = test_eeb(iou);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--iou: 1.5 is not in (0, 1]"), "%s", r.err);
+    test_run_free(&r);
+}
+
+/* A one-record classification shard at dir/name with these four classes. */
+static void four_class_shard(const char *path, const char *const names4[4])
+{
+    char names[4][EEB_SHARD_MAX_NAME + 1];
+    for (int k = 0; k < 4; k++)
+        snprintf(names[k], sizeof names[k], "%s", names4[k]);
+    struct eeb_shard_info info = {EEB_TASK_CLS, 16, 16, 3, 1, 4, names, 0};
+    struct eeb_shard_writer *w;
+    char err[256];
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), 0, "%s", err);
+    static struct eeb_record rec;
+    static uint8_t pixels[16 * 16 * 3];
+    rec.pixels = pixels;
+    snprintf(rec.id, sizeof rec.id, "a");
+    cr_assert_eq(eeb_shard_write(w, &rec, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), 0, "%s", err);
+}
+
+/*
+ * Predictions by index (or written by eeb model test, by the test shard's
+ * names for the model's positions) mean the training shard's classes: with
+ * --train, its list must be the ground truth's, name for name.
+ */
+Test(eval_cli, the_training_shard_must_name_the_ground_truths_classes)
+{
+    const char *dir = test_tmpdir();
+    char gt[300], train[300], swapped[300], csv[300];
+    snprintf(gt, sizeof gt, "%s/test.eebd", dir);
+    snprintf(train, sizeof train, "%s/train.eebd", dir);
+    snprintf(swapped, sizeof swapped, "%s/swapped.eebd", dir);
+    snprintf(csv, sizeof csv, "%s/pred.csv", dir);
+    static const char *const order[] = {"red_h", "red_v", "green_h", "green_v"};
+    static const char *const other[] = {"red_h", "green_h", "red_v", "green_v"};
+    four_class_shard(gt, order);
+    four_class_shard(train, order);
+    four_class_shard(swapped, other);
+    test_write_file(csv, "a,0\n", 4);
+
+    struct test_run r = test_eeb((const char *[]){"eval", "--task", "cls", "--gt", gt, "--pred",
+                                                  csv, "--train", train, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "top-1  1.0000  (1 of 1)"), "%s", r.out);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"eval", "--task", "cls", "--gt", gt, "--pred", csv, "--train",
+                                  swapped, NULL});
+    cr_assert_eq(r.status, 1, "exit %d: %s%s", r.status, r.out, r.err);
+    char want[1400];
+    snprintf(want, sizeof want,
+             "%s and %s do not name the same classes: class 1 is 'green_h' in %s, 'red_v' in %s",
+             swapped, gt, swapped, gt);
+    cr_assert(strstr(r.err, want), "%s", r.err);
+    cr_assert_eq(r.out[0], '\0', "%s", r.out);
     test_run_free(&r);
 }

@@ -117,6 +117,71 @@ Test(voc_cli, eval_refuses_images_outside_the_set)
     test_run_free(&r);
 }
 
+/* Copies the four VOC2007 annotations into dir/Annotations. */
+static void copy_voc07_annotations(const char *dir)
+{
+    test_mkdirs(dir, "Annotations");
+    static const char *const ids[] = {"000001", "000002", "000003", "000004"};
+    for (int i = 0; i < 4; i++) {
+        char from[128], to[400];
+        snprintf(from, sizeof from, "voc/VOCdevkit/VOC2007/Annotations/%s.xml", ids[i]);
+        snprintf(to, sizeof to, "%s/Annotations/%s.xml", dir, ids[i]);
+        size_t len;
+        char *xml = test_fixture(from, &len);
+        test_write_file(to, xml, len);
+        free(xml);
+    }
+}
+
+/*
+ * VOC2012 has no test.txt (its test annotations are not public) and
+ * VOC2007's trainval download has none either: scoring val detections
+ * against every annotation counted train's objects as missed and halved
+ * the mAP, silently.  The layout's own set files are listed instead.
+ */
+Test(voc_cli, eval_refuses_a_layout_without_its_test_set)
+{
+    const char *dir = test_tmpdir();
+    copy_voc07_annotations(dir);
+    test_mkdirs(dir, "ImageSets/Main");
+    char main_dir[300], ann[300], val[400];
+    snprintf(main_dir, sizeof main_dir, "%s/ImageSets/Main", dir);
+    snprintf(ann, sizeof ann, "%s/Annotations", dir);
+    snprintf(val, sizeof val, "%s/val.txt", main_dir);
+    write_text(main_dir, "train.txt", "000002\n000004\n");
+    write_text(main_dir, "val.txt", "000001\n000003\n");
+    write_text(main_dir, "trainval.txt", "000001\n000002\n000003\n000004\n");
+    write_text(main_dir, "dog_val.txt", "000001  1\n000003  1\n");
+    write_text(main_dir, "dog_train.txt", "000002  1\n000004 -1\n");
+    struct test_run r =
+        test_eeb((const char *[]){"eval", "--task", "det", "--gt", ann, "--pred", RESULTS, NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "ImageSets/Main has no test.txt"), "%s", r.err);
+    cr_assert(strstr(r.err, "--image-set FILE"), "%s", r.err);
+    cr_assert(strstr(r.err, "(there: train.txt, trainval.txt, val.txt)"), "%s", r.err);
+    cr_assert(!strstr(r.out, "mAP"), "%s", r.out);
+    test_run_free(&r);
+
+    /* the set named, its numbers are the test set's (the same images) */
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", ann, "--pred", RESULTS,
+                                  "--image-set", val, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "mAP 0.6111 over 3 classes"), "%s", r.out);
+    test_run_free(&r);
+
+    /* only per-class lists: they are listed */
+    char path[400];
+    const char *gone[] = {"train.txt", "val.txt", "trainval.txt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", main_dir, gone[i]);
+        cr_assert_eq(remove(path), 0);
+    }
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", ann, "--pred", RESULTS, NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "(there: dog_train.txt, dog_val.txt)"), "%s", r.err);
+    test_run_free(&r);
+}
+
 /* With a shard as the ground truth, the set picks its records. */
 Test(voc_cli, eval_image_set_of_a_shard)
 {
@@ -197,8 +262,10 @@ Test(voc_cli, import_reads_the_split_through_the_image_set_reader)
  */
 Test(voc_cli, eval_reads_exporters_annotations)
 {
+    /* the exporter wrote ImageSets/Main/train.txt and no test.txt */
     struct test_run r = test_eeb((const char *[]){
-        "eval", "--task", "det", "--gt", EXPORT "/Annotations", "--pred", EXPORT "/results", NULL});
+        "eval", "--task", "det", "--gt", EXPORT "/Annotations", "--pred", EXPORT "/results",
+        "--image-set", EXPORT "/ImageSets/Main/train.txt", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "dog                    0.5000        2        2        1        1"),
               "%s", r.out);
@@ -207,7 +274,17 @@ Test(voc_cli, eval_reads_exporters_annotations)
     cr_assert(strstr(r.out, "person                 1.0000        1        1        1        0"),
               "%s", r.out);
     cr_assert(strstr(r.out, "mAP 0.8333 over 3 classes"), "%s", r.out);
-    cr_assert(!strstr(r.err, "image set"), "no ImageSets/Main/test.txt here: %s", r.err);
+    cr_assert(strstr(r.err,
+                     "scoring the 3 images of the image set " EXPORT "/ImageSets/Main/train.txt\n"),
+              "%s", r.err);
+    test_run_free(&r);
+
+    /* without --image-set, the layout's set is not guessed */
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", EXPORT "/Annotations", "--pred",
+                                  EXPORT "/results", NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, EXPORT "/ImageSets/Main has no test.txt"), "%s", r.err);
+    cr_assert(strstr(r.err, "(there: train.txt)"), "%s", r.err);
     test_run_free(&r);
 }
 
@@ -318,6 +395,100 @@ Test(voc_cli, import_takes_the_datasets_own_classes)
     test_run_free(&r);
 }
 
+/* A misspelt class used to import as a class without objects. */
+Test(voc_cli, import_refuses_a_class_no_annotation_names)
+{
+    char out[300];
+    snprintf(out, sizeof out, "%s/train.eebd", test_tmpdir());
+    struct test_run r =
+        test_eeb((const char *[]){"data", "import", "--format", "voc", VOC07, "--split", "train",
+                                  "-o", out, "--classes", "persn,dog", "-q", NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "--classes: no object in " VOC07 "/Annotations is a 'persn' (their "
+                            "classes: cat, dog, person)"),
+              "%s", r.err);
+    test_run_free(&r);
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0, "a shard was written");
+
+    /* from a file, the line */
+    const char *dir = test_tmpdir();
+    write_text(dir, "classes.txt", "dog\n\ncat\nperson\nhorse\n");
+    char list[300];
+    snprintf(list, sizeof list, "@%s/classes.txt", dir);
+    r = test_eeb((const char *[]){"data", "import", "--format", "voc", VOC07, "--split", "train",
+                                  "-o", out, "--classes", list, "-q", NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "classes.txt:5: no object in " VOC07 "/Annotations is a 'horse'"), "%s",
+              r.err);
+    test_run_free(&r);
+}
+
+/* Notepad saves a UTF-8 list with a byte order mark, and "Unicode" as
+ * UTF-16: the first becomes the first class's bytes, the second a
+ * one-letter class, unless the list reader sees them. */
+Test(voc_cli, class_lists_saved_by_windows_editors)
+{
+    const char *dir = test_tmpdir();
+    char out[300], list[310], path[300];
+    snprintf(out, sizeof out, "%s/train.eebd", dir);
+    snprintf(path, sizeof path, "%s/classes.txt", dir);
+    snprintf(list, sizeof list, "@%s", path);
+    static const char bom[] = "\xEF\xBB\xBFpear\r\nkiwi\r\n";
+    test_write_file(path, bom, sizeof bom - 1);
+    struct test_run r =
+        test_eeb((const char *[]){"data", "import", "--format", "voc", FRUIT, "--split", "train",
+                                  "-o", out, "--classes", list, "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    cr_assert_str_eq(shard_classes(out), "pear,kiwi");
+
+    static const char utf16[] = "\xFF\xFEp\0e\0a\0r\0\r\0\n\0";
+    test_write_file(path, utf16, sizeof utf16 - 1);
+    r = test_eeb((const char *[]){"data", "import", "--format", "voc", FRUIT, "--split", "train",
+                                  "-o", out, "--classes", list, "-q", NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "classes.txt:1: a NUL byte"), "%s", r.err);
+    test_run_free(&r);
+}
+
+/* Class names become result file names, comp4_det_test_<name>.txt. */
+Test(voc_cli, class_names_that_cannot_name_a_file)
+{
+    const char *dir = test_tmpdir();
+    char out[300];
+    snprintf(out, sizeof out, "%s/train.eebd", dir);
+    static const char *const bad[][2] = {
+        {"pear,kiwi/green", "--classes: class name 'kiwi/green' has a '/'"},
+        {"pear,..", "--classes: class name '..' is '.' or '..'"},
+        {"pear,\x1b[31mkiwi", "--classes: class name '\\x1b[31mkiwi' has a control character"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct test_run r =
+            test_eeb((const char *[]){"data", "import", "--format", "voc", FRUIT, "--split",
+                                      "train", "-o", out, "--classes", bad[i][0], "-q", NULL});
+        cr_assert_eq(r.status, 1, "%s: %s%s", bad[i][0], r.out, r.err);
+        cr_assert(strstr(r.err, bad[i][1]), "%s", r.err);
+        test_run_free(&r);
+    }
+
+    /* an annotation's <name>: its file and line, for import and eval */
+    copy_voc07_annotations(dir);
+    size_t len;
+    char *xml = test_fixture("voc/VOCdevkit/VOC2007/Annotations/000002.xml", &len);
+    char *slashed = test_replace(xml, "<name>dog</name>", "<name>dog/puppy</name>");
+    char ann[300], path[400];
+    snprintf(ann, sizeof ann, "%s/Annotations", dir);
+    snprintf(path, sizeof path, "%s/000002.xml", ann);
+    test_write_file(path, slashed, strlen(slashed));
+    free(xml), free(slashed);
+    struct test_run r =
+        test_eeb((const char *[]){"eval", "--task", "det", "--gt", ann, "--pred", RESULTS, NULL});
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "000002.xml:21: class name 'dog/puppy' has a '/'"), "%s", r.err);
+    test_run_free(&r);
+}
+
 /* import, pre-train and test a 3-class detector, evaluate its predictions,
  * and run the benchmark on it */
 Test(voc_cli, own_classes_train_and_evaluate_end_to_end, .timeout = 600)
@@ -377,5 +548,81 @@ Test(voc_cli, own_classes_train_and_evaluate_end_to_end, .timeout = 600)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "\nkiwi  ") && strstr(r.out, "\nmango  ") && strstr(r.out, "\npear  "),
               "%s", r.out);
+    test_run_free(&r);
+}
+
+/* ---- the classes of training and test shards ---- */
+
+/*
+ * A model's outputs are classes by position.  Train imported with
+ * --classes kiwi,mango,pear and test with mango,kiwi,pear have the same
+ * count, which was all that was checked: M_s was then computed with kiwi
+ * and mango swapped.  The model file holds no class names, so the shards
+ * are compared: eeb run's two, and the training shard given to eeb model
+ * test and eeb eval with --train.
+ */
+Test(voc_cli, train_and_test_shards_must_name_the_same_classes, .timeout = 300)
+{
+    const char *dir = test_tmpdir();
+    char train[300], test[300], same[300], model[300], pred[300], db[300];
+    snprintf(train, sizeof train, "%s/train.eebd", dir);
+    snprintf(test, sizeof test, "%s/test.eebd", dir);
+    snprintf(same, sizeof same, "%s/same.eebd", dir);
+    snprintf(model, sizeof model, "%s/base.eebm", dir);
+    snprintf(pred, sizeof pred, "%s/pred", dir);
+    snprintf(db, sizeof db, "%s/eeb.db", dir);
+    const char *imports[3][3] = {{"train", train, "kiwi,mango,pear"},
+                                 {"test", test, "mango,kiwi,pear"},
+                                 {"test", same, "kiwi,mango,pear"}};
+    for (int i = 0; i < 3; i++) {
+        struct test_run r = test_eeb((const char *[]){
+            "data", "import", "--format", "voc", FRUIT, "--split", imports[i][0], "-o",
+            imports[i][1], "--size", "32", "--classes", imports[i][2], "-q", NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        test_run_free(&r);
+    }
+    struct test_run r =
+        test_eeb((const char *[]){"model", "pretrain", "--task", "det", "--data", train, "-o",
+                                  model, "--epochs", "1", "--steps", "1", "--batch", "3", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+
+    char want[1400];
+    snprintf(want, sizeof want,
+             "%s and %s do not name the same classes: class 0 is 'kiwi' in %s, 'mango' in %s",
+             train, test, train, test);
+    r = test_eeb((const char *[]){"run", "--task", "det", "--finetune", train, "--test", test,
+                                  "--model", model, "--epochs", "1", "--batch", "3", "--db", db,
+                                  NULL});
+    cr_assert_eq(r.status, 1, "exit %d: %s%s", r.status, r.out, r.err);
+    cr_assert(strstr(r.err, want), "%s", r.err);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"model", "test", model, "--data", test, "--train", train, NULL});
+    cr_assert_eq(r.status, 1, "exit %d: %s%s", r.status, r.out, r.err);
+    cr_assert(strstr(r.err, want), "%s", r.err);
+    test_run_free(&r);
+
+    /* the same order passes, and writes predictions to evaluate */
+    r = test_eeb((const char *[]){"model", "test", model, "--data", same, "--train", train,
+                                  "--pred", pred, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", same, "--pred", pred, "--train",
+                                  train, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "over 3 classes"), "%s", r.out);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", test, "--pred", pred, "--train",
+                                  train, NULL});
+    cr_assert_eq(r.status, 1, "exit %d: %s%s", r.status, r.out, r.err);
+    cr_assert(strstr(r.err, want), "%s", r.err);
+    test_run_free(&r);
+
+    /* --train compares shards: an annotation folder is not one */
+    r = test_eeb((const char *[]){"eval", "--task", "det", "--gt", FRUIT "/Annotations", "--pred",
+                                  pred, "--train", train, NULL});
+    cr_assert_eq(r.status, 2, "exit %d: %s%s", r.status, r.out, r.err);
+    cr_assert(strstr(r.err, "--train"), "%s", r.err);
     test_run_free(&r);
 }

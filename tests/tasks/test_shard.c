@@ -164,3 +164,48 @@ Test(shard, damage_names_record_and_offset)
     free(b);
     free(buf);
 }
+
+/*
+ * Class names become file names (comp4_det_test_<name>.txt) and CSV
+ * fields: a '/', '.' or '..', a control character or a comma is refused
+ * by the writer, and by the reader in a shard another program wrote.
+ */
+Test(shard, class_names_that_cannot_name_a_file)
+{
+    const char *dir = test_tmpdir();
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/a.eebd", dir);
+    static const struct {
+        const char *name, *error;
+    } bad[] = {
+        {"cat/dog", "class 1: class name 'cat/dog' has a '/'"},
+        {"..", "class 1: class name '..' is '.' or '..'"},
+        {".", "class 1: class name '.' is '.' or '..'"},
+        {"cat\x7f", "class 1: class name 'cat\\x7f' has a control character"},
+        {"cat\tdog", "class 1: class name 'cat\\x09dog' has a control character"},
+        {"cat,dog", "class 1: class name 'cat,dog' has a comma"},
+        {"", "class 1: class name '' is empty"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char two[2][EEB_SHARD_MAX_NAME + 1] = {"bird"};
+        snprintf(two[1], sizeof two[1], "%s", bad[i].name);
+        struct eeb_shard_info info = {EEB_TASK_CLS, 4, 4, 3, 1, 2, two, 0};
+        struct eeb_shard_writer *w;
+        cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_EINVAL, "'%s'",
+                     bad[i].name);
+        cr_assert(strstr(err, bad[i].error), "%s", err);
+    }
+
+    /* "dog" written, then made "d/g" with a header checksum to match */
+    write_shard(path, EEB_TASK_CLS, 1);
+    size_t len;
+    uint8_t *buf = (uint8_t *)test_read_file(path, &len);
+    uint8_t *name = memmem(buf, len, "\003dog", 4);
+    cr_assert(name);
+    name[2] = '/';
+    eeb_put32(buf + 32, eeb_crc32_except(buf, eeb_get32(buf + 8), 32));
+    test_write_file(path, buf, len);
+    free(buf);
+    cr_assert(strstr(read_error(path), "class 1: class name 'd/g' has a '/'"), "%s",
+              read_error(path));
+}

@@ -45,7 +45,7 @@ Test(voc, exporters_empty_elements_and_float_coordinates)
     struct eeb_voc_annotation a = read_ok(DATA "/exporters/Annotations/IMG_0412_jpg.rf.3f1c9a.xml");
     cr_assert_eq(a.nobjects, 2);
     cr_assert(!a.objects[0].difficult && !a.objects[1].difficult,
-              "an empty <difficult> is not difficult (the devkit: only '1' is)");
+              "an empty <difficult> is not difficult (as the devkit reads it)");
     cr_assert(a.objects[0].box.x0 == 10 && a.objects[0].box.x1 == 45 && a.objects[0].box.y0 == 5 &&
               a.objects[0].box.y1 == 40);
     cr_assert(a.objects[1].box.x0 == 50.5 && a.objects[1].box.y1 == 62.5);
@@ -68,23 +68,39 @@ Test(voc, exporters_empty_elements_and_float_coordinates)
     eeb_voc_annotation_free(&a);
 }
 
-Test(voc, difficult_is_the_devkits_1)
+/*
+ * <difficult> is 1, 0 or empty.  The devkit's strcmp(difficult, '1') read
+ * every other value as "not difficult", so an exporter writing "true"
+ * lost its difficult objects silently; such values are refused.
+ */
+Test(voc, difficult_is_1_0_or_empty)
 {
     const char *dir = test_tmpdir();
     static const struct {
         const char *text;
-        int difficult;
-    } cases[] = {{"1", 1}, {" 1\n", 1}, {"0", 0}, {"", 0}, {"2", 0}, {"true", 0}};
+        int difficult; /* -1: refused */
+    } cases[] = {{"1", 1},  {" 1\n", 1},  {"0", 0},     {"\t0 ", 0}, {"", 0},     {"  ", 0},
+                 {"2", -1}, {"true", -1}, {"True", -1}, {"1.0", -1}, {"yes", -1}, {"-1", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char xml[512], path[300];
+        char xml[512], path[300], err[512];
         snprintf(xml, sizeof xml,
-                 "<annotation><object><name>dog</name><difficult>%s</difficult><bndbox>"
+                 "<annotation>\n<object><name>dog</name>\n<difficult>%s</difficult><bndbox>"
                  "<xmin>1</xmin><ymin>1</ymin><xmax>5</xmax><ymax>5</ymax></bndbox></object>"
                  "</annotation>\n",
                  cases[i].text);
         snprintf(path, sizeof path, "%s/a.xml", dir);
         test_write_file(path, xml, strlen(xml));
-        struct eeb_voc_annotation a = read_ok(path);
+        struct eeb_voc_annotation a;
+        int rc = eeb_voc_read_annotation(path, &a, err, sizeof err);
+        if (cases[i].difficult < 0) {
+            cr_assert_eq(rc, EEB_EFORMAT, "<difficult>%s</difficult> was accepted", cases[i].text);
+            char want[128];
+            snprintf(want, sizeof want, "a.xml:3: <difficult> is '%s', not 0, 1 or empty",
+                     cases[i].text);
+            cr_assert(strstr(err, want), "%s", err);
+            continue;
+        }
+        cr_assert_eq(rc, EEB_OK, "%s", err);
         cr_assert_eq(a.objects[0].difficult, cases[i].difficult, "<difficult>%s</difficult>",
                      cases[i].text);
         eeb_voc_annotation_free(&a);
@@ -110,6 +126,11 @@ Test(voc, wrong_annotations_are_refused_with_their_line)
         {"<annotation>\n<size><width>12.5</width></size>\n</annotation>\n",
          "a.xml:2: <width> 12.5 is not a whole number"},
         {"<annotation>\n<object><name>dog</name>\n</annotation>\n", "a.xml:3: mismatched tag"},
+        /* a class name names its result file, comp4_det_test_<name>.txt */
+        {"<annotation>\n<object>\n<name>cat/dog</name><bndbox/></object>\n</annotation>\n",
+         "a.xml:3: class name 'cat/dog' has a '/'"},
+        {"<annotation>\n<object><name> .. </name><bndbox/></object>\n</annotation>\n",
+         "a.xml:2: class name '..' is '.' or '..'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[300], err[512];
@@ -158,17 +179,37 @@ Test(voc, image_sets_plain_and_per_class)
 
 Test(voc, the_default_image_set_is_the_layouts_test_txt)
 {
-    char path[4096];
-    cr_assert(eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations", path, sizeof path));
+    char path[4096], err[1024];
+    cr_assert_eq(eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations", path, sizeof path,
+                                           err, sizeof err),
+                 1);
     cr_assert_str_eq(path, DATA "/VOCdevkit/VOC2007/ImageSets/Main/test.txt");
-    cr_assert(
-        eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations//", path, sizeof path));
+    cr_assert_eq(eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations//", path,
+                                           sizeof path, err, sizeof err),
+                 1);
     cr_assert_str_eq(path, DATA "/VOCdevkit/VOC2007/ImageSets/Main/test.txt");
-    /* no test.txt; not an Annotations folder; not a folder */
-    cr_assert(!eeb_voc_default_image_set(DATA "/exporters/Annotations", path, sizeof path));
-    cr_assert(!eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007", path, sizeof path));
-    cr_assert(!eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations/000001.xml", path,
-                                         sizeof path));
+    /* not an Annotations folder; not a folder: no set */
+    cr_assert_eq(
+        eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007", path, sizeof path, err, sizeof err),
+        0);
+    cr_assert_eq(eeb_voc_default_image_set(DATA "/VOCdevkit/VOC2007/Annotations/000001.xml", path,
+                                           sizeof path, err, sizeof err),
+                 0);
+    /* ImageSets/Main without test.txt: the sets there, none chosen */
+    cr_assert_eq(eeb_voc_default_image_set(DATA "/exporters/Annotations", path, sizeof path, err,
+                                           sizeof err),
+                 EEB_EINVAL);
+    cr_assert(strstr(err, DATA "/exporters/ImageSets/Main has no test.txt"), "%s", err);
+    cr_assert(strstr(err, "(there: train.txt)"), "%s", err);
+
+    /* no ImageSets/Main, or one without lists: no set */
+    const char *dir = test_tmpdir();
+    char ann[300];
+    snprintf(ann, sizeof ann, "%s/Annotations", dir);
+    test_mkdirs(dir, "Annotations");
+    cr_assert_eq(eeb_voc_default_image_set(ann, path, sizeof path, err, sizeof err), 0);
+    test_mkdirs(dir, "ImageSets/Main");
+    cr_assert_eq(eeb_voc_default_image_set(ann, path, sizeof path, err, sizeof err), 0);
 }
 
 /* ---- ground truth ---- */
