@@ -215,7 +215,8 @@ static int list_classes(const char *dir, const struct eeb_voc_truth_set *t, char
         (*names)[(*n)++] = copy;
     }
     closedir(d);
-    qsort(*names + extra, (size_t)(*n - extra), sizeof **names, by_name);
+    if (*n - extra > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(*names + extra, (size_t)(*n - extra), sizeof **names, by_name);
     return EEB_OK;
 }
 

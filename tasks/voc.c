@@ -451,7 +451,7 @@ static int set_files(const char *main, char ***names, int *n)
         if (has_suffix(e->d_name, ".txt"))
             rc = push_string(&all, &nall, e->d_name);
     closedir(d);
-    if (rc == EEB_OK)
+    if (rc == EEB_OK && nall > 1) /* qsort takes no NULL, even for 0 items */
         qsort(all, (size_t)nall, sizeof *all, by_string);
     for (int i = 0; rc == EEB_OK && i < nall; i++)
         if (!per_class_list(all[i], all, nall))
@@ -599,12 +599,14 @@ static int gather_add(struct gather *g, const char *image, const char *cls, int 
 static int index_truth(struct eeb_voc_truth_set *t, const struct gather *g, const char *src,
                        char *err, size_t errlen)
 {
-    qsort(t->images, (size_t)t->nimages, sizeof *t->images, by_string);
+    if (t->nimages > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(t->images, (size_t)t->nimages, sizeof *t->images, by_string);
     for (int i = 1; i < t->nimages; i++)
         if (strcmp(t->images[i - 1], t->images[i]) == 0)
             return eeb_errf(err, errlen, EEB_EFORMAT, "%s: image id '%s' appears twice", src,
                             t->images[i]);
-    qsort(t->classes, (size_t)t->nclasses, sizeof *t->classes, by_string);
+    if (t->nclasses > 1)
+        qsort(t->classes, (size_t)t->nclasses, sizeof *t->classes, by_string);
     t->ntruth = calloc((size_t)t->nclasses + 1, sizeof *t->ntruth);
     t->truth = calloc((size_t)t->nclasses + 1, sizeof *t->truth);
     if (!t->ntruth || !t->truth)
