@@ -88,6 +88,10 @@ long long test_sql_int(const char *db_path, const char *sql);
  */
 const char *test_cls_shard(int n, int side, unsigned seed);
 
+/* Asserts that text hay holds needle (a Criterion test's; <string.h>). */
+#define assert_has(hay, needle)                                                                    \
+    cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
+
 /* The inputs of a small classification run in dir: ft.eebd and test.eebd
  * (test_cls_shard's classes, 16 pixels a side), m.eebm a freshly
  * initialized model for them, and the path runs.db. */

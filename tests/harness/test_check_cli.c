@@ -47,11 +47,6 @@ static int exists(const char *suffix)
     return access(p, F_OK) == 0;
 }
 
-static void assert_has(const char *text, const char *want)
-{
-    cr_assert(strstr(text, want), "no '%s' in:\n%s", want, text);
-}
-
 /* The words of a figure's line of eeb check: recomputed, stored, agree. */
 static void assert_figure(const char *out, const char *label, const char *recomputed,
                           const char *stored, const char *agree)

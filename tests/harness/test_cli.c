@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_has(hay, needle)                                                                    \
-    cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
-
 #define README_ARGS                                                                                \
     "score", "--task", "cls", "--util", "lut=0.30,ff=0.19,bram=0.49,dsp=0.19", "--time", "450",    \
         "--tmax", "600", "--energy", "2700", "--pmax", "10", "--metric", "0.81"

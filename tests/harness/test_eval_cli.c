@@ -180,12 +180,14 @@ Test(eval_cli, broken_voc_inputs_are_named_by_file_and_line)
     test_run_free(&r);
 }
 
-/* A shard of n records with the given ids, labels and (det) one box each. */
-static const char *small_shard(enum eeb_task task, const char *const *ids, const int *labels, int n)
+/* A shard at path of these four classes and n records with the given ids,
+ * labels and (det) one box each. */
+static void write_shard(const char *path, enum eeb_task task, const char *const names4[4],
+                        const char *const *ids, const int *labels, int n)
 {
-    static char path[300];
-    snprintf(path, sizeof path, "%s/small.eebd", test_tmpdir());
-    char names[4][EEB_SHARD_MAX_NAME + 1] = {"red_h", "red_v", "green_h", "green_v"};
+    char names[4][EEB_SHARD_MAX_NAME + 1];
+    for (int k = 0; k < 4; k++)
+        snprintf(names[k], sizeof names[k], "%s", names4[k]);
     struct eeb_shard_info info = {task, 16, 16, 3, 1, 4, names, 0};
     struct eeb_shard_writer *w;
     char err[256];
@@ -201,6 +203,15 @@ static const char *small_shard(enum eeb_task task, const char *const *ids, const
         cr_assert_eq(eeb_shard_write(w, &rec, err, sizeof err), 0, "%s", err);
     }
     cr_assert_eq(eeb_shard_finish(w, err, sizeof err), 0, "%s", err);
+}
+
+/* write_shard's shard of test_cls_shard's classes, in the scratch folder. */
+static const char *small_shard(enum eeb_task task, const char *const *ids, const int *labels, int n)
+{
+    static char path[300];
+    static const char *const names[4] = {"red_h", "red_v", "green_h", "green_v"};
+    snprintf(path, sizeof path, "%s/small.eebd", test_tmpdir());
+    write_shard(path, task, names, ids, labels, n);
     return path;
 }
 
@@ -285,19 +296,7 @@ Test(eval_cli, usage_errors)
 /* A one-record classification shard at dir/name with these four classes. */
 static void four_class_shard(const char *path, const char *const names4[4])
 {
-    char names[4][EEB_SHARD_MAX_NAME + 1];
-    for (int k = 0; k < 4; k++)
-        snprintf(names[k], sizeof names[k], "%s", names4[k]);
-    struct eeb_shard_info info = {EEB_TASK_CLS, 16, 16, 3, 1, 4, names, 0};
-    struct eeb_shard_writer *w;
-    char err[256];
-    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), 0, "%s", err);
-    static struct eeb_record rec;
-    static uint8_t pixels[16 * 16 * 3];
-    rec.pixels = pixels;
-    snprintf(rec.id, sizeof rec.id, "a");
-    cr_assert_eq(eeb_shard_write(w, &rec, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), 0, "%s", err);
+    write_shard(path, EEB_TASK_CLS, names4, (const char *[]){"a"}, (const int[]){0}, 1);
 }
 
 /*

@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_has(hay, needle)                                                                    \
-    cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
-
 /* Parses text under name expecting EEB_EFORMAT; returns the message. */
 static const char *refused(const char *text, const char *name)
 {

@@ -39,9 +39,6 @@ static void expect_broken(const char *fixture, const char *from, const char *to,
     free(text);
 }
 
-#define assert_has(hay, needle)                                                                    \
-    cr_assert_not_null(strstr((hay), (needle)), "'%s' does not contain '%s'", (hay), (needle))
-
 Test(util_report, ultrascale_plus_with_prohibited_column)
 {
     char *text = test_fixture("util/zcu102_placed.rpt", NULL);
