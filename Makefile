@@ -49,11 +49,13 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 
 # XRT (libxrt-dev): the xclbin tools and the xrt backend are built when
-# its headers are there.  Its headers want -isystem (they include each
-# other relative to it); -lxrt_core would pin the hardware shim, and
-# Debian's xrt.pc is broken, so the flags are spelled out.
+# its headers are there, else stubs that say so (XRT_STUBS).  Its headers
+# want -isystem (they include each other relative to it); -lxrt_core would
+# pin the hardware shim, and Debian's xrt.pc is broken, so the flags are
+# spelled out.
 XRT_INC  := /usr/include/xrt
-XRT_SRC  := $(wildcard fpga/tools/*.c fpga/xrt/*.c)
+XRT_STUBS := fpga/xrt/no_xrt.c
+XRT_SRC  := $(filter-out $(XRT_STUBS),$(wildcard fpga/tools/*.c fpga/xrt/*.c))
 HAVE_XRT := $(wildcard $(XRT_INC)/xrt/xrt_kernel.h)
 XRT_LIBDIR := /usr/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 ifneq ($(HAVE_XRT),)
@@ -61,6 +63,7 @@ LIB_SRC  += $(XRT_SRC)
 CPPFLAGS += -DEEB_HAVE_XRT
 LDLIBS   += -lxrt_coreutil
 else
+LIB_SRC  += $(XRT_STUBS)
 TEST_SRC := $(filter-out tests/fpga/test_xrt.c,$(TEST_SRC))
 endif
 

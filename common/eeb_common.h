@@ -29,21 +29,24 @@ enum eeb_status {
     EEB_EDEVICE = -7,  /* accelerator or meter failed */
     EEB_ETIMEOUT = -8, /* a deadline passed */
     EEB_ENODATA = -9,  /* a recorded source has no reading for that time (its trace's gap) */
+    EEB_ENOTSUP = -10, /* the backend cannot do that: an optional slot it leaves NULL, or
+                        * a build without the library it needs (XRT) */
 };
 
-/* The three tasks of Tao et al., Table 2. */
+/*
+ * The three tasks of Tao et al., Table 2: their identity, as shard headers
+ * and model files store the number and the run database and the rules file
+ * the name.  What a task is and does is its ops table's (tasks/eeb_task_ops.h).
+ */
 enum eeb_task {
-    EEB_TASK_CLS,   /* image classification, Food-101 layout, top-5 accuracy */
-    EEB_TASK_DET,   /* object detection, Pascal VOC layout, mAP@0.5 */
-    EEB_TASK_VIDEO, /* video classification, UCF-101 layout, top-5 accuracy */
+    EEB_TASK_CLS,   /* image classification */
+    EEB_TASK_DET,   /* object detection */
+    EEB_TASK_VIDEO, /* video classification */
     EEB_TASK_COUNT
 };
 
-/* "cls", "det", "video". */
+/* "cls", "det", "video"; "?" for no task. */
 const char *eeb_task_name(enum eeb_task task);
-
-/* The task's metric M_s in words: "top-5 accuracy" or "mAP@0.5". */
-const char *eeb_task_metric(enum eeb_task task);
 
 /* Parses a task name; returns EEB_EINVAL (with the accepted names) if unknown. */
 int eeb_task_parse(const char *name, enum eeb_task *out, char *err, size_t errlen);

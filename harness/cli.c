@@ -77,11 +77,6 @@ int eeb_cli_count(const char *cmd, const char *opt, const char *text, double min
     return rc;
 }
 
-json_t *eeb_cli_json_number(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
 int eeb_cli_print_json(const char *cmd, json_t *o)
 {
     if (!o)

@@ -9,10 +9,14 @@
  */
 #include "eeb_client.h"
 
+#include "common/eeb_json.h"
+
 #include "fpga/model/eeb_device.h"
 #include "fpga/model/eeb_perf.h"
 #include "power/eeb_power.h"
+#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
+#include "tasks/eeb_prediction.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -215,10 +219,10 @@ int eeb_client_download(struct eeb_client *c, const char *path, const char *file
 
 json_t *eeb_client_declaration(const char *config_json, int official)
 {
-    json_t *cfg = json_loads(config_json, 0, NULL), *util = json_object_get(cfg, "util");
-    json_t *model = json_object_get(cfg, "device_model"), *power = json_object_get(cfg, "power");
-    const char *design = json_string_value(json_object_get(model, "design"));
-    const char *backend = json_string_value(json_object_get(cfg, "backend")) ?: "unknown";
+    struct eeb_config_record cfg;
+    (void)eeb_config_record_read(config_json, &cfg); /* what it lacks is declared null */
+    const char *design = cfg.design[0] ? cfg.design : NULL;
+    const char *backend = cfg.backend[0] ? cfg.backend : "unknown";
     /* the device: the modeled board's, else the backend's */
     struct eeb_design d;
     char why[256];
@@ -226,19 +230,16 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     const char *device = design && eeb_design_parse(&d, design, why, sizeof why) == EEB_OK
                              ? d.device->name
                              : backend;
-    json_t *o =
-        json_pack("{s:O?, s:{s:O?, s:O?, s:O?, s:O?}, s:O?, s:s, s:s, s:s?, s:b}", "task",
-                  json_object_get(cfg, "task"), "util", "lut", json_object_get(util, "lut"), "ff",
-                  json_object_get(util, "ff"), "bram", json_object_get(util, "bram"), "dsp",
-                  json_object_get(util, "dsp"), "provenance", json_object_get(cfg, "provenance"),
-                  "device", device, "backend", backend, "design", design, "official", official);
-    json_t *rate = json_object_get(power, "rate_hz");
-    if (o && json_is_number(rate) && json_number_value(rate) > 0)
-        json_object_set(o, "rate_hz", rate);
-    json_t *finetune = json_object_get(json_object_get(cfg, "finetune"), "sha256");
-    if (o && json_is_string(finetune))
-        json_object_set(o, "finetune", finetune);
-    json_decref(cfg);
+    json_t *o = json_pack("{s:s?, s:{s:o, s:o, s:o, s:o}, s:s?, s:s, s:s, s:s?, s:b}", "task",
+                          cfg.task[0] ? cfg.task : NULL, "util", "lut",
+                          eeb_json_number(cfg.util[0]), "ff", eeb_json_number(cfg.util[1]), "bram",
+                          eeb_json_number(cfg.util[2]), "dsp", eeb_json_number(cfg.util[3]),
+                          "provenance", cfg.provenance[0] ? cfg.provenance : NULL, "device", device,
+                          "backend", backend, "design", design, "official", official);
+    if (o && cfg.rate_hz > 0)
+        json_object_set_new(o, "rate_hz", json_real(cfg.rate_hz));
+    if (o && cfg.finetune_sha256[0])
+        json_object_set_new(o, "finetune", json_string(cfg.finetune_sha256));
     return o;
 }
 
@@ -370,8 +371,7 @@ static int send_prediction(void *arg, int64_t item, const char *payload)
     if (!o)
         return eeb_errf(b->err, b->errlen, EEB_EFORMAT,
                         "%s: the prediction of item %lld is not JSON", b->db, (long long)item);
-    json_object_del(o, "label");
-    json_object_del(o, "truth");
+    eeb_prediction_drop_truth(o);
     json_array_append_new(b->list, o);
     return json_array_size(b->list) == PREDICTION_BATCH ? flush_predictions(b) : EEB_OK;
 }

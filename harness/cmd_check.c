@@ -4,6 +4,7 @@
  * run stored, in words and units a reviewer reads without the source.
  */
 #include "eeb_cli.h"
+#include "common/eeb_json.h"
 #include "eeb_run.h"
 #include "rundb/eeb_rundb.h"
 
@@ -100,7 +101,7 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
         "{s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:b}", "file", path, "run", (json_int_t)o->run, "uuid",
         o->uuid, "task", o->provenance[0] ? eeb_task_name(o->task) : "", "provenance",
         o->provenance, "verdict", eeb_run_verdict(o, 0), "S",
-        eeb_cli_json_number(o->pass ? o->score.s : NAN), "tmax_reached", o->tmax_reached);
+        eeb_json_number(o->pass ? o->score.s : NAN), "tmax_reached", o->tmax_reached);
     json_t *fig = json_object();
     if (!j || !fig || json_object_set_new(j, "figures", fig)) {
         json_decref(j);
@@ -110,13 +111,13 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
         const struct eeb_check_figure *f = &figs->f[i];
         json_object_set_new(fig, f->key,
                             json_pack("{s:s, s:s, s:o, s:o, s:b}", "label", f->label, "unit",
-                                      f->unit, "recomputed", eeb_cli_json_number(f->recomputed),
-                                      "stored", eeb_cli_json_number(f->stored), "agree", f->agree));
+                                      f->unit, "recomputed", eeb_json_number(f->recomputed),
+                                      "stored", eeb_json_number(f->stored), "agree", f->agree));
     }
-    json_object_set_new(j, "t_max_s", eeb_cli_json_number(figs->n ? o->t_max_s : NAN));
-    json_object_set_new(j, "p_max_w", eeb_cli_json_number(figs->n ? o->p_max_w : NAN));
-    json_object_set_new(j, "worst_window_w", eeb_cli_json_number(figs->n ? o->worst_w : NAN));
-    json_object_set_new(j, "window_s", eeb_cli_json_number(figs->n ? o->window_s : NAN));
+    json_object_set_new(j, "t_max_s", eeb_json_number(figs->n ? o->t_max_s : NAN));
+    json_object_set_new(j, "p_max_w", eeb_json_number(figs->n ? o->p_max_w : NAN));
+    json_object_set_new(j, "worst_window_w", eeb_json_number(figs->n ? o->worst_w : NAN));
+    json_object_set_new(j, "window_s", eeb_json_number(figs->n ? o->window_s : NAN));
     json_object_set_new(j, "why", json_string(o->why));
     return j;
 }

@@ -7,6 +7,7 @@
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_import.h"
 #include "tasks/eeb_shard.h"
+#include "tasks/eeb_task_ops.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -97,12 +98,9 @@ static void summary(const char *path)
     struct eeb_shard *s;
     if (eeb_shard_open(&s, path, err, sizeof err) != EEB_OK)
         return;
-    const struct eeb_shard_info *in = eeb_shard_info(s);
-    printf("%s: %llu %s records, %d classes, %dx%dx%d", path, (unsigned long long)in->count,
-           eeb_task_name(in->task), in->classes, in->h, in->w, in->c);
-    if (in->task == EEB_TASK_VIDEO)
-        printf(" x %d frames", in->frames);
-    putchar('\n');
+    char what[256];
+    eeb_shard_describe(eeb_shard_info(s), what, sizeof what);
+    printf("%s: %s\n", path, what);
     fflush(stdout); /* before any note on stderr */
     eeb_shard_close(s);
 }
@@ -139,7 +137,7 @@ static int gen(const struct args *a)
     if ((sp.test = parse_split(a->split)) < 0)
         return EEB_EXIT_USAGE;
     sp.n = (uint64_t)a->n;
-    if (sp.task == EEB_TASK_VIDEO)
+    if (eeb_task_get(sp.task)->clips)
         sp.frames = (int)a->frames;
     struct progress p = {!a->quiet && isatty(2), a->out, -1};
     if (eeb_gen_shard(a->out, &sp, show_progress, &p, err, sizeof err))
@@ -210,12 +208,14 @@ static int info(const char *path, int as_json)
     if (eeb_shard_open(&s, path, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     const struct eeb_shard_info *in = eeb_shard_info(s);
+    const struct eeb_task_ops *task = eeb_task_get(in->task);
+    int boxed = task->prediction == EEB_PREDICTION_BOXES; /* its items carry boxes, not a class */
     uint64_t *per_class = calloc((size_t)in->classes, sizeof *per_class);
     uint64_t boxes = 0, difficult = 0;
     const struct eeb_record *r;
     int rc;
     while (per_class && (rc = eeb_shard_next(s, &r, err, sizeof err)) == 1) {
-        if (in->task != EEB_TASK_DET)
+        if (!boxed)
             per_class[r->label]++;
         for (int i = 0; i < r->nboxes; i++) {
             per_class[r->boxes[i].cls]++;
@@ -230,7 +230,7 @@ static int info(const char *path, int as_json)
         eeb_shard_close(s);
         return eeb_cli_error(cmd, "%s", err);
     }
-    const char *counted = in->task == EEB_TASK_DET ? "objects" : "records";
+    const char *counted = boxed ? "objects" : "records";
     if (as_json) {
         json_t *cls = json_array();
         for (int k = 0; k < in->classes; k++)
@@ -240,20 +240,20 @@ static int info(const char *path, int as_json)
                               "version", EEB_SHARD_VERSION, "task", eeb_task_name(in->task),
                               "records", (json_int_t)in->count, "height", in->h, "width", in->w,
                               "channels", in->c, "frames", in->frames, "classes", cls);
-        if (o && in->task == EEB_TASK_DET) {
+        if (o && boxed) {
             json_object_set_new(o, "boxes", json_integer((json_int_t)boxes));
             json_object_set_new(o, "difficult", json_integer((json_int_t)difficult));
         }
         rc = eeb_cli_print_json(cmd, o);
     } else {
         printf("%s: eeb shard v%d, task %s (%s)\n", path, EEB_SHARD_VERSION,
-               eeb_task_name(in->task), eeb_task_metric(in->task));
+               eeb_task_name(in->task), task->metric);
         printf("records  %llu\n", (unsigned long long)in->count);
         printf("items    %dx%dx%d (h x w x c)", in->h, in->w, in->c);
-        if (in->task == EEB_TASK_VIDEO)
+        if (task->clips)
             printf(", %d frames per clip", in->frames);
         printf(", %zu bytes of pixels each\n", eeb_shard_pixels(in));
-        if (in->task == EEB_TASK_DET)
+        if (boxed)
             printf("boxes    %llu, %llu of them difficult\n", (unsigned long long)boxes,
                    (unsigned long long)difficult);
         printf("classes  %d\n", in->classes);
@@ -313,7 +313,9 @@ int eeb_cmd_data(int argc, char **argv)
         case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &a.n); break;
         case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.seed); break;
         case O_SIZE: rc = eeb_cli_count(cmd, "--size", optarg, 16, 1024, &a.size); break;
-        case O_FRAMES: rc = eeb_cli_count(cmd, "--frames", optarg, 2, 64, &a.frames); break;
+        case O_FRAMES:
+            rc = eeb_cli_count(cmd, "--frames", optarg, 2, EEB_TASK_MAX_FRAMES, &a.frames);
+            break;
         case O_FORMAT: a.format = optarg; break;
         case O_CLASSES: a.classes = optarg; break;
         case O_SKIP: a.skip_bad = 1; break;

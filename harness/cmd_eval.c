@@ -6,6 +6,7 @@
 #include "common/eeb_common.h"
 #include "tasks/eeb_classes.h"
 #include "tasks/eeb_metrics.h"
+#include "tasks/eeb_task_ops.h"
 #include "tasks/eeb_voc.h"
 
 #include <dirent.h>
@@ -132,7 +133,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-static int eval_topk(const struct args *a, enum eeb_task task)
+static int eval_topk(const struct args *a, const struct eeb_task_ops *task)
 {
     char err[512];
     struct eeb_topk t;
@@ -145,7 +146,7 @@ static int eval_topk(const struct args *a, enum eeb_task task)
                 cmd, (unsigned long long)missing, (unsigned long long)t.items);
     if (a->json)
         return eeb_cli_print_json(
-            cmd, json_pack("{s:s, s:I, s:f, s:f, s:I, s:I, s:I}", "task", eeb_task_name(task),
+            cmd, json_pack("{s:s, s:I, s:f, s:f, s:I, s:I, s:I}", "task", eeb_task_name(task->task),
                            "items", (json_int_t)t.items, "top1", t.top1 / n, "top5", t.top5 / n,
                            "top1_hits", (json_int_t)t.top1, "top5_hits", (json_int_t)t.top5,
                            "missing", (json_int_t)missing));
@@ -238,8 +239,9 @@ static void print_det(const struct args *a, char **names, int n,
            a->voc07 ? "VOC2007 11 points" : "every point, VOC2010+", a->iou);
 }
 
-static int print_det_json(const struct args *a, const struct eeb_voc_truth_set *t, char **names,
-                          int n, const struct eeb_voc_class_result *r, double map)
+static int print_det_json(const struct args *a, const struct eeb_task_ops *task,
+                          const struct eeb_voc_truth_set *t, char **names, int n,
+                          const struct eeb_voc_class_result *r, double map)
 {
     json_t *classes = json_array();
     for (int c = 0; classes && c < n; c++)
@@ -249,8 +251,8 @@ static int print_det_json(const struct args *a, const struct eeb_voc_truth_set *
                                r[c].positives, "detections", r[c].detections, "true_positives",
                                r[c].true_positives, "false_positives", r[c].false_positives));
     return eeb_cli_print_json(
-        cmd, json_pack("{s:s, s:f, s:s, s:o, s:i, s:o, s:o}", "task", "det", "iou", a->iou, "ap",
-                       a->voc07 ? "11-points" : "all-points", "map",
+        cmd, json_pack("{s:s, s:f, s:s, s:o, s:i, s:o, s:o}", "task", eeb_task_name(task->task),
+                       "iou", a->iou, "ap", a->voc07 ? "11-points" : "all-points", "map",
                        isnan(map) ? json_null() : json_real(map), "images", t->nimages, "image_set",
                        t->image_set ? json_string(t->image_set) : json_null(), "classes", classes));
 }
@@ -312,7 +314,7 @@ static int check_train_classes(const struct args *a)
     return EEB_EXIT_OK;
 }
 
-static int eval_det(const struct args *a)
+static int eval_det(const struct args *a, const struct eeb_task_ops *task)
 {
     char err[1024];
     struct eeb_voc_truth_set t;
@@ -334,7 +336,7 @@ static int eval_det(const struct args *a)
     } else {
         double map = eeb_voc_map(r, n);
         if (a->json)
-            exit = print_det_json(a, &t, names, n, r, map);
+            exit = print_det_json(a, task, &t, names, n, r, map);
         else
             print_det(a, names, n, r, map);
     }
@@ -352,14 +354,17 @@ int eeb_cmd_eval(int argc, char **argv)
     if (rc)
         return rc < 0 ? EEB_EXIT_OK : rc;
     char err[256];
-    enum eeb_task task;
-    if (eeb_task_parse(a.task, &task, err, sizeof err))
+    enum eeb_task t;
+    if (eeb_task_parse(a.task, &t, err, sizeof err))
         return eeb_cli_usage_error(cmd, "%s", err);
-    if (task != EEB_TASK_DET && (a.voc07 || a.iou != 0.5))
+    const struct eeb_task_ops *task = eeb_task_get(t);
+    /* VOC's options are for tasks whose predictions are boxes */
+    int boxes = task->prediction == EEB_PREDICTION_BOXES;
+    if (!boxes && (a.voc07 || a.iou != 0.5))
         return eeb_cli_usage_error(cmd, "--iou and --07 are for --task det");
-    if (task != EEB_TASK_DET && a.image_set)
+    if (!boxes && a.image_set)
         return eeb_cli_usage_error(cmd, "--image-set is for --task det");
     if ((rc = check_train_classes(&a)) != EEB_EXIT_OK)
         return rc;
-    return task == EEB_TASK_DET ? eval_det(&a) : eval_topk(&a, task);
+    return boxes ? eval_det(&a, task) : eval_topk(&a, task);
 }

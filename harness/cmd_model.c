@@ -8,6 +8,7 @@
 #include "fpga/host/eeb_model.h"
 #include "tasks/eeb_classes.h"
 #include "tasks/eeb_tasks.h"
+#include "tasks/eeb_train.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -194,102 +195,23 @@ static int convert(const char *in, const char *out, enum eeb_format format)
     return EEB_EXIT_OK;
 }
 
-struct pretrain_args {
-    const char *task, *data, *out, *backend, *init, *pred;
+/* The options: the training's, and what test and convert take. */
+struct model_args {
+    const char *task, *pred;
     const char *train; /* test: the model's training shard, its classes compared */
-    double epochs, steps, window, seed;
-    struct eeb_accel_config cfg;
-    enum eeb_format format;
+    struct eeb_pretrain p;
 };
 
 /* Trains the reference model; writes the model after every epoch. */
-static int pretrain(const struct pretrain_args *a)
+static int pretrain(struct model_args *a)
 {
     char err[512];
-    enum eeb_task task;
-    if (eeb_task_parse(a->task, &task, err, sizeof err))
+    if (eeb_task_parse(a->task, &a->p.task, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--task: %s", err);
-    struct eeb_shard *shard = NULL;
-    struct eeb_net *net = NULL;
-    struct eeb_accel *acc = NULL;
-    struct eeb_batcher *bt = NULL;
-    int rc = EEB_EXIT_ERROR;
-    if (eeb_shard_open(&shard, a->data, err, sizeof err))
-        goto fail;
-    const struct eeb_shard_info *in = eeb_shard_info(shard);
-    if (in->task != task) {
-        snprintf(err, sizeof err, "%s holds %s data, --task is %s", a->data,
-                 eeb_task_name(in->task), eeb_task_name(task));
-        goto fail;
-    }
-    if (in->count == 0) {
-        snprintf(err, sizeof err, "%s: no records to train on", a->data);
-        goto fail;
-    }
-    int init_task = (int)task;
-    if ((a->init ? eeb_model_load(a->init, &net, &init_task, err, sizeof err)
-                 : eeb_task_model(in, (uint64_t)a->seed, &net, err, sizeof err)))
-        goto fail;
-    if (init_task != (int)task) {
-        snprintf(err, sizeof err, "%s is a %s model, --task is %s", a->init, task_label(init_task),
-                 eeb_task_name(task));
-        goto fail;
-    }
-    if (eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
-        eeb_batcher_new(&bt, shard, net, a->cfg.batch_max, (int)a->window, (uint64_t)a->seed, err,
-                        sizeof err))
-        goto fail;
-    fprintf(stderr,
-            "eeb model: %s the %s model (%llu parameters, %.1f M MAC/item) on %llu "
-            "records of %s, backend %s\n",
-            a->init ? "fine-tuning" : "pretraining", eeb_task_name(task),
-            (unsigned long long)eeb_net_params(net), (double)eeb_net_macs(net) / 1e6,
-            (unsigned long long)in->count, a->data, acc->ops->name);
-    long step = 0, max_steps = a->steps > 0 ? (long)a->steps : -1;
-    for (int epoch = 1; epoch <= (int)a->epochs && step != max_steps; epoch++) {
-        if (epoch > 1 && eeb_batcher_rewind(bt, err, sizeof err))
-            goto fail;
-        double loss = 0;
-        long items = 0, correct = 0, targets = 0;
-        int64_t t0 = eeb_mono_ns();
-        for (; step != max_steps; step++) {
-            struct eeb_batch b;
-            struct eeb_train_result r;
-            if (eeb_batcher_next(bt, &b, err, sizeof err))
-                goto fail;
-            if (b.n == 0)
-                break;
-            if (acc->ops->train_batch(acc, &b, &r, err, sizeof err))
-                goto fail;
-            if (!isfinite(r.loss)) {
-                snprintf(err, sizeof err, "step %ld: the loss diverged (lower --lr)", step + 1);
-                goto fail;
-            }
-            loss += r.loss * b.n;
-            items += b.n;
-            correct += r.correct;
-            targets += eeb_task_targets(net, &b);
-        }
-        double s = (double)(eeb_mono_ns() - t0) / 1e9;
-        if (acc->ops->read_model(acc, net, err, sizeof err))
-            goto fail;
-        eeb_net_set_format(net, a->format);
-        if (eeb_model_save(a->out, net, (int)task, err, sizeof err))
-            goto fail;
-        fprintf(stderr, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
-                epoch, step, items ? loss / items : 0.0,
-                task == EEB_TASK_DET ? "object-cell class" : "top-1",
-                targets ? 100.0 * correct / targets : 0.0, s > 0 ? items / s : 0.0, a->out);
-    }
-    rc = EEB_EXIT_OK;
-fail:
-    if (rc != EEB_EXIT_OK)
-        eeb_cli_error(cmd, "%s", err);
-    eeb_batcher_free(bt);
-    eeb_accel_close(acc);
-    eeb_net_free(net);
-    eeb_shard_close(shard);
-    return rc;
+    a->p.log = stderr;
+    if (eeb_pretrain(&a->p, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    return EEB_EXIT_OK;
 }
 
 static void show_progress(uint64_t done, uint64_t total, void *arg)
@@ -302,7 +224,7 @@ static void show_progress(uint64_t done, uint64_t total, void *arg)
 }
 
 /* The test stage: predicts the shard and prints the task's metric. */
-static int test_model(const char *path, const struct pretrain_args *a, int as_json)
+static int test_model(const char *path, const struct model_args *a, int as_json)
 {
     char err[512];
     struct eeb_net *net = NULL;
@@ -310,21 +232,21 @@ static int test_model(const char *path, const struct pretrain_args *a, int as_js
     int task, rc = EEB_EXIT_ERROR;
     struct eeb_task_eval_options opt;
     eeb_task_eval_defaults(&opt);
-    opt.batch = a->cfg.batch_max;
+    opt.batch = a->p.cfg.batch_max;
     opt.predictions = a->pred;
     if (isatty(2) && !as_json)
         opt.progress = show_progress;
     struct eeb_task_score s;
-    if ((a->train && eeb_classes_compare_files(a->train, a->data, err, sizeof err)) ||
+    if ((a->train && eeb_classes_compare_files(a->train, a->p.data, err, sizeof err)) ||
         eeb_model_load(path, &net, &task, err, sizeof err) ||
-        eeb_accel_start(a->backend, &a->cfg, net, &acc, err, sizeof err) ||
-        eeb_task_evaluate(acc, net, a->data, &opt, &s, err, sizeof err))
+        eeb_accel_start(a->p.backend, &a->p.cfg, net, &acc, err, sizeof err) ||
+        eeb_task_evaluate(acc, net, a->p.data, &opt, &s, err, sizeof err))
         goto out;
     rc = EEB_EXIT_OK;
-    int det = eeb_net_loss(net)->kind == EEB_LAYER_GRID_LOSS;
+    int det = s.prediction == EEB_PREDICTION_BOXES; /* the shard's task reports boxes: mAP */
     double n = s.items ? (double)s.items : 1;
     if (as_json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "model", path, "data", a->data, "backend",
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "model", path, "data", a->p.data, "backend",
                               acc->ops->name, "items", (json_int_t)s.items);
         if (o && det) {
             json_object_set_new(o, "detections", json_integer((json_int_t)s.detections));
@@ -336,11 +258,11 @@ static int test_model(const char *path, const struct pretrain_args *a, int as_js
         }
         rc = eeb_cli_print_json(cmd, o);
     } else if (det) {
-        printf("%s on %s (%s): %llu images, %llu detections\n", path, a->data, acc->ops->name,
+        printf("%s on %s (%s): %llu images, %llu detections\n", path, a->p.data, acc->ops->name,
                (unsigned long long)s.items, (unsigned long long)s.detections);
         printf("mAP    %.4f  (VOC all-point AP, IoU >= %g)\n", s.map, opt.iou);
     } else {
-        printf("%s on %s (%s): %llu items\n", path, a->data, acc->ops->name,
+        printf("%s on %s (%s): %llu items\n", path, a->p.data, acc->ops->name,
                (unsigned long long)s.items);
         printf("top-1  %.4f  (%llu of %llu)\n", s.topk.top1 / n, (unsigned long long)s.topk.top1,
                (unsigned long long)s.items);
@@ -402,29 +324,28 @@ int eeb_cmd_model(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct pretrain_args a = {
-        .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
-    eeb_accel_config_default(&a.cfg);
+    struct model_args a = {0};
+    eeb_pretrain_defaults(&a.p);
     int c, rc = EEB_EXIT_OK, as_json = 0, have_format = 0;
-    double batch = a.cfg.batch_max, frozen = 0, threads = 0;
+    double batch = a.p.cfg.batch_max, frozen = 0, threads = 0;
     opterr = 0;
     optind = 1;
     while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
         switch (c) {
         case O_TASK: a.task = optarg; break;
-        case O_DATA: a.data = optarg; break;
-        case 'o': a.out = optarg; break;
-        case O_EPOCHS: rc = eeb_cli_count(cmd, "--epochs", optarg, 1, 1e12, &a.epochs); break;
-        case O_STEPS: rc = eeb_cli_count(cmd, "--steps", optarg, 1, 1e12, &a.steps); break;
+        case O_DATA: a.p.data = optarg; break;
+        case 'o': a.p.out = optarg; break;
+        case O_EPOCHS: rc = eeb_cli_count(cmd, "--epochs", optarg, 1, 1e12, &a.p.epochs); break;
+        case O_STEPS: rc = eeb_cli_count(cmd, "--steps", optarg, 1, 1e12, &a.p.steps); break;
         case O_BATCH: rc = eeb_cli_count(cmd, "--batch", optarg, 1, 65535, &batch); break;
-        case O_WINDOW: rc = eeb_cli_count(cmd, "--window", optarg, 1, 1 << 20, &a.window); break;
-        case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.seed); break;
-        case O_LR: rc = eeb_cli_number(cmd, "--lr", optarg, &a.cfg.lr); break;
-        case O_MOM: rc = eeb_cli_number(cmd, "--momentum", optarg, &a.cfg.momentum); break;
-        case O_DECAY: rc = eeb_cli_number(cmd, "--decay", optarg, &a.cfg.weight_decay); break;
-        case O_BACKEND: a.backend = optarg; break;
-        case O_FORMAT: rc = parse_format(optarg, &a.format), have_format = 1; break;
-        case O_INIT: a.init = optarg; break;
+        case O_WINDOW: rc = eeb_cli_count(cmd, "--window", optarg, 1, 1 << 20, &a.p.window); break;
+        case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.p.seed); break;
+        case O_LR: rc = eeb_cli_number(cmd, "--lr", optarg, &a.p.cfg.lr); break;
+        case O_MOM: rc = eeb_cli_number(cmd, "--momentum", optarg, &a.p.cfg.momentum); break;
+        case O_DECAY: rc = eeb_cli_number(cmd, "--decay", optarg, &a.p.cfg.weight_decay); break;
+        case O_BACKEND: a.p.backend = optarg; break;
+        case O_FORMAT: rc = parse_format(optarg, &a.p.format), have_format = 1; break;
+        case O_INIT: a.p.init = optarg; break;
         case O_FROZEN: rc = eeb_cli_count(cmd, "--frozen", optarg, 0, 4096, &frozen); break;
         case O_PRED: a.pred = optarg; break;
         case O_TRAIN: a.train = optarg; break;
@@ -438,11 +359,11 @@ int eeb_cmd_model(int argc, char **argv)
     if (rc != EEB_EXIT_OK)
         return rc;
     char err[1024];
-    if (a.out && eeb_check_output(a.out, err, sizeof err)) /* before the work */
+    if (a.p.out && eeb_check_output(a.p.out, err, sizeof err)) /* before the work */
         return eeb_cli_error(cmd, "%s", err);
-    a.cfg.batch_max = (int)batch;
-    a.cfg.frozen = (int)frozen;
-    a.cfg.threads = (int)threads;
+    a.p.cfg.batch_max = (int)batch;
+    a.p.cfg.frozen = (int)frozen;
+    a.p.cfg.threads = (int)threads;
     if (optind >= argc)
         return eeb_cli_usage_error(cmd, "expected info, pretrain, test or convert");
     const char *action = argv[optind++];
@@ -453,20 +374,20 @@ int eeb_cmd_model(int argc, char **argv)
         return info(argv[optind], as_json);
     }
     if (strcmp(action, "test") == 0) {
-        if (nargs != 1 || !a.data)
+        if (nargs != 1 || !a.p.data)
             return eeb_cli_usage_error(cmd, "'test' takes FILE and --data");
         return test_model(argv[optind], &a, as_json);
     }
     if (strcmp(action, "convert") == 0) {
-        if (nargs != 1 || !a.out || !have_format)
+        if (nargs != 1 || !a.p.out || !have_format)
             return eeb_cli_usage_error(cmd, "'convert' takes FILE, -o OUT and --format");
-        return convert(argv[optind], a.out, a.format);
+        return convert(argv[optind], a.p.out, a.p.format);
     }
     if (strcmp(action, "pretrain") == 0) {
         if (nargs != 0)
             return eeb_cli_usage_error(cmd, "'pretrain' takes no FILE arguments: '%s'",
                                        argv[optind]);
-        if (!a.task || !a.data || !a.out)
+        if (!a.task || !a.p.data || !a.p.out)
             return eeb_cli_usage_error(cmd, "'pretrain' needs --task, --data and -o");
         return pretrain(&a);
     }

@@ -5,6 +5,7 @@
  */
 #include "eeb_cli.h"
 #include "power/eeb_power.h"
+#include "rundb/eeb_config_record.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -106,8 +107,8 @@ static int create_log_run(struct eeb_rundb *db, const struct log_args *a,
                           const struct eeb_power_source *src, int64_t *run, char *err,
                           size_t errlen)
 {
-    json_t *cfg = json_pack("{s:{s:s, s:f, s:s}}", "power", "source", src->uri, "rate_hz", a->rate,
-                            "provenance", eeb_provenance_name(src->provenance));
+    json_t *cfg = json_object();
+    eeb_config_put_power(cfg, src->uri, a->rate, eeb_provenance_name(src->provenance), NULL);
     char *config = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(cfg);
     if (!config)

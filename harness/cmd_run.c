@@ -6,13 +6,14 @@
  * would type).
  */
 #include "eeb_cli.h"
+#include "common/eeb_json.h"
 #include "eeb_client.h"
 #include "eeb_display.h"
 #include "eeb_run.h"
+#include "tasks/eeb_embedded.h"
 #include "tasks/eeb_tasks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -74,37 +75,6 @@ static void help(void)
 
 /* ---- the embedded default ---- */
 
-/* Runs an eeb subcommand, first showing it as a user would type it. */
-/* Runs a preparation step (eeb data gen, eeb model pretrain) in process.
- * Its report lines are progress here: they go to stderr (nowhere with -q),
- * so that stdout carries the run's result alone, as --json needs.  Its
- * errors go to stderr either way. */
-static int say_and_run(int quiet, int (*fn)(int, char **), char **argv)
-{
-    int argc = 0;
-    while (argv[argc])
-        argc++;
-    if (!quiet) {
-        fputs("$ eeb", stderr);
-        for (int i = 0; i < argc; i++)
-            fprintf(stderr, " %s", argv[i]);
-        fputc('\n', stderr);
-    }
-    fflush(stdout);
-    int saved = dup(1), to = quiet ? open("/dev/null", O_WRONLY | O_CLOEXEC) : dup(2);
-    if (saved < 0 || to < 0 || dup2(to, 1) < 0) {
-        int e = errno;
-        close(saved), close(to);
-        return eeb_cli_error("run", "redirecting the preparation's output: %s", strerror(e));
-    }
-    close(to);
-    int rc = fn(argc, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    return rc;
-}
-
 static int make_dirs(const char *dir)
 {
     char path[4096];
@@ -134,59 +104,17 @@ static int embedded(struct eeb_run_config *c, const char *workdir, int quiet)
     }
     if (make_dirs(workdir))
         return eeb_cli_error(cmd, "--workdir %s: %s", workdir, strerror(errno));
-    const struct eeb_task_profile *p = eeb_task_profile((enum eeb_task)c->task);
-    const char *task = eeb_task_name((enum eeb_task)c->task);
-    char paths[4][4200], n[3][16], size[16], frames[16], epochs[16], lr[32];
-    static const char *const names[] = {"pretrain", "finetune", "test", "base"};
-    for (int i = 0; i < 4; i++)
-        snprintf(paths[i], sizeof paths[i], "%s/%s-%s.%s", workdir, task, names[i],
-                 i < 3 ? "eebd" : "eebm");
-    snprintf(n[0], sizeof n[0], "%d", p->pretrain_n);
-    snprintf(n[1], sizeof n[1], "%d", p->finetune_n);
-    snprintf(n[2], sizeof n[2], "%d", p->test_n);
-    snprintf(size, sizeof size, "%d", p->size);
-    snprintf(frames, sizeof frames, "%d", p->frames);
-    snprintf(epochs, sizeof epochs, "%d", p->pretrain_epochs);
-    snprintf(lr, sizeof lr, "%g", p->lr);
-    static const char *const domains[] = {"pretrain", "finetune", "finetune"};
-    static const char *const splits[] = {"train", "train", "test"};
-    for (int i = 0; i < 3; i++) {
-        if (access(paths[i], R_OK) == 0 || (i == 2 && c->server)) /* official: the server's */
-            continue;
-        /* images take no --frames; the seed is the generator's default */
-        int video = c->task == EEB_TASK_VIDEO;
-        char *argv[] = {"data",
-                        "gen",
-                        "--task",
-                        (char *)task,
-                        "--domain",
-                        (char *)domains[i],
-                        "--split",
-                        (char *)splits[i],
-                        "--n",
-                        n[i],
-                        "--size",
-                        size,
-                        "-o",
-                        paths[i],
-                        "-q",
-                        video ? "--frames" : "--seed",
-                        video ? frames : "1",
-                        NULL};
-        int rc = say_and_run(quiet, eeb_cmd_data, argv);
-        if (rc)
-            return rc;
-    }
-    if (access(paths[3], R_OK) != 0) {
-        char *argv[] = {"model",  "pretrain", "--task", (char *)task, "--data", paths[0], "-o",
-                        paths[3], "--epochs", epochs,   "--lr",       lr,       NULL};
-        int rc = say_and_run(quiet, eeb_cmd_model, argv);
-        if (rc)
-            return rc;
-    }
+    /* the steps' reports are progress: stderr, so that stdout carries the
+     * run's result alone, as --json needs */
+    struct eeb_embedded e;
+    char err[512];
+    if (eeb_embedded_make((enum eeb_task)c->task, workdir, !c->server, quiet ? NULL : stderr, &e,
+                          err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    const char *paths[] = {e.finetune, e.test, e.model};
     char **fields[] = {&c->finetune, &c->test, &c->model};
     for (int i = 0; i < 3; i++)
-        if (!*fields[i] && !(i == 1 && c->server) && !(*fields[i] = strdup(paths[i + 1])))
+        if (!*fields[i] && !(i == 1 && c->server) && !(*fields[i] = strdup(paths[i])))
             return eeb_cli_error(cmd, "out of memory");
     return EEB_EXIT_OK;
 }
@@ -229,11 +157,11 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
         if (j) {
             json_t *figures = json_pack(
                 "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b}", "m_u",
-                eeb_cli_json_number(s->m_u), "m_t", eeb_cli_json_number(s->m_t), "m_p",
-                eeb_cli_json_number(s->m_p), "m_s", eeb_cli_json_number(s->m_s), "t_s",
-                eeb_cli_json_number(o->t_s), "t_max_s", eeb_cli_json_number(o->t_max_s), "energy_j",
-                eeb_cli_json_number(o->energy_j), "p_max_w", eeb_cli_json_number(o->p_max_w),
-                "worst_window_w", eeb_cli_json_number(o->worst_w), "steps", (json_int_t)o->steps,
+                eeb_json_number(s->m_u), "m_t", eeb_json_number(s->m_t), "m_p",
+                eeb_json_number(s->m_p), "m_s", eeb_json_number(s->m_s), "t_s",
+                eeb_json_number(o->t_s), "t_max_s", eeb_json_number(o->t_max_s), "energy_j",
+                eeb_json_number(o->energy_j), "p_max_w", eeb_json_number(o->p_max_w),
+                "worst_window_w", eeb_json_number(o->worst_w), "steps", (json_int_t)o->steps,
                 "tmax_reached", o->tmax_reached);
             json_object_set_new(j, "figures", figures);
             if (o->design[0])
@@ -260,7 +188,7 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                fig(4, s->m_p).text, fig(3, o->energy_j).text, o->p_max_w,
                fig(3, s->mean_power_w).text, fig(3, o->worst_w).text);
         printf("  M_s  %8s   %s on %llu test items\n", fig(4, s->m_s).text,
-               eeb_task_metric((enum eeb_task)c->task), (unsigned long long)o->test_items);
+               eeb_task_get((enum eeb_task)c->task)->metric, (unsigned long long)o->test_items);
         if (o->design[0])
             printf("  device (modeled): %s\n    its %llu steps would take %.3f s and %.3f J\n",
                    o->design, (unsigned long long)o->steps, o->device_time_s, o->device_energy_j);

@@ -4,6 +4,7 @@
  */
 #include "eeb_cli.h"
 #include "scoring/eeb_score.h"
+#include "tasks/eeb_task_ops.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -59,9 +59,6 @@ int eeb_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(p
 struct json_t;
 int eeb_cli_print_json(const char *cmd, struct json_t *o);
 
-/* v as a JSON number, or null for a figure a run does not have (NAN). */
-struct json_t *eeb_cli_json_number(double v);
-
 /* Parses the whole of text as a finite number for option opt; on failure
  * prints a usage error and returns 2. */
 int eeb_cli_number(const char *cmd, const char *opt, const char *text, double *out);

@@ -94,7 +94,6 @@ struct eeb_run_progress {
 struct eeb_client;
 
 struct eeb_run_hooks {
-    const struct eeb_accel_ops *backend; /* NULL: config's backend by name */
     void (*progress)(const struct eeb_run_progress *p, void *arg);
     void *arg;
     double progress_every_s;             /* how often progress is called (default 0.25) */

@@ -4,7 +4,8 @@
  * and the energy and validity figures computed from the samples.
  *
  * A source is a URI, "scheme:arguments", opened through a constant table
- * of functions per scheme (SQLite's VFS shape).  Each reading carries the
+ * of functions per scheme (SQLite's VFS shape), which starts with its
+ * version and capabilities; slots marked optional may be NULL.  Each reading carries the
  * provenance of its numbers: measured (a meter), counter (an energy
  * counter, differentiated) or modeled (a simulation or the analytical
  * model) -- leaderboards never mix them.
@@ -30,13 +31,37 @@ struct eeb_power_source {
     const struct eeb_power_source_ops *ops;
     char *uri;                      /* as opened */
     enum eeb_provenance provenance; /* of its readings */
-    const char *note;               /* (optional) what opening found that the user should
-                                     * hear (a replayed log's skipped lines); NULL if nothing;
-                                     * the source's own */
+    const char *note;               /* optional: NULL means opening found nothing the user
+                                     * should hear; else that (a replayed log's skipped
+                                     * lines), the source's own */
+};
+
+/* The layout of struct eeb_power_source_ops this eeb knows (SQLite's
+ * iVersion): a table says which one it was written against, and the
+ * registry refuses a table of another.  version, caps and scheme keep
+ * their places in every version, so that a refusal can name the source. */
+#define EEB_POWER_SOURCE_OPS_VERSION 1
+
+/* Where a kind of source gets its readings (curl's features): ops->caps,
+ * one of the first four bits. */
+enum eeb_power_cap {
+    EEB_POWER_CAP_LIVE = 1u << 0,      /* reads a meter or counter as the run goes */
+    EEB_POWER_CAP_RECORDED = 1u << 1,  /* plays a recording back (replay:) */
+    EEB_POWER_CAP_SIMULATED = 1u << 2, /* makes its readings up (sim:) */
+    EEB_POWER_CAP_WRAPPER = 1u << 3,   /* another source's, named in its URI (faulty:) */
+};
+
+/* What a run tells its source as it goes: the power of the modeled device
+ * in the stage now, for a source that plays the model (sim:profile=model). */
+struct eeb_power_control {
+    double watts; /* the level to read from now on */
+    double noise; /* the standard deviation of the noise around it, watts */
 };
 
 struct eeb_power_source_ops {
-    const char *scheme;      /* "sim" opens "sim:..." */
+    int version;        /* EEB_POWER_SOURCE_OPS_VERSION, first: what the rest of the table is */
+    unsigned caps;      /* enum eeb_power_cap bits */
+    const char *scheme; /* "sim" opens "sim:..." */
     const char *description; /* one line, for --help and `eeb power list` */
     /* Opens the source that args, the URI after "scheme:", describes
      * (uri is the whole, for messages); fills every base field but uri. */
@@ -49,21 +74,36 @@ struct eeb_power_source_ops {
     int (*read)(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb_sample *out, char *err,
                 size_t errlen);
     void (*close)(struct eeb_power_source *s);
-    /* The meters of this kind found on this machine, one line each with
-     * the URI that opens it and a reading now; how many, or an error.
-     * NULL for kinds found only by address (network meters). */
+    /* optional: NULL means meters of this kind are found only by address
+     * (network meters).  The meters of this kind found on this machine,
+     * one line each with the URI that opens it and a reading now; how
+     * many, or an error. */
     int (*list)(FILE *out, char *err, size_t errlen);
+    /* optional: NULL means the source takes no control.  What s reads from
+     * now on, c; called on another thread than read's while it samples.
+     * EEB_ENOTSUP naming s if this one cannot follow it (sim: but
+     * profile=model).  Call it through eeb_power_source_control. */
+    int (*control)(struct eeb_power_source *s, const struct eeb_power_control *c, char *err,
+                   size_t errlen);
 };
 
 /* Sources built in, NULL-terminated. */
 const struct eeb_power_source_ops *const *eeb_power_sources(void);
 
+/* EEB_OK if this eeb can drive ops: its version is
+ * EEB_POWER_SOURCE_OPS_VERSION and every slot not marked optional is
+ * filled; else EEB_EVERSION or EEB_EINVAL naming the scheme.
+ * eeb_power_open checks the table of every source it opens. */
+int eeb_power_source_ops_check(const struct eeb_power_source_ops *ops, char *err, size_t errlen);
+
 /* Opens a source by URI; EEB_EINVAL naming the schemes for an unknown one. */
 int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen);
 
-/* A "sim:profile=model" source: its level and noise (standard deviation),
- * watts, from now on; EEB_EINVAL for any other source. */
-int eeb_power_sim_drive(struct eeb_power_source *s, double watts, double noise);
+/* Tells s what to read from now on (eeb run moves a "sim:profile=model"
+ * source to the modeled device's power in each stage): EEB_OK, or
+ * EEB_ENOTSUP naming s when it takes no control; err may be NULL. */
+int eeb_power_source_control(struct eeb_power_source *s, const struct eeb_power_control *c,
+                             char *err, size_t errlen);
 
 static inline void eeb_power_close(struct eeb_power_source *s)
 {

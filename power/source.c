@@ -21,6 +21,36 @@ const struct eeb_power_source_ops *const *eeb_power_sources(void)
     return sources;
 }
 
+int eeb_power_source_ops_check(const struct eeb_power_source_ops *ops, char *err, size_t errlen)
+{
+    /* version, caps and scheme lead every version of the table, so a
+     * table of another version can still be named */
+    const char *scheme = ops->scheme ? ops->scheme : "(no scheme)";
+    if (ops->version != EEB_POWER_SOURCE_OPS_VERSION)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "power source '%s:': its ops table is version %d, this eeb drives "
+                        "version %d (build it against this eeb's power/eeb_power.h)",
+                        scheme, ops->version, EEB_POWER_SOURCE_OPS_VERSION);
+    const char *slot = !ops->scheme        ? "scheme"
+                       : !ops->description ? "description"
+                       : !ops->open        ? "open"
+                       : !ops->read        ? "read"
+                       : !ops->close       ? "close"
+                                           : NULL;
+    if (slot)
+        return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s:': its ops table has no %s",
+                        scheme, slot);
+    return EEB_OK;
+}
+
+int eeb_power_source_control(struct eeb_power_source *s, const struct eeb_power_control *c,
+                             char *err, size_t errlen)
+{
+    if (!s->ops->control)
+        return eeb_errf(err, errlen, EEB_ENOTSUP, "power source '%s' takes no control", s->uri);
+    return s->ops->control(s, c, err, errlen);
+}
+
 const char *eeb_provenance_name(enum eeb_provenance p)
 {
     return p == EEB_MEASURED ? "measured" : p == EEB_COUNTER ? "counter" : "modeled";
@@ -34,7 +64,9 @@ int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, si
         if (strlen((*o)->scheme) != len || strncmp((*o)->scheme, uri, len) != 0)
             continue;
         struct eeb_power_source *s;
-        int rc = (*o)->open(uri, colon ? colon + 1 : "", &s, err, errlen);
+        int rc = eeb_power_source_ops_check(*o, err, errlen);
+        if (rc == EEB_OK)
+            rc = (*o)->open(uri, colon ? colon + 1 : "", &s, err, errlen);
         if (rc != EEB_OK)
             return rc;
         if (!(s->uri = strdup(uri))) {

@@ -90,6 +90,8 @@ static int faulty_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb
 }
 
 const struct eeb_power_source_ops power_faulty_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_WRAPPER,
     .scheme = "faulty",
     .description =
         "faulty:WHEN:URI, another source failing or stalling on chosen reads (its provenance)",

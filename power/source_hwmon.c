@@ -486,6 +486,8 @@ static int hwmon_list(FILE *out, char *err, size_t errlen)
 }
 
 const struct eeb_power_source_ops power_hwmon_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_LIVE,
     .scheme = "hwmon",
     .description = "hwmon:[CHIP][/RAIL], hwmon power rails through libsensors: one rail, or "
                    "the sum of a chip's or of all (measured, or counter for energy inputs)",

@@ -170,6 +170,8 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
 }
 
 const struct eeb_power_source_ops power_ptd_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_LIVE,
     .scheme = "ptd",
     .description = "ptd://HOST:PORT[?interval=MS,name=LABEL,timeout=S], a SPEC PTDaemon "
                    "(MLPerf power labs) (measured)",

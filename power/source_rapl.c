@@ -198,6 +198,8 @@ static int rapl_list(FILE *out, char *err, size_t errlen)
 }
 
 const struct eeb_power_source_ops power_rapl_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_LIVE,
     .scheme = "rapl",
     .description = "rapl:[ZONE], the host's RAPL energy counters through powercap: a zone, or "
                    "every package summed (counter)",

@@ -318,6 +318,8 @@ static int replay_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb
 }
 
 const struct eeb_power_source_ops power_replay_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_RECORDED,
     .scheme = "replay",
     .description = "replay:FILE[?channel=N|total,date=MM-DD|DD-MM,mark=LABEL,power=COLUMN,"
                    "time_unit=s|ms|us|ns,decimal=,|.,...], a recorded trace: a SPEC PTDaemon "

@@ -146,6 +146,8 @@ static int scpi_read(struct eeb_power_source *base, int64_t t_mono_ns, struct ee
 }
 
 const struct eeb_power_source_ops power_scpi_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_LIVE,
     .scheme = "scpi",
     .description = "scpi://HOST:PORT[?element=N,timeout=S], a Yokogawa WT300-series analyzer "
                    "over SCPI (measured)",

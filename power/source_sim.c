@@ -8,8 +8,9 @@
  *   noise=W,seed=N           Gaussian noise of that standard deviation
  *   volts=V                  also report volts, and amps = watts / volts
  * Time starts at the first reading.  Its readings are modeled.  "model" is
- * a constant the run moves as it goes (eeb_power_sim_drive): the analytical
- * model's power in each stage, so the trace replays the modeled device.
+ * a constant the run moves as it goes (its control slot, through
+ * eeb_power_source_control): the analytical model's power in each stage,
+ * so the trace replays the modeled device.
  */
 #include "power_int.h"
 
@@ -129,13 +130,16 @@ static int sim_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
     return EEB_OK;
 }
 
-int eeb_power_sim_drive(struct eeb_power_source *base, double watts, double noise)
+/* profile=model follows the run's control; the others have their own shape. */
+static int sim_control(struct eeb_power_source *base, const struct eeb_power_control *c, char *err,
+                       size_t errlen)
 {
-    if (base->ops != &power_sim_ops || ((struct sim *)base)->profile != MODEL)
-        return EEB_EINVAL;
     struct sim *s = (struct sim *)base;
-    atomic_store(&s->noise, noise);
-    atomic_store(&s->watts, watts);
+    if (s->profile != MODEL)
+        return eeb_errf(err, errlen, EEB_ENOTSUP,
+                        "power source '%s' takes no control (sim:profile=model does)", base->uri);
+    atomic_store(&s->noise, c->noise);
+    atomic_store(&s->watts, c->watts);
     return EEB_OK;
 }
 
@@ -146,6 +150,8 @@ static void sim_close(struct eeb_power_source *s)
 }
 
 const struct eeb_power_source_ops power_sim_ops = {
+    .version = EEB_POWER_SOURCE_OPS_VERSION,
+    .caps = EEB_POWER_CAP_SIMULATED,
     .scheme = "sim",
     .description =
         "sim:[key=value,...], constant, step, sine or the run's modeled watts, with seeded "
@@ -153,4 +159,5 @@ const struct eeb_power_source_ops power_sim_ops = {
     .open = sim_open,
     .read = sim_read,
     .close = sim_close,
+    .control = sim_control,
 };

@@ -4,9 +4,9 @@
  * rule of scoring/ (eeb_power.h).
  */
 #include "eeb_power.h"
+#include "rundb/eeb_config_record.h"
 #include "scoring/eeb_score.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,12 +57,10 @@ static int find_window(void *arg, int64_t t_mono_ns, int64_t t_utc_ns, const cha
 /* What the run's configuration says of its meter. */
 static void read_config(const char *config, struct eeb_power_summary *out)
 {
-    json_t *o = json_loads(config, 0, NULL);
-    json_t *power = o ? json_object_get(o, "power") : NULL;
-    const char *prov = json_string_value(json_object_get(power, "provenance"));
-    snprintf(out->provenance, sizeof out->provenance, "%s", prov ? prov : "");
-    out->rate_hz = json_number_value(json_object_get(power, "rate_hz"));
-    json_decref(o);
+    struct eeb_config_record c;
+    (void)eeb_config_record_read(config, &c); /* a config unread says nothing */
+    snprintf(out->provenance, sizeof out->provenance, "%s", c.power_provenance);
+    out->rate_hz = isnan(c.rate_hz) ? 0 : c.rate_hz;
 }
 
 static uint64_t count_of(struct eeb_rundb *db, int64_t run, const char *name)

@@ -4,9 +4,10 @@
  * stored configuration, events, samples and predictions (`eeb check`, the
  * run's own SCORE stage, which must agree with it, and the server).
  */
+#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
-#include "tasks/eeb_shard.h"
-#include "tasks/eeb_voc.h"
+#include "tasks/eeb_prediction.h"
+#include "tasks/eeb_task_ops.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
 
@@ -69,95 +70,15 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
 /* ---- M_s from the stored predictions ---- */
 
 struct recount {
-    enum eeb_task task;
+    struct eeb_prediction_tally *tally;
     uint64_t n;
-    struct eeb_topk topk;
-    int nclasses; /* det: 1 + the highest class seen */
-    struct eeb_voc_truth *truth[EEB_SHARD_MAX_CLASSES];
-    int ntruth[EEB_SHARD_MAX_CLASSES], cap_truth[EEB_SHARD_MAX_CLASSES];
-    struct eeb_voc_detection *det[EEB_SHARD_MAX_CLASSES];
-    int ndet[EEB_SHARD_MAX_CLASSES], cap_det[EEB_SHARD_MAX_CLASSES];
     char bad[200];
 };
-
-static int grow(void **a, int *n, int *cap, size_t size)
-{
-    if (*n < *cap)
-        return 0;
-    int c = *cap ? 2 * *cap : 64;
-    void *p = realloc(*a, (size_t)c * size);
-    if (!p)
-        return -1;
-    *a = p, *cap = c;
-    return 0;
-}
-
-/* A box array [class, score or difficult, x0, y0, x1, y1]; its class. */
-static int box_of(json_t *b, double v[6])
-{
-    if (json_array_size(b) != 6)
-        return -1;
-    for (int i = 0; i < 6; i++) {
-        json_t *x = json_array_get(b, (size_t)i);
-        if (!json_is_number(x))
-            return -1;
-        v[i] = json_number_value(x);
-    }
-    return v[0] >= 0 && v[0] < EEB_SHARD_MAX_CLASSES && v[0] == floor(v[0]) ? (int)v[0] : -1;
-}
-
-static int recount_det(struct recount *rc, int64_t item, json_t *o)
-{
-    json_t *boxes = json_object_get(o, "boxes"), *truth = json_object_get(o, "truth");
-    if (!json_is_array(boxes) || !json_is_array(truth))
-        return -1;
-    size_t i;
-    json_t *b;
-    double v[6];
-    /* a shard's continuous [x0, x1] is the devkit's pixels x0 + 1 .. x1,
-     * as the evaluator converts both */
-    json_array_foreach(truth, i, b)
-    {
-        int c = box_of(b, v);
-        if (c < 0 ||
-            grow((void **)&rc->truth[c], &rc->ntruth[c], &rc->cap_truth[c], sizeof **rc->truth))
-            return -1;
-        rc->truth[c][rc->ntruth[c]++] =
-            (struct eeb_voc_truth){(int)item, v[1] != 0, {v[2] + 1.0, v[3] + 1.0, v[4], v[5]}};
-        rc->nclasses = c + 1 > rc->nclasses ? c + 1 : rc->nclasses;
-    }
-    json_array_foreach(boxes, i, b)
-    {
-        int c = box_of(b, v);
-        if (c < 0 || grow((void **)&rc->det[c], &rc->ndet[c], &rc->cap_det[c], sizeof **rc->det))
-            return -1;
-        rc->det[c][rc->ndet[c]++] =
-            (struct eeb_voc_detection){(int)item, v[1], {v[2] + 1.0, v[3] + 1.0, v[4], v[5]}};
-        rc->nclasses = c + 1 > rc->nclasses ? c + 1 : rc->nclasses;
-    }
-    return 0;
-}
 
 static int recount_item(void *arg, int64_t item, const char *payload)
 {
     struct recount *rc = arg;
-    json_t *o = json_loads(payload, 0, NULL);
-    int bad = !o;
-    if (o && rc->task == EEB_TASK_DET) {
-        bad = recount_det(rc, item, o) != 0;
-    } else if (o) {
-        json_t *top = json_object_get(o, "top"), *x;
-        int ranked[EEB_TOPK_MAX], n = 0;
-        size_t i;
-        json_array_foreach(top, i, x)
-        {
-            if (n < EEB_TOPK_MAX)
-                ranked[n++] = (int)json_integer_value(x);
-        }
-        bad = !json_is_integer(json_object_get(o, "label")) || !json_is_array(top);
-        eeb_topk_add(&rc->topk, (int)json_integer_value(json_object_get(o, "label")), ranked, n);
-    }
-    json_decref(o);
+    int bad = eeb_prediction_tally_add(rc->tally, item, payload) != EEB_OK;
     rc->n++;
     if (bad)
         snprintf(rc->bad, sizeof rc->bad, "prediction %lld is not what eeb run stores",
@@ -169,47 +90,27 @@ static int recount_item(void *arg, int64_t item, const char *payload)
 static double recount(struct eeb_rundb *db, int64_t run, enum eeb_task task, uint64_t items,
                       struct eeb_run_outcome *out, char *err, size_t errlen)
 {
-    struct recount *rc = calloc(1, sizeof *rc);
-    if (!rc) {
+    struct recount rc = {0};
+    if (eeb_prediction_tally_new(&rc.tally, eeb_task_get(task)->prediction) != EEB_OK) {
         why(out, "recounting the predictions: out of memory");
         return NAN;
     }
-    rc->task = task;
     double m_s = NAN;
-    int st = eeb_rundb_predictions_each(db, run, recount_item, rc, err, errlen);
+    int st = eeb_rundb_predictions_each(db, run, recount_item, &rc, err, errlen);
     if (st > 0)
-        why(out, "%s", rc->bad);
+        why(out, "%s", rc.bad);
     else if (st < 0)
         why(out, "%s", err);
-    else if (rc->n != items)
-        why(out, "%llu predictions stored for %llu test items", (unsigned long long)rc->n,
+    else if (rc.n != items)
+        why(out, "%llu predictions stored for %llu test items", (unsigned long long)rc.n,
             (unsigned long long)items);
-    else if (task != EEB_TASK_DET)
-        m_s = items ? (double)rc->topk.top5 / (double)items : NAN;
-    else {
-        struct eeb_voc_class_result *res = calloc((size_t)rc->nclasses + 1, sizeof *res);
-        int ok = res != NULL;
-        for (int c = 0; ok && c < rc->nclasses; c++)
-            ok = eeb_voc_class_ap(rc->truth[c], rc->ntruth[c], rc->det[c], rc->ndet[c], 0.5,
-                                  EEB_VOC_AP_ALL_POINTS, &res[c]) == EEB_OK;
-        m_s = ok ? eeb_voc_map(res, rc->nclasses) : NAN;
-        if (!ok)
-            why(out, "recounting the predictions: out of memory");
-        free(res);
-    }
-    for (int c = 0; c < EEB_SHARD_MAX_CLASSES; c++)
-        free(rc->truth[c]), free(rc->det[c]);
-    free(rc);
+    else if (eeb_prediction_tally_value(rc.tally, items, &m_s) != EEB_OK)
+        why(out, "recounting the predictions: out of memory");
+    eeb_prediction_tally_free(rc.tally);
     return m_s;
 }
 
 /* ---- the verdict ---- */
-
-static double number_at(json_t *o, const char *a, const char *b)
-{
-    json_t *v = json_object_get(json_object_get(o, a), b);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 /* A run as stored: its row and what its events say. */
 struct stored_run {
@@ -252,12 +153,13 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     const struct eeb_run_row *row = &sr->row;
     const struct record *rec = &sr->rec;
     int rc = EEB_OK;
-    json_t *cfg = json_loads(row->config, 0, NULL), *rules = json_object_get(cfg, "rules");
+    struct eeb_config_record cfg;
+    (void)eeb_config_record_read(row->config, &cfg); /* what it lacks is NAN: judged invalid */
     enum eeb_task task;
     out->run = row->id;
     snprintf(out->uuid, sizeof out->uuid, "%s", row->uuid);
     snprintf(out->provenance, sizeof out->provenance, "%s",
-             json_string_value(json_object_get(cfg, "provenance")) ?: "?");
+             cfg.provenance[0] ? cfg.provenance : "?");
     out->valid = 1;
     figures_unknown(out);
     if (eeb_task_parse(row->task, &task, err, errlen)) {
@@ -268,7 +170,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     }
     out->task = task;
     out->t_max_s = row->t_max_s, out->p_max_w = row->p_max_w;
-    out->window_s = number_at(cfg, "rules", "power_window_s");
+    out->window_s = cfg.window_s;
     out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
     /* a record that says it was stopped or broke (one received by the
      * server; `eeb run` judges neither) */
@@ -280,18 +182,16 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         out->valid = 0;
         why(out, "the run ended in an error: %s", rec->error);
     }
-    out->test_items = (uint64_t)number_at(cfg, "test", "items");
+    out->test_items = (uint64_t)cfg.test_items;
     /* an official run's predictions hold no truth: its M_s is the server's */
-    if (isnan(m_s) && json_is_object(json_object_get(cfg, "official"))) {
+    if (isnan(m_s) && cfg.official) {
         char gerr[256];
         if (eeb_rundb_result_get(sr->db, row->id, "m_s", &m_s, gerr, sizeof gerr))
             why(out, "M_s is the server's, and none was stored");
     } else if (isnan(m_s)) {
         m_s = recount(sr->db, row->id, task, out->test_items, out, err, errlen);
     }
-    out->score.m_u = (number_at(cfg, "util", "lut") + number_at(cfg, "util", "ff") +
-                      number_at(cfg, "util", "bram") + number_at(cfg, "util", "dsp")) /
-                     4;
+    out->score.m_u = (cfg.util[0] + cfg.util[1] + cfg.util[2] + cfg.util[3]) / 4;
     out->score.m_s = m_s;
     if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
@@ -326,8 +226,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         .energy_j = have_power ? out->energy_j : 0, /* M_p is n/a then */
         .p_max_w = row->p_max_w,
         .m_s = isnan(m_s) ? 0 : m_s,
-        .w = {number_at(rules, "weights", "u"), number_at(rules, "weights", "t"),
-              number_at(rules, "weights", "p"), number_at(rules, "weights", "s")}};
+        .w = {cfg.weights[0], cfg.weights[1], cfg.weights[2], cfg.weights[3]}};
     char serr[256];
     if (eeb_score_compute(&in, &out->score, serr, sizeof serr)) {
         why(out, "the stored configuration cannot be scored: %s", serr);
@@ -345,7 +244,6 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (!out->pass)
         out->score.s = NAN;
 out:
-    json_decref(cfg);
     return rc;
 }
 

@@ -9,8 +9,10 @@
  * (eeb_number_text) or to a fixed precision, never as "%.17g" noise.  Sections: gathering,
  * numbers, plotting, the score, the page.
  */
+#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
 #include "record/eeb_record.h"
+#include "tasks/eeb_task_ops.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -123,12 +125,6 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
         json_array_append_new(tl->events, json_pack("[f, s, s?]", s, kind, payload));
     json_decref(p);
     return rc;
-}
-
-/* A number in the configuration, or NAN. */
-static double number_of(const json_t *v)
-{
-    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 /* ---- numbers ---- */
@@ -510,21 +506,18 @@ struct terms {
     double frac[4]; /* LUT, FF, BRAM, DSP */
 };
 
-static void score_terms(const struct eeb_run_outcome *o, const json_t *cfg, struct terms *t)
+static void score_terms(const struct eeb_run_outcome *o, const struct eeb_config_record *cfg,
+                        struct terms *t)
 {
-    static const char *const weights[] = {"u", "t", "p", "s"};
-    static const char *const fracs[] = {"lut", "ff", "bram", "dsp"};
     /* eeb_score_compute fills the whole score (T > 0) or nothing: a run
      * stopped before scoring has zeros there, which it never had */
     int scored = o->score.t_s > 0;
     const double m[4] = {o->score.m_u, o->score.m_t, o->score.m_p, o->score.m_s};
-    const json_t *w = json_object_get(json_object_get(cfg, "rules"), "weights"),
-                 *u = json_object_get(cfg, "util");
     t->penalty = 0;
     for (int i = 0; i < 4; i++) {
         t->m[i] = scored ? m[i] : NAN;
-        t->w[i] = number_of(json_object_get(w, weights[i]));
-        t->frac[i] = number_of(json_object_get(u, fracs[i]));
+        t->w[i] = cfg->weights[i];
+        t->frac[i] = cfg->util[i];
         t->term[i] = t->w[i] * (i == TERM_S ? 1 - t->m[i] : t->m[i]);
         t->penalty += t->term[i];
     }
@@ -566,19 +559,18 @@ static void fraction_rows(FILE *f, const struct terms *t)
 }
 
 static void score_table(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
-                        const struct timeline *tl, const json_t *cfg)
+                        const struct timeline *tl, const struct eeb_config_record *cfg)
 {
     struct terms t;
     score_terms(o, cfg, &t);
     int scored = !isnan(t.m[TERM_U]);
     char note[512], a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX], c[EEB_NUMBER_MAX], d[EEB_NUMBER_MAX],
         e[EEB_NUMBER_MAX];
-    const json_t *util = json_object_get(cfg, "util");
     fputs("<h2>Score</h2>\n<table id=\"score\"><tr><th>metric</th><th>value</th><th>weight</th>"
           "<th>weighted term</th><th>share of the penalty</th><th>from</th></tr>\n",
           f);
-    snprintf(note, sizeof note, "mean of the four fractions below, from %s",
-             json_string_value(json_object_get(util, "source")) ?: "-");
+    snprintf(note, sizeof note, "mean of the four fractions below, from %.460s",
+             cfg->util_source[0] ? cfg->util_source : "-");
     term_row(f, "score-m_u", "M_u", &t, TERM_U, note);
     fraction_rows(f, &t);
     snprintf(note, sizeof note, "T %s s / T_max %s s%s", fixed(a, scored ? o->t_s : NAN, 3),
@@ -586,9 +578,7 @@ static void score_table(FILE *f, const struct eeb_run_row *run, const struct eeb
     term_row(f, "score-m_t", "M_t", &t, TERM_T, note);
     snprintf(note, sizeof note, "E %s J / (P_max %s W × T); mean %s W, worst %s s window %s W",
              fixed(a, scored ? o->energy_j : NAN, 3), eeb_number_text(run->p_max_w, b),
-             fixed(c, scored ? o->score.mean_power_w : NAN, 3),
-             eeb_number_text(
-                 number_of(json_object_get(json_object_get(cfg, "rules"), "power_window_s")), d),
+             fixed(c, scored ? o->score.mean_power_w : NAN, 3), eeb_number_text(cfg->window_s, d),
              fixed(e, scored ? o->worst_w : NAN, 3));
     term_row(f, "score-m_p", "M_p", &t, TERM_P, note);
     if (isnan(tl->test_end))
@@ -668,14 +658,32 @@ static void events_table(FILE *f, const struct timeline *tl)
     fputs("</table>\n", f);
 }
 
+/* The whole configuration as stored, every key shown as it is. */
+static void config_section(FILE *f, const char *config)
+{
+    json_t *cfg = json_loads(config ? config : "", 0, NULL);
+    fputs("<h2>Configuration</h2>\n", f);
+    if (json_is_object(cfg) && json_object_size(cfg)) {
+        fputs("<table id=\"config\">\n", f);
+        config_rows(f, cfg, "");
+        fputs("</table>\n", f);
+    } else {
+        fputs("<pre id=\"config\">", f);
+        eeb_html_text(f, config && config[0] ? config : "-");
+        fputs("</pre>\n", f);
+    }
+    json_decref(cfg);
+}
+
 static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
                  const struct trace *tr, const struct timeline *tl, const struct series *watts)
 {
     const char *verdict = eeb_run_verdict(o, 1);
-    json_t *cfg = json_loads(run->config ? run->config : "", 0, NULL);
-    const char *provenance =
-        o->provenance[0] ? o->provenance
-                         : json_string_value(json_object_get(cfg, "provenance")) ?: "-";
+    struct eeb_config_record cfg;
+    (void)eeb_config_record_read(run->config, &cfg); /* unread: its figures are "-" */
+    const char *provenance = o->provenance[0]    ? o->provenance
+                             : cfg.provenance[0] ? cfg.provenance
+                                                 : "-";
     char a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX];
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>eeb run ", f);
     fprintf(f, "%lld</title>\n", (long long)run->id);
@@ -716,7 +724,7 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
         eeb_html_text(f, o->why);
         fputs("</p>\n", f);
     }
-    score_table(f, run, o, tl, cfg);
+    score_table(f, run, o, tl, &cfg);
     fputs("<h2>Power</h2>\n", f);
     if (tr->n)
         fprintf(f, "<p>%llu samples over %s s; peak %s W.</p>\n", (unsigned long long)tr->n,
@@ -731,20 +739,10 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
           f);
     training_plot(f, tl, &ta);
     events_table(f, tl);
-    fputs("<h2>Configuration</h2>\n", f);
-    if (json_is_object(cfg) && json_object_size(cfg)) {
-        fputs("<table id=\"config\">\n", f);
-        config_rows(f, cfg, "");
-        fputs("</table>\n", f);
-    } else {
-        fputs("<pre id=\"config\">", f);
-        eeb_html_text(f, run->config && run->config[0] ? run->config : "-");
-        fputs("</pre>\n", f);
-    }
+    config_section(f, run->config);
     fputs("<p>Written by eeb " EEB_VERSION " (", f);
     eeb_html_text(f, eeb_build());
     fputs(").</p>\n</body></html>\n", f);
-    json_decref(cfg);
 }
 
 int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,

@@ -5,7 +5,9 @@
  * Every stage boundary is an event and every power reading a sample, both
  * on CLOCK_MONOTONIC, so energy and compliance can be recomputed from the
  * file alone.  The schema is versioned with PRAGMA user_version and marked
- * with PRAGMA application_id; migrations are code (rundb.c).  A file that
+ * with PRAGMA application_id; migrations are code (rundb.c), and so are
+ * those of tables another room keeps in the same file, applied by the same
+ * code (eeb_rundb_tables.h: the server's teams and entries).  A file that
  * is not an eeb database, or was written by a newer eeb, is refused and left
  * byte-for-byte untouched.
  */

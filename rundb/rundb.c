@@ -1,11 +1,13 @@
 /*
  * rundb.c - the run database (see eeb_rundb.h).
  *
- * Sections: the schema and its migrations; opening (recognizing, refusing
- * or upgrading a file); writes; reads.  Only prepared statements with bound
- * parameters touch user data.
+ * Sections: the schema and its migrations; the sets of tables and their
+ * versions (the run tables', and another room's: eeb_rundb_tables.h);
+ * opening (recognizing, refusing or upgrading a file); writes; reads.  Only
+ * prepared statements with bound parameters touch user data.
  */
 #include "eeb_rundb.h"
+#include "eeb_rundb_tables.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -116,6 +118,21 @@ const char *eeb_rundb_state_name(enum eeb_run_state state)
     return (unsigned)state < EEB_RUN_STATE_COUNT ? state_names[state] : "?";
 }
 
+/* ---- Sets of tables ----------------------------------------------------
+ *
+ * The run tables are the first set, versioned by PRAGMA user_version as
+ * they were before there were others; another set's version is its row in
+ * schema_sets, a table made with the first such set.  One code path
+ * (migrate_tables) takes every set of a file to its version.
+ */
+static const struct eeb_rundb_tables run_tables = {
+    .name = "runs", .version = EEB_RUNDB_SCHEMA, .migrations = migrations};
+
+static const char sets_table[] = "CREATE TABLE IF NOT EXISTS schema_sets ("
+                                 "  name TEXT PRIMARY KEY,"
+                                 "  version INTEGER NOT NULL CHECK (version > 0)"
+                                 ") STRICT";
+
 struct eeb_rundb {
     sqlite3 *h;
     char *path;
@@ -125,6 +142,11 @@ struct eeb_rundb {
 static int db_error(struct eeb_rundb *db, const char *what, char *err, size_t errlen)
 {
     return eeb_errf(err, errlen, EEB_EDB, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+}
+
+struct sqlite3 *eeb_rundb_sqlite(struct eeb_rundb *db)
+{
+    return db->h;
 }
 
 /* Reads one integer from a single-row query ("PRAGMA user_version"). */
@@ -143,47 +165,122 @@ static int query_int(sqlite3 *h, const char *sql, int64_t *out)
     return rc;
 }
 
+/* The version of the set t the file holds (0: none yet). */
+static int tables_version(struct eeb_rundb *db, const struct eeb_rundb_tables *t, int64_t *v)
+{
+    if (t == &run_tables)
+        return query_int(db->h, "PRAGMA user_version", v);
+    int64_t kept = 0;
+    *v = 0;
+    int rc = query_int(db->h,
+                       "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                       "name = 'schema_sets'",
+                       &kept);
+    sqlite3_stmt *st;
+    if (rc != SQLITE_OK || !kept ||
+        (rc = sqlite3_prepare_v2(db->h, "SELECT version FROM schema_sets WHERE name = ?", -1, &st,
+                                 NULL)) != SQLITE_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Records that the file holds version v of the set t. */
+static int record_version(struct eeb_rundb *db, const struct eeb_rundb_tables *t, int64_t v)
+{
+    if (t == &run_tables) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld; PRAGMA application_id = %d",
+                 (long long)v, EEB_RUNDB_APPLICATION_ID);
+        return sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+    }
+    sqlite3_stmt *st;
+    int rc = sqlite3_exec(db->h, sets_table, NULL, NULL, NULL);
+    if (rc != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT OR REPLACE INTO schema_sets (name, version) VALUES (?, ?)",
+                                 -1, &st, NULL)) != SQLITE_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, v);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* What messages call the set t: "run database" or "server tables". */
+static const char *tables_label(const struct eeb_rundb_tables *t, char *out, size_t n)
+{
+    if (t == &run_tables)
+        return "run database";
+    snprintf(out, n, "%s tables", t->name);
+    return out;
+}
+
+/* Takes the set t from the version the file holds (*from) to t->version,
+ * inside migrate()'s transaction. */
+static int migrate_tables(struct eeb_rundb *db, const struct eeb_rundb_tables *t, int64_t *from,
+                          char *err, size_t errlen)
+{
+    char what[192], label[96];
+    if (tables_version(db, t, from) != SQLITE_OK)
+        return db_error(db, "reading the schema version", err, errlen);
+    for (int64_t v = *from; v < t->version; v++) {
+        if (sqlite3_exec(db->h, t->migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
+            if (t == &run_tables)
+                snprintf(what, sizeof what, "migration to schema v%lld", (long long)v + 1);
+            else
+                snprintf(what, sizeof what, "migration of the %s to v%lld",
+                         tables_label(t, label, sizeof label), (long long)v + 1);
+            return db_error(db, what, err, errlen);
+        }
+        if (record_version(db, t, v + 1) != SQLITE_OK)
+            return db_error(db, "setting the schema version", err, errlen);
+    }
+    return EEB_OK;
+}
+
 /* ---- Opening ---------------------------------------------------------- */
 
-static int migrate(struct eeb_rundb *db, char *err, size_t errlen)
+/* The run tables, then tables (if not NULL), each to its version, in one
+ * transaction: a file is migrated whole or left as it was. */
+static int migrate(struct eeb_rundb *db, const struct eeb_rundb_tables *tables, char *err,
+                   size_t errlen)
 {
     /* IMMEDIATE takes the write lock before we re-read the version, so two
      * processes opening a new file at once do not both create tables. */
     if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return db_error(db, "cannot lock for migration", err, errlen);
-    int64_t version;
-    int rc = EEB_OK;
-    if (query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK) {
-        rc = db_error(db, "reading the schema version", err, errlen);
+    int64_t from = 0, tables_from = 0;
+    int rc = migrate_tables(db, &run_tables, &from, err, errlen);
+    if (rc == EEB_OK && tables)
+        rc = migrate_tables(db, tables, &tables_from, err, errlen);
+    if (rc)
         goto out;
-    }
-    int from = (int)version;
-    for (int64_t v = version; v < EEB_RUNDB_SCHEMA; v++) {
-        char sql[96];
-        if (sqlite3_exec(db->h, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
-            snprintf(sql, sizeof sql, "migration to schema v%lld", (long long)v + 1);
-            rc = db_error(db, sql, err, errlen);
-            goto out;
-        }
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld; PRAGMA application_id = %d",
-                 (long long)v + 1, EEB_RUNDB_APPLICATION_ID);
-        if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            rc = db_error(db, "setting the schema version", err, errlen);
-            goto out;
-        }
-    }
-    /* The rebuilt tables must still hold together. */
+    /* The rebuilt tables of a file that held rows must still hold together. */
+    int runs_moved = from < EEB_RUNDB_SCHEMA,
+        tables_moved = tables && tables_from < tables->version;
     int64_t broken = 0;
-    if (from > 0 && from < EEB_RUNDB_SCHEMA &&
+    if (from > 0 && (runs_moved || tables_moved) &&
         query_int(db->h, "SELECT count(*) FROM pragma_foreign_key_check", &broken) != SQLITE_OK) {
         rc = db_error(db, "checking foreign keys after migrating", err, errlen);
         goto out;
     }
     if (broken) {
-        rc = eeb_errf(err, errlen, EEB_EDB,
-                      "%s: migrating from schema v%d left %lld rows without their run; the "
-                      "file is left as it was",
-                      db->path, from, (long long)broken);
+        char label[96];
+        rc = runs_moved ? eeb_errf(err, errlen, EEB_EDB,
+                                   "%s: migrating from schema v%d left %lld rows without their "
+                                   "run; the file is left as it was",
+                                   db->path, (int)from, (long long)broken)
+                        : eeb_errf(err, errlen, EEB_EDB,
+                                   "%s: migrating its %s from v%lld left %lld rows without the "
+                                   "row they refer to; the file is left as it was",
+                                   db->path, tables_label(tables, label, sizeof label),
+                                   (long long)tables_from, (long long)broken);
         goto out;
     }
     if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
@@ -194,12 +291,34 @@ out:
     return rc;
 }
 
+/* Whether a file recognized as eeb's may be opened with tables: a newer set
+ * is refused; an older one needs READWRITE (only reads happen here). */
+static int recognize_tables(struct eeb_rundb *db, const struct eeb_rundb_tables *t,
+                            enum eeb_rundb_mode mode, char *err, size_t errlen)
+{
+    int64_t v;
+    char label[96];
+    if (tables_version(db, t, &v) != SQLITE_OK)
+        return db_error(db, "reading the schema versions", err, errlen);
+    if (v > t->version)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "%s: %s schema v%lld was written by a newer eeb (this eeb reads up to "
+                        "v%d); left untouched",
+                        db->path, tables_label(t, label, sizeof label), (long long)v, t->version);
+    if (v < t->version && mode == EEB_RUNDB_READONLY)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "%s: %s schema v%lld needs migrating to v%d; open it read-write", db->path,
+                        tables_label(t, label, sizeof label), (long long)v, t->version);
+    return EEB_OK;
+}
+
 /*
  * Decides what the file is before anything is written to it: a new or empty
  * database (migrate), an eeb database (migrate if older), or something else
  * (refuse).  Only reads happen here, so a refused file is left untouched.
  */
-static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, size_t errlen)
+static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode,
+                     const struct eeb_rundb_tables *tables, char *err, size_t errlen)
 {
     int64_t app_id, version, objects;
     int rc = query_int(db->h, "PRAGMA application_id", &app_id);
@@ -222,19 +341,12 @@ static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode, char *err, 
                         "%s: an SQLite database but not an eeb run database (application_id "
                         "0x%08llx, %lld schema objects; left untouched)",
                         db->path, (unsigned long long)app_id, (long long)objects);
-    if (version > EEB_RUNDB_SCHEMA)
-        return eeb_errf(err, errlen, EEB_EVERSION,
-                        "%s: run database schema v%lld was written by a newer eeb (this eeb reads "
-                        "up to v%d); left untouched",
-                        db->path, (long long)version, EEB_RUNDB_SCHEMA);
     if (version < 1)
         return eeb_errf(err, errlen, EEB_EFORMAT,
                         "%s: eeb run database with no schema version; left untouched", db->path);
-    if (version < EEB_RUNDB_SCHEMA && mode == EEB_RUNDB_READONLY)
-        return eeb_errf(err, errlen, EEB_EVERSION,
-                        "%s: run database schema v%lld needs migrating to v%d; open it read-write",
-                        db->path, (long long)version, EEB_RUNDB_SCHEMA);
-    return EEB_OK;
+    if ((rc = recognize_tables(db, &run_tables, mode, err, errlen)))
+        return rc;
+    return tables ? recognize_tables(db, tables, mode, err, errlen) : EEB_OK;
 }
 
 /* A reader of a WAL database makes its -wal and -shm files, and only a
@@ -259,6 +371,13 @@ static int open_flags(const char *path, enum eeb_rundb_mode mode)
 int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb **out, char *err,
                    size_t errlen)
 {
+    return eeb_rundb_open_with(path, mode, NULL, out, err, errlen);
+}
+
+int eeb_rundb_open_with(const char *path, enum eeb_rundb_mode mode,
+                        const struct eeb_rundb_tables *tables, struct eeb_rundb **out, char *err,
+                        size_t errlen)
+{
     struct eeb_rundb *db = calloc(1, sizeof *db);
     if (!db || !(db->path = strdup(path))) {
         free(db);
@@ -280,7 +399,7 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
     }
     sqlite3_extended_result_codes(db->h, 0);
     sqlite3_busy_timeout(db->h, 5000);
-    if ((rc = recognize(db, mode, err, errlen)))
+    if ((rc = recognize(db, mode, tables, err, errlen)))
         goto fail;
     /* Only now that the file is ours may anything be written to it. */
     if (mode == EEB_RUNDB_READWRITE) {
@@ -291,7 +410,7 @@ int eeb_rundb_open(const char *path, enum eeb_rundb_mode mode, struct eeb_rundb 
             rc = db_error(db, "enabling WAL", err, errlen);
             goto fail;
         }
-        if ((rc = migrate(db, err, errlen)))
+        if ((rc = migrate(db, tables, err, errlen)))
             goto fail;
     }
     /* After migrating: a migration that rebuilds a table needs them off. */

@@ -137,7 +137,9 @@ int eeb_score_rules_parse(const char *text, size_t len, const char *name, struct
                           char *err, size_t errlen)
 {
     static const char *const top_keys[] = {"rules_version", "power", "tasks", NULL};
-    static const char *const task_keys[] = {"cls", "det", "video", NULL};
+    const char *task_keys[EEB_TASK_COUNT + 1] = {NULL}; /* the tasks' names */
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        task_keys[t] = eeb_task_name((enum eeb_task)t);
     const struct ctx c = {name, err, errlen};
     struct eeb_rules r;
     memset(&r, 0, sizeof r);

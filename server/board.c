@@ -9,6 +9,7 @@
 #include "server_int.h"
 
 #include "record/eeb_record.h"
+#include "tasks/eeb_task_ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,40 +18,41 @@
 #include <unistd.h>
 
 /* The filter from the query string, or the 400 sent. */
-static int read_filter(struct call *k, struct store_board_filter *f, int need_task,
+static int read_filter(struct eeb_srv_call *k, struct eeb_srv_board_filter *f, int need_task,
                        enum MHD_Result *sent)
 {
-    const char *task = call_arg(k, "task"), *limit = call_arg(k, "limit");
+    const char *task = eeb_srv_call_arg(k, "task"), *limit = eeb_srv_call_arg(k, "limit");
     char err[128];
-    *f = (struct store_board_filter){.task = -1,
-                                     .provenance = call_arg(k, "provenance"),
-                                     .device = call_arg(k, "device"),
-                                     .limit = 100};
+    *f = (struct eeb_srv_board_filter){.task = -1,
+                                       .provenance = eeb_srv_call_arg(k, "provenance"),
+                                       .device = eeb_srv_call_arg(k, "device"),
+                                       .limit = 100};
     enum eeb_task t;
     if (task && eeb_task_parse(task, &t, err, sizeof err) == EEB_OK)
         f->task = (int)t;
     else if (task || need_task) {
-        *sent = call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
+        *sent = eeb_srv_call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
         return 0;
     }
-    if (f->device && !text_ok(f->device, 63, DECLARED)) {
+    if (f->device && !eeb_srv_text_ok(f->device, 63, EEB_SRV_DECLARED)) {
         char msg[160];
-        snprintf(msg, sizeof msg,
-                 "device '%.64s': expected 1 to 63 letters, digits and characters of " DECLARED,
-                 f->device);
-        *sent = call_fail(k, 400, "device", msg);
+        snprintf(
+            msg, sizeof msg,
+            "device '%.64s': expected 1 to 63 letters, digits and characters of " EEB_SRV_DECLARED,
+            f->device);
+        *sent = eeb_srv_call_fail(k, 400, "device", msg);
         return 0;
     }
     if (f->provenance && strcmp(f->provenance, "measured") && strcmp(f->provenance, "modeled") &&
         strcmp(f->provenance, "counter")) {
-        *sent = call_fail(k, 400, "provenance", "expected measured, counter or modeled");
+        *sent = eeb_srv_call_fail(k, 400, "provenance", "expected measured, counter or modeled");
         return 0;
     }
     if (limit) {
         char *end;
         long n = strtol(limit, &end, 10);
         if (*end || n < 1 || n > 1000) {
-            *sent = call_fail(k, 400, "limit", "expected 1 to 1000");
+            *sent = eeb_srv_call_fail(k, 400, "limit", "expected 1 to 1000");
             return 0;
         }
         f->limit = (int)n;
@@ -63,17 +65,17 @@ struct board_json {
     int rank;
 };
 
-static int add_row(void *arg, const struct store_run *r)
+static int add_row(void *arg, const struct eeb_srv_run *r)
 {
     struct board_json *b = arg;
     int passed = !isnan(r->s);
     json_t *o =
         json_pack("{s:o, s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:b}", "rank",
                   passed ? json_integer(++b->rank) : json_null(), "run_id", (json_int_t)r->id,
-                  "team", r->team_name, "verdict", r->verdict, "S", number_or_null(r->s), "m_s",
-                  number_or_null(r->m_s), "m_p", number_or_null(r->m_p), "m_t",
-                  number_or_null(r->m_t), "m_u", number_or_null(r->m_u), "energy_j",
-                  number_or_null(r->energy_j), "t_s", number_or_null(r->t_s), "device", r->device,
+                  "team", r->team_name, "verdict", r->verdict, "S", eeb_json_number(r->s), "m_s",
+                  eeb_json_number(r->m_s), "m_p", eeb_json_number(r->m_p), "m_t",
+                  eeb_json_number(r->m_t), "m_u", eeb_json_number(r->m_u), "energy_j",
+                  eeb_json_number(r->energy_j), "t_s", eeb_json_number(r->t_s), "device", r->device,
                   "provenance", r->provenance, "official", r->official);
     return o && json_array_append_new(b->rows, o) == 0 ? 0 : EEB_ENOMEM;
 }
@@ -82,16 +84,16 @@ static int add_row(void *arg, const struct store_run *r)
 
 /* The leaderboard is read far more often than runs are scored: an answer
  * (JSON or page) is kept, by its request, until the next run is scored. */
-static int cached_reply(struct call *k, const char *key, enum MHD_Result *sent)
+static int cached_reply(struct eeb_srv_call *k, const char *key, enum MHD_Result *sent)
 {
     struct eeb_server *s = k->s;
     unsigned long now = atomic_load(&s->scored);
     int hit = 0;
     pthread_mutex_lock(&s->board_lock);
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache && !hit; i++) {
-        struct board_cache *c = &s->board_cache[i];
+        struct eeb_srv_board_cache *c = &s->board_cache[i];
         if (c->body && c->scored == now && strcmp(c->key, key) == 0) {
-            *sent = call_reply(k, 200, c->type, c->body, c->len);
+            *sent = eeb_srv_call_reply(k, 200, c->type, c->body, c->len);
             hit = 1;
         }
     }
@@ -107,7 +109,7 @@ static void keep_reply(struct eeb_server *s, const char *key, unsigned long scor
         return;
     memcpy(copy, body, len);
     pthread_mutex_lock(&s->board_lock);
-    struct board_cache *c =
+    struct eeb_srv_board_cache *c =
         &s->board_cache[s->board_next++ % (sizeof s->board_cache / sizeof *s->board_cache)];
     free(c->body);
     snprintf(c->key, sizeof c->key, "%s", key);
@@ -115,7 +117,7 @@ static void keep_reply(struct eeb_server *s, const char *key, unsigned long scor
     pthread_mutex_unlock(&s->board_lock);
 }
 
-void board_cache_free(struct eeb_server *s)
+void eeb_srv_board_cache_free(struct eeb_server *s)
 {
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache; i++)
         free(s->board_cache[i].body);
@@ -124,13 +126,13 @@ void board_cache_free(struct eeb_server *s)
 /* The answer of type to the request's filter (need_task: it must name a
  * task), made by make (its body malloc'd), or the one kept for the same
  * filter since the last run was scored. */
-typedef int make_answer(struct call *k, const struct store_board_filter *f, char **body,
+typedef int make_answer(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
                         size_t *len, char *err, size_t errlen);
 
-static enum MHD_Result kept_answer(struct call *k, int need_task, const char *type,
+static enum MHD_Result kept_answer(struct eeb_srv_call *k, int need_task, const char *type,
                                    make_answer *make)
 {
-    struct store_board_filter f;
+    struct eeb_srv_board_filter f;
     enum MHD_Result sent;
     if (!read_filter(k, &f, need_task, &sent))
         return sent;
@@ -144,20 +146,20 @@ static enum MHD_Result kept_answer(struct call *k, int need_task, const char *ty
     size_t len = 0;
     if (make(k, &f, &body, &len, err, sizeof err) == EEB_OK) {
         keep_reply(k->s, key, scored, type, body, len);
-        sent = call_reply(k, 200, type, body, len);
+        sent = eeb_srv_call_reply(k, 200, type, body, len);
     } else
-        sent = call_fail(k, 500, NULL, err);
+        sent = eeb_srv_call_fail(k, 500, NULL, err);
     free(body);
     return sent;
 }
 
-static int make_json(struct call *k, const struct store_board_filter *f, char **body, size_t *len,
-                     char *err, size_t errlen)
+static int make_json(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
+                     size_t *len, char *err, size_t errlen)
 {
     struct board_json b = {.rows = json_array()};
     if (!b.rows)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    int rc = store_board(k->db->h, f, add_row, &b, err, errlen);
+    int rc = eeb_srv_store_board(k->s->store, f, add_row, &b, err, errlen);
     if (rc) {
         json_decref(b.rows);
         /* the store's error is in err; add_row's is this */
@@ -176,7 +178,7 @@ static int make_json(struct call *k, const struct store_board_filter *f, char **
 }
 
 /* GET /api/v1/leaderboard?task=T[&provenance=P][&device=D][&limit=N] */
-enum MHD_Result api_board(struct call *k)
+enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k)
 {
     return kept_answer(k, 1, "application/json", make_json);
 }
@@ -201,7 +203,7 @@ static void cell(FILE *f, double v, int decimals)
     fprintf(f, "<td data-v=\"%s\">%.*f</td>", eeb_number_exact(v, exact), decimals, v);
 }
 
-static int html_row(void *arg, const struct store_run *r)
+static int html_row(void *arg, const struct eeb_srv_run *r)
 {
     struct board_html *b = arg;
     FILE *f = b->f;
@@ -305,8 +307,8 @@ static const char sort_script[] =
     "})();\n"
     "</script>\n";
 
-static int board_page(struct call *k, const struct store_board_filter *want, FILE *f, char *err,
-                      size_t errlen)
+static int board_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter *want, FILE *f,
+                      char *err, size_t errlen)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<title>eeb leaderboard</title>\n<style>body{font:14px sans-serif;margin:24px}"
@@ -332,7 +334,7 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
     for (int t = 0; t < EEB_TASK_COUNT; t++) {
         if (want->task >= 0 && want->task != t)
             continue;
-        struct store_board_filter f1 = *want;
+        struct eeb_srv_board_filter f1 = *want;
         f1.task = t;
         fprintf(f, "<h2 id=\"%s\">%s (%s)</h2>\n<table class=\"board\" id=\"board-%s\">",
                 eeb_task_name((enum eeb_task)t), eeb_task_name((enum eeb_task)t),
@@ -340,7 +342,7 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
         header(f);
         fputs("<tbody>\n", f);
         struct board_html b = {.f = f};
-        int rc = store_board(k->db->h, &f1, html_row, &b, err, errlen);
+        int rc = eeb_srv_store_board(k->s->store, &f1, html_row, &b, err, errlen);
         if (rc)
             return rc;
         if (!b.rows)
@@ -352,8 +354,8 @@ static int board_page(struct call *k, const struct store_board_filter *want, FIL
     return EEB_OK;
 }
 
-static int make_page(struct call *k, const struct store_board_filter *f, char **body, size_t *len,
-                     char *err, size_t errlen)
+static int make_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
+                     size_t *len, char *err, size_t errlen)
 {
     FILE *m = open_memstream(body, len);
     if (!m)
@@ -365,7 +367,7 @@ static int make_page(struct call *k, const struct store_board_filter *f, char **
 }
 
 /* GET / and /leaderboard[?task=T][&provenance=P][&device=D] */
-enum MHD_Result page_board(struct call *k)
+enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k)
 {
     return kept_answer(k, 0, "text/html; charset=utf-8", make_page);
 }
@@ -374,21 +376,22 @@ enum MHD_Result page_board(struct call *k)
 
 /* GET /runs/{id}: the report of a scored run, made once and kept beside
  * the database (a scored run does not change). */
-enum MHD_Result page_run(struct call *k)
+enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
 {
     char err[512], msg[96];
-    struct store_run r;
-    int found = store_run_get(k->db->h, k->id, &r, err, sizeof err);
+    struct eeb_srv_run r;
+    int found = eeb_srv_store_run_get(k->s->store, k->id, &r, err, sizeof err);
     if (found < 0)
-        return call_fail(k, 500, NULL, err);
+        return eeb_srv_call_fail(k, 500, NULL, err);
     if (!found || strcmp(r.state, "scored") != 0) {
         snprintf(msg, sizeof msg, "no scored run %lld", (long long)k->id);
-        return call_fail(k, 404, NULL, msg);
+        return eeb_srv_call_fail(k, 404, NULL, msg);
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s.run-%lld.html", store_path(k->s->store), (long long)k->id);
+    snprintf(path, sizeof path, "%s.run-%lld.html", eeb_srv_store_path(k->s->store),
+             (long long)k->id);
     if (access(path, F_OK) != 0 &&
-        eeb_run_report(store_path(k->s->store), k->id, path, err, sizeof err))
-        return call_fail(k, 500, NULL, err);
-    return call_file(k, "text/html; charset=utf-8", path);
+        eeb_run_report(eeb_srv_store_path(k->s->store), k->id, path, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    return eeb_srv_call_file(k, "text/html; charset=utf-8", path);
 }

@@ -24,11 +24,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const route_names[R_COUNT] = {
+static const char *const route_names[EEB_SRV_R_COUNT] = {
     "healthz",     "metrics",          "whoami",   "runs",        "run",
     "power",       "complete",         "test",     "predictions", "score",
     "leaderboard", "page_leaderboard", "page_run", "other"};
-static const int codes[N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
+static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
 
 void eeb_server_config_default(struct eeb_server_config *c)
 {
@@ -44,10 +44,10 @@ void eeb_server_config_default(struct eeb_server_config *c)
 /* ---- responses ---- */
 
 /* Counts the answer for /metrics and queues resp (taken). */
-static enum MHD_Result queue(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
-                             const char *type, struct MHD_Response *resp)
+static enum MHD_Result queue(struct eeb_server *s, struct MHD_Connection *c, enum eeb_srv_route r,
+                             int code, const char *type, struct MHD_Response *resp)
 {
-    for (size_t i = 0; i < N_CODES; i++)
+    for (size_t i = 0; i < EEB_SRV_N_CODES; i++)
         if (codes[i] == code)
             atomic_fetch_add(&s->requests[r][i], 1);
     MHD_add_response_header(resp, "Content-Type", type);
@@ -58,16 +58,16 @@ static enum MHD_Result queue(struct eeb_server *s, struct MHD_Connection *c, enu
     return ok;
 }
 
-static enum MHD_Result reply(struct eeb_server *s, struct MHD_Connection *c, enum route r, int code,
-                             const char *type, const char *body, size_t len)
+static enum MHD_Result reply(struct eeb_server *s, struct MHD_Connection *c, enum eeb_srv_route r,
+                             int code, const char *type, const char *body, size_t len)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     return resp ? queue(s, c, r, code, type, resp) : MHD_NO;
 }
 
-static enum MHD_Result send_json(struct eeb_server *s, struct MHD_Connection *c, enum route r,
-                                 int code, json_t *o)
+static enum MHD_Result send_json(struct eeb_server *s, struct MHD_Connection *c,
+                                 enum eeb_srv_route r, int code, json_t *o)
 {
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
@@ -89,8 +89,9 @@ static const char *printable(char *dst, size_t cap, const char *src)
     return dst;
 }
 
-static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c, enum route r,
-                                  int code, const char *field, const char *message)
+static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c,
+                                  enum eeb_srv_route r, int code, const char *field,
+                                  const char *message)
 {
     char m[512], f[128];
     json_t *o = json_pack("{s:s}", "error", printable(m, sizeof m, message));
@@ -99,7 +100,7 @@ static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c
     return send_json(s, c, r, code, o);
 }
 
-int text_ok(const char *s, size_t max, const char *punct)
+int eeb_srv_text_ok(const char *s, size_t max, const char *punct)
 {
     size_t n = strlen(s);
     if (n < 1 || n > max)
@@ -111,29 +112,31 @@ int text_ok(const char *s, size_t max, const char *punct)
     return 1;
 }
 
-enum MHD_Result call_reply(struct call *k, int code, const char *type, const char *body, size_t len)
+enum MHD_Result eeb_srv_call_reply(struct eeb_srv_call *k, int code, const char *type,
+                                   const char *body, size_t len)
 {
     return reply(k->s, k->c, k->route, code, type, body, len);
 }
 
-enum MHD_Result call_json(struct call *k, int code, json_t *o)
+enum MHD_Result eeb_srv_call_json(struct eeb_srv_call *k, int code, json_t *o)
 {
     return send_json(k->s, k->c, k->route, code, o);
 }
 
-enum MHD_Result call_fail(struct call *k, int code, const char *field, const char *message)
+enum MHD_Result eeb_srv_call_fail(struct eeb_srv_call *k, int code, const char *field,
+                                  const char *message)
 {
     return send_error(k->s, k->c, k->route, code, field, message);
 }
 
-enum MHD_Result call_file(struct call *k, const char *type, const char *path)
+enum MHD_Result eeb_srv_call_file(struct eeb_srv_call *k, const char *type, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0)
             close(fd);
-        return call_fail(k, 500, NULL, "a file the answer needs cannot be read");
+        return eeb_srv_call_fail(k, 500, NULL, "a file the answer needs cannot be read");
     }
     struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
     if (!resp) {
@@ -143,7 +146,7 @@ enum MHD_Result call_file(struct call *k, const char *type, const char *path)
     return queue(k->s, k->c, k->route, 200, type, resp);
 }
 
-json_t *call_body(struct call *k, enum MHD_Result *sent)
+json_t *eeb_srv_call_body(struct eeb_srv_call *k, enum MHD_Result *sent)
 {
     json_error_t je;
     json_t *o = json_loadb(k->q->body ? k->q->body : "", k->q->len, JSON_REJECT_DUPLICATES, &je);
@@ -151,20 +154,15 @@ json_t *call_body(struct call *k, enum MHD_Result *sent)
     if (!o) {
         snprintf(msg, sizeof msg, "the body is not JSON: %s (line %d, column %d)", je.text, je.line,
                  je.column);
-        *sent = call_fail(k, 400, NULL, msg);
+        *sent = eeb_srv_call_fail(k, 400, NULL, msg);
     } else if (!json_is_object(o)) {
         json_decref(o), o = NULL;
-        *sent = call_fail(k, 400, NULL, "the body must be a JSON object");
+        *sent = eeb_srv_call_fail(k, 400, NULL, "the body must be a JSON object");
     }
     return o;
 }
 
-json_t *number_or_null(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
-const char *call_arg(struct call *k, const char *name)
+const char *eeb_srv_call_arg(struct eeb_srv_call *k, const char *name)
 {
     return MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, name);
 }
@@ -178,11 +176,11 @@ static int allowed(struct eeb_server *s, int64_t team)
         return 1;
     int64_t now = eeb_mono_ns();
     pthread_mutex_lock(&s->lock);
-    struct bucket *b = &s->buckets[(uint64_t)team % N_BUCKETS];
-    for (size_t probe = 0; b->team && b->team != team && probe < N_BUCKETS; probe++)
-        b = &s->buckets[((uint64_t)team + probe + 1) % N_BUCKETS];
+    struct eeb_srv_bucket *b = &s->buckets[(uint64_t)team % EEB_SRV_N_BUCKETS];
+    for (size_t probe = 0; b->team && b->team != team && probe < EEB_SRV_N_BUCKETS; probe++)
+        b = &s->buckets[((uint64_t)team + probe + 1) % EEB_SRV_N_BUCKETS];
     if (b->team != team) /* a new team, or a full table: the slot is taken over */
-        *b = (struct bucket){.team = team, .tokens = s->cfg.rate_burst, .last_ns = now};
+        *b = (struct eeb_srv_bucket){.team = team, .tokens = s->cfg.rate_burst, .last_ns = now};
     b->tokens += (double)(now - b->last_ns) / 1e9 * s->cfg.rate_limit;
     if (b->tokens > s->cfg.rate_burst)
         b->tokens = s->cfg.rate_burst;
@@ -196,42 +194,42 @@ static int allowed(struct eeb_server *s, int64_t team)
 
 /* ---- routes ---- */
 
-static enum MHD_Result healthz(struct call *k)
+static enum MHD_Result healthz(struct eeb_srv_call *k)
 {
-    return call_json(k, 200, json_pack("{s:s}", "status", "ok"));
+    return eeb_srv_call_json(k, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-static enum MHD_Result metrics(struct call *k)
+static enum MHD_Result metrics(struct eeb_srv_call *k)
 {
     struct eeb_server *s = k->s;
     char text[8192], err[256];
     size_t used = (size_t)snprintf(text, sizeof text,
                                    "# HELP eeb_http_requests_total Requests answered, by route "
                                    "and status.\n# TYPE eeb_http_requests_total counter\n");
-    for (int r = 0; r < R_COUNT; r++)
-        for (size_t i = 0; i < N_CODES; i++) {
+    for (int r = 0; r < EEB_SRV_R_COUNT; r++)
+        for (size_t i = 0; i < EEB_SRV_N_CODES; i++) {
             unsigned long long n = atomic_load(&s->requests[r][i]);
             if (n && used < sizeof text)
                 used += (size_t)snprintf(text + used, sizeof text - used,
                                          "eeb_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
                                          route_names[r], codes[i], n);
         }
-    int64_t teams = 0;
-    if (store_count_teams(k->db->h, &teams, err, sizeof err))
-        return call_fail(k, 500, NULL, err);
+    struct eeb_srv_store_stats stats;
+    if (eeb_srv_store_stats(s->store, &stats, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
     if (used < sizeof text)
         snprintf(text + used, sizeof text - used,
                  "# HELP eeb_teams Teams registered.\n# TYPE eeb_teams gauge\neeb_teams %lld\n"
                  "# HELP eeb_sqlite_memory_bytes Memory SQLite holds now (its page caches "
                  "first).\n# TYPE eeb_sqlite_memory_bytes gauge\neeb_sqlite_memory_bytes %lld\n",
-                 (long long)teams, (long long)sqlite3_memory_used());
-    return call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
+                 (long long)stats.teams, (long long)stats.memory_bytes);
+    return eeb_srv_call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
-static enum MHD_Result whoami(struct call *k)
+static enum MHD_Result whoami(struct eeb_srv_call *k)
 {
-    return call_json(k, 200,
-                     json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
+    return eeb_srv_call_json(
+        k, 200, json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
 }
 
 /* Who may call a route: anyone; a team (its bearer token); or the team
@@ -240,24 +238,25 @@ enum access { ANYONE, TEAM, OWNER };
 
 static const struct route_def {
     const char *method, *pattern; /* "{id}": a run id */
-    enum route route;
+    enum eeb_srv_route route;
     enum access access;
-    enum MHD_Result (*handle)(struct call *k);
+    enum MHD_Result (*handle)(struct eeb_srv_call *k);
 } route_defs[] = {
-    {"GET", "/healthz", R_HEALTHZ, ANYONE, healthz},
-    {"GET", "/metrics", R_METRICS, ANYONE, metrics},
-    {"GET", "/api/v1/whoami", R_WHOAMI, TEAM, whoami},
-    {"POST", "/api/v1/runs", R_RUNS, TEAM, api_register},
-    {"GET", "/api/v1/runs/{id}", R_RUN, OWNER, api_run},
-    {"POST", "/api/v1/runs/{id}/power", R_POWER, OWNER, api_power},
-    {"POST", "/api/v1/runs/{id}/complete", R_COMPLETE, OWNER, api_complete},
-    {"GET", "/api/v1/runs/{id}/test", R_TEST, OWNER, api_test},
-    {"POST", "/api/v1/runs/{id}/predictions", R_PREDICTIONS, OWNER, api_predictions},
-    {"POST", "/api/v1/runs/{id}/score", R_SCORE, OWNER, api_score},
-    {"GET", "/api/v1/leaderboard", R_BOARD, ANYONE, api_board},
-    {"GET", "/", R_PAGE_BOARD, ANYONE, page_board},
-    {"GET", "/leaderboard", R_PAGE_BOARD, ANYONE, page_board},
-    {"GET", "/runs/{id}", R_PAGE_RUN, ANYONE, page_run},
+    {"GET", "/healthz", EEB_SRV_R_HEALTHZ, ANYONE, healthz},
+    {"GET", "/metrics", EEB_SRV_R_METRICS, ANYONE, metrics},
+    {"GET", "/api/v1/whoami", EEB_SRV_R_WHOAMI, TEAM, whoami},
+    {"POST", "/api/v1/runs", EEB_SRV_R_RUNS, TEAM, eeb_srv_api_register},
+    {"GET", "/api/v1/runs/{id}", EEB_SRV_R_RUN, OWNER, eeb_srv_api_run},
+    {"POST", "/api/v1/runs/{id}/power", EEB_SRV_R_POWER, OWNER, eeb_srv_api_power},
+    {"POST", "/api/v1/runs/{id}/complete", EEB_SRV_R_COMPLETE, OWNER, eeb_srv_api_complete},
+    {"GET", "/api/v1/runs/{id}/test", EEB_SRV_R_TEST, OWNER, eeb_srv_api_test},
+    {"POST", "/api/v1/runs/{id}/predictions", EEB_SRV_R_PREDICTIONS, OWNER,
+     eeb_srv_api_predictions},
+    {"POST", "/api/v1/runs/{id}/score", EEB_SRV_R_SCORE, OWNER, eeb_srv_api_score},
+    {"GET", "/api/v1/leaderboard", EEB_SRV_R_BOARD, ANYONE, eeb_srv_api_board},
+    {"GET", "/", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
+    {"GET", "/leaderboard", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
+    {"GET", "/runs/{id}", EEB_SRV_R_PAGE_RUN, ANYONE, eeb_srv_page_run},
 };
 
 /* url against pattern: 1 on a match, with {id} in *id (0 if it has none). */
@@ -282,41 +281,42 @@ static int match(const char *pattern, const char *url, int64_t *id)
 }
 
 /* The team's own run {id} into k (1), or the answer sent (0: 404, 403). */
-static int own_run(struct call *k, enum MHD_Result *sent)
+static int own_run(struct eeb_srv_call *k, enum MHD_Result *sent)
 {
     char err[256], msg[96];
-    int found = store_run_get(k->db->h, k->id, &k->run, err, sizeof err);
+    int found = eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err);
     if (found < 0) {
-        *sent = call_fail(k, 500, NULL, err);
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
     } else if (!found) {
         snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
-        *sent = call_fail(k, 404, NULL, msg);
+        *sent = eeb_srv_call_fail(k, 404, NULL, msg);
     } else if (k->run.team != k->team) {
         snprintf(msg, sizeof msg, "run %lld belongs to another team", (long long)k->id);
-        *sent = call_fail(k, 403, NULL, msg);
+        *sent = eeb_srv_call_fail(k, 403, NULL, msg);
         found = 0;
     }
     return found > 0;
 }
 
 /* The bearer token's team into k (1), or the 401 sent (0). */
-static int authenticate(struct call *k, enum MHD_Result *sent)
+static int authenticate(struct eeb_srv_call *k, enum MHD_Result *sent)
 {
     const char *auth = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Authorization");
     char err[256];
     if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != EEB_TOKEN_HEX - 1)
-        *sent = call_fail(k, 401, "Authorization", "a bearer token is required");
-    else if (store_team_by_token(k->db->h, auth + 7, &k->team, k->team_name, err, sizeof err))
-        *sent = call_fail(k, 500, NULL, err);
+        *sent = eeb_srv_call_fail(k, 401, "Authorization", "a bearer token is required");
+    else if (eeb_srv_store_team_by_token(k->s->store, auth + 7, &k->team, k->team_name, err,
+                                         sizeof err))
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
     else if (!k->team)
-        *sent = call_fail(k, 401, "Authorization", "unknown token");
+        *sent = eeb_srv_call_fail(k, 401, "Authorization", "unknown token");
     return k->team != 0;
 }
 
 static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, const char *url,
-                                const char *method, const struct request *q)
+                                const char *method, const struct eeb_srv_request *q)
 {
-    struct call k = {.s = s, .c = c, .q = q, .route = R_OTHER};
+    struct eeb_srv_call k = {.s = s, .c = c, .q = q, .route = EEB_SRV_R_OTHER};
     const struct route_def *def = NULL, *path = NULL;
     for (size_t i = 0; i < sizeof route_defs / sizeof *route_defs && !def; i++)
         if (match(route_defs[i].pattern, url, &k.id)) {
@@ -324,21 +324,22 @@ static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, 
             def = strcmp(route_defs[i].method, method) == 0 ? &route_defs[i] : NULL;
         }
     if (!path)
-        return call_fail(&k, 404, NULL, "no such route");
+        return eeb_srv_call_fail(&k, 404, NULL, "no such route");
     k.route = path->route;
     if (!def) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s takes %s", url, path->method);
-        return call_fail(&k, 405, NULL, msg);
+        return eeb_srv_call_fail(&k, 405, NULL, msg);
     }
     char err[256];
-    if (!(k.db = store_conn(s->store, err, sizeof err)))
-        return call_fail(&k, 500, NULL, err);
+    if (eeb_srv_store_ready(s->store, err, sizeof err))
+        return eeb_srv_call_fail(&k, 500, NULL, err);
     enum MHD_Result sent = MHD_NO;
     if (def->access != ANYONE && !authenticate(&k, &sent))
         return sent;
     if (def->access != ANYONE && !allowed(s, k.team))
-        return call_fail(&k, 429, NULL, "too many requests: slow down (per-team rate limit)");
+        return eeb_srv_call_fail(&k, 429, NULL,
+                                 "too many requests: slow down (per-team rate limit)");
     if (def->access == OWNER && !own_run(&k, &sent))
         return sent;
     return def->handle(&k);
@@ -352,7 +353,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     (void)version;
     struct eeb_server *s = cls;
-    struct request *q = *con_cls;
+    struct eeb_srv_request *q = *con_cls;
     if (!q) {
         if (!(q = calloc(1, sizeof *q)))
             return MHD_NO;
@@ -361,7 +362,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
             q->too_big = 1;
-            return send_error(s, c, R_OTHER, 413, NULL, "the request body is too large");
+            return send_error(s, c, EEB_SRV_R_OTHER, 413, NULL, "the request body is too large");
         }
         return MHD_YES;
     }
@@ -373,7 +374,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (n > s->cfg.max_body - q->len) {
             q->too_big = 1;
             free(q->body), q->body = NULL;
-            return send_error(s, c, R_OTHER, 413, NULL, "the request body is too large");
+            return send_error(s, c, EEB_SRV_R_OTHER, 413, NULL, "the request body is too large");
         }
         char *grown = realloc(q->body, q->len + n);
         if (!grown)
@@ -391,7 +392,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode why)
 {
     (void)cls, (void)c, (void)why;
-    struct request *q = *con_cls;
+    struct eeb_srv_request *q = *con_cls;
     if (q)
         free(q->body);
     free(q);
@@ -404,7 +405,7 @@ static void free_tests(struct eeb_server *s)
 {
     for (int t = 0; t < EEB_TASK_COUNT; t++)
         if (s->test[t]) {
-            testset_free(s->test[t]);
+            eeb_srv_testset_free(s->test[t]);
             free(s->test[t]);
             s->test[t] = NULL;
         }
@@ -424,7 +425,8 @@ static int load_tests(struct eeb_server *s, char *err, size_t errlen)
             free(inputs);
             return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
         }
-        int rc = testset_load(s->test[t], (enum eeb_task)t, s->cfg.test[t], inputs, err, errlen);
+        int rc =
+            eeb_srv_testset_load(s->test[t], (enum eeb_task)t, s->cfg.test[t], inputs, err, errlen);
         free(inputs);
         if (rc) {
             free(s->test[t]);
@@ -441,16 +443,16 @@ static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
     int rc = EEB_OK;
     for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++)
         if (s->cfg.finetune[t])
-            rc = finetune_set_name(&s->finetune[t], (enum eeb_task)t, s->cfg.finetune[t], err,
-                                   errlen);
+            rc = eeb_srv_finetune_set_name(&s->finetune[t], (enum eeb_task)t, s->cfg.finetune[t],
+                                           err, errlen);
     return rc;
 }
 
 static void server_free(struct eeb_server *s)
 {
-    store_close(s->store);
+    eeb_srv_store_close(s->store);
     free_tests(s);
-    board_cache_free(s);
+    eeb_srv_board_cache_free(s);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->board_lock);
     free(s);
@@ -476,7 +478,7 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     struct eeb_rules rules;
     int rc = eeb_score_rules_load(NULL, &rules, err, errlen);
     if (rc == EEB_OK)
-        rc = store_open(cfg->db, &s->store, err, errlen);
+        rc = eeb_srv_store_open(cfg->db, &s->store, err, errlen);
     if (rc == EEB_OK)
         rc = load_tests(s, err, errlen);
     if (rc == EEB_OK)

@@ -10,8 +10,10 @@
 #include "server_int.h"
 
 #include "tasks/eeb_metrics.h"
+#include "tasks/eeb_prediction.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
+#include "rundb/eeb_config_record.h"
 #include "tasks/eeb_tasks.h"
 
 #include <math.h>
@@ -48,8 +50,9 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out, 
     if (!v)
         return 0;
     const char *s = json_string_value(v);
-    if (!s || !text_ok(s, max, DECLARED))
-        return bad(f, key, "expected 1 to %zu letters, digits and characters of " DECLARED, max);
+    if (!s || !eeb_srv_text_ok(s, max, EEB_SRV_DECLARED))
+        return bad(f, key, "expected 1 to %zu letters, digits and characters of " EEB_SRV_DECLARED,
+                   max);
     *out = s;
     return 0;
 }
@@ -81,14 +84,14 @@ static int number_field(json_t *v, const char *field, double lo, double hi, doub
     return 0;
 }
 
-static enum MHD_Result fail_fault(struct call *k, const struct fault *f)
+static enum MHD_Result fail_fault(struct eeb_srv_call *k, const struct fault *f)
 {
-    return call_fail(k, 400, f->field, f->message);
+    return eeb_srv_call_fail(k, 400, f->field, f->message);
 }
 
 /* ---- the run as JSON ---- */
 
-static json_t *run_json(const struct store_run *r)
+static json_t *run_json(const struct eeb_srv_run *r)
 {
     json_t *o = json_pack(
         "{s:I, s:s, s:s, s:s, s:f, s:f, s:s, s:b, s:s, s:s, s:s}", "run_id", (json_int_t)r->id,
@@ -97,21 +100,21 @@ static json_t *run_json(const struct store_run *r)
         r->official, "device", r->device, "provenance", r->provenance, "backend", r->backend);
     if (o && strcmp(r->state, "scored") == 0) {
         json_object_set_new(o, "verdict", json_string(r->verdict));
-        json_object_set_new(o, "S", number_or_null(r->s));
-        json_object_set_new(o, "m_u", number_or_null(r->m_u));
-        json_object_set_new(o, "m_t", number_or_null(r->m_t));
-        json_object_set_new(o, "m_p", number_or_null(r->m_p));
-        json_object_set_new(o, "m_s", number_or_null(r->m_s));
-        json_object_set_new(o, "t_s", number_or_null(r->t_s));
-        json_object_set_new(o, "energy_j", number_or_null(r->energy_j));
+        json_object_set_new(o, "S", eeb_json_number(r->s));
+        json_object_set_new(o, "m_u", eeb_json_number(r->m_u));
+        json_object_set_new(o, "m_t", eeb_json_number(r->m_t));
+        json_object_set_new(o, "m_p", eeb_json_number(r->m_p));
+        json_object_set_new(o, "m_s", eeb_json_number(r->m_s));
+        json_object_set_new(o, "t_s", eeb_json_number(r->t_s));
+        json_object_set_new(o, "energy_j", eeb_json_number(r->energy_j));
         json_object_set_new(o, "why", json_string(r->why));
     }
     return o;
 }
 
-enum MHD_Result api_run(struct call *k)
+enum MHD_Result eeb_srv_api_run(struct eeb_srv_call *k)
 {
-    return call_json(k, 200, run_json(&k->run));
+    return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
 
 /* ---- register ---- */
@@ -180,24 +183,23 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
 /* The configuration the server stores for the run: what the judge, the
  * check and the report read from a local run's, with the server's rules. */
 static char *server_config(const struct eeb_server *s, const struct declared *d,
-                           const struct call *k, const struct eeb_task_profile *p)
+                           const struct eeb_srv_call *k, const struct eeb_task_profile *p)
 {
     const struct eeb_weights *w = &s->weights[d->task];
-    json_t *o = json_pack(
-        "{s:{s:s, s:b}, s:s, s:s, s:s, s:s?, s:{s:s, s:f, s:s}, s:{s:I}, "
-        "s:{s:f, s:f, s:f, s:f, s:s, s:s}, s:{s:f, s:f}, "
-        "s:{s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:f}}",
-        "server", "team", k->team_name, "official", d->official, "backend", d->backend,
-        "provenance", d->provenance, "device", d->device, "design", d->design, "power", "source",
-        "uploaded", "rate_hz", d->rate_hz, "provenance", d->provenance, "test", "items",
-        (json_int_t)s->test[d->task]->n, "util", "lut", d->util[EEB_UTIL_LUT], "ff",
-        d->util[EEB_UTIL_FF], "bram", d->util[EEB_UTIL_BRAM], "dsp", d->util[EEB_UTIL_DSP],
-        "source", "declared at registration", "kind", "declared", "budgets", "t_max_s", p->t_max_s,
-        "p_max_w", p->p_max_w, "rules", "version", s->rules_version, "weights", "u", w->u, "t",
-        w->t, "p", w->p, "s", w->s, "power_window_s", s->power_rule.window_s, "min_rate_hz",
-        s->power_rule.min_rate_hz);
-    if (o && d->finetune)
-        json_object_set_new(o, "finetune", json_pack("{s:s}", "sha256", d->finetune));
+    const double weights[4] = {w->u, w->t, w->p, w->s};
+    json_t *o = json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s?}", "server", "team", k->team_name,
+                          "official", d->official, "backend", d->backend, "provenance",
+                          d->provenance, "device", d->device, "design", d->design);
+    if (o) {
+        eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
+        eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);
+        eeb_config_put_util(o, d->util, "declared at registration", "declared");
+        eeb_config_put_budgets(o, p->t_max_s, p->p_max_w, NAN, -1);
+        eeb_config_put_rules(o, s->rules_version, NULL, weights, s->power_rule.window_s,
+                             s->power_rule.min_rate_hz);
+        if (d->finetune)
+            eeb_config_put_input(o, "finetune", NULL, d->finetune, 0);
+    }
     char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return text;
@@ -208,7 +210,7 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
 static void add_terms(json_t *o, const struct eeb_server *s, enum eeb_task task)
 {
     const struct eeb_weights *w = &s->weights[task];
-    const struct finetune_set *ft = &s->finetune[task];
+    const struct eeb_srv_finetune_set *ft = &s->finetune[task];
     json_object_set_new(o, "rules",
                         json_pack("{s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:f}", "version",
                                   s->rules_version, "weights", "u", w->u, "t", w->t, "p", w->p, "s",
@@ -223,9 +225,9 @@ static void add_terms(json_t *o, const struct eeb_server *s, enum eeb_task task)
 
 /* The fine-tune set a run declares must be the one the server names, if
  * it names one; an official run must declare it.  0, or the 409 sent. */
-static int finetune_agrees(struct call *k, const struct declared *d, enum MHD_Result *sent)
+static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enum MHD_Result *sent)
 {
-    const struct finetune_set *ft = &k->s->finetune[d->task];
+    const struct eeb_srv_finetune_set *ft = &k->s->finetune[d->task];
     char msg[256];
     if (!ft->sha256[0] || (d->finetune && strcmp(d->finetune, ft->sha256) == 0))
         return 0;
@@ -234,15 +236,15 @@ static int finetune_agrees(struct call *k, const struct declared *d, enum MHD_Re
     snprintf(msg, sizeof msg, "this server's %s fine-tune set is sha256 %s (%llu items)%s",
              eeb_task_name(d->task), ft->sha256, (unsigned long long)ft->items,
              d->finetune ? "" : "; an official run declares it");
-    *sent = call_fail(k, 409, "finetune", msg);
+    *sent = eeb_srv_call_fail(k, 409, "finetune", msg);
     return -1;
 }
 
 /* POST /api/v1/runs: a run, with the budgets and rules it is held to. */
-enum MHD_Result api_register(struct call *k)
+enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
-    json_t *body = call_body(k, &sent);
+    json_t *body = eeb_srv_call_body(k, &sent);
     if (!body)
         return sent;
     struct declared d;
@@ -252,14 +254,14 @@ enum MHD_Result api_register(struct call *k)
         sent = fail_fault(k, &f);
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
-        sent = call_fail(k, 409, "task", err);
+        sent = eeb_srv_call_fail(k, 409, "task", err);
     } else if (finetune_agrees(k, &d, &sent) == 0) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
-        struct store_run r = {.team = k->team,
-                              .task = (int)d.task,
-                              .official = d.official,
-                              .t_max_s = p->t_max_s,
-                              .p_max_w = p->p_max_w};
+        struct eeb_srv_run r = {.team = k->team,
+                                .task = (int)d.task,
+                                .official = d.official,
+                                .t_max_s = p->t_max_s,
+                                .p_max_w = p->p_max_w};
         snprintf(r.team_name, sizeof r.team_name, "%s", k->team_name);
         snprintf(r.rules_version, sizeof r.rules_version, "%s", k->s->rules_version);
         snprintf(r.backend, sizeof r.backend, "%s", d.backend);
@@ -268,13 +270,13 @@ enum MHD_Result api_register(struct call *k)
         snprintf(r.state, sizeof r.state, "registered");
         char *config = server_config(k->s, &d, k, p);
         if (!config)
-            sent = call_fail(k, 500, NULL, "out of memory");
-        else if (store_run_register(k->db, &r, config, err, sizeof err))
-            sent = call_fail(k, 500, NULL, err);
+            sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
+        else if (eeb_srv_store_run_register(k->s->store, &r, config, err, sizeof err))
+            sent = eeb_srv_call_fail(k, 500, NULL, err);
         else {
             json_t *o = run_json(&r);
             add_terms(o, k->s, d.task);
-            sent = call_json(k, 201, o);
+            sent = eeb_srv_call_json(k, 201, o);
         }
         free(config);
     }
@@ -285,14 +287,14 @@ enum MHD_Result api_register(struct call *k)
 /* ---- the power log ---- */
 
 /* The state a route needs the run in, or the 409 sent. */
-static int in_state(struct call *k, const char *a, const char *b, enum MHD_Result *sent)
+static int in_state(struct eeb_srv_call *k, const char *a, const char *b, enum MHD_Result *sent)
 {
     if (strcmp(k->run.state, a) == 0 || (b && strcmp(k->run.state, b) == 0))
         return 1;
     char msg[160];
     snprintf(msg, sizeof msg, "run %lld is %s; this needs it %s%s%s", (long long)k->id,
              k->run.state, a, b ? " or " : "", b ? b : "");
-    *sent = call_fail(k, 409, "state", msg);
+    *sent = eeb_srv_call_fail(k, 409, "state", msg);
     return 0;
 }
 
@@ -369,12 +371,12 @@ static int read_chunk(json_t *body, struct eeb_rundb_chunk *c, struct eeb_sample
 
 /* POST /api/v1/runs/{id}/power: a numbered chunk of the run's power log,
  * stored whole once; the same chunk again is answered as held. */
-enum MHD_Result api_power(struct call *k)
+enum MHD_Result eeb_srv_api_power(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (!in_state(k, "registered", "complete", &sent))
         return sent;
-    json_t *body = call_body(k, &sent);
+    json_t *body = eeb_srv_call_body(k, &sent);
     if (!body)
         return sent;
     struct eeb_rundb_chunk c = {0};
@@ -386,18 +388,19 @@ enum MHD_Result api_power(struct call *k)
     if (read_chunk(body, &c, &samples, &events, &payloads, &f)) {
         sent = fail_fault(k, &f);
     } else {
-        int rc = eeb_rundb_chunk_add(k->db->run, k->id, &c, err, sizeof err);
+        int rc = eeb_srv_store_run_power(k->s->store, k->id, &c, err, sizeof err);
         if (rc == EEB_CHUNK_DIFFERS) {
             snprintf(msg, sizeof msg, "chunk %lld was received with other contents",
                      (long long)c.seq);
-            sent = call_fail(k, 409, "seq", msg);
+            sent = eeb_srv_call_fail(k, 409, "seq", msg);
         } else if (rc < 0) {
-            sent = call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
+            sent = eeb_srv_call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
         } else {
-            sent = call_json(k, rc == EEB_CHUNK_STORED ? 201 : 200,
-                             json_pack("{s:I, s:b, s:I, s:I}", "seq", (json_int_t)c.seq, "stored",
-                                       rc == EEB_CHUNK_STORED, "samples", (json_int_t)c.nsamples,
-                                       "events", (json_int_t)c.nevents));
+            sent = eeb_srv_call_json(k, rc == EEB_CHUNK_STORED ? 201 : 200,
+                                     json_pack("{s:I, s:b, s:I, s:I}", "seq", (json_int_t)c.seq,
+                                               "stored", rc == EEB_CHUNK_STORED, "samples",
+                                               (json_int_t)c.nsamples, "events",
+                                               (json_int_t)c.nevents));
         }
     }
     for (size_t i = 0; payloads && i < c.nevents; i++)
@@ -412,156 +415,160 @@ enum MHD_Result api_power(struct call *k)
 /* POST /api/v1/runs/{id}/complete: fine-tuning is over; the test inputs
  * may be fetched.  Saying it again is harmless; of a scored run, a
  * conflict. */
-enum MHD_Result api_complete(struct call *k)
+enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     char err[512];
     if (!in_state(k, "registered", "complete", &sent))
         return sent;
     if (strcmp(k->run.state, "registered") == 0) {
-        if (store_run_complete(k->db->h, k->id, err, sizeof err) < 0)
-            return call_fail(k, 500, NULL, err);
+        if (eeb_srv_store_run_complete(k->s->store, k->id, err, sizeof err) < 0)
+            return eeb_srv_call_fail(k, 500, NULL, err);
         snprintf(k->run.state, sizeof k->run.state, "complete");
     }
-    return call_json(k, 200, run_json(&k->run));
+    return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
 
 /* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
  * once fine-tuning is complete. */
-enum MHD_Result api_test(struct call *k)
+enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (!in_state(k, "complete", "scored", &sent))
         return sent;
-    return call_file(k, "application/octet-stream", k->s->test[k->run.task]->inputs);
+    return eeb_srv_call_file(k, "application/octet-stream", k->s->test[k->run.task]->inputs);
 }
 
 /* ---- predictions ---- */
 
-/* A classifier's ranked classes into o's "top", with the true "label". */
-static int ranked_classes(json_t *p, size_t i, const struct testset *t,
-                          const struct held_item *item, json_t *o, struct fault *f)
+/* A classifier's ranked classes into the record, with the true label. */
+static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
+                          const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
+                          struct fault *f)
 {
     char field[96];
-    json_t *top = json_object_get(p, "top"), *x, *ranked = json_array();
+    json_t *top = json_object_get(p, EEB_PREDICTION_KEY_TOP), *x;
     size_t j;
-    snprintf(field, sizeof field, "predictions[%zu].top", i);
-    json_object_set_new(o, "label", json_integer(item->label));
-    json_object_set_new(o, "top", ranked);
+    snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP, i);
+    rec->label = item->label;
     if (!json_is_array(top) || json_array_size(top) < 1 || json_array_size(top) > EEB_TOPK_MAX)
         return bad(f, field, "expected 1 to %d classes, best first", EEB_TOPK_MAX);
     json_array_foreach(top, j, x)
     {
         int64_t cls;
-        snprintf(field, sizeof field, "predictions[%zu].top[%zu]", i, j);
+        snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP "[%zu]", i, j);
         if (int_field(x, field, 0, t->classes - 1, &cls, f))
             return -1;
-        json_array_append_new(ranked, json_integer(cls));
+        rec->ranked[rec->nranked++] = (int)cls;
     }
     return 0;
 }
 
-/* A detector's boxes into o's "boxes", with the true ones as "truth". */
-static int detected_boxes(json_t *p, size_t i, const struct testset *t,
-                          const struct held_item *item, json_t *o, struct fault *f)
+/* A detector's boxes into the record, with the true ones. */
+static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
+                          const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
+                          struct fault *f)
 {
     char field[96];
-    json_t *boxes = json_object_get(p, "boxes"), *x, *kept = json_array(), *truth = json_array();
+    json_t *boxes = json_object_get(p, EEB_PREDICTION_KEY_BOXES), *x;
     size_t j;
-    snprintf(field, sizeof field, "predictions[%zu].boxes", i);
-    json_object_set_new(o, "boxes", kept);
-    json_object_set_new(o, "truth", truth);
+    snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES, i);
     if (!json_is_array(boxes) || json_array_size(boxes) > EEB_SHARD_MAX_BOXES)
         return bad(f, field, "expected up to %d [class, score, x0, y0, x1, y1]",
                    EEB_SHARD_MAX_BOXES);
+    rec->boxes = calloc(json_array_size(boxes) + 1, sizeof *rec->boxes);
+    rec->truth = calloc((size_t)item->nboxes + 1, sizeof *rec->truth);
+    if (!rec->boxes || !rec->truth)
+        return bad(f, field, "out of memory");
     json_array_foreach(boxes, j, x)
     {
         double v[6];
-        snprintf(field, sizeof field, "predictions[%zu].boxes[%zu]", i, j);
+        snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES "[%zu]", i, j);
         if (json_array_size(x) != 6)
             return bad(f, field, "expected [class, score, x0, y0, x1, y1]");
         for (size_t c = 0; c < 6; c++) {
-            snprintf(field, sizeof field, "predictions[%zu].boxes[%zu][%zu]", i, j, c);
+            snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES "[%zu][%zu]",
+                     i, j, c);
             double hi = c == 0 ? t->classes - 1 : c == 1 ? 1 : 1e5;
             if (number_field(json_array_get(x, c), field, 0, hi, &v[c], f))
                 return -1;
         }
         if (v[0] != floor(v[0]))
             return bad(f, field, "the class is not an integer");
-        json_array_append_new(
-            kept, json_pack("[i, f, f, f, f, f]", (int)v[0], v[1], v[2], v[3], v[4], v[5]));
+        rec->boxes[rec->nboxes++] =
+            (struct eeb_prediction_box){(int)v[0], v[1], v[2], v[3], v[4], v[5]};
     }
     for (int b = 0; b < item->nboxes; b++) {
         const struct eeb_box *bx = &item->boxes[b];
-        json_array_append_new(truth, json_pack("[i, i, f, f, f, f]", bx->cls, bx->difficult, bx->x0,
-                                               bx->y0, bx->x1, bx->y1));
+        rec->truth[rec->ntruth++] =
+            (struct eeb_prediction_truth){bx->cls, bx->difficult, bx->x0, bx->y0, bx->x1, bx->y1};
     }
     return 0;
 }
 
 /* One prediction, checked, as the payload `eeb run` stores: with the truth,
  * so that `eeb check` recounts M_s from the server's database alone. */
-static int prediction_payload(json_t *p, size_t i, const struct testset *t,
-                              const struct held_item **item, char **text, struct fault *f)
+static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset *t,
+                              const struct eeb_srv_held_item **item, char **text, struct fault *f)
 {
     char field[96];
     snprintf(field, sizeof field, "predictions[%zu]", i);
     if (!json_is_object(p))
         return bad(f, field, "expected an object");
     snprintf(field, sizeof field, "predictions[%zu].id", i);
-    const char *id = json_string_value(json_object_get(p, "id"));
+    const char *id = json_string_value(json_object_get(p, EEB_PREDICTION_KEY_ID));
     if (!id)
         return bad(f, field, "expected a string");
-    if (!(*item = testset_find(t, id)))
+    if (!(*item = eeb_srv_testset_find(t, id)))
         return bad(f, field, "no test item has this id");
-    json_t *o = json_pack("{s:s}", "id", id);
-    int rc = !o                        ? bad(f, field, "out of memory")
-             : t->task == EEB_TASK_DET ? detected_boxes(p, i, t, *item, o, f)
-                                       : ranked_classes(p, i, t, *item, o, f);
-    if (rc == 0 && !(*text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+    struct eeb_prediction rec = {
+        .kind = eeb_task_get(t->task)->prediction, .id = id, .has_truth = 1};
+    int rc = rec.kind == EEB_PREDICTION_BOXES ? detected_boxes(p, i, t, *item, &rec, f)
+                                              : ranked_classes(p, i, t, *item, &rec, f);
+    if (rc == 0 && !(*text = eeb_prediction_write(&rec)))
         rc = bad(f, field, "out of memory");
-    json_decref(o);
+    eeb_prediction_free(&rec);
     return rc;
 }
 
 /* POST /api/v1/runs/{id}/predictions {"predictions": [{"id": .., "top":
  * [..]} or {"id": .., "boxes": [[class, score, x0, y0, x1, y1], ..]}]}:
  * in as many posts as needed; an item sent again is replaced. */
-enum MHD_Result api_predictions(struct call *k)
+enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (!in_state(k, "complete", NULL, &sent))
         return sent;
-    json_t *body = call_body(k, &sent);
+    json_t *body = eeb_srv_call_body(k, &sent);
     if (!body)
         return sent;
     json_t *list = json_object_get(body, "predictions");
-    const struct testset *t = k->s->test[k->run.task];
+    const struct eeb_srv_testset *t = k->s->test[k->run.task];
     size_t n = json_array_size(list);
     int64_t *items = calloc(n + 1, sizeof *items);
     char **payloads = calloc(n + 1, sizeof *payloads), err[512];
     struct fault f = {.field = ""};
     if (!json_is_array(list)) {
-        sent = call_fail(k, 400, "predictions", "expected an array");
+        sent = eeb_srv_call_fail(k, 400, "predictions", "expected an array");
     } else if (!items || !payloads) {
-        sent = call_fail(k, 500, NULL, "out of memory");
+        sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
     } else {
         size_t i;
         json_t *p;
         json_array_foreach(list, i, p)
         {
-            const struct held_item *item = NULL;
+            const struct eeb_srv_held_item *item = NULL;
             if (prediction_payload(p, i, t, &item, &payloads[i], &f))
                 break;
             items[i] = (int64_t)item->index;
         }
         if (f.field[0])
             sent = fail_fault(k, &f);
-        else if (eeb_rundb_predictions_add(k->db->run, k->id, items, (const char *const *)payloads,
-                                           n, err, sizeof err))
-            sent = call_fail(k, 500, NULL, err);
+        else if (eeb_srv_store_run_predictions(k->s->store, k->id, items,
+                                               (const char *const *)payloads, n, err, sizeof err))
+            sent = eeb_srv_call_fail(k, 500, NULL, err);
         else
-            sent = call_json(k, 200, json_pack("{s:I}", "stored", (json_int_t)n));
+            sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "stored", (json_int_t)n));
     }
     for (size_t i = 0; payloads && i < n; i++)
         free(payloads[i]);
@@ -572,41 +579,21 @@ enum MHD_Result api_predictions(struct call *k)
 
 /* ---- score ---- */
 
-static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+/* The payload of the score event the server adds to the run's record
+ * (free it; NULL if out of memory, and the event goes without one). */
+static char *score_json(const struct eeb_run_outcome *o)
 {
-    (void)utc, (void)kind, (void)payload;
-    int64_t *latest = arg;
-    *latest = t > *latest ? t : *latest;
-    return 0;
-}
-
-/* Stores the verdict in the run's record as `eeb run` would: its results,
- * a score event, its final state. */
-static int record_verdict(struct call *k, const struct eeb_run_outcome *o, char *err, size_t errlen)
-{
-    /* the utilization was declared at registration */
-    int rc = eeb_run_store_results(k->db->run, k->id, o, "modeled", err, errlen);
-    int64_t t = 0;
-    if (rc == EEB_OK)
-        rc = eeb_rundb_events_each(k->db->run, k->id, latest_event, &t, err, errlen);
     json_t *payload = json_pack("{s:s, s:s, s:o}", "by", "server", "verdict", eeb_run_verdict(o, 0),
-                                "S", number_or_null(o->score.s));
+                                "S", eeb_json_number(o->score.s));
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
-    if (rc == EEB_OK)
-        rc = eeb_rundb_event_add(k->db->run, k->id, t, eeb_utc_ns(), EEB_EVENT_SCORE, text, err,
-                                 errlen);
-    free(text);
-    if (rc == EEB_OK)
-        rc = eeb_rundb_run_set_state(k->db->run, k->id, o->pass ? EEB_RUN_DONE : EEB_RUN_FAILED,
-                                     err, errlen);
-    return rc;
+    return text;
 }
 
 /* The sampler's counters from the body ({"samples_dropped": n,
  * "reads_failed": n, "deadlines_missed": n}, each optional), stored as
  * the run's results for the validity rules; or the 400 sent. */
-static int store_counters(struct call *k, enum MHD_Result *sent)
+static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
 {
     static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
                                            EEB_RESULT_MISSED};
@@ -614,7 +601,7 @@ static int store_counters(struct call *k, enum MHD_Result *sent)
     struct fault f = {.field = ""};
     char err[512];
     if (k->q->len) {
-        json_t *body = call_body(k, sent);
+        json_t *body = eeb_srv_call_body(k, sent);
         if (!body)
             return 0;
         int rc = 0;
@@ -636,9 +623,8 @@ static int store_counters(struct call *k, enum MHD_Result *sent)
         }
     }
     for (int i = 0; i < 3; i++)
-        if (eeb_rundb_result_set(k->db->run, k->id, counters[i], (double)n[i], "1", "counter", err,
-                                 sizeof err)) {
-            *sent = call_fail(k, 500, NULL, err);
+        if (eeb_srv_store_run_counter(k->s->store, k->id, counters[i], n[i], err, sizeof err)) {
+            *sent = eeb_srv_call_fail(k, 500, NULL, err);
             return 0;
         }
     return 1;
@@ -647,17 +633,17 @@ static int store_counters(struct call *k, enum MHD_Result *sent)
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
  * sent and the labels the server holds.  Asked again, it answers the same
  * verdict. */
-enum MHD_Result api_score(struct call *k)
+enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (strcmp(k->run.state, "scored") == 0)
-        return call_json(k, 200, run_json(&k->run));
+        return eeb_srv_call_json(k, 200, run_json(&k->run));
     if (!in_state(k, "complete", NULL, &sent) || !store_counters(k, &sent))
         return sent;
     struct eeb_run_outcome o = {0};
     char err[512];
-    if (eeb_run_judge(store_path(k->s->store), k->id, NAN, &o, err, sizeof err))
-        return call_fail(k, 500, NULL, err);
+    if (eeb_run_judge(eeb_srv_store_path(k->s->store), k->id, NAN, &o, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
     o.complete = 1;
     o.device_time_s = o.device_energy_j = NAN; /* the server models no device */
     /* an official run's fine-tuning happened between register and complete */
@@ -670,20 +656,22 @@ enum MHD_Result api_score(struct call *k)
                  "register and complete (%.3f s)",
                  n ? "; " : "", o.t_s, seen_s);
     }
-    struct store_run *r = &k->run;
+    struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);
     r->s = o.pass ? o.score.s : NAN;
     r->m_u = o.score.m_u, r->m_t = o.score.m_t, r->m_p = o.score.m_p, r->m_s = o.score.m_s;
     r->t_s = o.t_s, r->energy_j = o.energy_j;
-    if (record_verdict(k, &o, err, sizeof err))
-        return call_fail(k, 500, NULL, err);
-    int moved = store_run_scored(k->db->h, r, err, sizeof err);
+    /* the verdict in the run's record, as `eeb run` stores one; the
+     * utilization was declared at registration */
+    char *score = score_json(&o);
+    int moved = eeb_srv_store_run_scored(k->s->store, r, &o, "modeled", score, err, sizeof err);
+    free(score);
     if (moved < 0)
-        return call_fail(k, 500, NULL, err);
+        return eeb_srv_call_fail(k, 500, NULL, err);
     if (!moved) /* scored by a request racing this one: its verdict stands */
-        return call_fail(k, 409, "state", "the run was scored meanwhile");
+        return eeb_srv_call_fail(k, 409, "state", "the run was scored meanwhile");
     snprintf(r->state, sizeof r->state, "scored");
     atomic_fetch_add(&k->s->scored, 1); /* the leaderboard's answers are stale */
-    return call_json(k, 200, run_json(r));
+    return eeb_srv_call_json(k, 200, run_json(r));
 }

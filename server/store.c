@@ -1,20 +1,34 @@
 /*
- * store.c - the server's database: an eeb run database (power/rundb.c)
- * holding every submitted run as `eeb run` records one -- configuration,
- * events, samples, predictions, results -- so that the judge, `eeb check`
- * and the HTML report read it as they read a local file; and beside those
- * tables the server's own: teams (tokens as SHA-256 hashes only) and
- * entries, a team's run and where it stands.  WAL, one pair of connections
- * per thread of the pool, every statement prepared.
+ * store.c - the server's store (server_store.h) on one SQLite file: an eeb
+ * run database (rundb/) holding every submitted run as `eeb run` records
+ * one -- configuration, events, samples, predictions, results -- so that
+ * the judge, `eeb check` and the HTML report read it as they read a local
+ * file; and beside those tables the server's own: teams (tokens as SHA-256
+ * hashes only) and entries, a team's run and where it stands.  The server's
+ * tables are a set of migrations rundb/ applies with the run tables'; WAL,
+ * one connection per thread of the pool, every statement prepared.
+ *
+ * Sections: the server's tables; connections; teams; runs; the leaderboard.
  */
-#include "server_int.h"
+#include "server_store.h"
+
+#include "rundb/eeb_rundb_tables.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char schema[] =
+/* ---- the server's tables ----
+ *
+ * migrations[v] takes the server's tables from version v to v + 1 (rundb/
+ * records which a file holds).  Append one to change them; never edit one
+ * released. */
+static const char *const migrations[] = {
+    /* v0 -> v1: teams and entries.  IF NOT EXISTS: files made before the
+     * server's tables were versioned hold them already, as made here. */
     "CREATE TABLE IF NOT EXISTS teams ("
     "  id INTEGER PRIMARY KEY,"
     "  name TEXT NOT NULL UNIQUE,"
@@ -33,61 +47,55 @@ static const char schema[] =
     "  t_s REAL, energy_j REAL, why TEXT);"
     /* the leaderboard reads scored entries by S, best first, and stops at
      * its limit: this index is that order, so no read sorts them all */
-    "CREATE INDEX IF NOT EXISTS entries_by_score ON entries(state, s, run_id);";
+    "CREATE INDEX IF NOT EXISTS entries_by_score ON entries(state, s, run_id);",
+};
 
-struct store {
+static const struct eeb_rundb_tables server_tables = {
+    .name = "server",
+    .version = (int)(sizeof migrations / sizeof *migrations),
+    .migrations = migrations,
+};
+
+/* ---- connections ---- */
+
+struct eeb_srv_store {
     char *path;
-    pthread_key_t key; /* the thread's struct conn * */
+    pthread_key_t key; /* the thread's struct eeb_rundb * */
 };
 
 static void close_conn(void *arg)
 {
-    struct conn *c = arg;
-    if (!c)
-        return;
-    sqlite3_close_v2(c->h);
-    eeb_rundb_close(c->run);
-    free(c);
+    eeb_rundb_close(arg);
 }
 
-static int open_conn(const char *path, struct conn **out, char *err, size_t errlen)
+static int open_conn(const char *path, struct eeb_rundb **out, char *err, size_t errlen)
 {
-    struct conn *c = calloc(1, sizeof *c);
-    if (!c)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    /* the run database first: it refuses a file that is not one */
-    int rc = eeb_rundb_open(path, EEB_RUNDB_READWRITE, &c->run, err, errlen);
-    if (rc == EEB_OK) {
-        int q = sqlite3_open_v2(path, &c->h, SQLITE_OPEN_READWRITE, NULL);
-        if (q == SQLITE_OK)
-            q = sqlite3_busy_timeout(c->h, 10000);
-        if (q == SQLITE_OK)
-            q = sqlite3_exec(c->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
-        if (q != SQLITE_OK)
-            rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", path,
-                          c->h ? sqlite3_errmsg(c->h) : "out of memory");
-    }
-    if (rc) {
-        close_conn(c);
-        return rc;
-    }
-    *out = c;
-    return EEB_OK;
+    /* it refuses a file that is not a run database, or is newer */
+    int rc = eeb_rundb_open_with(path, EEB_RUNDB_READWRITE, &server_tables, out, err, errlen);
+    if (rc == EEB_OK)
+        sqlite3_busy_timeout(eeb_rundb_sqlite(*out), 10000); /* the pool's writers queue */
+    return rc;
 }
 
-int store_open(const char *path, struct store **out, char *err, size_t errlen)
+/* The calling thread's connection, opened on first use. */
+static int conn(struct eeb_srv_store *s, struct eeb_rundb **db, char *err, size_t errlen)
 {
-    struct conn *c;
-    int rc = open_conn(path, &c, err, errlen);
+    if ((*db = pthread_getspecific(s->key)))
+        return EEB_OK;
+    int rc = open_conn(s->path, db, err, errlen);
+    if (rc == EEB_OK)
+        pthread_setspecific(s->key, *db);
+    return rc;
+}
+
+int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = open_conn(path, &db, err, errlen); /* creates or migrates the file */
     if (rc)
         return rc;
-    if (sqlite3_exec(c->h, schema, NULL, NULL, NULL) != SQLITE_OK) {
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", path, sqlite3_errmsg(c->h));
-        close_conn(c);
-        return rc;
-    }
-    close_conn(c);
-    struct store *s = calloc(1, sizeof *s);
+    eeb_rundb_close(db);
+    struct eeb_srv_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path)) || pthread_key_create(&s->key, close_conn) != 0) {
         if (s)
             free(s->path);
@@ -98,7 +106,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
     return EEB_OK;
 }
 
-void store_close(struct store *s)
+void eeb_srv_store_close(struct eeb_srv_store *s)
 {
     if (!s)
         return;
@@ -108,36 +116,41 @@ void store_close(struct store *s)
     free(s);
 }
 
-const char *store_path(const struct store *s)
+const char *eeb_srv_store_path(const struct eeb_srv_store *s)
 {
     return s->path;
 }
 
-struct conn *store_conn(struct store *s, char *err, size_t errlen)
+int eeb_srv_store_ready(struct eeb_srv_store *s, char *err, size_t errlen)
 {
-    struct conn *c = pthread_getspecific(s->key);
-    if (!c && open_conn(s->path, &c, err, errlen) == EEB_OK)
-        pthread_setspecific(s->key, c);
-    return c;
+    struct eeb_rundb *db;
+    return conn(s, &db, err, errlen);
 }
 
-/* Prepares sql or says why. */
-static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, char *err, size_t errlen)
+/* Prepares sql on db's connection or says why. */
+static sqlite3_stmt *prepare(struct eeb_rundb *db, const char *sql, char *err, size_t errlen)
 {
+    sqlite3 *h = eeb_rundb_sqlite(db);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(db, "main"),
-                 sqlite3_errmsg(db));
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(h, "main"), sqlite3_errmsg(h));
     return st;
 }
 
-static int done(sqlite3 *db, sqlite3_stmt *st, int rc, char *err, size_t errlen)
+/* Finalizes st after its last step rc: EEB_OK if it ran, else why not. */
+static int done(struct eeb_rundb *db, sqlite3_stmt *st, int rc, char *err, size_t errlen)
 {
+    sqlite3 *h = eeb_rundb_sqlite(db);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(db, "main"),
-                 sqlite3_errmsg(db));
+        eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(h, "main"), sqlite3_errmsg(h));
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? EEB_OK : EEB_EDB;
+}
+
+/* Rows the last statement of db changed, or rc if it failed. */
+static int changed(struct eeb_rundb *db, int rc)
+{
+    return rc ? rc : sqlite3_changes(eeb_rundb_sqlite(db));
 }
 
 static void bind_number(sqlite3_stmt *st, int i, double v)
@@ -159,41 +172,72 @@ static void column_text(sqlite3_stmt *st, int i, char *out, size_t n)
     snprintf(out, n, "%s", t ? t : "");
 }
 
+int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out, char *err,
+                        size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL : prepare(db, "SELECT count(*) FROM teams", err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    int step = sqlite3_step(st);
+    out->teams = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    out->memory_bytes = (int64_t)sqlite3_memory_used();
+    return done(db, st, step, err, errlen);
+}
+
 /* ---- teams ---- */
 
-int store_team_by_token(sqlite3 *db, const char *token, int64_t *team, char name[65], char *err,
-                        size_t errlen)
+int eeb_srv_store_team_add(struct eeb_srv_store *s, const char *name, const char *token, char *err,
+                           size_t errlen)
+{
+    char hash[EEB_SHA256_HEX];
+    eeb_sha256(token, strlen(token), hash);
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL
+                          : prepare(db,
+                                    "INSERT INTO teams (name, token_sha256, created_utc_ns) "
+                                    "VALUES (?, ?, ?)",
+                                    err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, eeb_utc_ns());
+    int step = sqlite3_step(st);
+    if (step == SQLITE_CONSTRAINT) {
+        sqlite3_finalize(st);
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: a team named '%s' exists", s->path, name);
+    }
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_team_by_token(struct eeb_srv_store *s, const char *token, int64_t *team,
+                                char name[EEB_SRV_TEAM_NAME], char *err, size_t errlen)
 {
     char hash[EEB_SHA256_HEX];
     eeb_sha256(token, strlen(token), hash);
     *team = 0, name[0] = '\0';
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
     sqlite3_stmt *st =
-        prepare(db, "SELECT id, name FROM teams WHERE token_sha256 = ?", err, errlen);
+        rc ? NULL : prepare(db, "SELECT id, name FROM teams WHERE token_sha256 = ?", err, errlen);
     if (!st)
-        return EEB_EDB;
+        return rc ? rc : EEB_EDB;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
         *team = sqlite3_column_int64(st, 0);
-        column_text(st, 1, name, 65);
+        column_text(st, 1, name, EEB_SRV_TEAM_NAME);
     }
-    return done(db, st, rc, err, errlen);
+    return done(db, st, step, err, errlen);
 }
 
-int store_count_teams(sqlite3 *db, int64_t *n, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = prepare(db, "SELECT count(*) FROM teams", err, errlen);
-    if (!st)
-        return EEB_EDB;
-    int rc = sqlite3_step(st);
-    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    return done(db, st, rc, err, errlen);
-}
+/* ---- runs ---- */
 
-/* ---- entries ---- */
-
-int store_run_register(struct conn *c, struct store_run *r, const char *config_json, char *err,
-                       size_t errlen)
+int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
+                               const char *config_json, char *err, size_t errlen)
 {
     const struct eeb_run_new rn = {.task = (enum eeb_task)r->task,
                                    .backend = r->backend,
@@ -202,10 +246,13 @@ int store_run_register(struct conn *c, struct store_run *r, const char *config_j
                                    .p_max_w = r->p_max_w,
                                    .rules_version = r->rules_version};
     char uuid[37];
-    int rc = eeb_rundb_run_create(c->run, &rn, &r->id, uuid, err, errlen);
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_create(db, &rn, &r->id, uuid, err, errlen);
     if (rc)
         return rc;
-    sqlite3_stmt *st = prepare(c->h,
+    sqlite3_stmt *st = prepare(db,
                                "INSERT INTO entries (run_id, team_id, state, official, device, "
                                "provenance, registered_utc_ns) VALUES (?, ?, 'registered', ?, ?, "
                                "?, ?)",
@@ -218,38 +265,39 @@ int store_run_register(struct conn *c, struct store_run *r, const char *config_j
     sqlite3_bind_text(st, 4, r->device, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, r->provenance, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, r->registered_utc_ns = eeb_utc_ns());
-    return done(c->h, st, sqlite3_step(st), err, errlen);
+    return done(db, st, sqlite3_step(st), err, errlen);
 }
 
-/* The columns store_run_get and store_board read, in this order. */
+/* The columns eeb_srv_store_run_get and eeb_srv_store_board read, in this
+ * order. */
 #define ENTRY_COLUMNS                                                                              \
     "e.run_id, e.team_id, t.name, r.task, e.state, r.t_max_s, r.p_max_w, r.rules_version, "        \
     "r.backend, e.official, e.device, e.provenance, e.registered_utc_ns, e.completed_utc_ns, "     \
     "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why "                        \
     "FROM entries e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
 
-static void read_entry(sqlite3_stmt *st, struct store_run *r)
+static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
 {
     char task[8];
     column_text(st, 3, task, sizeof task);
     enum eeb_task t = EEB_TASK_CLS;
     char why[96];
     eeb_task_parse(task, &t, why, sizeof why);
-    *r = (struct store_run){.id = sqlite3_column_int64(st, 0),
-                            .team = sqlite3_column_int64(st, 1),
-                            .task = (int)t,
-                            .t_max_s = sqlite3_column_double(st, 5),
-                            .p_max_w = sqlite3_column_double(st, 6),
-                            .official = sqlite3_column_int(st, 9),
-                            .registered_utc_ns = sqlite3_column_int64(st, 12),
-                            .completed_utc_ns = sqlite3_column_int64(st, 13),
-                            .s = column_number(st, 15),
-                            .m_u = column_number(st, 16),
-                            .m_t = column_number(st, 17),
-                            .m_p = column_number(st, 18),
-                            .m_s = column_number(st, 19),
-                            .t_s = column_number(st, 20),
-                            .energy_j = column_number(st, 21)};
+    *r = (struct eeb_srv_run){.id = sqlite3_column_int64(st, 0),
+                              .team = sqlite3_column_int64(st, 1),
+                              .task = (int)t,
+                              .t_max_s = sqlite3_column_double(st, 5),
+                              .p_max_w = sqlite3_column_double(st, 6),
+                              .official = sqlite3_column_int(st, 9),
+                              .registered_utc_ns = sqlite3_column_int64(st, 12),
+                              .completed_utc_ns = sqlite3_column_int64(st, 13),
+                              .s = column_number(st, 15),
+                              .m_u = column_number(st, 16),
+                              .m_t = column_number(st, 17),
+                              .m_p = column_number(st, 18),
+                              .m_s = column_number(st, 19),
+                              .t_s = column_number(st, 20),
+                              .energy_j = column_number(st, 21)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -260,34 +308,90 @@ static void read_entry(sqlite3_stmt *st, struct store_run *r)
     column_text(st, 22, r->why, sizeof r->why);
 }
 
-int store_run_get(sqlite3 *db, int64_t id, struct store_run *r, char *err, size_t errlen)
+int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
+                          size_t errlen)
 {
-    sqlite3_stmt *st = prepare(db, "SELECT " ENTRY_COLUMNS "WHERE e.run_id = ?", err, errlen);
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL : prepare(db, "SELECT " ENTRY_COLUMNS "WHERE e.run_id = ?", err, errlen);
     if (!st)
-        return EEB_EDB;
+        return rc ? rc : EEB_EDB;
     sqlite3_bind_int64(st, 1, id);
     int step = sqlite3_step(st), found = step == SQLITE_ROW;
     if (found)
         read_entry(st, r);
-    int rc = done(db, st, step, err, errlen);
+    rc = done(db, st, step, err, errlen);
     return rc ? rc : found;
 }
 
-int store_run_complete(sqlite3 *db, int64_t id, char *err, size_t errlen)
+int eeb_srv_store_run_power(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_chunk *c,
+                            char *err, size_t errlen)
 {
-    sqlite3_stmt *st = prepare(db,
-                               "UPDATE entries SET state = 'complete', completed_utc_ns = ? "
-                               "WHERE run_id = ? AND state = 'registered'",
-                               err, errlen);
-    if (!st)
-        return EEB_EDB;
-    sqlite3_bind_int64(st, 1, eeb_utc_ns());
-    sqlite3_bind_int64(st, 2, id);
-    int rc = done(db, st, sqlite3_step(st), err, errlen);
-    return rc ? rc : sqlite3_changes(db);
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_chunk_add(db, id, c, err, errlen);
 }
 
-int store_run_scored(sqlite3 *db, const struct store_run *r, char *err, size_t errlen)
+int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL
+                          : prepare(db,
+                                    "UPDATE entries SET state = 'complete', completed_utc_ns = ? "
+                                    "WHERE run_id = ? AND state = 'registered'",
+                                    err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, eeb_utc_ns());
+    sqlite3_bind_int64(st, 2, id);
+    return changed(db, done(db, st, sqlite3_step(st), err, errlen));
+}
+
+int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int64_t *items,
+                                  const char *const *payloads, size_t n, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_predictions_add(db, id, items, payloads, n, err, errlen);
+}
+
+int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,
+                              char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_result_set(db, id, name, (double)n, "1", "counter", err, errlen);
+}
+
+static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)utc, (void)kind, (void)payload;
+    int64_t *latest = arg;
+    *latest = t > *latest ? t : *latest;
+    return 0;
+}
+
+/* The verdict in run id's record: results, a score event, its state. */
+static int record_verdict(struct eeb_rundb *db, int64_t id, const struct eeb_run_outcome *o,
+                          const char *util_provenance, const char *score_json, char *err,
+                          size_t errlen)
+{
+    int rc = eeb_run_store_results(db, id, o, util_provenance, err, errlen);
+    int64_t t = 0;
+    if (rc == EEB_OK)
+        rc = eeb_rundb_events_each(db, id, latest_event, &t, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), EEB_EVENT_SCORE, score_json, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_set_state(db, id, o->pass ? EEB_RUN_DONE : EEB_RUN_FAILED, err, errlen);
+    return rc;
+}
+
+/* complete -> scored with r's verdict and figures: 1 if it moved, else 0. */
+static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, char *err,
+                          size_t errlen)
 {
     sqlite3_stmt *st = prepare(db,
                                "UPDATE entries SET state = 'scored', verdict = ?, s = ?, m_u = ?, "
@@ -302,25 +406,55 @@ int store_run_scored(sqlite3 *db, const struct store_run *r, char *err, size_t e
         bind_number(st, 2 + i, v[i]);
     sqlite3_bind_text(st, 9, r->why, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 10, r->id);
-    int rc = done(db, st, sqlite3_step(st), err, errlen);
-    return rc ? rc : sqlite3_changes(db);
+    return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 
-int store_board(sqlite3 *db, const struct store_board_filter *f,
-                int (*fn)(void *arg, const struct store_run *r), void *arg, char *err,
-                size_t errlen)
+int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *r,
+                             const struct eeb_run_outcome *o, const char *util_provenance,
+                             const char *score_json, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    if (rc)
+        return rc;
+    /* one transaction: the entry moves and the record takes the verdict
+     * together, or neither (a request racing this one moved it first, or
+     * the server stopped between the two) */
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    int moved = move_to_scored(db, r, err, errlen);
+    rc = moved < 0 ? moved
+         : moved   ? record_verdict(db, r->id, o, util_provenance, score_json, err, errlen)
+                   : EEB_OK;
+    if (rc == EEB_OK && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if (rc)
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    return rc ? rc : moved;
+}
+
+/* ---- the leaderboard ---- */
+
+int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filter *f,
+                        int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg, char *err,
+                        size_t errlen)
 {
     /* passing runs by S, best first; then the rest (S NULL, which SQLite
      * sorts last in a descending order), newest first: entries_by_score
      * read backwards */
-    sqlite3_stmt *st = prepare(db,
-                               "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
-                               "AND (?2 IS NULL OR e.provenance = ?2) "
-                               "AND (?3 IS NULL OR e.device = ?3) "
-                               "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
-                               err, errlen);
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
+                     "AND (?2 IS NULL OR e.provenance = ?2) "
+                     "AND (?3 IS NULL OR e.device = ?3) "
+                     "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
+                     err, errlen);
     if (!st)
-        return EEB_EDB;
+        return rc ? rc : EEB_EDB;
     sqlite3_bind_text(st, 1, eeb_task_name((enum eeb_task)f->task), -1, SQLITE_STATIC);
     if (f->provenance)
         sqlite3_bind_text(st, 2, f->provenance, -1, SQLITE_STATIC);
@@ -328,7 +462,7 @@ int store_board(sqlite3 *db, const struct store_board_filter *f,
         sqlite3_bind_text(st, 3, f->device, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 1000);
     int step, stop = 0;
-    struct store_run r;
+    struct eeb_srv_run r;
     while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
         read_entry(st, &r);
         stop = fn(arg, &r);
@@ -338,51 +472,4 @@ int store_board(sqlite3 *db, const struct store_board_filter *f,
         return stop;
     }
     return done(db, st, step, err, errlen);
-}
-
-/* ---- teams, by the administrator ---- */
-
-int eeb_server_add_team(const char *path, const char *name, char token[EEB_TOKEN_HEX], char *err,
-                        size_t errlen)
-{
-    token[0] = '\0';
-    if (!text_ok(name, 64, "_.-"))
-        return eeb_errf(err, errlen, EEB_EINVAL, "team name '%s': 1 to 64 of A-Z a-z 0-9 _ . -",
-                        name);
-    unsigned char raw[32];
-    char secret[EEB_TOKEN_HEX];
-    int rc = eeb_random_bytes(raw, sizeof raw, err, errlen);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(secret + 2 * i, 3, "%02x", raw[i]);
-    char hash[EEB_SHA256_HEX];
-    eeb_sha256(secret, strlen(secret), hash);
-    struct store *s;
-    if ((rc = store_open(path, &s, err, errlen)))
-        return rc;
-    struct conn *c = store_conn(s, err, errlen);
-    sqlite3_stmt *st = c ? prepare(c->h,
-                                   "INSERT INTO teams (name, token_sha256, created_utc_ns) "
-                                   "VALUES (?, ?, ?)",
-                                   err, errlen)
-                         : NULL;
-    rc = EEB_EDB;
-    if (st) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, eeb_utc_ns());
-        int step = sqlite3_step(st);
-        if (step == SQLITE_CONSTRAINT) {
-            sqlite3_finalize(st);
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: a team named '%s' exists", path, name);
-        } else {
-            rc = done(c->h, st, step, err, errlen);
-        }
-    }
-    store_close(s);
-    if (rc == EEB_OK)
-        memcpy(token, secret, sizeof secret);
-    memset(raw, 0, sizeof raw), memset(secret, 0, sizeof secret);
-    return rc;
 }

@@ -11,13 +11,14 @@
 
 static int by_id(const void *a, const void *b)
 {
-    return strcmp(((const struct held_item *)a)->id, ((const struct held_item *)b)->id);
+    return strcmp(((const struct eeb_srv_held_item *)a)->id,
+                  ((const struct eeb_srv_held_item *)b)->id);
 }
 
 /* Keeps rec's truth in t->items[t->n]. */
-static int hold(struct testset *t, const struct eeb_record *rec, char *err, size_t errlen)
+static int hold(struct eeb_srv_testset *t, const struct eeb_record *rec, char *err, size_t errlen)
 {
-    struct held_item *h = &t->items[t->n];
+    struct eeb_srv_held_item *h = &t->items[t->n];
     memcpy(h->id, rec->id, sizeof h->id);
     h->index = rec->index, h->label = rec->label, h->nboxes = rec->nboxes;
     if (rec->nboxes) {
@@ -29,8 +30,8 @@ static int hold(struct testset *t, const struct eeb_record *rec, char *err, size
     return EEB_OK;
 }
 
-int testset_load(struct testset *t, enum eeb_task task, const char *path, const char *inputs_path,
-                 char *err, size_t errlen)
+int eeb_srv_testset_load(struct eeb_srv_testset *t, enum eeb_task task, const char *path,
+                         const char *inputs_path, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     struct eeb_shard *in;
@@ -79,11 +80,11 @@ int testset_load(struct testset *t, enum eeb_task task, const char *path, const 
                               t->items[i].id);
     }
     if (rc)
-        testset_free(t);
+        eeb_srv_testset_free(t);
     return rc;
 }
 
-void testset_free(struct testset *t)
+void eeb_srv_testset_free(struct eeb_srv_testset *t)
 {
     for (size_t i = 0; t->items && i < t->n; i++)
         free(t->items[i].boxes);
@@ -92,17 +93,18 @@ void testset_free(struct testset *t)
     memset(t, 0, sizeof *t);
 }
 
-const struct held_item *testset_find(const struct testset *t, const char *id)
+const struct eeb_srv_held_item *eeb_srv_testset_find(const struct eeb_srv_testset *t,
+                                                     const char *id)
 {
-    struct held_item key = {.index = 0};
+    struct eeb_srv_held_item key = {.index = 0};
     if (strlen(id) >= sizeof key.id)
         return NULL;
     snprintf(key.id, sizeof key.id, "%s", id);
     return bsearch(&key, t->items, t->n, sizeof *t->items, by_id);
 }
 
-int finetune_set_name(struct finetune_set *ft, enum eeb_task task, const char *path, char *err,
-                      size_t errlen)
+int eeb_srv_finetune_set_name(struct eeb_srv_finetune_set *ft, enum eeb_task task, const char *path,
+                              char *err, size_t errlen)
 {
     struct eeb_shard *sh;
     int rc = eeb_shard_open(&sh, path, err, errlen);

@@ -74,6 +74,9 @@ int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t e
 int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,
                    char sha256[EEB_SHA256_HEX], char *err, size_t errlen);
 const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s);
+/* What the shard holds, in words: "2000 cls records, 20 classes, 32x32x3"
+ * (and " x 8 frames" for clips). */
+void eeb_shard_describe(const struct eeb_shard_info *in, char *buf, size_t n);
 /* The path it was opened from. */
 const char *eeb_shard_path(const struct eeb_shard *s);
 /* The next record (valid until the next call): 1, or 0 after the last,

@@ -10,6 +10,7 @@
 #include "eeb_metrics.h"
 #include "fpga/host/eeb_net.h"
 #include "eeb_shard.h"
+#include "eeb_task_ops.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,7 +74,8 @@ void eeb_batcher_free(struct eeb_batcher *bt);
 /* One test item's prediction as the evaluator judged it: enough, with the
  * truth, to compute the metric again without the shard. */
 struct eeb_task_prediction {
-    uint64_t index; /* the record's position in the shard */
+    enum eeb_prediction_kind kind; /* the shard's task's: which fields below it fills */
+    uint64_t index;                /* the record's position in the shard */
     const char *id;
     int label;   /* cls, video: the true class */
     int nranked; /* cls, video: the best classes, best first */
@@ -106,6 +108,7 @@ void eeb_task_eval_defaults(struct eeb_task_eval_options *opt);
 /* The test stage's figures: top-k counts (cls, video) or mAP (det), and
  * value, the task's M_s (top-5 accuracy or mAP@iou, all-point AP). */
 struct eeb_task_score {
+    enum eeb_prediction_kind prediction; /* the shard's task's: top-k or mAP */
     uint64_t items, detections;
     struct eeb_topk topk;
     double map; /* NaN when no class has ground truth */
@@ -132,21 +135,5 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
  */
 int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
                          const float *out, float min_score, struct eeb_scored_box *boxes, int max);
-
-/* The embedded default of a task: synthetic data sizes, the base model's
- * pre-training, and the fine-tune run's budgets and schedule. */
-struct eeb_task_profile {
-    int size, frames;                   /* pixels per side, frames per item */
-    int pretrain_n, finetune_n, test_n; /* records */
-    int pretrain_epochs;
-    double lr; /* pre-training and fine-tuning */
-    int epochs;
-    double t_max_s, p_max_w;
-    const char *design; /* the PE array the analytical model predicts */
-};
-
-/* The embedded default's design (see profiles.c). */
-#define EEB_TASK_DESIGN "device=zcu104,pes=4,macs=16,clock_mhz=250,ddr=1,mult=dsp2"
-const struct eeb_task_profile *eeb_task_profile(enum eeb_task task);
 
 #endif

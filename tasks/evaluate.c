@@ -134,8 +134,9 @@ static int judge(struct evaluation *ev, const struct item *it, const float *out,
 {
     const struct eeb_shard_info *in = ev->info;
     const char *id = it->id;
-    struct eeb_task_prediction p = {.index = it->index, .id = id, .label = it->label};
-    if (in->task != EEB_TASK_DET) {
+    struct eeb_task_prediction p = {
+        .kind = ev->score->prediction, .index = it->index, .id = id, .label = it->label};
+    if (p.kind == EEB_PREDICTION_RANKED) {
         int ranked[EEB_TOPK_MAX] = {0}, n = rank(out, in->classes, ranked);
         eeb_topk_add(&ev->score->topk, it->label, ranked, n);
         if (ev->csv) {
@@ -178,7 +179,7 @@ static int open_outputs(struct evaluation *ev, char *err, size_t errlen)
     const char *where = ev->opt->predictions;
     if (!where)
         return EEB_OK;
-    if (ev->info->task != EEB_TASK_DET) {
+    if (ev->score->prediction == EEB_PREDICTION_RANKED) {
         ev->csv = fopen(where, "w");
         if (!ev->csv)
             return eeb_errf(err, errlen, EEB_EIO, "%s: %s", where, strerror(errno));
@@ -257,9 +258,10 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         return rc;
     }
     struct evaluation ev = {.net = net, .info = in, .opt = opt, .score = score};
+    score->prediction = eeb_task_get(in->task)->prediction;
     const struct eeb_layer *loss = eeb_net_loss(net);
     size_t px = eeb_shard_pixels(in), outs = (size_t)loss->out.h * loss->out.w * loss->out.c;
-    int batch = opt->batch, det = in->task == EEB_TASK_DET;
+    int batch = opt->batch, det = score->prediction == EEB_PREDICTION_BOXES;
     uint8_t *pixels = malloc((size_t)batch * px);
     float *out = malloc((size_t)batch * outs * sizeof *out);
     struct item *items = malloc((size_t)batch * sizeof *items);

@@ -1,5 +1,6 @@
 /*
- * gen.c - the synthetic data generators (eeb_gen.h).
+ * gen.c - the synthetic data generators (eeb_gen.h): the worlds each
+ * task's ops name (tasks_int.h), and the shard loop that asks them.
  *
  * Sections: random numbers; colours and backgrounds per domain; shapes
  * and textures; one record per task; the shard loop.
@@ -7,13 +8,20 @@
 #include "eeb_gen.h"
 
 #include "eeb_shard.h"
+#include "tasks_int.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { SHAPES = 5, TEXTURES = 4, MOTIONS = 10, VIDEO_SHAPES = 2, MAX_OBJECTS = 3 };
+enum {
+    SHAPES = TASKS_GEN_SHAPES,
+    TEXTURES = TASKS_GEN_TEXTURES,
+    MOTIONS = TASKS_GEN_MOTIONS,
+    VIDEO_SHAPES = TASKS_GEN_VIDEO_SHAPES,
+    MAX_OBJECTS = 3
+};
 
 static const char *const shape_names[SHAPES] = {"disc", "square", "triangle", "cross", "ring"};
 static const char *const texture_names[TEXTURES] = {"solid", "hstripes", "vstripes", "checker"};
@@ -26,23 +34,25 @@ static const int video_shapes[VIDEO_SHAPES] = {0, 3}; /* disc, cross */
 
 int eeb_gen_classes(enum eeb_task task)
 {
-    switch (task) {
-    case EEB_TASK_CLS: return SHAPES * TEXTURES;
-    case EEB_TASK_DET: return SHAPES;
-    default: return VIDEO_SHAPES * MOTIONS;
-    }
+    const struct eeb_task_ops *ops = eeb_task_get(task);
+    return ops ? ops->gen_classes : 0;
 }
 
-static void class_name(enum eeb_task task, int k, char *out)
+void tasks_gen_cls_name(int k, char name[EEB_SHARD_MAX_NAME + 1])
 {
-    if (task == EEB_TASK_CLS)
-        snprintf(out, EEB_SHARD_MAX_NAME + 1, "%s_%s", shape_names[k / TEXTURES],
-                 texture_names[k % TEXTURES]);
-    else if (task == EEB_TASK_DET)
-        snprintf(out, EEB_SHARD_MAX_NAME + 1, "%s", shape_names[k]);
-    else
-        snprintf(out, EEB_SHARD_MAX_NAME + 1, "%s_%s", shape_names[video_shapes[k / MOTIONS]],
-                 motion_names[k % MOTIONS]);
+    snprintf(name, EEB_SHARD_MAX_NAME + 1, "%s_%s", shape_names[k / TEXTURES],
+             texture_names[k % TEXTURES]);
+}
+
+void tasks_gen_det_name(int k, char name[EEB_SHARD_MAX_NAME + 1])
+{
+    snprintf(name, EEB_SHARD_MAX_NAME + 1, "%s", shape_names[k]);
+}
+
+void tasks_gen_video_name(int k, char name[EEB_SHARD_MAX_NAME + 1])
+{
+    snprintf(name, EEB_SHARD_MAX_NAME + 1, "%s_%s", shape_names[video_shapes[k / MOTIONS]],
+             motion_names[k % MOTIONS]);
 }
 
 /* ---- random numbers ---- */
@@ -178,7 +188,7 @@ static double object_side(enum eeb_gen_domain d, int s, uint64_t *rng)
 
 /* ---- one record per task ---- */
 
-static void gen_cls(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
+void tasks_gen_cls(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
 {
     struct canvas cv = {r->pixels, sp->size};
     background(&cv, sp->domain, rng);
@@ -199,7 +209,7 @@ static double overlap(const struct object *a, const struct object *b)
 
 /* 1-3 objects that cover at most a quarter of each other, and now and then
  * a tiny one, marked difficult. */
-static void gen_det(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
+void tasks_gen_det(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
 {
     struct canvas cv = {r->pixels, sp->size};
     background(&cv, sp->domain, rng);
@@ -237,7 +247,7 @@ static void gen_det(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_
 
 /* One object moving along one of 8 directions, or growing or shrinking,
  * over a background that stays; each frame has its own noise. */
-static void gen_video(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
+void tasks_gen_video(const struct eeb_gen_spec *sp, struct eeb_record *r, uint64_t *rng)
 {
     int s = sp->size, t = sp->frames;
     size_t frame = (size_t)s * s * 3;
@@ -273,14 +283,17 @@ static void gen_video(const struct eeb_gen_spec *sp, struct eeb_record *r, uint6
 
 static int check_spec(const struct eeb_gen_spec *sp, char *err, size_t errlen)
 {
-    if ((unsigned)sp->task >= EEB_TASK_COUNT)
+    const struct eeb_task_ops *ops = eeb_task_get(sp->task);
+    if (!ops)
         return eeb_errf(err, errlen, EEB_EINVAL, "generator: task %d unknown", (int)sp->task);
     if (sp->size < 16 || sp->size > 1024)
         return eeb_errf(err, errlen, EEB_EINVAL, "generator: size %d (16..1024 pixels)", sp->size);
-    int video = sp->task == EEB_TASK_VIDEO;
-    if (video ? sp->frames < 2 || sp->frames > 64 : sp->frames != 1)
+    if (ops->clips ? sp->frames < 2 || sp->frames > EEB_TASK_MAX_FRAMES : sp->frames != 1) {
+        char clips[48];
+        snprintf(clips, sizeof clips, "2..%d for %s", EEB_TASK_MAX_FRAMES, eeb_task_name(sp->task));
         return eeb_errf(err, errlen, EEB_EINVAL, "generator: %d frames (%s)", sp->frames,
-                        video ? "2..64 for video" : "images have 1");
+                        ops->clips ? clips : "images have 1");
+    }
     if (sp->domain != EEB_GEN_PRETRAIN && sp->domain != EEB_GEN_FINETUNE)
         return eeb_errf(err, errlen, EEB_EINVAL, "generator: domain %d unknown", (int)sp->domain);
     return EEB_OK;
@@ -293,15 +306,16 @@ int eeb_gen_shard(const char *path, const struct eeb_gen_spec *sp,
     int rc = check_spec(sp, err, errlen);
     if (rc != EEB_OK)
         return rc;
-    int classes = eeb_gen_classes(sp->task);
-    char names[VIDEO_SHAPES * MOTIONS][EEB_SHARD_MAX_NAME + 1];
-    for (int k = 0; k < classes; k++)
-        class_name(sp->task, k, names[k]);
+    const struct eeb_task_ops *ops = eeb_task_get(sp->task);
+    int classes = ops->gen_classes;
+    char(*names)[EEB_SHARD_MAX_NAME + 1] = calloc((size_t)classes, sizeof *names);
+    for (int k = 0; names && k < classes; k++)
+        ops->gen_class_name(k, names[k]);
     struct eeb_shard_info info = {sp->task, sp->size, sp->size, 3, sp->frames, classes, names, 0};
     struct eeb_record *r = calloc(1, sizeof *r);
     uint8_t *px = malloc(eeb_shard_pixels(&info));
     struct eeb_shard_writer *w = NULL;
-    if (!r || !px) {
+    if (!r || !px || !names) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "generator: out of memory");
         goto out;
     }
@@ -318,12 +332,7 @@ int eeb_gen_shard(const char *path, const struct eeb_gen_spec *sp,
         r->pixels = px;
         snprintf(r->id, sizeof r->id, "%s_%s_%06llu", sp->domain ? "ft" : "pt",
                  split_names[sp->test != 0], (unsigned long long)i);
-        if (sp->task == EEB_TASK_CLS)
-            gen_cls(sp, r, &rng);
-        else if (sp->task == EEB_TASK_DET)
-            gen_det(sp, r, &rng);
-        else
-            gen_video(sp, r, &rng);
+        ops->gen_record(sp, r, &rng);
         rc = eeb_shard_write(w, r, err, errlen);
         if (rc == EEB_OK && progress)
             progress(i + 1, sp->n, arg);
@@ -336,5 +345,6 @@ out:
     eeb_shard_abort(w);
     free(px);
     free(r);
+    free(names);
     return rc;
 }

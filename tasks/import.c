@@ -12,6 +12,7 @@
 
 #include "eeb_classes.h"
 #include "eeb_shard.h"
+#include "eeb_task_ops.h"
 #include "eeb_voc.h"
 
 #include <ctype.h>
@@ -566,9 +567,12 @@ int eeb_import(const struct eeb_import_spec *sp,
     memset(res, 0, sizeof *res);
     if (sp->size < 16 || sp->size > 1024)
         return eeb_errf(err, errlen, EEB_EINVAL, "import: size %d (16..1024 pixels)", sp->size);
-    int video = sp->format == EEB_IMPORT_UCF101;
-    if (video && (sp->frames < 2 || sp->frames > 64))
-        return eeb_errf(err, errlen, EEB_EINVAL, "import: %d frames (2..64)", sp->frames);
+    const struct eeb_task_ops *task = eeb_task_importing(sp->format);
+    if (!task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "import: format %d unknown", (int)sp->format);
+    if (task->clips && (sp->frames < 2 || sp->frames > EEB_TASK_MAX_FRAMES))
+        return eeb_errf(err, errlen, EEB_EINVAL, "import: %d frames (2..%d)", sp->frames,
+                        EEB_TASK_MAX_FRAMES);
     struct import im = {.sp = sp};
     struct eeb_shard_writer *w = NULL;
     struct eeb_record *r = calloc(1, sizeof *r);
@@ -579,16 +583,13 @@ int eeb_import(const struct eeb_import_spec *sp,
                                               : ucf101_items(&im, err, errlen);
     if (rc == EEB_OK)
         rc = check_unique(&im, err, errlen);
-    struct eeb_shard_info info = {sp->format == EEB_IMPORT_FOOD101 ? EEB_TASK_CLS
-                                  : video                          ? EEB_TASK_VIDEO
-                                                                   : EEB_TASK_DET,
-                                  sp->size,
-                                  sp->size,
-                                  3,
-                                  video ? sp->frames : 1,
-                                  im.chosen.n,
-                                  im.chosen.names,
-                                  0};
+    struct eeb_shard_info info = {.task = task->task,
+                                  .h = sp->size,
+                                  .w = sp->size,
+                                  .c = 3,
+                                  .frames = task->clips ? sp->frames : 1,
+                                  .classes = im.chosen.n,
+                                  .names = im.chosen.names};
     if (rc == EEB_OK && !(r->pixels = malloc(eeb_shard_pixels(&info))))
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
     if (rc == EEB_OK)

@@ -1,8 +1,11 @@
 /*
- * models.c - the reference model of each task, and the check that a model
- * fits a shard.
+ * models.c - the reference model of each task, put together from the
+ * blocks its ops name (features, then head and loss), and the check that
+ * a model fits a shard.
  */
 #include "eeb_tasks.h"
+
+#include "tasks_int.h"
 
 #include <stdio.h>
 
@@ -29,9 +32,10 @@ static int residual(struct eeb_net *net, int in, int c)
  * convolutions, the groups do not share weights: eeb's layers are 2D.
  * input/8 resolution, 128 channels, like the image backbone.
  */
-static int slow_fusion(struct eeb_net *net, int frames, int c)
+int tasks_model_slow_fusion(struct eeb_net *net, const struct eeb_shard_info *info)
 {
     enum { EXTENT = 4, STEP = 2, MAX_GROUPS = 32 };
+    int frames = info->frames, c = info->c;
     int extent = frames < EXTENT ? frames : EXTENT;
     int groups = (frames - extent) / STEP + 1, g1[MAX_GROUPS] = {0}, g2[MAX_GROUPS] = {0};
     for (int g = 0; g < groups; g++)
@@ -48,8 +52,9 @@ static int slow_fusion(struct eeb_net *net, int frames, int c)
 }
 
 /* input/8 resolution, 128 channels */
-static int backbone(struct eeb_net *net)
+int tasks_model_backbone(struct eeb_net *net, const struct eeb_shard_info *info)
 {
+    (void)info; /* any image size */
     int l = conv_relu(net, EEB_NET_INPUT, 32, 3, 2);
     l = residual(net, l, 32);
     l = conv_relu(net, l, 64, 3, 2);
@@ -57,25 +62,33 @@ static int backbone(struct eeb_net *net)
     return conv_relu(net, l, 128, 3, 2);
 }
 
+int tasks_model_classifier(struct eeb_net *net, int features, int classes)
+{
+    return eeb_net_softmax_ce(net, eeb_net_fc(net, eeb_net_gap(net, features), classes));
+}
+
+/* per cell: objectness, the box (4), the classes */
+int tasks_model_grid(struct eeb_net *net, int features, int classes)
+{
+    int l = conv_relu(net, features, 128, 3, 1);
+    l = eeb_net_conv(net, l, 5 + classes, 1, 1, 0);
+    return eeb_net_grid_loss(net, l);
+}
+
 int eeb_task_model(const struct eeb_shard_info *info, uint64_t seed, struct eeb_net **out,
                    char *err, size_t errlen)
 {
-    if (info->task == EEB_TASK_VIDEO && info->frames > 64)
-        return eeb_errf(err, errlen, EEB_EINVAL, "video model: %d frames (at most 64)",
-                        info->frames);
+    const struct eeb_task_ops *ops = eeb_task_get(info->task);
+    if (!ops)
+        return eeb_errf(err, errlen, EEB_EINVAL, "model: task %d unknown", (int)info->task);
+    if (ops->clips && info->frames > EEB_TASK_MAX_FRAMES)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s model: %d frames (at most %d)",
+                        eeb_task_name(info->task), info->frames, EEB_TASK_MAX_FRAMES);
     struct eeb_shape in = {info->h, info->w, info->c * info->frames};
     struct eeb_net *net = eeb_net_new(in);
     if (!net)
         return eeb_errf(err, errlen, EEB_ENOMEM, "model: out of memory");
-    int l = info->task == EEB_TASK_VIDEO ? slow_fusion(net, info->frames, info->c) : backbone(net);
-    if (info->task != EEB_TASK_DET) {
-        l = eeb_net_fc(net, eeb_net_gap(net, l), info->classes);
-        l = eeb_net_softmax_ce(net, l);
-    } else {
-        l = conv_relu(net, l, 128, 3, 1);
-        l = eeb_net_conv(net, l, 5 + info->classes, 1, 1, 0);
-        l = eeb_net_grid_loss(net, l);
-    }
+    int l = ops->model_head(net, ops->model_features(net, info), info->classes);
     if (l < 0) {
         int rc = eeb_errf(err, errlen, EEB_EINVAL, "%s model for %dx%d items: %s",
                           eeb_task_name(info->task), info->h, info->w, net->err);
@@ -97,11 +110,13 @@ int eeb_task_check_model(const struct eeb_net *net, const struct eeb_shard_info 
                         "channels * frames)",
                         net->input.h, net->input.w, net->input.c, in.h, in.w, in.c);
     const struct eeb_layer *loss = eeb_net_loss(net);
-    int want = info->task == EEB_TASK_DET ? EEB_LAYER_GRID_LOSS : EEB_LAYER_SOFTMAX_CE;
-    if (!loss || (int)loss->kind != want)
+    const struct eeb_task_ops *ops = eeb_task_get(info->task);
+    if (!ops)
+        return eeb_errf(err, errlen, EEB_EINVAL, "the shard's task %d is unknown", (int)info->task);
+    if (!loss || loss->kind != ops->loss)
         return eeb_errf(err, errlen, EEB_EINVAL, "the model's loss is %s, a %s shard needs %s",
                         loss ? eeb_layer_kind_name(loss->kind) : "missing",
-                        eeb_task_name(info->task), eeb_layer_kind_name((enum eeb_layer_kind)want));
+                        eeb_task_name(info->task), eeb_layer_kind_name(ops->loss));
     if (eeb_net_classes(net) != info->classes)
         return eeb_errf(err, errlen, EEB_EINVAL, "the model scores %d classes, the shard has %d",
                         eeb_net_classes(net), info->classes);

@@ -16,6 +16,7 @@
 
 #include "common/eeb_bytes.h"
 #include "eeb_classes.h"
+#include "eeb_task_ops.h"
 
 #include <errno.h>
 #include <math.h>
@@ -57,21 +58,27 @@ static size_t max_body(const struct eeb_shard_info *info)
 /* What both the writer and the reader demand of a header. */
 static int check_info(const struct eeb_shard_info *in, const char *name, char *err, size_t errlen)
 {
-    if ((unsigned)in->task >= EEB_TASK_COUNT)
+    const struct eeb_task_ops *ops = eeb_task_get(in->task);
+    if (!ops)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: task %d unknown", name, (int)in->task);
     if (in->h < 1 || in->h > EEB_SHARD_MAX_SIDE || in->w < 1 || in->w > EEB_SHARD_MAX_SIDE ||
         (in->c != 1 && in->c != 3))
         return eeb_errf(err, errlen, EEB_EINVAL,
                         "%s: image %dx%dx%d (sides 1..%d, 1 or 3 channels)", name, in->h, in->w,
                         in->c, EEB_SHARD_MAX_SIDE);
-    int video = in->task == EEB_TASK_VIDEO;
-    if (in->frames < 1 || in->frames > EEB_SHARD_MAX_FRAMES || (!video && in->frames != 1))
+    if (in->frames < 1 || in->frames > EEB_SHARD_MAX_FRAMES || (!ops->clips && in->frames != 1))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %d frames per item (%s)", name, in->frames,
-                        video ? "1..256" : "images have 1");
+                        ops->clips ? "1..256" : "images have 1");
     if (in->classes < 1 || in->classes > EEB_SHARD_MAX_CLASSES)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %d classes (1..%d)", name, in->classes,
                         EEB_SHARD_MAX_CLASSES);
     return EEB_OK;
+}
+
+/* Whether the shard's items carry boxes (their label 0), not a class. */
+static int boxed(const struct eeb_shard_info *in)
+{
+    return eeb_task_get(in->task)->prediction == EEB_PREDICTION_BOXES;
 }
 
 /* A known class, and corners in order within the image (NaN fails). */
@@ -159,7 +166,7 @@ int eeb_shard_write(struct eeb_shard_writer *w, const struct eeb_record *r, char
     if (r->label < 0 || r->label >= in->classes)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: record %llu (%s): label %d (0..%d)", path,
                         (unsigned long long)w->count, r->id, r->label, in->classes - 1);
-    if (r->nboxes < 0 || r->nboxes > EEB_SHARD_MAX_BOXES || (r->nboxes && in->task != EEB_TASK_DET))
+    if (r->nboxes < 0 || r->nboxes > EEB_SHARD_MAX_BOXES || (r->nboxes && !boxed(in)))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: record %llu (%s): %d boxes", path,
                         (unsigned long long)w->count, r->id, r->nboxes);
     uint8_t *b = w->body;
@@ -371,6 +378,15 @@ const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s)
     return &s->info;
 }
 
+void eeb_shard_describe(const struct eeb_shard_info *in, char *buf, size_t n)
+{
+    int len =
+        snprintf(buf, n, "%llu %s records, %d classes, %dx%dx%d", (unsigned long long)in->count,
+                 eeb_task_name(in->task), in->classes, in->h, in->w, in->c);
+    if (eeb_task_get(in->task)->clips && len > 0 && (size_t)len < n)
+        snprintf(buf + len, n - (size_t)len, " x %d frames", in->frames);
+}
+
 const char *eeb_shard_path(const struct eeb_shard *s)
 {
     return s->path;
@@ -394,7 +410,7 @@ static int decode(struct eeb_shard *s, size_t len, char *err, size_t errlen)
     memcpy(r->id, b + REC_FIXED, id_len);
     r->id[id_len] = '\0';
     r->label = eeb_get16(b + 2);
-    if (r->label >= in->classes || (in->task == EEB_TASK_DET ? r->label != 0 : nboxes != 0))
+    if (r->label >= in->classes || (boxed(in) ? r->label != 0 : nboxes != 0))
         return bad(s, s->at, err, errlen, "record %llu (%s): label %d with %zu boxes", idx, r->id,
                    r->label, nboxes);
     r->nboxes = (int)nboxes;

@@ -6,6 +6,7 @@
 
 #include "common/eeb_common.h"
 #include "eeb_shard.h"
+#include "eeb_task_ops.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ int eeb_topk_eval_csv(const char *shard_path, const char *csv_path, struct eeb_t
     if (rc)
         return rc;
     const struct eeb_shard_info *info = eeb_shard_info(s);
-    if (info->task == EEB_TASK_DET) {
+    if (eeb_task_get(info->task)->prediction != EEB_PREDICTION_RANKED) {
         eeb_shard_close(s);
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: a detection shard has no top-k accuracy",
                         shard_path);

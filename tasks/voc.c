@@ -12,6 +12,7 @@
 #include "common/eeb_common.h"
 #include "eeb_classes.h"
 #include "eeb_shard.h"
+#include "eeb_task_ops.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -752,7 +753,7 @@ static int load_shard(const char *path, const struct eeb_voc_image_set *set,
     if (rc)
         return rc;
     const struct eeb_shard_info *info = eeb_shard_info(s);
-    if (info->task != EEB_TASK_DET) {
+    if (eeb_task_get(info->task)->prediction != EEB_PREDICTION_BOXES) {
         eeb_shard_close(s);
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: a %s shard, not a detection one", path,
                         eeb_task_name(info->task));

@@ -49,6 +49,8 @@ static void emu_close(struct eeb_accel *acc)
 }
 
 const struct eeb_accel_ops eeb_accel_emu_ops = {
+    .version = EEB_ACCEL_OPS_VERSION,
+    .caps = EEB_ACCEL_CAP_FIXED_POINT,
     .name = "emu",
     .description = "fast CPU emulator of the accelerator (int8 GEMM, threads; bit-exact)",
     .open = emu_open,

@@ -1,23 +1,56 @@
 /*
- * accel.c - the registry of accelerator backends built into this binary.
+ * accel.c - the registry of accelerator backends built into this binary:
+ * finding one by name, checking a table before driving it, and opening.
  */
 #include "host_int.h"
 
 #include <string.h>
 
 static const struct eeb_accel_ops *const backends[] = {
-    &eeb_accel_emu_ops,
-    &eeb_accel_kernel_ops,
-    &eeb_accel_fp32_ops,
+    &eeb_accel_emu_ops,    /* the default */
+    &eeb_accel_kernel_ops, /* the reference */
+    &eeb_accel_fp32_ops,   /* the CPU baseline */
 #ifdef EEB_HAVE_XRT
-    &eeb_accel_xrt_ops,
+    &eeb_accel_xrt_ops, /* a board */
 #endif
+    &eeb_accel_faulty_ops, /* any of them, failing on purpose (tests) */
     NULL,
 };
 
 int eeb_accel_on_hardware(const struct eeb_accel_ops *ops)
 {
-    return ops->on_hardware && ops->on_hardware();
+    return (ops->caps & EEB_ACCEL_CAP_BOARD) && (!ops->on_hardware || ops->on_hardware());
+}
+
+/* The first slot a backend must fill and ops leaves NULL, or NULL. */
+static const char *missing_slot(const struct eeb_accel_ops *ops)
+{
+    return !ops->description   ? "description"
+           : !ops->open        ? "open"
+           : !ops->load_model  ? "load_model"
+           : !ops->train_batch ? "train_batch"
+           : !ops->predict     ? "predict"
+           : !ops->read_model  ? "read_model"
+           : !ops->stats       ? "stats"
+           : !ops->close       ? "close"
+                               : NULL;
+}
+
+int eeb_accel_ops_check(const struct eeb_accel_ops *ops, char *err, size_t errlen)
+{
+    /* version, caps and name lead every version of the table, so a table
+     * of another version can still be named */
+    const char *name = ops->name ? ops->name : "(no name)";
+    if (ops->version != EEB_ACCEL_OPS_VERSION)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "backend '%s': its ops table is version %d, this eeb drives version %d "
+                        "(build it against this eeb's fpga/host/eeb_accel.h)",
+                        name, ops->version, EEB_ACCEL_OPS_VERSION);
+    const char *slot = ops->name ? missing_slot(ops) : "name";
+    if (slot)
+        return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': its ops table has no %s", name,
+                        slot);
+    return EEB_OK;
 }
 
 const struct eeb_accel_ops *const *eeb_accel_list(void)
@@ -25,12 +58,36 @@ const struct eeb_accel_ops *const *eeb_accel_list(void)
     return backends;
 }
 
+/* 1 if name calls for b: its name, or a wrapper's name, ':' and more. */
+static int answers_to(const struct eeb_accel_ops *b, const char *name)
+{
+    size_t n = strlen(b->name);
+    if (b->caps & EEB_ACCEL_CAP_WRAPPER)
+        return strncmp(name, b->name, n) == 0 && (name[n] == ':' || name[n] == '\0');
+    return strcmp(name, b->name) == 0;
+}
+
 const struct eeb_accel_ops *eeb_accel_find(const char *name)
 {
     for (int i = 0; backends[i]; i++)
-        if (strcmp(backends[i]->name, name) == 0)
+        if (answers_to(backends[i], name))
             return backends[i];
     return NULL;
+}
+
+int eeb_accel_open(const char *name, const struct eeb_accel_config *cfg, struct eeb_accel **out,
+                   char *err, size_t errlen)
+{
+    const struct eeb_accel_ops *ops = eeb_accel_find(name);
+    *out = NULL;
+    if (!ops)
+        return eeb_errf(err, errlen, EEB_EINVAL, "no backend '%s' in this build", name);
+    int rc = eeb_accel_ops_check(ops, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_accel_config named = *cfg;
+    named.name = name;
+    return ops->open(&named, out, err, errlen);
 }
 
 void eeb_accel_config_default(struct eeb_accel_config *cfg)
@@ -63,17 +120,14 @@ int eeb_accel_config_check(const struct eeb_accel_config *cfg, const char *backe
 int eeb_accel_start(const char *name, const struct eeb_accel_config *cfg, const struct eeb_net *net,
                     struct eeb_accel **out, char *err, size_t errlen)
 {
-    const struct eeb_accel_ops *ops = eeb_accel_find(name);
-    *out = NULL;
-    if (!ops)
-        return eeb_errf(err, errlen, EEB_EINVAL, "no backend '%s' in this build", name);
     struct eeb_accel *a;
-    int rc = ops->open(cfg, &a, err, errlen);
+    *out = NULL;
+    int rc = eeb_accel_open(name, cfg, &a, err, errlen);
     if (rc)
         return rc;
-    rc = ops->load_model(a, net, err, errlen);
+    rc = a->ops->load_model(a, net, err, errlen);
     if (rc) {
-        ops->close(a);
+        eeb_accel_close(a);
         return rc;
     }
     *out = a;

@@ -27,6 +27,8 @@ static int kernel_open(const struct eeb_accel_config *cfg, struct eeb_accel **ou
 }
 
 const struct eeb_accel_ops eeb_accel_kernel_ops = {
+    .version = EEB_ACCEL_OPS_VERSION,
+    .caps = EEB_ACCEL_CAP_FIXED_POINT,
     .name = "kernel",
     .description = "the accelerator's HLS C run on the CPU (bit-exact reference, slow)",
     .open = kernel_open,

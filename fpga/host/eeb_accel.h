@@ -6,7 +6,12 @@
  *
  * Backends: "kernel" (the HLS C on the CPU, bit-exact reference), "emu"
  * (the fast int8 emulator), "fp32" (the float32 baseline on OpenBLAS);
- * "xrt" where XRT is built in.
+ * "xrt" where XRT is built in; "faulty:BACKEND?..." any of them, slowed,
+ * stalled or failing on chosen batches (fpga/host/accel_faulty.c).
+ *
+ * A table starts with its version and capabilities; slots marked
+ * "optional" may be NULL, and callers say what NULL means where they
+ * call them (here, through eeb_accel_on_hardware).
  */
 #ifndef EEB_ACCEL_H
 #define EEB_ACCEL_H
@@ -28,6 +33,9 @@ struct eeb_accel_config {
     /* xrt: the xclbin to load, and the device index */
     const char *xclbin;
     int device;
+    /* the backend as it was asked for ("faulty:emu?delay_ms=20"): a wrapper
+     * reads what it wraps from it; eeb_accel_open sets it, default NULL */
+    const char *name;
 };
 
 /* Defaults: batch 32, nothing frozen, lr 0.01, momentum 0.9, decay 5e-4,
@@ -58,7 +66,25 @@ struct eeb_accel {
     const struct eeb_accel_ops *ops;
 };
 
+/* The layout of struct eeb_accel_ops this eeb knows (SQLite's iVersion):
+ * a table says which one it was written against, and the registry refuses
+ * a table of another.  version, caps and name keep their places in every
+ * version, so that a refusal can name the backend. */
+#define EEB_ACCEL_OPS_VERSION 1
+
+/* What a backend is (curl's features): ops->caps, bits of these. */
+enum eeb_accel_cap {
+    EEB_ACCEL_CAP_BOARD = 1u << 0,       /* its results come from a board, so times and
+                                          * power are a board's (on_hardware may say not) */
+    EEB_ACCEL_CAP_FIXED_POINT = 1u << 1, /* trains the device's fixed point: read_model
+                                          * leaves EEB_FORMAT_FX24, stats count saturations */
+    EEB_ACCEL_CAP_WRAPPER = 1u << 2,     /* wraps another backend: opened by name as
+                                          * "NAME:BACKEND[?options]" (eeb_accel_find) */
+};
+
 struct eeb_accel_ops {
+    int version;   /* EEB_ACCEL_OPS_VERSION, first: what the rest of the table is */
+    unsigned caps; /* enum eeb_accel_cap bits */
     const char *name;
     const char *description;
     /* Returns EEB_OK and a handle, or a status with the reason in err. */
@@ -77,22 +103,40 @@ struct eeb_accel_ops {
     int (*read_model)(struct eeb_accel *a, struct eeb_net *net, char *err, size_t errlen);
     void (*stats)(struct eeb_accel *a, struct eeb_accel_stats *s);
     void (*close)(struct eeb_accel *a);
-    /* 1 if results come from a board, so times and power are a board's;
-     * NULL or 0: the CPU does the device's work (emulators, XRT's noop shim) */
+    /* optional: NULL means a backend with EEB_ACCEL_CAP_BOARD is always on
+     * its board.  0 when the CPU stands in for the board this time (xrt
+     * under XRT's noop shim); ask through eeb_accel_on_hardware. */
     int (*on_hardware)(void);
 };
 
-/* ops->on_hardware, if it has one and it says so. */
+/* 1 if ops' results come from a board now: it has EEB_ACCEL_CAP_BOARD and
+ * its on_hardware, if any, agrees.  The one way to ask. */
 int eeb_accel_on_hardware(const struct eeb_accel_ops *ops);
+
+/* EEB_OK if this eeb can drive ops: its version is EEB_ACCEL_OPS_VERSION and
+ * every slot not marked optional is filled; else EEB_EVERSION or EEB_EINVAL
+ * naming the backend.  eeb_accel_open checks every table it opens; check a
+ * table of your own before calling it. */
+int eeb_accel_ops_check(const struct eeb_accel_ops *ops, char *err, size_t errlen);
 
 /* EEB_OK, or EEB_EINVAL naming the field of cfg a backend cannot take;
  * every backend's open calls it. */
 int eeb_accel_config_check(const struct eeb_accel_config *cfg, const char *backend, char *err,
                            size_t errlen);
 
-/* Backends built in, NULL-terminated; a backend by name, or NULL. */
+/* Backends built in, NULL-terminated (a wrapper by its prefix, "faulty"). */
 const struct eeb_accel_ops *const *eeb_accel_list(void);
+
+/* The backend name calls for, or NULL: a built-in's name ("emu"), or a
+ * wrapper's prefix and what it wraps ("faulty:emu?delay_ms=20"). */
 const struct eeb_accel_ops *eeb_accel_find(const char *name);
+
+/* Opens backend `name` (as eeb_accel_find takes it) with cfg, its
+ * cfg->name set to name so that a wrapper learns what it wraps: EEB_OK
+ * and a handle, EEB_EINVAL for a name no backend answers to, or the
+ * table's check or open's status, with the reason in err. */
+int eeb_accel_open(const char *name, const struct eeb_accel_config *cfg, struct eeb_accel **out,
+                   char *err, size_t errlen);
 
 /* Opens backend `name` and loads net into it: the usual first two calls. */
 int eeb_accel_start(const char *name, const struct eeb_accel_config *cfg, const struct eeb_net *net,

@@ -15,6 +15,7 @@ extern const struct eeb_accel_ops eeb_accel_kernel_ops; /* fpga/host/accel_kerne
 extern const struct eeb_accel_ops eeb_accel_emu_ops;    /* fpga/emu/accel_emu.c */
 extern const struct eeb_accel_ops eeb_accel_fp32_ops;   /* fpga/ref/accel_fp32.c */
 extern const struct eeb_accel_ops eeb_accel_xrt_ops;    /* fpga/xrt/accel_xrt.c (with XRT) */
+extern const struct eeb_accel_ops eeb_accel_faulty_ops; /* fpga/host/accel_faulty.c */
 
 struct fxhost {
     struct eeb_accel base;

@@ -136,6 +136,8 @@ static void fp32_close(struct eeb_accel *a)
 }
 
 const struct eeb_accel_ops eeb_accel_fp32_ops = {
+    .version = EEB_ACCEL_OPS_VERSION,
+    .caps = 0, /* float32 on the CPU */
     .name = "fp32",
     .description = "float32 reference trainer on OpenBLAS (the CPU baseline)",
     .open = fp32_open,

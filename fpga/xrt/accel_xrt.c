@@ -211,12 +211,15 @@ static int xrt_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, 
     return EEB_OK;
 }
 
+/* Under XRT's noop shim the kernel C does the board's work on the CPU. */
 static int xrt_on_hardware(void)
 {
     return !eeb_xrt_noop();
 }
 
 const struct eeb_accel_ops eeb_accel_xrt_ops = {
+    .version = EEB_ACCEL_OPS_VERSION,
+    .caps = EEB_ACCEL_CAP_BOARD | EEB_ACCEL_CAP_FIXED_POINT,
     .name = "xrt",
     .description = "an FPGA board through XRT (--xclbin; under the noop shim, the kernel C)",
     .open = xrt_open,

@@ -24,42 +24,20 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- a backend that is slow, or hangs: the emulator with a delay ---- */
+/* ---- a backend that is slow, or hangs: the faulty: wrapper of the emulator ---- */
 
 static long delay_ms;  /* per training batch */
-static int hang_after; /* batches after which one hangs for 5 s; 0: never */
+static int hang_after; /* the batch that hangs for 5 s; 0: none */
 
-struct slow {
-    struct eeb_accel base;
-    struct eeb_accel *inner;
-    int batches;
-};
-
-static const struct eeb_accel_ops slow_ops;
-
-static struct eeb_accel *inner(struct eeb_accel *a)
+/* The run's backend: the emulator, every training batch delay_ms longer,
+ * batch hang_after stalling 5 s first (fpga/host/accel_faulty.c). */
+static const char *slow_backend(void)
 {
-    return ((struct slow *)a)->inner;
-}
-
-static int slow_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, char *err,
-                     size_t errlen)
-{
-    struct slow *s = calloc(1, sizeof *s);
-    cr_assert_not_null(s);
-    int rc = eeb_accel_find("emu")->open(cfg, &s->inner, err, errlen);
-    if (rc) {
-        free(s);
-        return rc;
-    }
-    s->base.ops = &slow_ops;
-    *out = &s->base;
-    return EEB_OK;
-}
-
-static int slow_load(struct eeb_accel *a, const struct eeb_net *net, char *err, size_t errlen)
-{
-    return inner(a)->ops->load_model(inner(a), net, err, errlen);
+    static char name[96];
+    int n = snprintf(name, sizeof name, "faulty:emu?delay_ms=%ld", delay_ms);
+    if (hang_after)
+        snprintf(name + n, sizeof name - (size_t)n, ",stall=%d~5", hang_after);
+    return name;
 }
 
 static void sleep_ms(long ms)
@@ -68,50 +46,6 @@ static void sleep_ms(long ms)
     while (nanosleep(&ts, &ts)) {
     }
 }
-
-static int slow_train(struct eeb_accel *a, const struct eeb_batch *b, struct eeb_train_result *r,
-                      char *err, size_t errlen)
-{
-    struct slow *s = (struct slow *)a;
-    if (hang_after && ++s->batches == hang_after)
-        sleep_ms(5000);
-    sleep_ms(delay_ms);
-    return s->inner->ops->train_batch(s->inner, b, r, err, errlen);
-}
-
-static int slow_predict(struct eeb_accel *a, const struct eeb_batch *b, float *out, char *err,
-                        size_t errlen)
-{
-    return inner(a)->ops->predict(inner(a), b, out, err, errlen);
-}
-
-static int slow_read(struct eeb_accel *a, struct eeb_net *net, char *err, size_t errlen)
-{
-    return inner(a)->ops->read_model(inner(a), net, err, errlen);
-}
-
-static void slow_stats(struct eeb_accel *a, struct eeb_accel_stats *st)
-{
-    inner(a)->ops->stats(inner(a), st);
-}
-
-static void slow_close(struct eeb_accel *a)
-{
-    eeb_accel_close(inner(a));
-    free(a);
-}
-
-static const struct eeb_accel_ops slow_ops = {
-    .name = "emu",
-    .description = "the emulator, slowed down (tests)",
-    .open = slow_open,
-    .load_model = slow_load,
-    .train_batch = slow_train,
-    .predict = slow_predict,
-    .read_model = slow_read,
-    .stats = slow_stats,
-    .close = slow_close,
-};
 
 /* ---- inputs ---- */
 
@@ -154,7 +88,7 @@ static void inputs(void)
     task_inputs(EEB_TASK_CLS, 256, 64);
 }
 
-static void config(struct eeb_run_config *c, const char *const *kv)
+static void config(struct eeb_run_config *c, const char *const *kv, const char *backend)
 {
     char err[512];
     eeb_run_config_init(c);
@@ -165,6 +99,9 @@ static void config(struct eeb_run_config *c, const char *const *kv)
         cr_assert_eq(eeb_run_config_set(c, p[0], p[1], p[0], err, sizeof err), EEB_OK, "%s", err);
     for (const char *const *p = kv; p && *p; p += 2)
         cr_assert_eq(eeb_run_config_set(c, p[0], p[1], p[0], err, sizeof err), EEB_OK, "%s", err);
+    if (backend)
+        cr_assert_eq(eeb_run_config_set(c, "backend", backend, "backend", err, sizeof err), EEB_OK,
+                     "%s", err);
     cr_assert_eq(eeb_run_config_finish(c, err, sizeof err), EEB_OK, "%s", err);
 }
 
@@ -172,8 +109,8 @@ static int execute(const char *const *kv, int slow, struct eeb_run_outcome *o, c
                    size_t errlen)
 {
     struct eeb_run_config c;
-    config(&c, kv);
-    struct eeb_run_hooks hooks = {.backend = slow ? &slow_ops : NULL};
+    config(&c, kv, slow ? slow_backend() : NULL);
+    struct eeb_run_hooks hooks = {0};
     int rc = eeb_run_execute(&c, &hooks, o, err, errlen);
     eeb_run_config_free(&c);
     return rc;
@@ -701,9 +638,9 @@ Test(run, progress_tells_the_age_of_the_last_reading, .timeout = 120)
     inputs();
     delay_ms = 60;
     struct eeb_run_config c;
-    config(&c, (const char *[]){"power", "faulty:10*:sim:watts=6", "epochs", "3", NULL});
-    struct eeb_run_hooks hooks = {
-        .backend = &slow_ops, .progress = watch_age, .progress_every_s = 0.1};
+    config(&c, (const char *[]){"power", "faulty:10*:sim:watts=6", "epochs", "3", NULL},
+           slow_backend());
+    struct eeb_run_hooks hooks = {.progress = watch_age, .progress_every_s = 0.1};
     struct eeb_run_outcome o;
     char err[1024];
     cr_assert_eq(eeb_run_execute(&c, &hooks, &o, err, sizeof err), EEB_OK, "%s", err);

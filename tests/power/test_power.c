@@ -217,9 +217,10 @@ Test(sources, sim_profiles)
     /* model: a level the run moves, with its noise; no other source moves */
     s = test_power_open("sim:profile=model,watts=3");
     cr_assert_float_eq(read_at(s, 0, &rc), 3, 0);
-    cr_assert_eq(eeb_power_sim_drive(s, 7.5, 0), EEB_OK);
+    cr_assert_eq(eeb_power_source_control(s, &(struct eeb_power_control){7.5, 0}, NULL, 0), EEB_OK);
     cr_assert_float_eq(read_at(s, 0.5, &rc), 7.5, 0);
-    cr_assert_eq(eeb_power_sim_drive(s, 7.5, 0.075), EEB_OK);
+    cr_assert_eq(eeb_power_source_control(s, &(struct eeb_power_control){7.5, 0.075}, NULL, 0),
+                 EEB_OK);
     double lo = 1e9, hi = 0;
     for (int i = 0; i < 1000; i++) {
         double w = read_at(s, 1 + i * 0.001, &rc);
@@ -228,7 +229,9 @@ Test(sources, sim_profiles)
     cr_assert(lo < 7.45 && hi > 7.55 && lo > 7.0 && hi < 8.0, "noise %g..%g W", lo, hi);
     eeb_power_close(s);
     s = test_power_open("sim:watts=3");
-    cr_assert_eq(eeb_power_sim_drive(s, 7.5, 0), EEB_EINVAL);
+    cr_assert_eq(eeb_power_source_control(s, &(struct eeb_power_control){7.5, 0}, err, sizeof err),
+                 EEB_ENOTSUP);
+    cr_expect_str_eq(err, "power source 'sim:watts=3' takes no control (sim:profile=model does)");
     cr_assert_float_eq(read_at(s, 0, &rc), 3, 0);
     eeb_power_close(s);
 

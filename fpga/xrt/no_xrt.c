@@ -1,0 +1,70 @@
+/*
+ * no_xrt.c - what a build without XRT's headers has in place of the xrt
+ * backend (fpga/xrt) and the xclbin tools (fpga/tools), which need them:
+ * the same functions, each failing with EEB_ENOTSUP and saying how to get
+ * the real ones.  The Makefile builds this file instead of those when
+ * /usr/include/xrt is missing; the backend registry (fpga/host/accel.c)
+ * then lists no "xrt", so no caller needs to know which build it is in.
+ */
+#include "eeb_xrt.h"
+#include "fpga/tools/eeb_xclbin.h"
+
+#define WITHOUT_XRT                                                                                \
+    "this eeb was built without XRT's headers (make deps installs libxrt-dev; then rebuild)"
+
+int eeb_xrt_noop(void)
+{
+    return 0;
+}
+
+int eeb_xrt_preflight(char *err, size_t errlen)
+{
+    return eeb_errf(err, errlen, EEB_ENOTSUP, "xrt: " WITHOUT_XRT);
+}
+
+int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char *err, size_t errlen)
+{
+    (void)path, (void)spec;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+int eeb_xclbin_read(const char *path, struct eeb_xclbin_info **out, char *err, size_t errlen)
+{
+    (void)path;
+    *out = NULL;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+int eeb_xclbin_parse(const uint8_t *data, size_t len, const char *name,
+                     struct eeb_xclbin_info **out, char *err, size_t errlen)
+{
+    (void)data, (void)len, (void)name;
+    *out = NULL;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+void eeb_xclbin_info_free(struct eeb_xclbin_info *info)
+{
+    (void)info; /* none was ever made */
+}
+
+const struct eeb_xclbin_kernel *eeb_xclbin_kernel(const struct eeb_xclbin_info *info,
+                                                  const char *name)
+{
+    (void)info, (void)name;
+    return NULL;
+}
+
+int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, char *source,
+                    size_t source_len, char *err, size_t errlen)
+{
+    (void)info, (void)util, (void)source, (void)source_len;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+int eeb_xclbin_design(const struct eeb_xclbin_info *info, char **spec, char *err, size_t errlen)
+{
+    (void)info;
+    *spec = NULL;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}

@@ -1,0 +1,116 @@
+/*
+ * run_int.h - the parts of a run (harness/run*.c), one file per job:
+ *
+ *   run.c           the whole: the stages in order, events, states, cleanup
+ *   run_prepare.c   INIT: the inputs read and checked, the device modeled,
+ *                   the accelerator and the meter chosen; DEPLOY
+ *   run_record.c    the configuration stored with the run, the run created
+ *   run_power.c     the meter: the sampler's lifecycle, the modeled power
+ *   run_finetune.c  FINETUNE: the worker thread and the harness's clock
+ *   run_test.c      STOPPED, TEST: the predictions made and stored
+ *   run_score.c     SCORE: the record judged, the verdict event
+ *   run_local.c     the evaluator in this process (the test set's labels here)
+ *   run_official.c  the evaluation server as the evaluator (eeb run --server)
+ */
+#ifndef EEB_RUN_INT_H
+#define EEB_RUN_INT_H
+
+#include "eeb_run.h"
+
+#include "fpga/model/eeb_perf.h"
+#include "rundb/eeb_rundb.h"
+#include "tasks/eeb_tasks.h"
+
+#include <jansson.h>
+
+struct run_evaluator;
+
+struct run {
+    const struct eeb_run_config *c; /* cfg, which official mode sets from the server */
+    struct eeb_run_config cfg;
+    const struct eeb_run_hooks *hooks;
+    const struct run_evaluator *eval;
+    struct eeb_run_outcome *out;
+    struct eeb_rules rules;
+    struct eeb_util util;
+    const struct eeb_accel_ops *ops;
+    struct eeb_power_source *src;
+    struct eeb_rundb *db;
+    int64_t id;
+    struct eeb_sampler *sampler; /* while sampling */
+    struct eeb_net *net;
+    struct eeb_perf perf; /* the device the analytical model predicts */
+    int modeled_device;   /* perf is set */
+    char *xclbin_design;  /* the xclbin's design as k=v,..., or NULL */
+    struct eeb_accel *acc;
+    struct eeb_shard *shard;
+    struct eeb_batcher *bt;
+    char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
+    char sha_xclbin[EEB_SHA256_HEX];
+    uint64_t finetune_items, test_items;
+    int64_t ft_begin, ft_end; /* the metered window */
+    int abandoned;            /* the worker still holds acc, bt and net */
+    char test_inputs[4200];   /* official mode: the server's test inputs, downloaded */
+    int submitting;           /* official mode: the record is being sent */
+    int unlogged;             /* fine-tuning stopped: the power log could not be written */
+};
+
+/*
+ * Who holds the test set's labels and judges the run: this process
+ * (run_local_evaluator) or the evaluation server (run_official_evaluator).
+ * The stages call these where the two differ, and nowhere else ask which.
+ */
+struct run_evaluator {
+    /* INIT, the fine-tune shard loaded: the test inputs checked.
+     * optional: NULL means they come later (test_inputs) */
+    int (*check_inputs)(struct run *r, char *err, size_t errlen);
+    /* INIT done, before the run is created: the run registered, and the
+     * terms it is held to taken.  optional: NULL means nobody to tell */
+    int (*enroll)(struct run *r, char *err, size_t errlen);
+    /* The configuration's keys that say who tests: "test", "official". */
+    void (*describe)(const struct run *r, json_t *config);
+    /* STOPPED: the path of the test inputs, ready to read. */
+    int (*test_inputs)(struct run *r, const char **path, char *err, size_t errlen);
+    /* SCORE: the verdict into r->out; m_s is the metric counted here, or
+     * NAN when the test inputs held no labels. */
+    int (*judge)(struct run *r, double m_s, char *err, size_t errlen);
+    int labelled;       /* the test inputs hold the truth: predictions keep it */
+    int judges_aborted; /* an aborted run is judged too (the server hears of it) */
+};
+
+extern const struct run_evaluator run_local_evaluator, run_official_evaluator;
+
+/* run.c: the pieces every stage uses */
+char *run_dump(json_t *payload);
+int64_t run_event(struct run *r, const char *kind, json_t *payload);
+int run_enter(struct run *r, enum eeb_run_state state, char *err, size_t errlen);
+void run_progress(struct run *r, struct eeb_run_progress *p);
+int run_cancelled(const struct run *r);
+
+/* run_prepare.c */
+int run_prepare(struct run *r, char *err, size_t errlen);
+int run_hash_test(struct run *r, const char *path, char *err, size_t errlen);
+int run_deploy(struct run *r, char *err, size_t errlen);
+
+/* run_record.c */
+json_t *run_device_model_json(const struct run *r);
+char *run_config_json(const struct run *r);
+int run_create(struct run *r, char *err, size_t errlen);
+
+/* run_power.c */
+void run_drive(struct run *r, double watts);
+int run_start_sampling(struct run *r, char *err, size_t errlen);
+int run_stop_sampling(struct run *r, int rc, char *err, size_t errlen);
+
+/* run_finetune.c */
+int run_finetune(struct run *r, char *err, size_t errlen);
+
+/* run_test.c */
+int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen);
+
+/* run_score.c */
+int run_judge_record(struct run *r, double m_s, char *err, size_t errlen);
+const char *run_judged_as(const struct eeb_run_outcome *o);
+void run_score_event(struct run *r, int by_server);
+
+#endif

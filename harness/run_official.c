@@ -1,0 +1,199 @@
+/*
+ * run_official.c - the evaluation server as the run's evaluator (eeb run
+ * --server): it registers the run and holds it to its budgets and rules,
+ * sends the test inputs without labels once fine-tuning is complete, and
+ * judges the record sent to it with the labels it alone holds.
+ */
+#include "run_int.h"
+
+#include "eeb_client.h"
+#include "rundb/eeb_config_record.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A number of the server's answer at a/b (b NULL: at a), if positive. */
+static double positive_at(json_t *o, const char *a, const char *b)
+{
+    json_t *v = json_object_get(o, a);
+    v = b ? json_object_get(v, b) : v;
+    return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
+}
+
+/* What the server holds a registered run to: its budgets and rules. */
+static int take_terms(struct run *r, json_t *reply, char *err, size_t errlen)
+{
+    struct eeb_weights *w = &r->rules.weights[r->c->task];
+    const char *version =
+        json_string_value(json_object_get(json_object_get(reply, "rules"), "version"));
+    const struct {
+        const char *a, *b;
+        double *to;
+    } terms[] = {{"t_max_s", NULL, &r->cfg.t_max_s},
+                 {"p_max_w", NULL, &r->cfg.p_max_w},
+                 {"rules", "power_window_s", &r->rules.power.window_s},
+                 {"rules", "min_rate_hz", &r->rules.power.min_rate_hz}};
+    for (size_t i = 0; i < sizeof terms / sizeof *terms; i++)
+        if (isnan(*terms[i].to = positive_at(reply, terms[i].a, terms[i].b)))
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: the registration's answer has no positive %s%s%s", r->c->server,
+                            terms[i].a, terms[i].b ? "." : "", terms[i].b ? terms[i].b : "");
+    json_t *weights = json_object_get(json_object_get(reply, "rules"), "weights");
+    double *wv[] = {&w->u, &w->t, &w->p, &w->s};
+    static const char *const wn[] = {"u", "t", "p", "s"};
+    for (int i = 0; i < 4; i++) {
+        json_t *v = json_object_get(weights, wn[i]);
+        if (!json_is_number(v))
+            return eeb_errf(err, errlen, EEB_EFORMAT,
+                            "%s: the registration's answer has no rules.weights.%s", r->c->server,
+                            wn[i]);
+        *wv[i] = json_number_value(v);
+    }
+    json_int_t id = json_integer_value(json_object_get(reply, "run_id"));
+    json_int_t items = json_integer_value(json_object_get(reply, "test_items"));
+    if (!version || id <= 0 || items <= 0)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: the registration's answer lacks run_id, test_items or rules.version",
+                        r->c->server);
+    snprintf(r->rules.version, sizeof r->rules.version, "%s", version);
+    r->out->server_run = id;
+    r->test_items = (uint64_t)items;
+    return EEB_OK;
+}
+
+/* Official mode, after INIT: the run registered with the server, which
+ * refuses it unless it trains on the fine-tune set the server names, and
+ * answers the budgets and rules it is held to. */
+static int enroll(struct run *r, char *err, size_t errlen)
+{
+    struct eeb_client *cl = r->hooks->server;
+    char *config = run_config_json(r);
+    json_t *declared = config ? eeb_client_declaration(config, 1) : NULL, *reply = NULL;
+    free(config);
+    int rc = declared ? eeb_client_call(cl, "POST", "/api/v1/runs", declared, &reply, err, errlen)
+                      : eeb_errf(err, errlen, EEB_ENOMEM, "the registration: out of memory");
+    if (rc == EEB_OK)
+        rc = take_terms(r, reply, err, errlen);
+    if (rc == EEB_OK && cl->log)
+        fprintf(cl->log,
+                "eeb: official run %lld on %s: T_max %g s, P_max %g W, rules %s, %llu test items\n",
+                (long long)r->out->server_run, cl->url, r->c->t_max_s, r->c->p_max_w,
+                r->rules.version, (unsigned long long)r->test_items);
+    json_decref(declared);
+    json_decref(reply);
+    return rc;
+}
+
+/* Official mode, at STOPPED: the server told fine-tuning is complete,
+ * and its test inputs (no labels) downloaded beside the database. */
+static int fetch_test_inputs(struct run *r, const char **inputs, char *err, size_t errlen)
+{
+    struct eeb_client *cl = r->hooks->server;
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)r->out->server_run);
+    int rc = eeb_client_call(cl, "POST", path, NULL, NULL, err, errlen);
+    if (rc)
+        return rc;
+    snprintf(r->test_inputs, sizeof r->test_inputs, "%.4150s.test-XXXXXX", r->c->db);
+    int fd = mkstemp(r->test_inputs);
+    if (fd < 0) {
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->test_inputs, strerror(errno));
+        r->test_inputs[0] = '\0';
+        return rc;
+    }
+    close(fd);
+    uint64_t registered = r->test_items;
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/test", (long long)r->out->server_run);
+    if ((rc = eeb_client_download(cl, path, r->test_inputs, err, errlen)) ||
+        (rc = run_hash_test(r, r->test_inputs, err, errlen)))
+        return rc;
+    if (r->test_items != registered)
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s sent %llu test inputs; it registered the run with %llu", r->c->server,
+                        (unsigned long long)r->test_items, (unsigned long long)registered);
+    run_event(r, EEB_EVENT_TEST_INPUTS,
+              json_pack("{s:s, s:s, s:I}", "from", r->c->server, "sha256", r->sha_test, "items",
+                        (json_int_t)r->test_items));
+    if (cl->log)
+        fprintf(cl->log, "eeb: %llu test inputs from %s\n", (unsigned long long)r->test_items,
+                r->c->server);
+    *inputs = r->test_inputs;
+    return EEB_OK;
+}
+
+/* The server's verdict made the run's; where the record judged here with
+ * the server's M_s gives another, why says so. */
+static int adopt(struct run *r, json_t *v, char *err, size_t errlen)
+{
+    struct eeb_run_outcome *o = r->out;
+    const char *verdict = json_string_value(json_object_get(v, "verdict")) ?: "";
+    const char *why = json_string_value(json_object_get(v, "why")) ?: "";
+    json_t *sv = json_object_get(v, "S");
+    double s = json_is_number(sv) ? json_number_value(sv) : NAN;
+    int pass = strcmp(verdict, "pass") == 0, aborted = strcmp(verdict, "aborted") == 0;
+    if (!pass && !aborted && strcmp(verdict, "fail") && strcmp(verdict, "invalid"))
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s answered the verdict '%s'", r->c->server,
+                        verdict);
+    char here[160] = "";
+    if (pass != o->pass || (pass && !(fabs(s - o->score.s) <= 1e-9 * fmax(1, fabs(s)))))
+        snprintf(here, sizeof here, "%sthis record judged here gives %s (S %.9g)",
+                 why[0] ? "; " : "", run_judged_as(o), o->score.s);
+    o->pass = pass, o->aborted = aborted;
+    o->valid = pass || aborted || strcmp(verdict, "fail") == 0;
+    o->score.s = pass ? s : NAN;
+    snprintf(o->why, sizeof o->why, "%s%s", why, here);
+    return EEB_OK;
+}
+
+/* Official mode, SCORE: the record sent to the server, which judges it
+ * with the labels it alone holds.  From here a failure leaves the record
+ * as it is (no error event), so that a resubmission sends the same. */
+static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
+{
+    (void)m_s_here; /* the inputs held no labels: M_s is the server's */
+    struct eeb_run_outcome *out = r->out;
+    json_t *verdict = NULL;
+    int rc = run_enter(r, EEB_RUN_SCORE, err, errlen);
+    if (rc)
+        return rc;
+    r->submitting = 1;
+    rc =
+        eeb_client_send_run(r->hooks->server, out->server_run, r->db, r->id, &verdict, err, errlen);
+    if (rc) {
+        char first[512];
+        snprintf(first, sizeof first, "%s", err);
+        return eeb_errf(err, errlen, rc,
+                        "%s; the run's record is whole: send it again with `eeb submit %s --run "
+                        "%lld --resume %lld --server %s`",
+                        first, r->c->db, (long long)r->id, (long long)out->server_run,
+                        r->c->server);
+    }
+    json_t *m_s = json_object_get(verdict, "m_s");
+    rc = run_judge_record(r, json_is_number(m_s) ? json_number_value(m_s) : NAN, err, errlen);
+    if (rc == EEB_OK)
+        rc = adopt(r, verdict, err, errlen);
+    if (rc == EEB_OK)
+        run_score_event(r, 1);
+    json_decref(verdict);
+    return rc;
+}
+
+/* The configuration says where the test came from: the server, and the
+ * run's id there. */
+static void describe(const struct run *r, json_t *config)
+{
+    eeb_config_put_official(config, r->c->server, r->out->server_run);
+    eeb_config_put_test_from(config, r->c->server, r->test_items);
+}
+
+const struct run_evaluator run_official_evaluator = {
+    .enroll = enroll,
+    .describe = describe,
+    .test_inputs = fetch_test_inputs,
+    .judge = submit,
+    .labelled = 0,
+    .judges_aborted = 1,
+};

@@ -1,0 +1,211 @@
+/*
+ * run_prepare.c - INIT and DEPLOY: everything that can be checked before a
+ * run exists (the inputs read once and hashed from the bytes used, the
+ * device modeled, the accelerator and the meter chosen), then the model
+ * onto the accelerator.
+ */
+#include "run_int.h"
+
+#include "fpga/host/eeb_model.h"
+#include "fpga/tools/eeb_xclbin.h"
+#include "tasks/eeb_classes.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHARD_BYTES (8ULL << 30) /* a fine-tune shard held in memory */
+
+/* The shard holds records of the run's task; *items, how many. */
+static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c, uint64_t *items,
+                      char *err, size_t errlen)
+{
+    const struct eeb_shard_info *in = eeb_shard_info(s);
+    *items = in->count;
+    if (in->task != (enum eeb_task)c->task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data; the run's task is %s",
+                        eeb_shard_path(s), eeb_task_name(in->task), eeb_task_name(c->task));
+    if (in->count == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", eeb_shard_path(s));
+    return EEB_OK;
+}
+
+/* The test shard at path: hashed, and fit for the run, with the fine-tune
+ * shard's classes in the same order (the model's outputs are positions). */
+int run_hash_test(struct run *r, const char *path, char *err, size_t errlen)
+{
+    struct eeb_shard *test;
+    int rc = eeb_sha256_file(path, r->sha_test, err, errlen);
+    if (rc || (rc = eeb_shard_open(&test, path, err, errlen)))
+        return rc;
+    rc = shard_fits(test, r->c, &r->test_items, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_classes_compare(eeb_shard_info(r->shard), r->c->finetune, eeb_shard_info(test),
+                                 path, err, errlen);
+    eeb_shard_close(test);
+    return rc;
+}
+
+/* The model file, read once: the bytes hashed are the bytes decoded. */
+static int read_model(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    char *bytes;
+    size_t len;
+    int rc = eeb_read_file(c->model, EEB_MODEL_MAX_BYTES, &bytes, &len, err, errlen), task;
+    if (rc)
+        return rc;
+    eeb_sha256(bytes, len, r->sha_model);
+    rc = eeb_model_decode((const uint8_t *)bytes, len, c->model, &r->net, &task, err, errlen);
+    free(bytes);
+    if (rc == EEB_OK && task != c->task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
+                      eeb_task_name(c->task));
+    return rc;
+}
+
+/* The xclbin, read once: hashed, and (without --util, --design) its
+ * utilization and design taken from the same bytes. */
+static int read_xclbin(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    char *bytes;
+    size_t len;
+    int rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &bytes, &len, err, errlen);
+    if (rc)
+        return rc;
+    eeb_sha256(bytes, len, r->sha_xclbin);
+    struct eeb_xclbin_info *in = NULL;
+    rc = eeb_xclbin_parse((const uint8_t *)bytes, len, c->xclbin, &in, err, errlen);
+    if (rc == EEB_ENOTSUP) /* built without XRT: the xclbin is hashed, not read */
+        rc = c->util
+                 ? EEB_OK
+                 : eeb_errf(err, errlen, EEB_EINVAL, "no --util given (this eeb reads no xclbin)");
+    if (rc == EEB_OK && in && !c->util) {
+        char source[256], why[512];
+        if ((rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why)))
+            eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
+        else
+            snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin, source);
+    }
+    if (rc == EEB_OK && in && !c->design)
+        rc = eeb_xclbin_design(in, &r->xclbin_design, err, errlen);
+    eeb_xclbin_info_free(in);
+    free(bytes);
+    return rc;
+}
+
+/* The analytical model's device: the design (--design, else the xclbin's)
+ * on the run's network, batch and frozen layers; M_u from its resources
+ * without --util or an xclbin's. */
+static int model_device(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    const char *spec = c->design ? c->design : r->xclbin_design;
+    int util_known = r->out->util_source[0] != '\0'; /* --util's, or the xclbin's */
+    if (!spec)
+        return util_known ? EEB_OK
+                          : eeb_errf(err, errlen, EEB_EINVAL,
+                                     "%s has no design to model: give --design", c->xclbin);
+    struct eeb_design d;
+    int rc = eeb_design_for(&d, spec, r->net, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_perf_model(&d, r->net, (int)c->batch, (int)c->frozen, &r->perf, err, errlen);
+    if (rc)
+        return rc;
+    r->modeled_device = 1;
+    eeb_design_format(&d, r->out->design, sizeof r->out->design);
+    if (util_known)
+        return EEB_OK;
+    char util[128];
+    eeb_resources_spec(&r->perf.res, util, sizeof util);
+    snprintf(r->out->util_source, sizeof r->out->util_source, "modeled: %.480s", r->out->design);
+    return eeb_score_util_from_spec(util, &r->util, err, errlen);
+}
+
+/* INIT: everything that can be checked before a run exists, and the
+ * fine-tune data read into memory. */
+int run_prepare(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int rc;
+    if ((rc = eeb_score_rules_load(c->rules, &r->rules, err, errlen)))
+        return rc;
+    if (c->util) {
+        snprintf(r->out->util_source, sizeof r->out->util_source, "%s", c->util);
+        if ((rc = eeb_score_util_arg(c->util, &r->util, NULL, err, errlen)))
+            return rc;
+    }
+    if ((rc = read_model(r, err, errlen)) || (c->xclbin && (rc = read_xclbin(r, err, errlen))) ||
+        (rc = model_device(r, err, errlen)))
+        return rc;
+    r->ops = eeb_accel_find(c->backend);
+    if (!r->ops) {
+        char names[128] = "";
+        for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? ", " : "", (*b)->name);
+        return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", c->backend,
+                        names);
+    }
+    if ((r->c->server != NULL) != (r->hooks && r->hooks->server))
+        return eeb_errf(err, errlen, EEB_EINVAL, "official mode needs the server and its client");
+    /* the fine-tune shard is read once, into memory, and hashed from there:
+     * the bytes hashed are the bytes trained on, loaded outside the window */
+    if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
+                             errlen)) ||
+        (rc = shard_fits(r->shard, c, &r->finetune_items, err, errlen)) ||
+        (r->eval->check_inputs && (rc = r->eval->check_inputs(r, err, errlen))))
+        return rc;
+    /* the emulators and XRT's noop shim: the CPU's times, a modeled power */
+    snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
+             eeb_accel_on_hardware(r->ops) ? "" : "modeled");
+    /* without --power, the modeled device's power, from idle on */
+    char uri[96];
+    if (!c->power && !r->modeled_device)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no --power, and no design to model one from",
+                        c->xclbin ? c->xclbin : c->model);
+    if (!c->power)
+        snprintf(uri, sizeof uri, "sim:profile=model,watts=%.6g,seed=%.17g", r->perf.idle_power_w,
+                 c->seed);
+    if ((rc = eeb_power_open(c->power ? c->power : uri, &r->src, err, errlen)))
+        return rc;
+    if (!r->out->provenance[0])
+        snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
+                 eeb_provenance_name(r->src->provenance));
+    return EEB_OK;
+}
+
+/* DEPLOY: the model onto the accelerator. */
+int run_deploy(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int rc;
+    if ((rc = run_enter(r, EEB_RUN_DEPLOY, err, errlen)))
+        return rc;
+    if (r->modeled_device)
+        run_event(r, EEB_EVENT_DEVICE_MODEL, run_device_model_json(r));
+    if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
+        return rc;
+    struct eeb_accel_config ac;
+    eeb_accel_config_default(&ac);
+    ac.batch_max = (int)c->batch;
+    ac.frozen = (int)c->frozen;
+    ac.lr = c->lr, ac.momentum = c->momentum, ac.weight_decay = c->decay;
+    ac.seed = (uint64_t)c->seed;
+    ac.xclbin = c->xclbin;
+    ac.device = (int)c->device;
+    if ((rc = eeb_accel_open(c->backend, &ac, &r->acc, err, errlen)))
+        return rc;
+    if ((rc = r->acc->ops->load_model(r->acc, r->net, err, errlen)) ||
+        (rc = eeb_batcher_new(&r->bt, r->shard, r->net, (int)c->batch, (int)c->window,
+                              (uint64_t)c->seed, err, errlen)))
+        return rc;
+    struct eeb_accel_stats st = {0};
+    r->acc->ops->stats(r->acc, &st);
+    snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
+    run_event(r, EEB_EVENT_DEPLOYED,
+              json_pack("{s:s, s:s, s:I}", "backend", r->ops->name, "detail", st.detail,
+                        "finetune_items", (json_int_t)r->finetune_items));
+    return EEB_OK;
+}

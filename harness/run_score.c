@@ -1,0 +1,44 @@
+/*
+ * run_score.c - SCORE: the record judged from the database alone
+ * (record/judge.c), the figures stored as the run's results, and the
+ * verdict as the run's "score" event.
+ */
+#include "run_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The record judged with M_s as given (NAN: recounted) and the figures
+ * stored as the run's results. */
+int run_judge_record(struct run *r, double m_s, char *err, size_t errlen)
+{
+    struct eeb_run_outcome *out = r->out;
+    int rc = eeb_run_judge(r->c->db, r->id, m_s, out, err, errlen);
+    if (rc)
+        return rc;
+    /* what the modeled board would take for the steps the CPU ran */
+    out->device_time_s = r->modeled_device ? out->steps * r->perf.train_step_s : NAN;
+    out->device_energy_j = r->modeled_device ? out->steps * r->perf.train_step_j : NAN;
+    /* a report describes a placed design; four fractions are declared */
+    const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
+    return eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen);
+}
+
+/* A judged run's verdict in a word (before it is complete). */
+const char *run_judged_as(const struct eeb_run_outcome *o)
+{
+    return o->aborted ? "aborted" : !o->valid ? "invalid" : o->pass ? "pass" : "fail";
+}
+
+/* The verdict as the run's "score" event; by the server, its id. */
+void run_score_event(struct run *r, int by_server)
+{
+    const struct eeb_run_outcome *out = r->out;
+    json_t *verdict = json_pack("{s:s, s:s}", "verdict", run_judged_as(out), "why", out->why);
+    json_object_set_new(verdict, "S", out->pass ? json_real(out->score.s) : json_null());
+    if (by_server)
+        json_object_set_new(
+            verdict, "server",
+            json_pack("{s:s, s:I}", "url", r->c->server, "run_id", (json_int_t)out->server_run));
+    run_event(r, EEB_EVENT_SCORE, verdict);
+}

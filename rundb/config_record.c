@@ -1,0 +1,126 @@
+/*
+ * config_record.c - the stored run configuration's sections written, and
+ * what is read back of it (eeb_config_record.h).
+ */
+#include "rundb/eeb_config_record.h"
+
+#include "common/eeb_common.h"
+#include "common/eeb_json.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *const util_keys[4] = {"lut", "ff", "bram", "dsp"};
+static const char *const weight_keys[4] = {"u", "t", "p", "s"};
+
+void eeb_config_put_input(json_t *o, const char *key, const char *path, const char *sha256,
+                          uint64_t items)
+{
+    json_t *in = json_object();
+    if (path)
+        json_object_set_new(in, "path", json_string(path));
+    if (sha256)
+        json_object_set_new(in, "sha256", json_string(sha256));
+    if (items)
+        json_object_set_new(in, "items", json_integer((json_int_t)items));
+    json_object_set_new(o, key, in);
+}
+
+void eeb_config_put_test_from(json_t *o, const char *server, uint64_t items)
+{
+    json_object_set_new(o, "test",
+                        json_pack("{s:s, s:I}", "from", server, "items", (json_int_t)items));
+}
+
+void eeb_config_put_official(json_t *o, const char *server, int64_t run_id)
+{
+    json_object_set_new(o, "official",
+                        json_pack("{s:s, s:I}", "server", server, "run_id", (json_int_t)run_id));
+}
+
+void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
+                          const char *note)
+{
+    json_t *power = json_pack("{s:s, s:f, s:s}", "source", source, "rate_hz", rate_hz, "provenance",
+                              provenance);
+    if (power && note)
+        json_object_set_new(power, "note", json_string(note));
+    json_object_set_new(o, "power", power);
+}
+
+void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double grace_s,
+                            int abort_on_pmax)
+{
+    json_t *b = json_pack("{s:f, s:f}", "t_max_s", t_max_s, "p_max_w", p_max_w);
+    if (b && !isnan(grace_s))
+        json_object_set_new(b, "grace_s", json_real(grace_s));
+    if (b && abort_on_pmax >= 0)
+        json_object_set_new(b, "abort_on_pmax", json_boolean(abort_on_pmax));
+    json_object_set_new(o, "budgets", b);
+}
+
+void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind)
+{
+    json_t *u = json_object();
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(u, util_keys[i], json_real(frac[i]));
+    json_object_set_new(u, "source", json_string(source));
+    json_object_set_new(u, "kind", json_string(kind));
+    json_object_set_new(o, "util", u);
+}
+
+void eeb_config_put_rules(json_t *o, const char *version, const char *file, const double weights[4],
+                          double window_s, double min_rate_hz)
+{
+    json_t *w = json_object(), *r = json_object();
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(w, weight_keys[i], json_real(weights[i]));
+    json_object_set_new(r, "version", json_string(version));
+    json_object_set_new(r, "file", file ? json_string(file) : json_null());
+    json_object_set_new(r, "weights", w);
+    json_object_set_new(r, "power_window_s", json_real(window_s));
+    json_object_set_new(r, "min_rate_hz", json_real(min_rate_hz));
+    json_object_set_new(o, "rules", r);
+}
+
+/* ---- the reader ---- */
+
+static void text_at(const json_t *o, const char *key, char *buf, size_t n)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    snprintf(buf, n, "%s", s ? s : "");
+}
+
+int eeb_config_record_read(const char *text, struct eeb_config_record *out)
+{
+    *out = (struct eeb_config_record){
+        .window_s = NAN, .min_rate_hz = NAN, .rate_hz = NAN, .test_items = NAN};
+    for (int i = 0; i < 4; i++)
+        out->util[i] = out->weights[i] = NAN;
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return EEB_EFORMAT;
+    }
+    const json_t *util = json_object_get(o, "util"), *rules = json_object_get(o, "rules"),
+                 *power = json_object_get(o, "power");
+    text_at(o, "task", out->task, sizeof out->task);
+    text_at(o, "backend", out->backend, sizeof out->backend);
+    text_at(o, "provenance", out->provenance, sizeof out->provenance);
+    for (int i = 0; i < 4; i++) {
+        out->util[i] = eeb_json_number_at(util, util_keys[i]);
+        out->weights[i] = eeb_json_number_at(json_object_get(rules, "weights"), weight_keys[i]);
+    }
+    text_at(util, "source", out->util_source, sizeof out->util_source);
+    out->window_s = eeb_json_number_at(rules, "power_window_s");
+    out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
+    out->rate_hz = eeb_json_number_at(power, "rate_hz");
+    text_at(power, "provenance", out->power_provenance, sizeof out->power_provenance);
+    out->test_items = eeb_json_number_at(json_object_get(o, "test"), "items");
+    text_at(json_object_get(o, "finetune"), "sha256", out->finetune_sha256,
+            sizeof out->finetune_sha256);
+    text_at(json_object_get(o, "device_model"), "design", out->design, sizeof out->design);
+    out->official = json_is_object(json_object_get(o, "official"));
+    json_decref(o);
+    return EEB_OK;
+}

@@ -1,0 +1,77 @@
+/*
+ * eeb_config_record.h - the configuration stored with every run (the
+ * runs table's config column, one JSON object): its keys, the one writer
+ * of each of its sections and the one reader of what is read back.
+ *
+ * eeb run (harness/run_record.c), the server (a registered run's) and
+ * eeb power log write it through the section writers, in their own order
+ * of sections; the judge, the report, the power summary and the server's
+ * client read it through eeb_config_record_read alone.  A key renamed here
+ * is renamed for both sides; tests/rundb/test_config_record.c writes every
+ * section and reads each figure back.
+ */
+#ifndef EEB_CONFIG_RECORD_H
+#define EEB_CONFIG_RECORD_H
+
+#include "common/eeb_common.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* ---- the writers: each adds one section to the object o ---- */
+
+/* "model", "xclbin", "finetune", "test": an input by path, SHA-256 and
+ * item count; a NULL path or sha256, or 0 items, is left out. */
+void eeb_config_put_input(json_t *o, const char *key, const char *path, const char *sha256,
+                          uint64_t items);
+
+/* "test" of a run whose test inputs came from a server: from, items. */
+void eeb_config_put_test_from(json_t *o, const char *server, uint64_t items);
+
+/* "official": the server that drives the run and the run's id there. */
+void eeb_config_put_official(json_t *o, const char *server, int64_t run_id);
+
+/* "power": the meter's URI, the sampling rate, the provenance of its
+ * figures, and what a recorded trace skipped (note; NULL: none). */
+void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
+                          const char *note);
+
+/* "budgets": T_max and P_max; the grace period and abort-on-P_max if
+ * known (grace_s NAN, abort_on_pmax < 0: left out). */
+void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double grace_s,
+                            int abort_on_pmax);
+
+/* "util": the four fractions (LUT, FF, BRAM, DSP), where they came from,
+ * and their kind: "report" (a placed design's) or "declared". */
+void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind);
+
+/* "rules": the version, the file (NULL: the built-in, written null), the
+ * weights w_u, w_t, w_p, w_s and the P_max rule's window and minimum rate. */
+void eeb_config_put_rules(json_t *o, const char *version, const char *file, const double weights[4],
+                          double window_s, double min_rate_hz);
+
+/* ---- the reader ---- */
+
+/* What is read back; a figure the configuration lacks is NAN, a text "". */
+struct eeb_config_record {
+    char task[16];
+    char backend[64];
+    char provenance[16];   /* the run's figures': measured, counter or modeled */
+    double util[4];        /* LUT, FF, BRAM, DSP */
+    char util_source[512]; /* the report, the spec or the xclbin they came from */
+    double weights[4];     /* w_u, w_t, w_p, w_s */
+    double window_s;       /* the P_max rule's window */
+    double min_rate_hz;
+    double rate_hz;            /* the meter's sampling rate */
+    char power_provenance[16]; /* the meter's */
+    double test_items;         /* NAN: not recorded */
+    char finetune_sha256[65];  /* the fine-tune set trained on */
+    char design[512];          /* the modeled device's design, or "" */
+    int official;              /* a server drove the run: its M_s is the server's */
+};
+
+/* Reads the stored configuration text.  EEB_EFORMAT for text that is not
+ * one JSON object (out then holds NANs and ""), else EEB_OK. */
+int eeb_config_record_read(const char *json, struct eeb_config_record *out);
+
+#endif

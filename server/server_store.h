@@ -1,0 +1,137 @@
+/*
+ * server_store.h - what the server stores and reads, and nothing of how:
+ * teams and their tokens, a team's runs through their stages (register,
+ * the power log, complete, predictions, the counters, the verdict), and
+ * the leaderboard's reads.
+ *
+ * One SQLite file (store.c), an eeb run database: each run is recorded as
+ * `eeb run` records one, so the judge, `eeb check` and the report read it
+ * as a local file.  rundb/ owns its schema: the server's own tables (teams,
+ * entries) are a set of migrations it applies with the run tables'
+ * (rundb/eeb_rundb_tables.h), so one code path decides the file's version.
+ * Every call works on the calling thread's own connection, opened on its
+ * first call and closed when the thread ends.  Calls return EEB_OK or a
+ * negative status with err filled, naming the file, unless they say more.
+ *
+ * Sections: the store; teams; runs; the leaderboard.
+ */
+#ifndef EEB_SERVER_STORE_H
+#define EEB_SERVER_STORE_H
+
+#include "record/eeb_record.h"
+#include "rundb/eeb_rundb.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the store ---- */
+
+struct eeb_srv_store; /* opaque */
+
+/* Opens the database at path, creating it if missing and migrating the
+ * run tables and the server's; refuses a file that is not a run database,
+ * or whose tables a newer eeb wrote, leaving it untouched. */
+int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, size_t errlen);
+
+/* Closes the calling thread's connection and the store (the pool's threads
+ * have closed theirs as they ended). */
+void eeb_srv_store_close(struct eeb_srv_store *s);
+
+/* The database's path: the judge and the report read the file there. */
+const char *eeb_srv_store_path(const struct eeb_srv_store *s);
+
+/* Opens the calling thread's connection if it has none: a request's first
+ * step, so that a database that cannot be opened fails every route alike. */
+int eeb_srv_store_ready(struct eeb_srv_store *s, char *err, size_t errlen);
+
+/* What /metrics says of the store. */
+struct eeb_srv_store_stats {
+    int64_t teams;        /* teams registered */
+    int64_t memory_bytes; /* what SQLite holds now (its page caches first) */
+};
+int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out, char *err,
+                        size_t errlen);
+
+/* ---- teams ---- */
+
+#define EEB_SRV_TEAM_NAME 65 /* a team's name (64 characters) and NUL */
+
+/* Adds team name with token, kept only as its SHA-256.  A name taken is
+ * EEB_EINVAL naming it. */
+int eeb_srv_store_team_add(struct eeb_srv_store *s, const char *name, const char *token, char *err,
+                           size_t errlen);
+
+/* The team whose token this is: its id (0 if none) and name. */
+int eeb_srv_store_team_by_token(struct eeb_srv_store *s, const char *token, int64_t *team,
+                                char name[EEB_SRV_TEAM_NAME], char *err, size_t errlen);
+
+/* ---- runs ---- */
+
+/* A team's run: its budgets, what the team declared, where it stands, and
+ * once scored, the verdict. */
+struct eeb_srv_run {
+    int64_t id, team;
+    char team_name[EEB_SRV_TEAM_NAME];
+    int task, official;
+    double t_max_s, p_max_w;
+    char rules_version[16], backend[64], device[64], provenance[16];
+    char state[16]; /* registered, complete, scored */
+    int64_t registered_utc_ns, completed_utc_ns;
+    char verdict[16];                            /* pass, fail, invalid, aborted */
+    double s, m_u, m_t, m_p, m_s, t_s, energy_j; /* NAN: none */
+    char why[768];
+};
+
+/* Creates the run (in the run tables, with config_json) and its entry,
+ * registered; fills r->id and r->registered_utc_ns. */
+int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
+                               const char *config_json, char *err, size_t errlen);
+
+/* Run id: found (1) into r, or not (0); or an error. */
+int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
+                          size_t errlen);
+
+/* A chunk of run id's power log, stored whole once: EEB_CHUNK_STORED,
+ * EEB_CHUNK_HELD (sent before, the same) or EEB_CHUNK_DIFFERS (sent
+ * before, not the same), or an error (EEB_EINVAL: the chunk's fault). */
+int eeb_srv_store_run_power(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_chunk *c,
+                            char *err, size_t errlen);
+
+/* registered -> complete: 1 if it moved, 0 if it was not registered. */
+int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
+
+/* Stores (or replaces) the predictions of n test items (JSON, with their
+ * truth) in one transaction. */
+int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int64_t *items,
+                                  const char *const *payloads, size_t n, char *err, size_t errlen);
+
+/* Stores a count of the run's sampler (samples_dropped...) as its result. */
+int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,
+                              char *err, size_t errlen);
+
+/* Run r->id's entry complete -> scored with r's verdict and figures, and
+ * in the same transaction the verdict o in its record as `eeb run` stores
+ * one: its results (M_u's provenance util_provenance), a score event
+ * (payload score_json, may be NULL) at the time of its last event, its
+ * final state.  1 if it moved; 0 if it was not complete (scored meanwhile),
+ * and nothing is written; or an error, and nothing is written. */
+int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *r,
+                             const struct eeb_run_outcome *o, const char *util_provenance,
+                             const char *score_json, char *err, size_t errlen);
+
+/* ---- the leaderboard ---- */
+
+struct eeb_srv_board_filter {
+    int task;                        /* enum eeb_task */
+    const char *provenance, *device; /* NULL: any */
+    int limit;                       /* rows at most (<= 0: 1000) */
+};
+
+/* The scored runs of a task, passing ones by S, best first, then the
+ * rest, newest first.  A non-zero return from fn stops the walk and is
+ * returned. */
+int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filter *f,
+                        int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg, char *err,
+                        size_t errlen);
+
+#endif

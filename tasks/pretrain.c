@@ -1,0 +1,99 @@
+/*
+ * pretrain.c - the reference model trained on a shard of its task, written
+ * after every epoch so that an interrupted training keeps its last whole
+ * epoch.
+ */
+#include "tasks/eeb_train.h"
+
+#include "fpga/host/eeb_model.h"
+
+/* The shard holds records of the task to train. */
+static int shard_fits(const struct eeb_pretrain *a, const struct eeb_shard_info *in, char *err,
+                      size_t errlen)
+{
+    if (in->task != a->task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, --task is %s", a->data,
+                        eeb_task_name(in->task), eeb_task_name(a->task));
+    if (in->count == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records to train on", a->data);
+    return EEB_OK;
+}
+
+/* The model to start from: a->init's, or the task's reference model. */
+static int first_model(const struct eeb_pretrain *a, const struct eeb_shard_info *in,
+                       struct eeb_net **net, char *err, size_t errlen)
+{
+    int task = (int)a->task;
+    int rc = a->init ? eeb_model_load(a->init, net, &task, err, errlen)
+                     : eeb_task_model(in, (uint64_t)a->seed, net, err, errlen);
+    if (rc == EEB_OK && task != (int)a->task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is a %s model, --task is %s", a->init,
+                      task == EEB_MODEL_NO_TASK ? "none" : eeb_task_name((enum eeb_task)task),
+                      eeb_task_name(a->task));
+    return rc;
+}
+
+/* The epochs, each ending with the model written and a line logged. */
+static int epochs(const struct eeb_pretrain *a, struct eeb_trainer *t, struct eeb_net *net,
+                  char *err, size_t errlen)
+{
+    int rc = EEB_OK;
+    for (int epoch = 1; epoch <= (int)a->epochs && t->step != t->max_steps; epoch++) {
+        struct eeb_pass p;
+        int64_t t0 = eeb_mono_ns();
+        if ((rc = eeb_train_pass(t, epoch, &p, err, errlen)))
+            break;
+        double s = (double)(eeb_mono_ns() - t0) / 1e9;
+        if ((rc = t->acc->ops->read_model(t->acc, net, err, errlen)))
+            break;
+        eeb_net_set_format(net, a->format);
+        if ((rc = eeb_model_save(a->out, net, (int)a->task, err, errlen)))
+            break;
+        if (a->log)
+            fprintf(
+                a->log, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
+                epoch, t->step, p.items ? p.loss_sum / p.items : 0.0,
+                eeb_task_get(a->task)->train_metric,
+                p.targets ? 100.0 * p.correct / p.targets : 0.0, s > 0 ? p.items / s : 0.0, a->out);
+    }
+    return rc;
+}
+
+void eeb_pretrain_defaults(struct eeb_pretrain *a)
+{
+    *a = (struct eeb_pretrain){
+        .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
+    eeb_accel_config_default(&a->cfg);
+}
+
+int eeb_pretrain(const struct eeb_pretrain *a, char *err, size_t errlen)
+{
+    struct eeb_shard *shard = NULL;
+    struct eeb_net *net = NULL;
+    struct eeb_accel *acc = NULL;
+    struct eeb_batcher *bt = NULL;
+    int rc = eeb_shard_open(&shard, a->data, err, errlen);
+    const struct eeb_shard_info *in = rc ? NULL : eeb_shard_info(shard);
+    if (rc == EEB_OK && (rc = shard_fits(a, in, err, errlen)) == EEB_OK &&
+        (rc = first_model(a, in, &net, err, errlen)) == EEB_OK &&
+        (rc = eeb_accel_start(a->backend, &a->cfg, net, &acc, err, errlen)) == EEB_OK)
+        rc = eeb_batcher_new(&bt, shard, net, a->cfg.batch_max, (int)a->window, (uint64_t)a->seed,
+                             err, errlen);
+    if (rc == EEB_OK) {
+        if (a->log)
+            fprintf(a->log,
+                    "eeb model: %s the %s model (%llu parameters, %.1f M MAC/item) on %llu "
+                    "records of %s, backend %s\n",
+                    a->init ? "fine-tuning" : "pretraining", eeb_task_name(a->task),
+                    (unsigned long long)eeb_net_params(net), (double)eeb_net_macs(net) / 1e6,
+                    (unsigned long long)in->count, a->data, acc->ops->name);
+        struct eeb_trainer t = {
+            .acc = acc, .bt = bt, .net = net, .max_steps = a->steps > 0 ? (long)a->steps : -1};
+        rc = epochs(a, &t, net, err, errlen);
+    }
+    eeb_batcher_free(bt);
+    eeb_accel_close(acc);
+    eeb_net_free(net);
+    eeb_shard_close(shard);
+    return rc;
+}

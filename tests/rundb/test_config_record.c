@@ -1,0 +1,109 @@
+/*
+ * test_config_record.c - the stored run configuration: what its section
+ * writers write, its reader reads back, figure for figure, in the layouts
+ * eeb run, the server and eeb power log store; and a key renamed on one
+ * side shows here, not as a NaN in eeb check.
+ */
+#include "rundb/eeb_config_record.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(config_record);
+
+static struct eeb_config_record read_back(json_t *o)
+{
+    char *text = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    struct eeb_config_record c;
+    cr_assert_eq(eeb_config_record_read(text, &c), EEB_OK);
+    free(text);
+    return c;
+}
+
+/* Every section eeb run writes, and every figure read back as written. */
+Test(config_record, a_local_runs_sections_read_back)
+{
+    const double util[4] = {0.30, 0.19, 0.49, 0.18}, w[4] = {0.1, 0.2, 0.3, 0.4};
+    json_t *o = json_object();
+    json_object_set_new(o, "task", json_string("det"));
+    json_object_set_new(o, "backend", json_string("emu"));
+    json_object_set_new(o, "provenance", json_string("modeled"));
+    eeb_config_put_input(o, "finetune", "/d/ft.eebd", "ab12", 1000);
+    eeb_config_put_input(o, "test", "/d/test.eebd", "cd34", 300);
+    eeb_config_put_power(o, "sim:profile=model", 20, "modeled", "skipped 2 lines");
+    eeb_config_put_budgets(o, 600, 10, 5, 1);
+    eeb_config_put_util(o, util, "zcu102.rpt", "report");
+    json_object_set_new(o, "device_model", json_pack("{s:s}", "design", "device=zcu104,pe=16"));
+    eeb_config_put_rules(o, "1", NULL, w, 1, 10);
+    struct eeb_config_record c = read_back(o);
+    cr_assert_str_eq(c.task, "det");
+    cr_assert_str_eq(c.backend, "emu");
+    cr_assert_str_eq(c.provenance, "modeled");
+    for (int i = 0; i < 4; i++) {
+        cr_assert_float_eq(c.util[i], util[i], 1e-12, "util %d", i);
+        cr_assert_float_eq(c.weights[i], w[i], 1e-12, "weight %d", i);
+    }
+    cr_assert_str_eq(c.util_source, "zcu102.rpt");
+    cr_assert_float_eq(c.window_s, 1, 1e-12);
+    cr_assert_float_eq(c.min_rate_hz, 10, 1e-12);
+    cr_assert_float_eq(c.rate_hz, 20, 1e-12);
+    cr_assert_str_eq(c.power_provenance, "modeled");
+    cr_assert_float_eq(c.test_items, 300, 0);
+    cr_assert_str_eq(c.finetune_sha256, "ab12");
+    cr_assert_str_eq(c.design, "device=zcu104,pe=16");
+    cr_assert_eq(c.official, 0);
+}
+
+/* An official run's: the test from the server, which says M_s is its. */
+Test(config_record, an_official_runs_test_and_server_read_back)
+{
+    json_t *o = json_object();
+    eeb_config_put_official(o, "http://127.0.0.1:8080", 7);
+    eeb_config_put_test_from(o, "http://127.0.0.1:8080", 42);
+    struct eeb_config_record c = read_back(o);
+    cr_assert_eq(c.official, 1);
+    cr_assert_float_eq(c.test_items, 42, 0);
+}
+
+/* The server's own layout: the test by its size, the fine-tune set by its
+ * hash, budgets without the harness's grace period. */
+Test(config_record, the_servers_layout_reads_back)
+{
+    const double util[4] = {0.5, 0.5, 0.5, 0.5}, w[4] = {0.25, 0.25, 0.25, 0.25};
+    json_t *o = json_object();
+    eeb_config_put_power(o, "uploaded", 10, "measured", NULL);
+    eeb_config_put_input(o, "test", NULL, NULL, 300);
+    eeb_config_put_util(o, util, "declared at registration", "declared");
+    eeb_config_put_budgets(o, 600, 10, NAN, -1);
+    eeb_config_put_rules(o, "1", NULL, w, 1, 10);
+    eeb_config_put_input(o, "finetune", NULL, "ef56", 0);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    cr_assert(strstr(text, "\"budgets\":{\"t_max_s\":600.0,\"p_max_w\":10.0}"), "%s", text);
+    cr_assert(strstr(text, "\"test\":{\"items\":300}"), "%s", text);
+    free(text);
+    struct eeb_config_record c = read_back(o);
+    cr_assert_float_eq(c.test_items, 300, 0);
+    cr_assert_str_eq(c.finetune_sha256, "ef56");
+    cr_assert_str_eq(c.power_provenance, "measured");
+    cr_assert_float_eq(c.weights[3], 0.25, 1e-12);
+}
+
+/* What a configuration lacks is unknown, never zero; text that is not an
+ * object is refused. */
+Test(config_record, what_is_missing_is_nan_and_garbage_is_refused)
+{
+    struct eeb_config_record c;
+    cr_assert_eq(eeb_config_record_read("{\"power\": {\"rate_hz\": 5}}", &c), EEB_OK);
+    cr_assert_float_eq(c.rate_hz, 5, 0);
+    cr_assert(isnan(c.util[0]) && isnan(c.weights[2]) && isnan(c.window_s));
+    cr_assert(isnan(c.test_items));
+    cr_assert_str_eq(c.provenance, "");
+    cr_assert_eq(eeb_config_record_read("[1, 2]", &c), EEB_EFORMAT);
+    cr_assert_eq(eeb_config_record_read("not json", &c), EEB_EFORMAT);
+    cr_assert_eq(eeb_config_record_read(NULL, &c), EEB_EFORMAT);
+    cr_assert(isnan(c.util[3]));
+}
