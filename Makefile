@@ -41,7 +41,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
 # which is library code the tests drive directly.
 CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
 LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpga/kernel/*.c \
-                       fpga/host/*.c fpga/emu/*.c fpga/ref/*.c fpga/model/*.c record/*.c server/*.c) \
+                       fpga/net/*.c fpga/fx/*.c fpga/accel/*.c fpga/emu/*.c fpga/ref/*.c fpga/model/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)

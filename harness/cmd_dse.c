@@ -6,7 +6,7 @@
  * the best S are printed.  Every number here is modeled.
  */
 #include "eeb_cli.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "fpga/model/eeb_perf_calibrate.h"
 #include "eeb_run.h"
 #include "scoring/eeb_score.h"

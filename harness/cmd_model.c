@@ -3,9 +3,9 @@
  * files, make pre-trained ones with the float trainer, and convert them
  * between float32 and 24-bit fixed point.
  */
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "eeb_cli.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "tasks/eeb_classes.h"
 #include "tasks/eeb_tasks.h"
 #include "tasks/eeb_train.h"

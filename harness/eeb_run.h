@@ -13,7 +13,7 @@
 #ifndef EEB_RUN_H
 #define EEB_RUN_H
 
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "common/eeb_common.h"
 #include "power/eeb_power.h"
 #include "scoring/eeb_score.h"

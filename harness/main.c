@@ -2,7 +2,7 @@
  * main.c - the eeb command: global options and dispatch to subcommands,
  * which live one per file in harness/cmd_<name>.c.
  */
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "eeb_cli.h"
 #include "common/eeb_common.h"
 #include "power/eeb_power.h"

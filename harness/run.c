@@ -87,7 +87,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = r.eval->judge(&r, ts.value, err, errlen);
     if (r.db && r.id) {
         if (rc != EEB_OK && !out->aborted && !r.submitting)
-            run_event(&r, EEB_EVENT_ERROR, json_pack("{s:s}", "message", err));
+            run_event(&r, EEB_EVENT_ERROR, json_pack("{s:s}", EEB_EVENT_KEY_MESSAGE, err));
         char err2[256];
         int done = rc == EEB_OK && out->pass;
         if (eeb_rundb_run_set_state(r.db, r.id, done ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,

@@ -96,7 +96,7 @@ static void *train(void *arg)
             break;
         worker_event(w, p.finished ? EEB_EVENT_EPOCH_END : EEB_EVENT_EPOCH_PARTIAL,
                      json_pack("{s:i, s:I, s:f, s:f}", "epoch", epoch, "step", (json_int_t)t.step,
-                               "loss", p.loss_sum / p.items, "train_metric",
+                               EEB_EVENT_KEY_LOSS, p.loss_sum / p.items, EEB_EVENT_KEY_TRAIN_METRIC,
                                p.targets ? (double)p.correct / p.targets : 0.0));
         if (!p.finished)
             break;
@@ -222,9 +222,9 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
                                  .over_pmax = k->pmax_seen > 0};
     json_t *train_ev = NULL;
     if (now >= k->next_train && w->loss_items > 0 && w->step != k->reported_step) {
-        train_ev =
-            json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, "step", (json_int_t)w->step,
-                      "items", (json_int_t)w->items, "loss", w->loss_sum / (double)w->loss_items);
+        train_ev = json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, "step", (json_int_t)w->step,
+                             "items", (json_int_t)w->items, EEB_EVENT_KEY_LOSS,
+                             w->loss_sum / (double)w->loss_items);
         w->loss_sum = 0, w->loss_items = 0;
         k->reported_step = w->step;
         k->next_train = now + k->train_every;
@@ -282,14 +282,16 @@ int run_finetune(struct run *r, char *err, size_t errlen)
         if ((ending = tick(r, w, &k, now)) != DONE)
             break;
     }
-    static const char *const why[] = {"done", "t_max", "p_max", "interrupted", "error", "unlogged"};
+    static const char *const why[] = {"done",        EEB_COMPLETE_TMAX, "p_max",
+                                      "interrupted", "error",           "unlogged"};
     atomic_store(&w->stop, 1);
     pthread_mutex_lock(&w->lock);
     long steps = w->step;
     if (ending == DONE && w->rc)
         ending = FAILED;
     pthread_mutex_unlock(&w->lock);
-    json_t *complete = json_pack("{s:s, s:I}", "reason", why[ending], "step", (json_int_t)steps);
+    json_t *complete =
+        json_pack("{s:s, s:I}", EEB_EVENT_KEY_REASON, why[ending], "step", (json_int_t)steps);
     if (ending == PMAX)
         json_object_set_new(complete, "watts", json_real(k.pmax_seen));
     run_event(r, EEB_EVENT_COMPLETE, complete);
@@ -309,7 +311,7 @@ int run_finetune(struct run *r, char *err, size_t errlen)
                 pthread_detach(th);
                 out->aborted = 1;
                 run_event(r, EEB_EVENT_ABORT,
-                          json_pack("{s:s}", "reason",
+                          json_pack("{s:s}", EEB_EVENT_KEY_REASON,
                                     "the accelerator did not return within the grace "
                                     "period"));
                 return eeb_errf(err, errlen, EEB_ETIMEOUT,
@@ -335,6 +337,6 @@ int run_finetune(struct run *r, char *err, size_t errlen)
                  "the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
                  r->rules.power.window_s, k.pmax_seen, c->p_max_w);
     snprintf(out->why, sizeof out->why, "%s", reason);
-    run_event(r, EEB_EVENT_ABORT, json_pack("{s:s}", "reason", reason));
+    run_event(r, EEB_EVENT_ABORT, json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason));
     return EEB_OK;
 }

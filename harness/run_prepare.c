@@ -6,7 +6,7 @@
  */
 #include "run_int.h"
 
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "fpga/tools/eeb_xclbin.h"
 #include "tasks/eeb_classes.h"
 

@@ -5,7 +5,7 @@
  */
 #include "run_int.h"
 
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "tasks/eeb_prediction.h"
 
 #include <math.h>

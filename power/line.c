@@ -79,7 +79,7 @@ static int fail(struct power_line *c, int status, const char *uri, const char *w
     return eeb_errf(err, errlen, status, "%s: %s", uri, what); /* the URI names host and port */
 }
 
-int power_line_connect(struct power_line *c, const char *uri, char *err, size_t errlen)
+static int power_line_connect(struct power_line *c, const char *uri, char *err, size_t errlen)
 {
     power_line_close(c);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;

@@ -65,7 +65,6 @@ struct power_line {
  * (not connected); *options points at the options ("" if none). */
 int power_line_init(struct power_line *c, const char *uri, const char *args, const char *eol,
                     const char **options, char *err, size_t errlen);
-int power_line_connect(struct power_line *c, const char *uri, char *err, size_t errlen);
 /* Sends a command that has no reply. */
 int power_line_send(struct power_line *c, const char *uri, const char *cmd, char *err,
                     size_t errlen);

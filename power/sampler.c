@@ -112,7 +112,7 @@ int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *pa
  * or recovers, so the allocations stay off the sampler's steady path. */
 static void fault_event(struct eeb_sampler *s, const char *kind, const char *reason)
 {
-    json_t *o = json_pack("{s:s}", "reason", reason);
+    json_t *o = json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason);
     char *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     queue_event(s, kind, payload ? payload : "{}");

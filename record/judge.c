@@ -57,11 +57,11 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
     else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         rec->ft_end = t;
     else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0)
-        payload_string(payload, "reason", rec->complete, sizeof rec->complete);
+        payload_string(payload, EEB_EVENT_KEY_REASON, rec->complete, sizeof rec->complete);
     else if (strcmp(kind, EEB_EVENT_ABORT) == 0)
-        payload_string(payload, "reason", rec->abort, sizeof rec->abort);
+        payload_string(payload, EEB_EVENT_KEY_REASON, rec->abort, sizeof rec->abort);
     else if (strcmp(kind, EEB_EVENT_ERROR) == 0)
-        payload_string(payload, "message", rec->error, sizeof rec->error);
+        payload_string(payload, EEB_EVENT_KEY_MESSAGE, rec->error, sizeof rec->error);
     else if (strcmp(kind, EEB_EVENT_SCORE) == 0)
         rec->scored = 1;
     return 0;
@@ -171,7 +171,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     out->task = task;
     out->t_max_s = row->t_max_s, out->p_max_w = row->p_max_w;
     out->window_s = cfg.window_s;
-    out->tmax_reached = strcmp(rec->complete, "t_max") == 0;
+    out->tmax_reached = strcmp(rec->complete, EEB_COMPLETE_TMAX) == 0;
     /* a record that says it was stopped or broke (one received by the
      * server; `eeb run` judges neither) */
     if (rec->abort[0]) {

@@ -118,9 +118,10 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
     else if (strcmp(kind, EEB_EVENT_TEST_END) == 0)
         tl->test_end = s;
     if (strcmp(kind, EEB_EVENT_TRAIN) == 0)
-        rc = push(&tl->loss, s, json_number_value(json_object_get(p, "loss")));
+        rc = push(&tl->loss, s, json_number_value(json_object_get(p, EEB_EVENT_KEY_LOSS)));
     else if (strcmp(kind, EEB_EVENT_EPOCH_END) == 0)
-        rc = push(&tl->metric, s, json_number_value(json_object_get(p, "train_metric")));
+        rc =
+            push(&tl->metric, s, json_number_value(json_object_get(p, EEB_EVENT_KEY_TRAIN_METRIC)));
     if (strcmp(kind, EEB_EVENT_TRAIN) != 0)
         json_array_append_new(tl->events, json_pack("[f, s, s?]", s, kind, payload));
     json_decref(p);

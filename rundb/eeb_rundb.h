@@ -78,8 +78,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 
 /*
  * The kinds of a run's events, as stored: the one name every writer and
- * reader uses (a kind renamed here changes the file format; the suite's
- * SQL on the stored names catches it).  Payloads are JSON objects:
+ * reader uses (a kind or key renamed here changes the file format; the
+ * suite's SQL on the stored names catches it).  Payloads are JSON objects:
  *   state {state}; device_model, the modeled device; deployed;
  *   finetune_begin {t_max_s} and finetune_end, the metered window;
  *   train {loss, counts} every window of steps; epoch_end, epoch_partial;
@@ -109,6 +109,15 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_ERROR               "error"
 #define EEB_EVENT_LOG_BEGIN           "log_begin"
 #define EEB_EVENT_LOG_END             "log_end"
+
+/* The payload keys the record is judged and reported by (record/), written
+ * by the run (harness/run_*.c) and the sampler: one name for both sides. */
+#define EEB_EVENT_KEY_REASON       "reason"       /* complete, abort, a meter's fault */
+#define EEB_EVENT_KEY_MESSAGE      "message"      /* error */
+#define EEB_EVENT_KEY_LOSS         "loss"         /* train, epoch_end, epoch_partial */
+#define EEB_EVENT_KEY_TRAIN_METRIC "train_metric" /* epoch_end, epoch_partial */
+/* complete's reason when fine-tuning was stopped at T_max */
+#define EEB_COMPLETE_TMAX "t_max"
 
 /* Appends an event; payload_json may be NULL, otherwise valid JSON. */
 int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,

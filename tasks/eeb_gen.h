@@ -36,9 +36,6 @@ struct eeb_gen_spec {
     int frames;    /* video: frames per clip, 2..64; else 1 */
 };
 
-/* Classes the generator uses for a task (the shard's class count). */
-int eeb_gen_classes(enum eeb_task task);
-
 /* Writes the shard spec describes to path (atomically).  progress, if
  * not NULL, is called after each record with the count written so far. */
 int eeb_gen_shard(const char *path, const struct eeb_gen_spec *spec,

@@ -20,7 +20,7 @@
 #include "eeb_import.h"
 #include "eeb_prediction.h"
 #include "eeb_shard.h"
-#include "fpga/host/eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include <stdint.h>
 

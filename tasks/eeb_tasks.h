@@ -6,9 +6,9 @@
 #ifndef EEB_TASKS_H
 #define EEB_TASKS_H
 
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "eeb_metrics.h"
-#include "fpga/host/eeb_net.h"
+#include "fpga/net/eeb_net.h"
 #include "eeb_shard.h"
 #include "eeb_task_ops.h"
 

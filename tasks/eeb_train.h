@@ -7,7 +7,7 @@
 #ifndef EEB_TRAIN_H
 #define EEB_TRAIN_H
 
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "tasks/eeb_tasks.h"
 
 #include <stdio.h>

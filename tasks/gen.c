@@ -32,12 +32,6 @@ static const int motion_dx[8] = {-1, 1, 0, 0, -1, 1, -1, 1};
 static const int motion_dy[8] = {0, 0, -1, 1, -1, -1, 1, 1};
 static const int video_shapes[VIDEO_SHAPES] = {0, 3}; /* disc, cross */
 
-int eeb_gen_classes(enum eeb_task task)
-{
-    const struct eeb_task_ops *ops = eeb_task_get(task);
-    return ops ? ops->gen_classes : 0;
-}
-
 void tasks_gen_cls_name(int k, char name[EEB_SHARD_MAX_NAME + 1])
 {
     snprintf(name, EEB_SHARD_MAX_NAME + 1, "%s_%s", shape_names[k / TEXTURES],

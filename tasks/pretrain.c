@@ -5,7 +5,7 @@
  */
 #include "tasks/eeb_train.h"
 
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 
 /* The shard holds records of the task to train. */
 static int shard_fits(const struct eeb_pretrain *a, const struct eeb_shard_info *in, char *err,

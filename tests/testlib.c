@@ -4,7 +4,7 @@
 #include "testlib.h"
 
 #include "power/eeb_power.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "tasks/eeb_shard.h"
 #include "tasks/eeb_tasks.h"
 

@@ -4,7 +4,8 @@
  * instruction set are its own affair: results are the kernel's.
  */
 #include "eeb_emu.h"
-#include "fpga/host/host_int.h"
+#include "fpga/accel/backends.h"
+#include "fpga/fx/fxhost.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -35,7 +35,8 @@ static uint64_t item_count(const struct fx_tensor *t)
     return (uint64_t)t->h * t->w * t->c;
 }
 
-uint64_t fx_tensor_count(const uint8_t *mem, const struct fx_tensor *t)
+/* Elements of t (batched tensors count the header's current batch). */
+static uint64_t tensor_count(const uint8_t *mem, const struct fx_tensor *t)
 {
     const struct fx_header *h = (const struct fx_header *)mem;
     return item_count(t) * (t->batched ? h->batch : 1);
@@ -51,7 +52,9 @@ static int32_t *i32(uint8_t *mem, const struct fx_tensor *t)
     return (int32_t *)(void *)(mem + t->offset);
 }
 
-enum fx_status fx_image_check(const uint8_t *mem)
+/* The header, and every descriptor inside the image: FX_OK or
+ * FX_BAD_IMAGE. */
+static enum fx_status image_check(const uint8_t *mem)
 {
     const struct fx_header *h = (const struct fx_header *)mem;
     if (h->magic != FX_MAGIC || h->version != FX_VERSION)
@@ -201,8 +204,8 @@ enum fx_status fx_conv_operands(uint8_t *mem, const struct fx_cmd *c, struct fx_
         cv->in->type != FX_I8 || cv->out->type != FX_I8 || cv->w->type != FX_I8 ||
         cv->acc->type != FX_I32)
         return FX_BAD_OPERAND;
-    uint64_t acc_need = fwd    ? fx_tensor_count(mem, cv->out)
-                        : data ? fx_tensor_count(mem, cv->in)
+    uint64_t acc_need = fwd    ? tensor_count(mem, cv->out)
+                        : data ? tensor_count(mem, cv->in)
                                : weight_count(g) + (uint64_t)g->oc;
     if (acc_need > item_count(cv->acc))
         return FX_BAD_OPERAND;
@@ -263,7 +266,7 @@ static enum fx_status conv_fwd(uint8_t *mem, const struct fx_cmd *c)
                             acc[o] = store32((int64_t)pe[b][j] + bv, &maxabs, ty);
                         }
                 }
-    requantize(acc, fx_tensor_count(mem, ty), maxabs, e_acc, fx_round_half_up(), i8(mem, ty), ty);
+    requantize(acc, tensor_count(mem, ty), maxabs, e_acc, fx_round_half_up(), i8(mem, ty), ty);
     return FX_OK;
 }
 
@@ -319,8 +322,7 @@ static enum fx_status conv_bwd_data(uint8_t *mem, const struct fx_cmd *c)
                             acc[o] = store32(pe[b][j], &maxabs, tdx);
                         }
                 }
-    requantize(acc, fx_tensor_count(mem, tdx), maxabs, e_acc, fx_round_half_up(), i8(mem, tdx),
-               tdx);
+    requantize(acc, tensor_count(mem, tdx), maxabs, e_acc, fx_round_half_up(), i8(mem, tdx), tdx);
     return FX_OK;
 }
 
@@ -394,7 +396,7 @@ enum fx_status fx_ewise_operands(uint8_t *mem, const struct fx_cmd *c, struct fx
     ew->a = fx_tensor_at(mem, c->t[0]), ew->y = fx_tensor_at(mem, c->t[1]);
     ew->b = c->op == FX_OP_RELU_FWD ? ew->a : fx_tensor_at(mem, c->t[2]);
     ew->acc = c->op == FX_OP_ADD ? fx_tensor_at(mem, c->t[4]) : NULL;
-    ew->count = fx_tensor_count(mem, ew->y);
+    ew->count = tensor_count(mem, ew->y);
     if (!same_shape(ew->a, ew->y) || !same_shape(ew->a, ew->b) ||
         (ew->acc && ew->count > item_count(ew->acc)))
         return FX_BAD_OPERAND;
@@ -510,11 +512,11 @@ static enum fx_status maxpool_bwd(uint8_t *mem, const struct fx_cmd *c)
     struct fx_tensor *tx = fx_tensor_at(mem, c->t[2]), *ta = fx_tensor_at(mem, c->t[4]);
     struct fx_geom g;
     if (!pool_geometry(mem, c, tdx, tdy, &g) || !same_shape(tx, tdx) ||
-        fx_tensor_count(mem, tdx) > item_count(ta))
+        tensor_count(mem, tdx) > item_count(ta))
         return FX_BAD_OPERAND;
     const int8_t *x = i8(mem, tx), *dy = i8(mem, tdy);
     int32_t *acc = i32(mem, ta);
-    uint64_t count = fx_tensor_count(mem, tdx), maxabs = 0;
+    uint64_t count = tensor_count(mem, tdx), maxabs = 0;
     for (uint64_t i = 0; i < count; i++)
         acc[i] = 0;
     for (int n = 0; n < g.n; n++)
@@ -542,7 +544,7 @@ static enum fx_status avgpool_fwd(uint8_t *mem, const struct fx_cmd *c)
     struct fx_tensor *tx = fx_tensor_at(mem, c->t[0]), *ty = fx_tensor_at(mem, c->t[1]);
     struct fx_tensor *ta = fx_tensor_at(mem, c->t[4]);
     struct fx_geom g;
-    if (!pool_geometry(mem, c, tx, ty, &g) || fx_tensor_count(mem, ty) > item_count(ta))
+    if (!pool_geometry(mem, c, tx, ty, &g) || tensor_count(mem, ty) > item_count(ta))
         return FX_BAD_OPERAND;
     const int8_t *x = i8(mem, tx);
     int32_t *acc = i32(mem, ta);
@@ -560,7 +562,7 @@ static enum fx_status avgpool_fwd(uint8_t *mem, const struct fx_cmd *c)
                         }
                     acc[at(&g, n, oy, ox, g.oh, g.ow, ch)] = store32(sum * r, &maxabs, ty);
                 }
-    requantize(acc, fx_tensor_count(mem, ty), maxabs, tx->exp - 16, fx_round_half_up(), i8(mem, ty),
+    requantize(acc, tensor_count(mem, ty), maxabs, tx->exp - 16, fx_round_half_up(), i8(mem, ty),
                ty);
     return FX_OK;
 }
@@ -570,12 +572,12 @@ static enum fx_status avgpool_bwd(uint8_t *mem, const struct fx_cmd *c)
     struct fx_tensor *tdy = fx_tensor_at(mem, c->t[0]), *tdx = fx_tensor_at(mem, c->t[1]);
     struct fx_tensor *ta = fx_tensor_at(mem, c->t[4]);
     struct fx_geom g;
-    if (!pool_geometry(mem, c, tdx, tdy, &g) || fx_tensor_count(mem, tdx) > item_count(ta))
+    if (!pool_geometry(mem, c, tdx, tdy, &g) || tensor_count(mem, tdx) > item_count(ta))
         return FX_BAD_OPERAND;
     const int8_t *dy = i8(mem, tdy);
     int32_t *acc = i32(mem, ta);
     int64_t r = fx_recip_q16((uint32_t)(g.kh * g.kw));
-    uint64_t count = fx_tensor_count(mem, tdx), maxabs = 0;
+    uint64_t count = tensor_count(mem, tdx), maxabs = 0;
     for (uint64_t i = 0; i < count; i++)
         acc[i] = 0;
     for (int n = 0; n < g.n; n++)
@@ -727,7 +729,7 @@ static enum fx_status softmax_ce(uint8_t *mem, const struct fx_cmd *c)
     struct fx_tensor *tl = fx_tensor_at(mem, c->t[2]), *ta = fx_tensor_at(mem, c->t[4]);
     int classes = (int)item_count(tx);
     if (!same_shape(tx, tdx) || tl->type != FX_I32 || item_count(tl) != 1 || !tl->batched ||
-        fx_tensor_count(mem, tx) > item_count(ta) || classes < 1)
+        tensor_count(mem, tx) > item_count(ta) || classes < 1)
         return FX_BAD_OPERAND;
     const int8_t *x = i8(mem, tx);
     const int32_t *label = i32(mem, tl);
@@ -747,7 +749,7 @@ static enum fx_status softmax_ce(uint8_t *mem, const struct fx_cmd *c)
         }
         h->correct += argmax8(z, classes) == y;
     }
-    requantize(acc, fx_tensor_count(mem, tdx), maxabs, -30, fx_round_half_up(), i8(mem, tdx), tdx);
+    requantize(acc, tensor_count(mem, tdx), maxabs, -30, fx_round_half_up(), i8(mem, tdx), tdx);
     return FX_OK;
 }
 
@@ -774,8 +776,7 @@ static enum fx_status grid_loss(uint8_t *mem, const struct fx_cmd *c)
     struct fx_tensor *tt = fx_tensor_at(mem, c->t[2]), *ta = fx_tensor_at(mem, c->t[4]);
     int classes = (int)tx->c - FX_GRID_BOX;
     if (!same_shape(tx, tdx) || tt->type != FX_I32 || tt->h != tx->h || tt->w != tx->w ||
-        tt->c != FX_GT_N || !tt->batched || classes < 1 ||
-        fx_tensor_count(mem, tx) > item_count(ta))
+        tt->c != FX_GT_N || !tt->batched || classes < 1 || tensor_count(mem, tx) > item_count(ta))
         return FX_BAD_OPERAND;
     const int8_t *x = i8(mem, tx);
     const int32_t *tg = i32(mem, tt);
@@ -816,7 +817,7 @@ static enum fx_status grid_loss(uint8_t *mem, const struct fx_cmd *c)
         if (obj)
             h->correct += argmax8(zc, classes) == t[FX_GT_CLASS];
     }
-    requantize(acc, fx_tensor_count(mem, tdx), maxabs, -30, fx_round_half_up(), i8(mem, tdx), tdx);
+    requantize(acc, tensor_count(mem, tdx), maxabs, -30, fx_round_half_up(), i8(mem, tdx), tdx);
     return FX_OK;
 }
 
@@ -924,7 +925,7 @@ enum fx_status fx_program_start(uint8_t *mem, uint32_t prog)
     h->loss_q16 = 0;
     h->correct = 0;
     h->status_cmd = 0;
-    h->status = prog < FX_PROGS ? fx_image_check(mem) : FX_BAD_IMAGE;
+    h->status = prog < FX_PROGS ? image_check(mem) : FX_BAD_IMAGE;
     if (h->status != FX_OK)
         return (enum fx_status)h->status;
     const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);

@@ -20,10 +20,6 @@
  */
 void fx_kernel(uint8_t *mem, uint32_t prog);
 
-/* Checks the header and that every descriptor lies inside the image;
- * returns FX_OK or FX_BAD_IMAGE. */
-enum fx_status fx_image_check(const uint8_t *mem);
-
 /* Starts program prog: zeroes the loss and status fields, checks the
  * image and every operand id of the program's commands.  FX_OK, or the
  * status (also left in the header). */
@@ -91,9 +87,7 @@ uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int 
                           struct fx_rounding r, int8_t *out);
 void fx_set_exp(struct fx_tensor *t, int e);
 
-/* Descriptor id of the image at mem, and its element count (batched
- * tensors count the header's current batch). */
+/* Descriptor id of the image at mem. */
 struct fx_tensor *fx_tensor_at(uint8_t *mem, unsigned id);
-uint64_t fx_tensor_count(const uint8_t *mem, const struct fx_tensor *t);
 
 #endif

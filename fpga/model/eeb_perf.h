@@ -14,7 +14,7 @@
 #define EEB_PERF_H
 
 #include "eeb_device.h"
-#include "fpga/host/eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
  * (and the same harness) as the accelerator it is compared with.
  */
 #include "eeb_ref.h"
-#include "fpga/host/host_int.h"
+#include "fpga/accel/backends.h"
 
 #include <cblas.h>
 #include <stdio.h>

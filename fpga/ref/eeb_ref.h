@@ -13,7 +13,7 @@
 #ifndef EEB_REF_H
 #define EEB_REF_H
 
-#include "fpga/host/eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include <stddef.h>
 #include <stdint.h>

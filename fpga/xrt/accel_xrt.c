@@ -15,9 +15,9 @@
  * its shim is missing, so that is checked before the first XRT call.
  */
 #include "fpga/tools/eeb_xclbin.h"
-#include "eeb_xrt.h"
 #include "fpga/kernel/fx_kernel.h"
-#include "fpga/host/host_int.h"
+#include "fpga/accel/backends.h"
+#include "fpga/fx/fxhost.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,13 +41,17 @@ struct xrt_accel {
     int noop;
 };
 
-int eeb_xrt_noop(void)
+/* 1 under XRT's noop shim (XCL_EMULATION_MODE=noop). */
+static int noop_shim(void)
 {
     const char *mode = getenv("XCL_EMULATION_MODE");
     return mode && strcmp(mode, "noop") == 0;
 }
 
-int eeb_xrt_preflight(char *err, size_t errlen)
+/* Checks, without calling XRT, that XILINX_XRT names a directory whose
+ * lib/ holds the shim XRT would load (noop, or the board's); XRT aborts
+ * the process otherwise.  EEB_OK, or EEB_EDEVICE saying what to do. */
+static int preflight(char *err, size_t errlen)
 {
     const char *root = getenv("XILINX_XRT"), *mode = getenv("XCL_EMULATION_MODE");
     struct stat st;
@@ -181,13 +185,13 @@ static int xrt_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, 
         return eeb_errf(err, errlen, EEB_EINVAL, "xrt: no xclbin given (--xclbin FILE)");
     int rc = check_xclbin(cfg->xclbin, err, errlen);
     if (rc == EEB_OK)
-        rc = eeb_xrt_preflight(err, errlen);
+        rc = preflight(err, errlen);
     if (rc == EEB_OK)
         rc = fxhost_open(sizeof(struct xrt_accel), &eeb_accel_xrt_ops, cfg, out, err, errlen);
     if (rc)
         return rc;
     struct xrt_accel *x = (struct xrt_accel *)*out;
-    x->noop = eeb_xrt_noop();
+    x->noop = noop_shim();
     x->host.run = xrt_run;
     xuid_t uuid;
     if (!(x->dev = xrtDeviceOpen((unsigned)cfg->device)))
@@ -214,7 +218,7 @@ static int xrt_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, 
 /* Under XRT's noop shim the kernel C does the board's work on the CPU. */
 static int xrt_on_hardware(void)
 {
-    return !eeb_xrt_noop();
+    return !noop_shim();
 }
 
 const struct eeb_accel_ops eeb_accel_xrt_ops = {

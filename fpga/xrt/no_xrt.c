@@ -3,24 +3,13 @@
  * backend (fpga/xrt) and the xclbin tools (fpga/tools), which need them:
  * the same functions, each failing with EEB_ENOTSUP and saying how to get
  * the real ones.  The Makefile builds this file instead of those when
- * /usr/include/xrt is missing; the backend registry (fpga/host/accel.c)
+ * /usr/include/xrt is missing; the backend registry (fpga/accel/accel.c)
  * then lists no "xrt", so no caller needs to know which build it is in.
  */
-#include "eeb_xrt.h"
 #include "fpga/tools/eeb_xclbin.h"
 
 #define WITHOUT_XRT                                                                                \
     "this eeb was built without XRT's headers (make deps installs libxrt-dev; then rebuild)"
-
-int eeb_xrt_noop(void)
-{
-    return 0;
-}
-
-int eeb_xrt_preflight(char *err, size_t errlen)
-{
-    return eeb_errf(err, errlen, EEB_ENOTSUP, "xrt: " WITHOUT_XRT);
-}
 
 int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char *err, size_t errlen)
 {

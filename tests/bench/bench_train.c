@@ -18,7 +18,7 @@
  */
 #include "bench.h"
 #include "bench_gemm_rate.h"
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "fpga/emu/eeb_emu.h"
 
 #include <unistd.h>

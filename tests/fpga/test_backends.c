@@ -5,7 +5,7 @@
  * board's backend is on hardware); a table of another version, or missing
  * a slot, is refused by name; on_hardware is optional and asked one way.
  */
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -99,7 +99,7 @@ Test(backends, a_table_of_another_version_or_missing_a_slot_is_refused_by_name)
     t.version = EEB_ACCEL_OPS_VERSION + 1;
     cr_assert_eq(eeb_accel_ops_check(&t, err, sizeof err), EEB_EVERSION);
     cr_expect_str_eq(err, "backend 'tpu': its ops table is version 2, this eeb drives version 1 "
-                          "(build it against this eeb's fpga/host/eeb_accel.h)");
+                          "(build it against this eeb's fpga/accel/eeb_accel.h)");
     t.version = 0; /* a table that never set it, as tests' own tables once did */
     cr_assert_eq(eeb_accel_ops_check(&t, err, sizeof err), EEB_EVERSION);
     cr_expect(strstr(err, "backend 'tpu': its ops table is version 0"), "%s", err);

@@ -1,11 +1,11 @@
 /*
- * test_faulty.c - the "faulty:" accelerator backend (fpga/host/accel_faulty.c):
+ * test_faulty.c - the "faulty:" accelerator backend (fpga/accel/accel_faulty.c):
  * found by the registry under any backend it wraps, the wrapped backend's
  * results bit for bit, and the delay, stall and failures it is told, on
  * the batches it is told; wrong names say what is wrong.  Through the
  * interface and through `eeb model pretrain --backend`.
  */
-#include "fpga/host/eeb_accel.h"
+#include "fpga/accel/eeb_accel.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>

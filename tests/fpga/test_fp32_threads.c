@@ -3,8 +3,8 @@
  * itself (one unless asked), so that neither the machine's core count nor
  * a busy machine's thread contention changes a pre-training.
  */
-#include "fpga/host/eeb_accel.h"
-#include "fpga/host/eeb_net.h"
+#include "fpga/accel/eeb_accel.h"
+#include "fpga/net/eeb_net.h"
 
 #include <cblas.h>
 #include <criterion/criterion.h>

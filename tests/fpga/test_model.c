@@ -4,7 +4,7 @@
  * and never crashes the reader.
  */
 #include "common/eeb_bytes.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>

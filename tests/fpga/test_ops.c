@@ -9,7 +9,7 @@
  * A partial batch is used on purpose.
  */
 #include "fpga/emu/eeb_emu.h"
-#include "fpga/host/eeb_fx.h"
+#include "fpga/fx/eeb_fx.h"
 #include "fpga/kernel/fx_kernel.h"
 
 #include <criterion/criterion.h>

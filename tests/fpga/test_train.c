@@ -4,8 +4,8 @@
  * layers stay put, weights survive a load/read round trip, and bad
  * networks or calls get errors that say what is wrong.
  */
-#include "fpga/host/eeb_accel.h"
-#include "fpga/host/eeb_fx.h"
+#include "fpga/accel/eeb_accel.h"
+#include "fpga/fx/eeb_fx.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

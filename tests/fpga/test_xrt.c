@@ -7,12 +7,11 @@
  * Criterion runs each test in a process of its own, as XRT needs: it
  * reads the emulation mode once per process.
  */
-#include "fpga/host/eeb_accel.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/accel/eeb_accel.h"
+#include "fpga/net/eeb_model.h"
 #include "scoring/eeb_score.h"
 #include "tasks/eeb_tasks.h"
 #include "fpga/tools/eeb_xclbin.h"
-#include "fpga/xrt/eeb_xrt.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* fuzz_model.c - a model file (.eebm), decoded into a network. */
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

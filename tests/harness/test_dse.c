@@ -3,7 +3,7 @@
  * the best design is the best S of all that fit and S is the rules'
  * formula; the calibration table; one design in detail; bad input.
  */
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "fpga/model/eeb_perf.h"
 #include "tests/testlib.h"
 

@@ -3,8 +3,8 @@
  * classifier on a shard and check the written model learned; info, convert,
  * and the errors for wrong or damaged input.
  */
-#include "fpga/host/eeb_accel.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/accel/eeb_accel.h"
+#include "fpga/net/eeb_model.h"
 #include "tasks/eeb_shard.h"
 #include "tests/testlib.h"
 

@@ -6,7 +6,7 @@
  * start of a long record.  The page is read as text, and where layout
  * matters as headless Chromium lays it out.
  */
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "rundb/eeb_rundb.h"
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"

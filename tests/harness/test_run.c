@@ -6,7 +6,7 @@
  * report rendered in headless Chromium.
  */
 #include "tasks/eeb_gen.h"
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "fpga/model/eeb_perf.h"
 #include "harness/eeb_run.h"
 #include "tasks/eeb_tasks.h"
@@ -30,7 +30,7 @@ static long delay_ms;  /* per training batch */
 static int hang_after; /* the batch that hangs for 5 s; 0: none */
 
 /* The run's backend: the emulator, every training batch delay_ms longer,
- * batch hang_after stalling 5 s first (fpga/host/accel_faulty.c). */
+ * batch hang_after stalling 5 s first (fpga/accel/accel_faulty.c). */
 static const char *slow_backend(void)
 {
     static char name[96];

@@ -3,7 +3,7 @@
  * and their hashed tokens, authentication, JSON errors naming the field,
  * the body cap, /healthz and /metrics; and it keeps serving after each.
  */
-#include "fpga/host/eeb_model.h"
+#include "fpga/net/eeb_model.h"
 #include "server/eeb_server.h"
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"

@@ -5,6 +5,7 @@
  */
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_shard.h"
+#include "tasks/eeb_task_ops.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -52,7 +53,7 @@ static void classes_balanced(enum eeb_task task, int frames)
     struct eeb_shard *s;
     char err[256];
     cr_assert_eq(eeb_shard_open(&s, gen(&sp, "bal.eebd"), err, sizeof err), EEB_OK, "%s", err);
-    int k = eeb_gen_classes(task), count[32] = {0}, total = 0;
+    int k = eeb_task_get(task)->gen_classes, count[32] = {0}, total = 0;
     cr_assert_eq(eeb_shard_info(s)->classes, k);
     const struct eeb_record *r;
     while (eeb_shard_next(s, &r, err, sizeof err) == 1) {

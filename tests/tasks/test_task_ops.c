@@ -50,9 +50,9 @@ Test(task_ops, the_tables_say_what_the_tasks_were)
     cr_assert_eq(eeb_task_importing(EEB_IMPORT_FOOD101)->task, EEB_TASK_CLS);
     cr_assert_eq(eeb_task_importing(EEB_IMPORT_VOC)->task, EEB_TASK_DET);
     cr_assert_eq(eeb_task_importing(EEB_IMPORT_UCF101)->task, EEB_TASK_VIDEO);
-    cr_assert_eq(eeb_gen_classes(EEB_TASK_CLS), 20);
-    cr_assert_eq(eeb_gen_classes(EEB_TASK_DET), 5);
-    cr_assert_eq(eeb_gen_classes(EEB_TASK_VIDEO), 20);
+    cr_assert_eq(eeb_task_get(EEB_TASK_CLS)->gen_classes, 20);
+    cr_assert_eq(eeb_task_get(EEB_TASK_DET)->gen_classes, 5);
+    cr_assert_eq(eeb_task_get(EEB_TASK_VIDEO)->gen_classes, 20);
     /* the embedded defaults: a clip task's items have frames, an image's one */
     for (const struct eeb_task_ops *const *t = eeb_task_list(); *t; t++) {
         const struct eeb_task_profile *p = eeb_task_profile((*t)->task);

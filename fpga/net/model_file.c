@@ -6,7 +6,7 @@
  * agree with what the file says it is, then every weight is range-checked.
  * Allocation never exceeds what the file's own size pays for.
  */
-#include "eeb_model.h"
+#include "fpga/net/eeb_model.h"
 
 #include "common/eeb_bytes.h"
 #include "common/eeb_common.h"

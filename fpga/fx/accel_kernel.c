@@ -4,7 +4,8 @@
  * reference every other backend must match bit for bit.
  */
 #include "fpga/kernel/fx_kernel.h"
-#include "host_int.h"
+#include "fpga/accel/backends.h"
+#include "fpga/fx/fxhost.h"
 
 #include <stdio.h>
 

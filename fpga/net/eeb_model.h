@@ -17,7 +17,7 @@
 #define EEB_MODEL_H
 
 #include "common/eeb_common.h"
-#include "eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include <stddef.h>
 #include <stdint.h>

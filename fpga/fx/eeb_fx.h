@@ -7,7 +7,7 @@
 #ifndef EEB_FX_H
 #define EEB_FX_H
 
-#include "eeb_net.h"
+#include "fpga/net/eeb_net.h"
 #include "fpga/kernel/fx_isa.h"
 
 #include <stddef.h>
@@ -65,13 +65,9 @@ void eeb_fx_set_batch(struct eeb_fx_image *img, int n, const uint8_t *pixels,
 void eeb_fx_set_hyper(struct eeb_fx_image *img, double lr, double momentum, double weight_decay,
                       uint64_t seed, uint32_t step);
 
-/* m * 2^e nearest to v with m < 2^15 (0 for v = 0). */
-void eeb_fx_mantissa(double v, int32_t *m, int32_t *e);
-
 /* The network output (the loss layer's input) of the last run as floats:
  * n * outputs values. */
 void eeb_fx_read_output(struct eeb_fx_image *img, int n, float *out);
-int eeb_fx_outputs(const struct eeb_fx_image *img);
 
 /* Saturations so far by role. */
 void eeb_fx_saturations(struct eeb_fx_image *img, uint64_t out[EEB_FX_ROLES]);

@@ -2,7 +2,7 @@
  * accel.c - the registry of accelerator backends built into this binary:
  * finding one by name, checking a table before driving it, and opening.
  */
-#include "host_int.h"
+#include "fpga/accel/backends.h"
 
 #include <string.h>
 
@@ -44,7 +44,7 @@ int eeb_accel_ops_check(const struct eeb_accel_ops *ops, char *err, size_t errle
     if (ops->version != EEB_ACCEL_OPS_VERSION)
         return eeb_errf(err, errlen, EEB_EVERSION,
                         "backend '%s': its ops table is version %d, this eeb drives version %d "
-                        "(build it against this eeb's fpga/host/eeb_accel.h)",
+                        "(build it against this eeb's fpga/accel/eeb_accel.h)",
                         name, ops->version, EEB_ACCEL_OPS_VERSION);
     const char *slot = ops->name ? missing_slot(ops) : "name";
     if (slot)

@@ -16,7 +16,7 @@
  * so the readers' partials alias it.
  */
 #include "fpga/emu/eeb_emu_gemm.h"
-#include "eeb_fx.h"
+#include "fpga/fx/eeb_fx.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -571,7 +571,8 @@ void eeb_fx_set_batch(struct eeb_fx_image *img, int n, const uint8_t *pixels, co
     eeb_fx_header(img)->batch = (uint32_t)n;
 }
 
-void eeb_fx_mantissa(double v, int32_t *m, int32_t *e)
+/* m * 2^e nearest to v with m < 2^15 (0 for v = 0). */
+static void mantissa_of(double v, int32_t *m, int32_t *e)
 {
     int ex;
     double f = frexp(v, &ex); /* v = f * 2^ex, |f| in [0.5, 1) */
@@ -583,14 +584,15 @@ void eeb_fx_set_hyper(struct eeb_fx_image *img, double lr, double momentum, doub
                       uint64_t seed, uint32_t step)
 {
     struct fx_header *h = eeb_fx_header(img);
-    eeb_fx_mantissa(lr, &h->lr_m, &h->lr_e);
-    eeb_fx_mantissa(momentum, &h->mom_m, &h->mom_e);
-    eeb_fx_mantissa(weight_decay, &h->wd_m, &h->wd_e);
+    mantissa_of(lr, &h->lr_m, &h->lr_e);
+    mantissa_of(momentum, &h->mom_m, &h->mom_e);
+    mantissa_of(weight_decay, &h->wd_m, &h->wd_e);
     h->seed = seed;
     h->step = step;
 }
 
-int eeb_fx_outputs(const struct eeb_fx_image *img)
+/* Outputs per item: the loss layer's input. */
+static int outputs_per_item(const struct eeb_fx_image *img)
 {
     const struct fx_header *h = eeb_fx_header(img);
     const struct fx_tensor *t = (const struct fx_tensor *)(img->mem + h->tensors_off) + img->output;
@@ -601,7 +603,7 @@ void eeb_fx_read_output(struct eeb_fx_image *img, int n, float *out)
 {
     const struct fx_tensor *t = desc(img, img->output);
     const int8_t *y = data(img, img->output);
-    size_t count = (size_t)n * eeb_fx_outputs(img);
+    size_t count = (size_t)n * outputs_per_item(img);
     for (size_t i = 0; i < count; i++)
         out[i] = ldexpf((float)y[i], t->exp);
 }

@@ -3,7 +3,7 @@
  * weights are converted, exponents chosen per tensor), batches in, one
  * program run per call, loss and outputs out.
  */
-#include "host_int.h"
+#include "fpga/fx/fxhost.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  *
  * Sections: the name parsed; the handle.
  */
-#include "host_int.h"
+#include "fpga/accel/backends.h"
 
 #include <ctype.h>
 #include <errno.h>

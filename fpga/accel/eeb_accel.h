@@ -7,7 +7,7 @@
  * Backends: "kernel" (the HLS C on the CPU, bit-exact reference), "emu"
  * (the fast int8 emulator), "fp32" (the float32 baseline on OpenBLAS);
  * "xrt" where XRT is built in; "faulty:BACKEND?..." any of them, slowed,
- * stalled or failing on chosen batches (fpga/host/accel_faulty.c).
+ * stalled or failing on chosen batches (fpga/accel/accel_faulty.c).
  *
  * A table starts with its version and capabilities; slots marked
  * "optional" may be NULL, and callers say what NULL means where they
@@ -17,7 +17,7 @@
 #define EEB_ACCEL_H
 
 #include "common/eeb_common.h"
-#include "eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include <stddef.h>
 #include <stdint.h>

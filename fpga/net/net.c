@@ -2,7 +2,7 @@
  * net.c - building networks (shape inference and checks), initializing
  * and converting their weights.
  */
-#include "eeb_net.h"
+#include "fpga/net/eeb_net.h"
 
 #include "common/eeb_common.h"
 

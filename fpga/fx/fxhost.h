@@ -1,21 +1,14 @@
 /*
- * host_int.h - shared inside fpga/: the part of a fixed-point backend that
+ * fxhost.h - shared by the fixed-point backends: the part of one that
  * is the same whatever runs the image (compile, load, batches in, results
  * out).  A backend supplies `run`, which executes one program of the image
  * on its device, and fills its ops table with fxhost_* functions.
  */
-#ifndef HOST_INT_H
-#define HOST_INT_H
+#ifndef EEB_FXHOST_H
+#define EEB_FXHOST_H
 
-#include "eeb_accel.h"
-#include "eeb_fx.h"
-
-/* The backends, each defined in its own file. */
-extern const struct eeb_accel_ops eeb_accel_kernel_ops; /* fpga/host/accel_kernel.c */
-extern const struct eeb_accel_ops eeb_accel_emu_ops;    /* fpga/emu/accel_emu.c */
-extern const struct eeb_accel_ops eeb_accel_fp32_ops;   /* fpga/ref/accel_fp32.c */
-extern const struct eeb_accel_ops eeb_accel_xrt_ops;    /* fpga/xrt/accel_xrt.c (with XRT) */
-extern const struct eeb_accel_ops eeb_accel_faulty_ops; /* fpga/host/accel_faulty.c */
+#include "fpga/accel/eeb_accel.h"
+#include "fpga/fx/eeb_fx.h"
 
 struct fxhost {
     struct eeb_accel base;
