@@ -5,6 +5,7 @@
 
 #include "power/eeb_power.h"
 #include "fpga/net/eeb_model.h"
+#include "fpga/net/eeb_net.h"
 #include "tasks/eeb_shard.h"
 #include "tasks/eeb_tasks.h"
 
@@ -159,6 +160,24 @@ long long test_sql_int(const char *db_path, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(h);
     return v;
+}
+
+void test_sql_exec(const char *db_path, const char *sql)
+{
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db_path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+struct eeb_net *test_tiny_net(void)
+{
+    struct eeb_net *net = eeb_net_new((struct eeb_shape){8, 8, 3});
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1));
+    l = eeb_net_fc(net, eeb_net_flatten(net, l), 3);
+    cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
+    eeb_net_init(net, 5);
+    return net;
 }
 
 void test_run_free(struct test_run *r)

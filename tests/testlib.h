@@ -80,6 +80,15 @@ void test_power_open_fails(const char *uri, int status, const char *message);
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
 
+/* Statements run on an SQLite file with plain SQLite (a file tampered
+ * with, or made by an eeb to come). */
+void test_sql_exec(const char *db_path, const char *sql);
+
+/* A network small enough to train in a test: 8x8x3 inputs, a 3x3
+ * convolution of 4 channels, ReLU, 3 classes; weights from seed 5. */
+struct eeb_net;
+struct eeb_net *test_tiny_net(void);
+
 /*
  * Writes a learnable classification shard of n side x side RGB images in
  * four classes -- red or green, horizontal or vertical stripes, in a patch

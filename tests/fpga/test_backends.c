@@ -6,23 +6,14 @@
  * a slot, is refused by name; on_hardware is optional and asked one way.
  */
 #include "fpga/accel/eeb_accel.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SIDE    8
+#define SIDE    8 /* test_tiny_net's input side and classes */
 #define CLASSES 3
-
-static struct eeb_net *tiny_net(void)
-{
-    struct eeb_net *net = eeb_net_new((struct eeb_shape){SIDE, SIDE, 3});
-    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1));
-    l = eeb_net_fc(net, eeb_net_flatten(net, l), CLASSES);
-    cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
-    eeb_net_init(net, 5);
-    return net;
-}
 
 Test(backends, every_built_in_table_is_this_version_and_complete)
 {
@@ -54,7 +45,7 @@ Test(backends, the_fixed_point_capability_says_what_read_model_gives)
         px[i] = (uint8_t)(i * 37 % 251);
     int32_t labels[2] = {0, 2};
     for (int i = 0; i < 3; i++) {
-        struct eeb_net *net = tiny_net();
+        struct eeb_net *net = test_tiny_net();
         struct eeb_accel_config cfg;
         eeb_accel_config_default(&cfg);
         cfg.batch_max = 2, cfg.threads = 1;

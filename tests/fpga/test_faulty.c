@@ -13,20 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIDE    8
+#define SIDE    8 /* test_tiny_net's input side and classes */
 #define CLASSES 3
 #define BATCH   4
 #define PIXELS  (SIDE * SIDE * 3)
-
-static struct eeb_net *tiny_net(void)
-{
-    struct eeb_net *net = eeb_net_new((struct eeb_shape){SIDE, SIDE, 3});
-    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1));
-    l = eeb_net_fc(net, eeb_net_flatten(net, l), CLASSES);
-    cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
-    eeb_net_init(net, 5);
-    return net;
-}
 
 static uint8_t pixels[BATCH * PIXELS];
 static int32_t labels[BATCH] = {0, 1, 2, 1};
@@ -59,7 +49,7 @@ static int step(struct eeb_accel *a, double *seconds, char *err, size_t errlen)
 
 static void open_fails(const char *name, int status, const char *message)
 {
-    struct eeb_net *net = tiny_net();
+    struct eeb_net *net = test_tiny_net();
     struct eeb_accel_config cfg;
     eeb_accel_config_default(&cfg);
     struct eeb_accel *a = NULL;
@@ -88,7 +78,7 @@ Test(faulty_accel, the_registry_lists_it_and_finds_it_under_what_it_wraps)
 
 Test(faulty_accel, without_faults_it_is_the_wrapped_backend_bit_for_bit)
 {
-    struct eeb_net *net = tiny_net(), *mine = eeb_net_clone(net), *theirs = eeb_net_clone(net);
+    struct eeb_net *net = test_tiny_net(), *mine = eeb_net_clone(net), *theirs = eeb_net_clone(net);
     struct eeb_accel *a = start("faulty:emu", net), *b = start("emu", net);
     char err[256];
     for (int i = 0; i < 3; i++) {
@@ -118,7 +108,7 @@ Test(faulty_accel, without_faults_it_is_the_wrapped_backend_bit_for_bit)
 
 Test(faulty_accel, every_batch_is_delayed_and_the_one_told_stalls, .timeout = 30)
 {
-    struct eeb_net *net = tiny_net();
+    struct eeb_net *net = test_tiny_net();
     struct eeb_accel *a = start("faulty:fp32?delay_ms=60,stall=2~0.5", net);
     char err[256];
     double t[3];
@@ -138,7 +128,7 @@ Test(faulty_accel, every_batch_is_delayed_and_the_one_told_stalls, .timeout = 30
 
 Test(faulty_accel, the_batches_told_fail_as_a_device_does)
 {
-    struct eeb_net *net = tiny_net();
+    struct eeb_net *net = test_tiny_net();
     struct eeb_accel *a = start("faulty:fp32?fail=2+2", net);
     char err[256];
     cr_expect_eq(step(a, NULL, err, sizeof err), EEB_OK, "%s", err);

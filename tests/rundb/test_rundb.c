@@ -51,14 +51,6 @@ static long long sql_int(const char *sql)
     return test_sql_int(path, sql);
 }
 
-static void sql_exec(const char *sql)
-{
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    sqlite3_close(h);
-}
-
 Test(rundb, creates_schema_from_nothing)
 {
     eeb_rundb_close(open_rw());
@@ -83,7 +75,7 @@ Test(rundb, migrates_an_empty_file_and_an_empty_database)
     cr_assert_eq(sql_int("PRAGMA user_version"), EEB_RUNDB_SCHEMA);
 
     remove(path);
-    sql_exec("PRAGMA user_version = 0"); /* a valid, empty SQLite file */
+    test_sql_exec(path, "PRAGMA user_version = 0"); /* a valid, empty SQLite file */
     eeb_rundb_close(open_rw());
     cr_assert_eq(sql_int("PRAGMA user_version"), EEB_RUNDB_SCHEMA);
 }
@@ -297,15 +289,15 @@ Test(rundb, refuses_a_text_file)
 
 Test(rundb, refuses_another_applications_database)
 {
-    sql_exec("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT);"
-             "INSERT INTO photos (name) VALUES ('a.jpg')");
+    test_sql_exec(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT);"
+                        "INSERT INTO photos (name) VALUES ('a.jpg')");
     expect_refused(EEB_EFORMAT, "not an eeb run database");
 }
 
 Test(rundb, refuses_a_newer_schema)
 {
     eeb_rundb_close(open_rw());
-    sql_exec("PRAGMA user_version = 99");
+    test_sql_exec(path, "PRAGMA user_version = 99");
     expect_refused(EEB_EVERSION, "schema v99 was written by a newer eeb");
 }
 
@@ -353,7 +345,7 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
     cr_assert_eq(id, 2);
     eeb_rundb_close(db);
     cr_assert_eq(sql_int("SELECT count(*) FROM runs WHERE task = 'none' AND p_max_w IS NULL"), 1);
-    sql_exec("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1");
+    test_sql_exec(path, "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1");
     cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 0);
     cr_assert_eq(sql_int("SELECT count(*) FROM events"), 0);
 }

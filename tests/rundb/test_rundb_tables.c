@@ -59,14 +59,6 @@ static void expect_open_fails(enum eeb_rundb_mode mode, const struct eeb_rundb_t
     cr_assert(strstr(err, path), "'%s' does not name the file", err);
 }
 
-static void sql_exec(const char *sql)
-{
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    sqlite3_close(h);
-}
-
 static int64_t new_run(struct eeb_rundb *db)
 {
     const struct eeb_run_new run = {
@@ -126,7 +118,7 @@ Test(rundb_tables, a_file_opened_without_a_set_gains_no_table)
 Test(rundb_tables, a_set_is_migrated_in_order_keeping_its_rows)
 {
     eeb_rundb_close(open_with(EEB_RUNDB_READWRITE, &notes_v1));
-    sql_exec("INSERT INTO notes (text) VALUES ('kept')");
+    test_sql_exec(path, "INSERT INTO notes (text) VALUES ('kept')");
     /* read-only, an older set is refused: migrating is a write */
     expect_open_fails(EEB_RUNDB_READONLY, &notes_v2, EEB_EVERSION,
                       "notes tables schema v1 needs migrating to v2");
@@ -207,7 +199,7 @@ Test(rundb_tables, a_migration_that_orphans_rows_is_rolled_back)
 
 Test(rundb_tables, a_foreign_file_is_refused_before_any_set_is_made)
 {
-    sql_exec("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
+    test_sql_exec(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
     size_t before_len, after_len;
     char *before = test_read_file(path, &before_len);
     expect_open_fails(EEB_RUNDB_READWRITE, &notes_v1, EEB_EFORMAT, "not an eeb run database");

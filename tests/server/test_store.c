@@ -128,18 +128,11 @@ Test(server_store, a_new_file_holds_the_server_tables_as_a_set_of_rundb)
                  3);
 }
 
-static void sql_exec(const char *sql)
-{
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    sqlite3_close(h);
-}
-
 Test(server_store, newer_server_tables_are_refused_and_left_untouched)
 {
     eeb_srv_store_close(open_store());
-    sql_exec("UPDATE schema_sets SET version = 2 WHERE name = 'server'"); /* an eeb to come */
+    test_sql_exec(path,
+                  "UPDATE schema_sets SET version = 2 WHERE name = 'server'"); /* an eeb to come */
     size_t before_len, after_len;
     char *before = test_read_file(path, &before_len);
     struct eeb_srv_store *s = NULL;
