@@ -2,8 +2,8 @@
  * cmd_run.c - `eeb run`: the benchmark workflow from a configuration file
  * and options, with a live display, the result table or JSON, and the
  * embedded default (synthetic data and a pre-trained base model, made on
- * first use with the same `eeb data gen` and `eeb model pretrain` a user
- * would type).
+ * first use through the library, tasks/embedded.c, each step shown as the
+ * `eeb data gen` or `eeb model pretrain` a user would type to do the same).
  */
 #include "eeb_cli.h"
 #include "common/eeb_json.h"

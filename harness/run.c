@@ -69,6 +69,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     struct eeb_task_score ts = {0};
     r.c = &r.cfg;
     r.eval = c->server ? &run_official_evaluator : &run_local_evaluator;
+    if ((c->server != NULL) != (hooks && hooks->server))
+        return eeb_errf(err, errlen, EEB_EINVAL, "official mode needs the server and its client");
     int rc = run_prepare(&r, err, errlen);
     if (rc == EEB_OK && r.eval->enroll)
         rc = r.eval->enroll(&r, err, errlen);

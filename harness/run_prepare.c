@@ -139,17 +139,9 @@ int run_prepare(struct run *r, char *err, size_t errlen)
     if ((rc = read_model(r, err, errlen)) || (c->xclbin && (rc = read_xclbin(r, err, errlen))) ||
         (rc = model_device(r, err, errlen)))
         return rc;
+    if ((rc = eeb_accel_check_name(c->backend, err, errlen)))
+        return rc;
     r->ops = eeb_accel_find(c->backend);
-    if (!r->ops) {
-        char names[128] = "";
-        for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                     names[0] ? ", " : "", (*b)->name);
-        return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", c->backend,
-                        names);
-    }
-    if ((r->c->server != NULL) != (r->hooks && r->hooks->server))
-        return eeb_errf(err, errlen, EEB_EINVAL, "official mode needs the server and its client");
     /* the fine-tune shard is read once, into memory, and hashed from there:
      * the bytes hashed are the bytes trained on, loaded outside the window */
     if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,

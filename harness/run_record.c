@@ -15,11 +15,15 @@
 json_t *run_device_model_json(const struct run *r)
 {
     const struct eeb_perf *p = &r->perf;
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "design",
-                     r->out->design, "train_step_s", p->train_step_s, "predict_batch_s",
-                     p->predict_batch_s, "train_w", p->train_power_w, "predict_w",
-                     p->predict_power_w, "idle_w", p->idle_power_w, "resources", "lut", p->res.lut,
-                     "ff", p->res.ff, "bram", p->res.bram, "dsp", p->res.dsp);
+    const struct eeb_config_device d = {
+        .design = r->out->design,
+        .train_step_s = p->train_step_s,
+        .predict_batch_s = p->predict_batch_s,
+        .train_w = p->train_power_w,
+        .predict_w = p->predict_power_w,
+        .idle_w = p->idle_power_w,
+        .resources = {p->res.lut, p->res.ff, p->res.bram, p->res.dsp}};
+    return eeb_config_device_model(&d);
 }
 
 /* The resolved configuration, as stored with the run (keys in order). */
@@ -29,11 +33,10 @@ char *run_config_json(const struct run *r)
     const struct eeb_weights *w = &r->rules.weights[c->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
     json_t *o = json_object();
-    json_object_set_new(o, "task", json_string(eeb_task_name((enum eeb_task)c->task)));
+    eeb_config_put_task(o, eeb_task_name((enum eeb_task)c->task));
     json_object_set_new(o, "eeb",
                         json_pack("{s:s, s:s}", "version", EEB_VERSION, "build", eeb_build()));
-    json_object_set_new(o, "backend", json_string(r->ops->name));
-    json_object_set_new(o, "provenance", json_string(r->out->provenance));
+    eeb_config_put_backend(o, c->backend, r->out->provenance);
     eeb_config_put_input(o, "model", c->model, r->sha_model, 0);
     if (c->xclbin)
         eeb_config_put_input(o, "xclbin", c->xclbin, r->sha_xclbin, 0);
@@ -68,7 +71,7 @@ int run_create(struct run *r, char *err, size_t errlen)
     if (!config)
         return eeb_errf(err, errlen, EEB_ENOMEM, "the run's configuration: out of memory");
     struct eeb_run_new n = {.task = (enum eeb_task)r->c->task,
-                            .backend = r->ops->name,
+                            .backend = r->c->backend,
                             .config_json = config,
                             .t_max_s = r->c->t_max_s,
                             .p_max_w = r->c->p_max_w,

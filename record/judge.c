@@ -144,7 +144,7 @@ static void figures_unknown(struct eeb_run_outcome *out)
     out->t_s = out->energy_j = out->worst_w = out->window_s = NAN;
 }
 
-/* run_judge on a run already read.  Each figure the record gives is
+/* eeb_run_judge on a run already read.  Each figure the record gives is
  * computed, the others left NAN: a run whose power log is unusable still
  * has its M_u, T and M_s. */
 static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome *out, char *err,
@@ -182,7 +182,8 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         out->valid = 0;
         why(out, "the run ended in an error: %s", rec->error);
     }
-    out->test_items = (uint64_t)cfg.test_items;
+    /* a count the configuration lacks (or garbles) is none */
+    out->test_items = cfg.test_items >= 0 ? (uint64_t)cfg.test_items : 0;
     /* an official run's predictions hold no truth: its M_s is the server's */
     if (isnan(m_s) && cfg.official) {
         char gerr[256];

@@ -565,12 +565,12 @@ static void score_table(FILE *f, const struct eeb_run_row *run, const struct eeb
     struct terms t;
     score_terms(o, cfg, &t);
     int scored = !isnan(t.m[TERM_U]);
-    char note[512], a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX], c[EEB_NUMBER_MAX], d[EEB_NUMBER_MAX],
+    char note[640], a[EEB_NUMBER_MAX], b[EEB_NUMBER_MAX], c[EEB_NUMBER_MAX], d[EEB_NUMBER_MAX],
         e[EEB_NUMBER_MAX];
     fputs("<h2>Score</h2>\n<table id=\"score\"><tr><th>metric</th><th>value</th><th>weight</th>"
           "<th>weighted term</th><th>share of the penalty</th><th>from</th></tr>\n",
           f);
-    snprintf(note, sizeof note, "mean of the four fractions below, from %.460s",
+    snprintf(note, sizeof note, "mean of the four fractions below, from %s",
              cfg->util_source[0] ? cfg->util_source : "-");
     term_row(f, "score-m_u", "M_u", &t, TERM_U, note);
     fraction_rows(f, &t);

@@ -13,6 +13,29 @@
 static const char *const util_keys[4] = {"lut", "ff", "bram", "dsp"};
 static const char *const weight_keys[4] = {"u", "t", "p", "s"};
 
+void eeb_config_put_task(json_t *o, const char *task)
+{
+    json_object_set_new(o, "task", json_string(task));
+}
+
+void eeb_config_put_backend(json_t *o, const char *backend, const char *provenance)
+{
+    json_object_set_new(o, "backend", json_string(backend));
+    json_object_set_new(o, "provenance", json_string(provenance));
+}
+
+json_t *eeb_config_device_model(const struct eeb_config_device *d)
+{
+    json_t *res = json_object();
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(res, util_keys[i], json_real(d->resources[i]));
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "design", d->design, "train_step_s",
+                          d->train_step_s, "predict_batch_s", d->predict_batch_s, "train_w",
+                          d->train_w, "predict_w", d->predict_w, "idle_w", d->idle_w);
+    json_object_set_new(o, "resources", res);
+    return o;
+}
+
 void eeb_config_put_input(json_t *o, const char *key, const char *path, const char *sha256,
                           uint64_t items)
 {

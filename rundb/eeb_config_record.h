@@ -20,6 +20,28 @@
 
 /* ---- the writers: each adds one section to the object o ---- */
 
+/* "task": the task's name ("cls"). */
+void eeb_config_put_task(json_t *o, const char *task);
+
+/* "backend" and "provenance": what ran the run (its whole name, e.g.
+ * "faulty:emu?delay_ms=5") and where its figures come from: measured,
+ * counter or modeled. */
+void eeb_config_put_backend(json_t *o, const char *backend, const char *provenance);
+
+/* The device the analytical model predicts: its design (k=v,...), a
+ * training step's and a predicted batch's seconds, the watts of each stage
+ * and idle, the resources it uses (LUT, FF, BRAM in 36 Kb blocks, DSP). */
+struct eeb_config_device {
+    const char *design;
+    double train_step_s, predict_batch_s;
+    double train_w, predict_w, idle_w;
+    double resources[4];
+};
+
+/* The modeled device as an object: the configuration's "device_model" and
+ * the "device_model" event's payload. */
+json_t *eeb_config_device_model(const struct eeb_config_device *d);
+
 /* "model", "xclbin", "finetune", "test": an input by path, SHA-256 and
  * item count; a NULL path or sha256, or 0 items, is left out. */
 void eeb_config_put_input(json_t *o, const char *key, const char *path, const char *sha256,

@@ -187,9 +187,14 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
 {
     const struct eeb_weights *w = &s->weights[d->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
-    json_t *o = json_pack("{s:{s:s, s:b}, s:s, s:s, s:s, s:s?}", "server", "team", k->team_name,
-                          "official", d->official, "backend", d->backend, "provenance",
-                          d->provenance, "device", d->device, "design", d->design);
+    json_t *o =
+        json_pack("{s:{s:s, s:b}}", "server", "team", k->team_name, "official", d->official);
+    if (o) {
+        eeb_config_put_backend(o, d->backend, d->provenance);
+        /* what the leaderboard shows; the judge reads none of it */
+        json_object_set_new(o, "device", json_string(d->device));
+        json_object_set_new(o, "design", d->design ? json_string(d->design) : json_null());
+    }
     if (o) {
         eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
         eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);

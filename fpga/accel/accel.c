@@ -75,6 +75,18 @@ const struct eeb_accel_ops *eeb_accel_find(const char *name)
     return NULL;
 }
 
+int eeb_accel_check_name(const char *name, char *err, size_t errlen)
+{
+    const struct eeb_accel_ops *ops = eeb_accel_find(name);
+    if (ops)
+        return ops->check_name ? ops->check_name(name, err, errlen) : EEB_OK;
+    char names[128] = "";
+    for (int i = 0; backends[i]; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 backends[i]->name);
+    return eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': not built in (have %s)", name, names);
+}
+
 int eeb_accel_open(const char *name, const struct eeb_accel_config *cfg, struct eeb_accel **out,
                    char *err, size_t errlen)
 {

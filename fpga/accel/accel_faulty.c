@@ -112,23 +112,28 @@ static int options(struct faulty *f, char *text, char *err, size_t errlen)
     return EEB_OK;
 }
 
-/* Reads f->name, "faulty:BACKEND[?options]", and opens BACKEND with cfg. */
-static int parse_and_open(struct faulty *f, const struct eeb_accel_config *cfg, char *err,
-                          size_t errlen)
+/* Reads f->name, "faulty:BACKEND[?options]": the options into f, and
+ * *inner, BACKEND (free it), checked to be one this build opens. */
+static int parse(struct faulty *f, char **inner, char *err, size_t errlen)
 {
     const char *colon = strchr(f->name, ':');
-    char *inner = strdup(colon ? colon + 1 : "");
-    if (!inner)
+    if (!(*inner = strdup(colon ? colon + 1 : "")))
         return eeb_errf(err, errlen, EEB_ENOMEM, "backend '%s': out of memory", f->name);
-    char *q = strrchr(inner, '?');
+    char *q = strrchr(*inner, '?');
     if (q)
         *q = '\0';
-    int rc = !*inner ? eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': no backend to wrap (%s)",
-                                f->name, USAGE)
-             : q     ? options(f, q + 1, err, errlen)
-                     : EEB_OK;
-    if (rc == EEB_OK)
-        rc = eeb_accel_open(inner, cfg, &f->inner, err, errlen);
+    int rc = !**inner ? eeb_errf(err, errlen, EEB_EINVAL, "backend '%s': no backend to wrap (%s)",
+                                 f->name, USAGE)
+             : q      ? options(f, q + 1, err, errlen)
+                      : EEB_OK;
+    return rc ? rc : eeb_accel_check_name(*inner, err, errlen);
+}
+
+static int faulty_check_name(const char *name, char *err, size_t errlen)
+{
+    struct faulty f = {.name = (char *)name};
+    char *inner = NULL;
+    int rc = parse(&f, &inner, err, errlen);
     free(inner);
     return rc;
 }
@@ -168,7 +173,11 @@ static int faulty_open(const struct eeb_accel_config *cfg, struct eeb_accel **ou
         return eeb_errf(err, errlen, EEB_ENOMEM, "backend '%s': out of memory", cfg->name);
     }
     f->base.ops = &eeb_accel_faulty_ops;
-    int rc = parse_and_open(f, cfg, err, errlen);
+    char *wrapped = NULL;
+    int rc = parse(f, &wrapped, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_accel_open(wrapped, cfg, &f->inner, err, errlen);
+    free(wrapped);
     if (rc) {
         faulty_close(&f->base);
         return rc;
@@ -225,4 +234,5 @@ const struct eeb_accel_ops eeb_accel_faulty_ops = {
     .read_model = faulty_read,
     .stats = faulty_stats,
     .close = faulty_close,
+    .check_name = faulty_check_name,
 };

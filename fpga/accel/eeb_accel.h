@@ -107,6 +107,11 @@ struct eeb_accel_ops {
      * its board.  0 when the CPU stands in for the board this time (xrt
      * under XRT's noop shim); ask through eeb_accel_on_hardware. */
     int (*on_hardware)(void);
+    /* optional: NULL means the name says all (not a wrapper).  EEB_OK if
+     * name, as eeb_accel_find matched it, is one open would take (a
+     * wrapper's options, the backend it wraps), else why not; asked
+     * through eeb_accel_check_name, before anything is recorded. */
+    int (*check_name)(const char *name, char *err, size_t errlen);
 };
 
 /* 1 if ops' results come from a board now: it has EEB_ACCEL_CAP_BOARD and
@@ -130,6 +135,10 @@ const struct eeb_accel_ops *const *eeb_accel_list(void);
 /* The backend name calls for, or NULL: a built-in's name ("emu"), or a
  * wrapper's prefix and what it wraps ("faulty:emu?delay_ms=20"). */
 const struct eeb_accel_ops *eeb_accel_find(const char *name);
+
+/* EEB_OK if name is a backend of this build that eeb_accel_open would
+ * take, else EEB_EINVAL saying why (listing the backends built in). */
+int eeb_accel_check_name(const char *name, char *err, size_t errlen);
 
 /* Opens backend `name` (as eeb_accel_find takes it) with cfg, its
  * cfg->name set to name so that a wrapper learns what it wraps: EEB_OK

@@ -13,12 +13,14 @@
 #ifndef EEB_EMU_GEMM_H
 #define EEB_EMU_GEMM_H
 
+#include "fpga/kernel/fx_isa.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-/* |sum| <= K * 255 * 128 < 2^31 (the VNNI path offsets B by 128), and
- * the exact |sum| <= K * 128 * 128 <= 2^30. */
-#define EEB_EMU_GEMM_MAX_K 65536
+/* The image's bound (FX_MAX_REDUCTION): |sum| <= K * 255 * 128 < 2^31 (the
+ * VNNI path offsets B by 128), and the exact |sum| <= K * 128 * 128 <= 2^30. */
+#define EEB_EMU_GEMM_MAX_K FX_MAX_REDUCTION
 
 enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
 

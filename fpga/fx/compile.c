@@ -15,7 +15,6 @@
  * backward; an ADD or FLATTEN layer passes its error through unchanged,
  * so the readers' partials alias it.
  */
-#include "fpga/emu/eeb_emu_gemm.h"
 #include "fpga/fx/eeb_fx.h"
 
 #include <math.h>
@@ -27,7 +26,7 @@
 /* Longest sum of int8 x int8 products a command may form: an int32
  * accumulator holds 127 * 127 * n for n < 133k; the emulator's GEMM takes
  * K up to this in one pass. */
-#define MAX_REDUCTION EEB_EMU_GEMM_MAX_K
+#define MAX_REDUCTION FX_MAX_REDUCTION
 
 struct builder {
     const struct eeb_net *net;

@@ -131,6 +131,12 @@ _Static_assert(sizeof(struct fx_cmd) == 32, "fx_cmd is a device format");
 #define FX_W_MAX  ((1 << (FX_W_BITS - 1)) - 1)
 #define FX_V_FRAC 8
 
+/* The most products one int32 accumulator sums (a command's reduction:
+ * kh * kw * c_in, or an FC's inputs): the compiler refuses more, so that
+ * every backend's sums stay exact (the emulator's VNNI GEMM offsets B by
+ * 128: |sum| <= K * 255 * 128 < 2^31). */
+#define FX_MAX_REDUCTION 65536
+
 /* Detection targets: per grid cell, six int32 (box terms in Q16). */
 enum fx_grid_target { FX_GT_OBJ, FX_GT_CLASS, FX_GT_X, FX_GT_Y, FX_GT_W, FX_GT_H, FX_GT_N };
 /* Detection predictions: per cell, objectness, x, y, sqrt w, sqrt h, classes. */

@@ -163,7 +163,7 @@ Test(faulty_accel, a_wrong_name_says_what_is_wrong)
     open_fails("faulty", EEB_EINVAL, "'faulty': no backend to wrap (faulty:BACKEND[?delay_ms=MS,");
     open_fails("faulty:", EEB_EINVAL, "'faulty:': no backend to wrap");
     open_fails("faulty:?delay_ms=1", EEB_EINVAL, "no backend to wrap");
-    open_fails("faulty:tpu", EEB_EINVAL, "no backend 'tpu' in this build");
+    open_fails("faulty:tpu", EEB_EINVAL, "backend 'tpu': not built in (have emu");
     open_fails("faulty:emu?delay_ms=-1", EEB_EINVAL,
                "backend 'faulty:emu?delay_ms=-1': delay_ms=-1 (milliseconds, 0..3600000)");
     open_fails("faulty:emu?delay_ms=5s", EEB_EINVAL, "delay_ms=5s (milliseconds");

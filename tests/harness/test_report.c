@@ -1,5 +1,5 @@
 /*
- * test_report.c - `eeb report` (harness/report.c, cmd_report.c) on the
+ * test_report.c - `eeb report` (record/report.c, cmd_report.c) on the
  * database of a real `eeb run` and on run databases made here through the
  * run database's interface as `eeb run` writes them: a run killed while
  * fine-tuning, and a run whose stages are short and close together at the

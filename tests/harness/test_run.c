@@ -397,6 +397,34 @@ Test(run, a_hung_accelerator_is_abandoned_after_the_grace_period, .timeout = 60)
     test_run_free(&r);
 }
 
+/* A backend name that cannot open (a wrapper's wrapped backend or options)
+ * is refused at INIT, as any unknown name is, before the database holds a
+ * run; the run records the whole name it trained with. */
+Test(run, a_wrappers_bad_name_is_refused_before_a_run_is_recorded, .timeout = 60)
+{
+    inputs();
+    static const char *const bad[][2] = {{"faulty:nope", "backend 'nope': not built in"},
+                                         {"faulty", "no backend to wrap"},
+                                         {"faulty:emu?speed=2", "unknown option 'speed'"},
+                                         {"faulty:faulty:zz", "backend 'zz': not built in"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct eeb_run_config c;
+        struct eeb_run_outcome o;
+        char err[1024];
+        config(&c, NULL, bad[i][0]);
+        struct eeb_run_hooks hooks = {0};
+        cr_expect_eq(eeb_run_execute(&c, &hooks, &o, err, sizeof err), EEB_EINVAL, "%s", bad[i][0]);
+        cr_expect(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+        eeb_run_config_free(&c);
+        cr_expect_eq(access(paths[3], F_OK), -1, "%s left %s", bad[i][0], paths[3]);
+    }
+    struct eeb_run_outcome o;
+    char err[1024];
+    cr_assert_eq(execute((const char *[]){"steps", "2", NULL}, 1, &o, err, sizeof err), EEB_OK,
+                 "%s", err);
+    cr_expect_eq(sql("SELECT count(*) FROM runs WHERE backend = 'faulty:emu?delay_ms=0'"), 1);
+}
+
 Test(run, over_pmax_fails_at_scoring_or_aborts_at_once, .timeout = 60)
 {
     inputs();

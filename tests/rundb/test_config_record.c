@@ -29,19 +29,20 @@ Test(config_record, a_local_runs_sections_read_back)
 {
     const double util[4] = {0.30, 0.19, 0.49, 0.18}, w[4] = {0.1, 0.2, 0.3, 0.4};
     json_t *o = json_object();
-    json_object_set_new(o, "task", json_string("det"));
-    json_object_set_new(o, "backend", json_string("emu"));
-    json_object_set_new(o, "provenance", json_string("modeled"));
+    eeb_config_put_task(o, "det");
+    eeb_config_put_backend(o, "faulty:emu?delay_ms=5", "modeled");
     eeb_config_put_input(o, "finetune", "/d/ft.eebd", "ab12", 1000);
     eeb_config_put_input(o, "test", "/d/test.eebd", "cd34", 300);
     eeb_config_put_power(o, "sim:profile=model", 20, "modeled", "skipped 2 lines");
     eeb_config_put_budgets(o, 600, 10, 5, 1);
     eeb_config_put_util(o, util, "zcu102.rpt", "report");
-    json_object_set_new(o, "device_model", json_pack("{s:s}", "design", "device=zcu104,pe=16"));
+    const struct eeb_config_device dev = {
+        .design = "device=zcu104,pe=16", .train_step_s = 0.5, .resources = {1000, 2000, 30, 40}};
+    json_object_set_new(o, "device_model", eeb_config_device_model(&dev));
     eeb_config_put_rules(o, "1", NULL, w, 1, 10);
     struct eeb_config_record c = read_back(o);
     cr_assert_str_eq(c.task, "det");
-    cr_assert_str_eq(c.backend, "emu");
+    cr_assert_str_eq(c.backend, "faulty:emu?delay_ms=5");
     cr_assert_str_eq(c.provenance, "modeled");
     for (int i = 0; i < 4; i++) {
         cr_assert_float_eq(c.util[i], util[i], 1e-12, "util %d", i);
@@ -75,6 +76,7 @@ Test(config_record, the_servers_layout_reads_back)
 {
     const double util[4] = {0.5, 0.5, 0.5, 0.5}, w[4] = {0.25, 0.25, 0.25, 0.25};
     json_t *o = json_object();
+    eeb_config_put_backend(o, "xrt", "measured");
     eeb_config_put_power(o, "uploaded", 10, "measured", NULL);
     eeb_config_put_input(o, "test", NULL, NULL, 300);
     eeb_config_put_util(o, util, "declared at registration", "declared");
@@ -89,6 +91,8 @@ Test(config_record, the_servers_layout_reads_back)
     cr_assert_float_eq(c.test_items, 300, 0);
     cr_assert_str_eq(c.finetune_sha256, "ef56");
     cr_assert_str_eq(c.power_provenance, "measured");
+    cr_assert_str_eq(c.backend, "xrt");
+    cr_assert_str_eq(c.provenance, "measured");
     cr_assert_float_eq(c.weights[3], 0.25, 1e-12);
 }
 
