@@ -25,7 +25,7 @@ CFLAGS  += -std=c11 $(OPT) $(WARN)
 CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -lm
+           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -ldl -lm
 
 # Every package the project builds, tests or runs against.
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -41,7 +41,8 @@ DEB_PACKAGES := build-essential clang pkg-config \
 # which is library code the tests drive directly.
 CLI_SRC   := harness/main.c harness/cli.c $(wildcard harness/cmd_*.c)
 LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpga/kernel/*.c \
-                       fpga/net/*.c fpga/fx/*.c fpga/accel/*.c fpga/emu/*.c fpga/ref/*.c fpga/model/*.c record/*.c server/*.c) \
+                       fpga/net/*.c fpga/fx/*.c fpga/accel/*.c fpga/emu/*.c fpga/ref/*.c \
+                       fpga/model/*.c sut/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
@@ -108,10 +109,30 @@ $(LIB): $(call obj,$(LIB_SRC))
 $(EEB): $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The example systems under test (sut/examples), built as a team builds
+# one: against sut/eeb_sut.h alone, so without CPPFLAGS; and the SUT
+# libraries eeb must refuse (tests/sut/bad_sut.c, one mistake a -D flag),
+# which the tests dlopen.
+SUT_EXAMPLE_SRC := $(wildcard sut/examples/*.c)
+SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(SUT_EXAMPLE_SRC))
+SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict)
+all: $(SUT_EXAMPLES)
+$(BUILD)/sut/lib%.so: sut/examples/%.c sut/eeb_sut.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. $< -o $@
+$(BUILD)/tests/sut/libbad_%.so: tests/sut/bad_sut.c sut/eeb_sut.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DBAD_$$(echo $* | tr a-z A-Z) $< -o $@
+
 # Tests find their fixtures and the binary under test relative to the top.
 $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DEEB_TEST_DATA='"tests/data"' \
     -DEEB_BIN='"$(EEB)"'
 
+$(call obj,$(TEST_SRC)): CPPFLAGS += -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' \
+    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"'
+
+# Order-only: the tests dlopen the libraries, they do not link them.
+$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD)
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
@@ -176,7 +197,7 @@ VALGRIND := valgrind --error-exitcode=99 --fair-sched=yes --track-origins=yes \
     --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
     --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' \
     --log-file=$(BUILD)/valgrind/%p.log
-VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm
+VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm sut_plugin sut_builtin
 VG_RUN := $(BUILD)/valgrind/run
 valgrind: $(EEB) $(TESTS) $(REPLAYS)
 	@rm -rf $(BUILD)/valgrind && mkdir -p $(VG_RUN)
@@ -253,13 +274,14 @@ bench: $(BENCHES)
 lint:
 	sh tests/include_graph.sh
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
+	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --suppress=shiftNegativeLHS --suppress=shiftNegative \
 	    --std=c11 -I. -D__GNUC__ \
-	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC)
+	    -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"' $(LIB_SRC) $(CLI_SRC) $(SUT_EXAMPLE_SRC)
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

@@ -80,9 +80,10 @@ static void *train(void *arg)
     struct worker *w = arg;
     int rc = EEB_OK;
     char err[512] = "";
-    struct eeb_trainer t = {.acc = w->acc,
-                            .bt = w->bt,
-                            .net = w->net,
+    struct eeb_trainer_accel ta = {w->acc, w->net};
+    struct eeb_trainer t = {.bt = w->bt,
+                            .train = eeb_trainer_accel_step,
+                            .train_arg = &ta,
                             .max_steps = w->max_steps,
                             .stop = stopped,
                             .on_step = stepped,

@@ -1,90 +1,23 @@
 /*
- * evaluate.c - the test stage of a task: predict every record of a test
- * shard, turn the outputs into predictions (ranked classes, or boxes from
- * the grid detector after NMS) and compute the task's metric M_s.
+ * evaluate.c - the test stage of a task: every record of a test shard
+ * predicted through a predictor (eeb's net on an accelerator, or a system
+ * under test), the predictions judged and the task's metric M_s computed.
  *
- * Sections: the grid decoder; ranking classes; the evaluation loop and
- * the prediction files it can write (the formats `eeb eval` reads).
+ * Sections: judging an item; the prediction files it can write (the
+ * formats `eeb eval` reads); the evaluation loop; eeb's net on an
+ * accelerator as the predictor.
  */
 #include "eeb_tasks.h"
 
 #include "eeb_voc.h"
-#include "fpga/kernel/fx_isa.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- the grid decoder ---- */
-
-static double sigmoid(double z)
-{
-    return 1 / (1 + exp(-z));
-}
-
-static float clampf(double v, float hi)
-{
-    return (float)(v < 0 ? 0 : v > hi ? hi : v);
-}
-
-int eeb_task_decode_grid(const struct eeb_net *net, const struct eeb_shard_info *info,
-                         const float *out, float min_score, struct eeb_scored_box *boxes, int max)
-{
-    const struct eeb_layer *loss = eeb_net_loss(net);
-    int gh = loss->out.h, gw = loss->out.w, per = loss->out.c, classes = per - FX_GRID_BOX;
-    double p[EEB_SHARD_MAX_CLASSES];
-    if (classes < 1 || classes > EEB_SHARD_MAX_CLASSES)
-        return 0;
-    int n = 0;
-    for (int cell = 0; cell < gh * gw; cell++) {
-        const float *z = out + (size_t)cell * per;
-        double obj = sigmoid(z[0]), top = z[FX_GRID_BOX], sum = 0;
-        for (int k = 1; k < classes; k++)
-            top = fmax(top, z[FX_GRID_BOX + k]);
-        for (int k = 0; k < classes; k++)
-            sum += p[k] = exp(z[FX_GRID_BOX + k] - top);
-        /* the centre's offset in its cell, and sqrt w, sqrt h of the image */
-        double cx = (cell % gw + z[1]) / gw * info->w, cy = (cell / gw + z[2]) / gh * info->h;
-        double w = z[3] * z[3] * info->w, h = z[4] * z[4] * info->h;
-        for (int k = 0; k < classes && n < max; k++) {
-            double score = obj * p[k] / sum;
-            if (score < min_score)
-                continue;
-            boxes[n++] = (struct eeb_scored_box){k,
-                                                 (float)score,
-                                                 clampf(cx - w / 2, (float)info->w),
-                                                 clampf(cy - h / 2, (float)info->h),
-                                                 clampf(cx + w / 2, (float)info->w),
-                                                 clampf(cy + h / 2, (float)info->h)};
-        }
-    }
-    return n;
-}
-
-/* ---- ranking classes ---- */
-
-/* The EEB_TOPK_MAX best classes of one item's scores, best first (ties:
- * the lower class first). */
-static int rank(const float *score, int classes, int *ranked)
-{
-    int n = 0;
-    for (int k = 0; k < classes; k++) {
-        int at = n < EEB_TOPK_MAX ? n++ : EEB_TOPK_MAX;
-        while (at > 0 && score[k] > score[ranked[at - 1]]) {
-            if (at < EEB_TOPK_MAX)
-                ranked[at] = ranked[at - 1];
-            at--;
-        }
-        if (at < EEB_TOPK_MAX)
-            ranked[at] = k;
-    }
-    return n;
-}
-
-/* ---- evaluation ---- */
+/* ---- judging an item ---- */
 
 /* Detections of every class, gathered while predicting. */
 struct detections {
@@ -106,17 +39,14 @@ static int add_detection(struct detections *ds, int c, struct eeb_voc_detection 
 }
 
 struct evaluation {
-    const struct eeb_net *net;
     const struct eeb_shard_info *info;
     const struct eeb_task_eval_options *opt;
     struct eeb_task_score *score;
     struct eeb_voc_truth_set truth; /* det */
     struct detections dets;
-    struct eeb_scored_box *boxes; /* one item's, max_boxes of them */
-    int max_boxes;                /* cells x classes */
-    FILE *csv;                    /* cls, video predictions */
-    FILE **files;                 /* det: per shard class */
-    char **paths;                 /* and their names */
+    FILE *csv;    /* cls, video predictions */
+    FILE **files; /* det: per shard class */
+    char **paths; /* and their names */
 };
 
 /* One item of a batch, as the shard gave it. */
@@ -128,16 +58,46 @@ struct item {
     struct eeb_box truth[EEB_SHARD_MAX_BOXES];
 };
 
-/* Records one item's outputs. */
-static int judge(struct evaluation *ev, const struct item *it, const float *out, char *err,
-                 size_t errlen)
+/* A predictor's answer within its bounds, so that judging it reads no
+ * class the shard does not have. */
+static int in_bounds(const struct evaluation *ev, const struct item *it,
+                     const struct eeb_task_predicted *pr, char *err, size_t errlen)
+{
+    int classes = ev->info->classes;
+    if (ev->score->prediction == EEB_PREDICTION_RANKED) {
+        if (pr->nranked < 0 || pr->nranked > EEB_TOPK_MAX)
+            return eeb_errf(err, errlen, EEB_EINVAL, "test item %s: %d ranked classes (0..%d)",
+                            it->id, pr->nranked, EEB_TOPK_MAX);
+        for (int k = 0; k < pr->nranked; k++)
+            if (pr->ranked[k] < 0 || pr->ranked[k] >= classes)
+                return eeb_errf(err, errlen, EEB_EINVAL,
+                                "test item %s: ranked class %d is %d (the shard's are 0..%d)",
+                                it->id, k + 1, pr->ranked[k], classes - 1);
+        return EEB_OK;
+    }
+    if (pr->nboxes < 0 || pr->nboxes > ev->opt->max_boxes)
+        return eeb_errf(err, errlen, EEB_EINVAL, "test item %s: %d boxes (0..%d)", it->id,
+                        pr->nboxes, ev->opt->max_boxes);
+    for (int i = 0; i < pr->nboxes; i++)
+        if (pr->boxes[i].cls < 0 || pr->boxes[i].cls >= classes)
+            return eeb_errf(err, errlen, EEB_EINVAL,
+                            "test item %s: box %d has class %d (the shard's are 0..%d)", it->id,
+                            i + 1, pr->boxes[i].cls, classes - 1);
+    return EEB_OK;
+}
+
+/* Judges one item's prediction, writes it to the prediction files and
+ * hands it on. */
+static int judge(struct evaluation *ev, const struct item *it, const struct eeb_task_predicted *pr,
+                 char *err, size_t errlen)
 {
     const struct eeb_shard_info *in = ev->info;
     const char *id = it->id;
     struct eeb_task_prediction p = {
         .kind = ev->score->prediction, .index = it->index, .id = id, .label = it->label};
     if (p.kind == EEB_PREDICTION_RANKED) {
-        int ranked[EEB_TOPK_MAX] = {0}, n = rank(out, in->classes, ranked);
+        const int *ranked = pr->ranked;
+        int n = pr->nranked;
         eeb_topk_add(&ev->score->topk, it->label, ranked, n);
         if (ev->csv) {
             fprintf(ev->csv, "%s", id);
@@ -149,15 +109,10 @@ static int judge(struct evaluation *ev, const struct item *it, const float *out,
         return ev->opt->on_prediction ? ev->opt->on_prediction(ev->opt->arg, &p, err, errlen)
                                       : EEB_OK;
     }
-    int n = eeb_task_decode_grid(ev->net, in, out, ev->opt->min_score, ev->boxes, ev->max_boxes);
-    n = eeb_nms(ev->boxes, n, ev->opt->nms_iou);
-    if (n < 0)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
-    if (n > ev->opt->max_boxes)
-        n = ev->opt->max_boxes;
+    int n = pr->nboxes;
     int image = eeb_voc_image_index(&ev->truth, id);
     for (int i = 0; i < n; i++) {
-        const struct eeb_scored_box *b = &ev->boxes[i];
+        const struct eeb_scored_box *b = &pr->boxes[i];
         /* continuous [x0, x1] is the devkit's pixels x0 + 1 .. x1 */
         struct eeb_voc_detection d = {image, b->score, {b->x0 + 1.0, b->y0 + 1.0, b->x1, b->y1}};
         int c = eeb_voc_class_index(&ev->truth, in->names[b->cls]);
@@ -168,10 +123,12 @@ static int judge(struct evaluation *ev, const struct item *it, const float *out,
                     d.box.x0, d.box.y0, d.box.x1, d.box.y1);
     }
     ev->score->detections += (uint64_t)n;
-    p.boxes = ev->boxes, p.nboxes = n;
+    p.boxes = pr->boxes, p.nboxes = n;
     p.truth = it->truth, p.ntruth = it->ntruth;
     return ev->opt->on_prediction ? ev->opt->on_prediction(ev->opt->arg, &p, err, errlen) : EEB_OK;
 }
+
+/* ---- the prediction files ---- */
 
 /* Opens the prediction file(s) under opt->predictions. */
 static int open_outputs(struct evaluation *ev, char *err, size_t errlen)
@@ -218,6 +175,8 @@ static int close_outputs(struct evaluation *ev, int rc, char *err, size_t errlen
     return rc;
 }
 
+/* ---- the evaluation loop ---- */
+
 /* mAP over the truth set's classes, from the gathered detections. */
 static int average_precision(struct evaluation *ev, char *err, size_t errlen)
 {
@@ -242,9 +201,30 @@ void eeb_task_eval_defaults(struct eeb_task_eval_options *opt)
         .batch = 32, .iou = 0.5, .nms_iou = 0.45, .min_score = 0.005f, .max_boxes = 100};
 }
 
-int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char *shard_path,
-                      const struct eeb_task_eval_options *opt, struct eeb_task_score *score,
+/* Reads up to `batch` records: their pixels as the shard holds them, and
+ * what judging them needs.  Returns how many (fewer than batch: the shard
+ * ran out), or a negative status. */
+static int read_batch(struct eeb_shard *s, int batch, uint8_t *pixels, struct item *items,
                       char *err, size_t errlen)
+{
+    size_t px = eeb_shard_pixels(eeb_shard_info(s));
+    int n = 0, rc = 0;
+    const struct eeb_record *r;
+    while (n < batch && (rc = eeb_shard_next(s, &r, err, errlen)) == 1) {
+        memcpy(pixels + (size_t)n * px, r->pixels, px);
+        struct item *it = &items[n++];
+        it->index = r->index;
+        memcpy(it->id, r->id, sizeof it->id);
+        it->label = r->label;
+        it->ntruth = r->nboxes;
+        memcpy(it->truth, r->boxes, (size_t)r->nboxes * sizeof *r->boxes);
+    }
+    return rc < 0 ? rc : n;
+}
+
+int eeb_task_evaluate_with(const struct eeb_task_predictor *p, const char *shard_path,
+                           const struct eeb_task_eval_options *opt, struct eeb_task_score *score,
+                           char *err, size_t errlen)
 {
     memset(score, 0, sizeof *score);
     struct eeb_shard *s;
@@ -252,20 +232,19 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
     if (rc != EEB_OK)
         return rc;
     const struct eeb_shard_info *in = eeb_shard_info(s);
-    rc = eeb_task_check_model(net, in, err, errlen);
-    if (rc != EEB_OK) {
+    if (p->start && (rc = p->start(p->arg, in, opt, err, errlen)) != EEB_OK) {
         eeb_shard_close(s);
         return rc;
     }
-    struct evaluation ev = {.net = net, .info = in, .opt = opt, .score = score};
+    struct evaluation ev = {.info = in, .opt = opt, .score = score};
     score->prediction = eeb_task_get(in->task)->prediction;
-    const struct eeb_layer *loss = eeb_net_loss(net);
-    size_t px = eeb_shard_pixels(in), outs = (size_t)loss->out.h * loss->out.w * loss->out.c;
     int batch = opt->batch, det = score->prediction == EEB_PREDICTION_BOXES;
-    uint8_t *pixels = malloc((size_t)batch * px);
-    float *out = malloc((size_t)batch * outs * sizeof *out);
+    size_t room = det && opt->max_boxes > 0 ? (size_t)opt->max_boxes : 1; /* boxes an item */
+    uint8_t *pixels = malloc((size_t)batch * eeb_shard_pixels(in));
     struct item *items = malloc((size_t)batch * sizeof *items);
-    if (!pixels || !out || !items)
+    struct eeb_task_predicted *said = malloc((size_t)batch * sizeof *said);
+    struct eeb_scored_box *boxes = malloc((size_t)batch * room * sizeof *boxes);
+    if (!pixels || !items || !said || !boxes)
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
     if (rc == EEB_OK && det) {
         rc = eeb_voc_truth_load(shard_path, &ev.truth, err, errlen);
@@ -273,36 +252,29 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
         ev.dets.d = calloc((size_t)nc, sizeof *ev.dets.d);
         ev.dets.n = calloc((size_t)nc, sizeof *ev.dets.n);
         ev.dets.cap = calloc((size_t)nc, sizeof *ev.dets.cap);
-        ev.max_boxes = loss->out.h * loss->out.w * in->classes;
-        ev.boxes = malloc((size_t)ev.max_boxes * sizeof *ev.boxes);
-        if (rc == EEB_OK && (!ev.dets.d || !ev.dets.n || !ev.dets.cap || !ev.boxes))
+        if (rc == EEB_OK && (!ev.dets.d || !ev.dets.n || !ev.dets.cap))
             rc = eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
     }
     if (rc == EEB_OK)
         rc = open_outputs(&ev, err, errlen);
-    for (int done = 0; rc == EEB_OK && !done;) {
-        int n = 0;
-        const struct eeb_record *r;
-        while (n < batch && (rc = eeb_shard_next(s, &r, err, errlen)) == 1) {
-            eeb_task_stack_frames(in, r->pixels, pixels + (size_t)n * px);
-            struct item *it = &items[n++];
-            it->index = r->index;
-            memcpy(it->id, r->id, sizeof it->id);
-            it->label = r->label;
-            it->ntruth = r->nboxes;
-            memcpy(it->truth, r->boxes, (size_t)r->nboxes * sizeof *r->boxes);
-        }
-        done = rc == 0;
-        if (rc < 0 || n == 0)
+    while (rc == EEB_OK) {
+        int n = read_batch(s, batch, pixels, items, err, errlen);
+        if (n <= 0) {
+            rc = n;
             break;
-        rc = EEB_OK;
-        struct eeb_batch b = {n, pixels, NULL};
-        rc = a->ops->predict(a, &b, out, err, errlen);
+        }
+        for (int i = 0; i < n; i++)
+            said[i] = (struct eeb_task_predicted){.boxes = boxes + (size_t)i * room};
+        struct eeb_task_batch b = {.n = n, .pixels = pixels};
+        rc = p->predict(p->arg, &b, said, err, errlen);
         for (int i = 0; rc == EEB_OK && i < n; i++)
-            rc = judge(&ev, &items[i], out + (size_t)i * outs, err, errlen);
+            if ((rc = in_bounds(&ev, &items[i], &said[i], err, errlen)) == EEB_OK)
+                rc = judge(&ev, &items[i], &said[i], err, errlen);
         score->items += (uint64_t)n;
         if (rc == EEB_OK && opt->progress)
             opt->progress(score->items, in->count, opt->arg);
+        if (n < batch)
+            break; /* the shard ran out */
     }
     if (rc == EEB_OK && det)
         rc = average_precision(&ev, err, errlen);
@@ -314,10 +286,65 @@ int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char
     if (det) {
         for (int c = 0; ev.dets.d && c < ev.truth.nclasses; c++)
             free(ev.dets.d[c]);
-        free(ev.dets.d), free(ev.dets.n), free(ev.dets.cap), free(ev.boxes);
+        free(ev.dets.d), free(ev.dets.n), free(ev.dets.cap);
         eeb_voc_truth_free(&ev.truth);
     }
-    free(pixels), free(out), free(items);
+    free(pixels), free(items), free(said), free(boxes);
     eeb_shard_close(s);
+    return rc;
+}
+
+/* ---- eeb's net on an accelerator ---- */
+
+struct net_predictor {
+    struct eeb_accel *a;
+    const struct eeb_net *net;
+    const struct eeb_shard_info *info; /* the test shard's, while it is open */
+    struct eeb_task_decoder *decoder;
+    uint8_t *stacked; /* a batch with frames stacked, as the net takes it */
+    float *out;       /* its outputs */
+    size_t outs;      /* floats an item */
+};
+
+static int net_start(void *arg, const struct eeb_shard_info *info,
+                     const struct eeb_task_eval_options *opt, char *err, size_t errlen)
+{
+    struct net_predictor *np = arg;
+    int rc = eeb_task_check_model(np->net, info, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    const struct eeb_layer *loss = eeb_net_loss(np->net);
+    np->info = info;
+    np->outs = (size_t)loss->out.h * loss->out.w * loss->out.c;
+    np->stacked = malloc((size_t)opt->batch * eeb_shard_pixels(info));
+    np->out = malloc((size_t)opt->batch * np->outs * sizeof *np->out);
+    if (!np->stacked || !np->out)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "evaluation: out of memory");
+    return eeb_task_decoder_new(&np->decoder, np->net, info, opt, err, errlen);
+}
+
+static int net_predict(void *arg, const struct eeb_task_batch *b, struct eeb_task_predicted *out,
+                       char *err, size_t errlen)
+{
+    struct net_predictor *np = arg;
+    size_t px = eeb_shard_pixels(np->info);
+    for (int i = 0; i < b->n; i++)
+        eeb_task_stack_frames(np->info, b->pixels + (size_t)i * px, np->stacked + (size_t)i * px);
+    struct eeb_batch nb = {b->n, np->stacked, NULL};
+    int rc = np->a->ops->predict(np->a, &nb, np->out, err, errlen);
+    for (int i = 0; rc == EEB_OK && i < b->n; i++)
+        rc = eeb_task_decode(np->decoder, np->out + (size_t)i * np->outs, &out[i], err, errlen);
+    return rc;
+}
+
+int eeb_task_evaluate(struct eeb_accel *a, const struct eeb_net *net, const char *shard_path,
+                      const struct eeb_task_eval_options *opt, struct eeb_task_score *score,
+                      char *err, size_t errlen)
+{
+    struct net_predictor np = {.a = a, .net = net};
+    struct eeb_task_predictor p = {.start = net_start, .predict = net_predict, .arg = &np};
+    int rc = eeb_task_evaluate_with(&p, shard_path, opt, score, err, errlen);
+    eeb_task_decoder_free(np.decoder);
+    free(np.stacked), free(np.out);
     return rc;
 }

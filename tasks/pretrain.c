@@ -33,18 +33,19 @@ static int first_model(const struct eeb_pretrain *a, const struct eeb_shard_info
     return rc;
 }
 
-/* The epochs, each ending with the model written and a line logged. */
-static int epochs(const struct eeb_pretrain *a, struct eeb_trainer *t, struct eeb_net *net,
-                  char *err, size_t errlen)
+/* The epochs, each ending with the model read back from acc, written and
+ * a line logged. */
+static int epochs(const struct eeb_pretrain *a, struct eeb_trainer *t, struct eeb_accel *acc,
+                  struct eeb_net *net, char *err, size_t errlen)
 {
     int rc = EEB_OK;
-    for (int epoch = 1; epoch <= (int)a->epochs && t->step != t->max_steps; epoch++) {
+    for (int epoch = 1; epoch <= (int)a->epochs && t->step != t->max_steps && !t->done; epoch++) {
         struct eeb_pass p;
         int64_t t0 = eeb_mono_ns();
         if ((rc = eeb_train_pass(t, epoch, &p, err, errlen)))
             break;
         double s = (double)(eeb_mono_ns() - t0) / 1e9;
-        if ((rc = t->acc->ops->read_model(t->acc, net, err, errlen)))
+        if ((rc = acc->ops->read_model(acc, net, err, errlen)))
             break;
         eeb_net_set_format(net, a->format);
         if ((rc = eeb_model_save(a->out, net, (int)a->task, err, errlen)))
@@ -52,7 +53,7 @@ static int epochs(const struct eeb_pretrain *a, struct eeb_trainer *t, struct ee
         if (a->log)
             fprintf(
                 a->log, "epoch %d: step %ld, loss %.4f, train %s %.1f%%, %.1f items/s, saved %s\n",
-                epoch, t->step, p.items ? p.loss_sum / p.items : 0.0,
+                epoch, t->step, p.loss_items ? p.loss_sum / p.loss_items : 0.0,
                 eeb_task_get(a->task)->train_metric,
                 p.targets ? 100.0 * p.correct / p.targets : 0.0, s > 0 ? p.items / s : 0.0, a->out);
     }
@@ -87,9 +88,12 @@ int eeb_pretrain(const struct eeb_pretrain *a, char *err, size_t errlen)
                     a->init ? "fine-tuning" : "pretraining", eeb_task_name(a->task),
                     (unsigned long long)eeb_net_params(net), (double)eeb_net_macs(net) / 1e6,
                     (unsigned long long)in->count, a->data, acc->ops->name);
-        struct eeb_trainer t = {
-            .acc = acc, .bt = bt, .net = net, .max_steps = a->steps > 0 ? (long)a->steps : -1};
-        rc = epochs(a, &t, net, err, errlen);
+        struct eeb_trainer_accel ta = {acc, net};
+        struct eeb_trainer t = {.bt = bt,
+                                .train = eeb_trainer_accel_step,
+                                .train_arg = &ta,
+                                .max_steps = a->steps > 0 ? (long)a->steps : -1};
+        rc = epochs(a, &t, acc, net, err, errlen);
     }
     eeb_batcher_free(bt);
     eeb_accel_close(acc);

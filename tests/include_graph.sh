@@ -8,7 +8,7 @@
 # the including file, else by its path from the repository's root, else by
 # its name anywhere in the rooms.
 cd "$(dirname "$0")/.." || exit 2
-ROOMS="common scoring rundb power fpga tasks record server harness"
+ROOMS="common scoring rundb power fpga tasks sut record server harness"
 find $ROOMS -name '*.[ch]' | sort | awk -v rooms="$ROOMS" '
 function room_of(path) { sub(/\/.*/, "", path); return path }
 BEGIN {

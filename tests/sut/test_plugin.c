@@ -1,0 +1,684 @@
+/*
+ * test_plugin.c - a team's SUT as a shared library (sut/plugin.c): the
+ * example (sut/examples/nearest_mean.c, built by make against
+ * sut/eeb_sut.h alone) loads and passes the check; a library with a
+ * mistake (tests/sut/bad_sut.c), a missing file and a file that is no
+ * library are refused, naming the path and the mistake; and the example,
+ * driven through its table as the harness drives it with batches as the
+ * shards hold them, learns, and predicts well-formed answers that depend
+ * on the seed and the batches alone.
+ */
+#include "sut/eeb_sut_host.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH     8
+#define SIDE      16
+#define FRAMES    4 /* video */
+#define TOP_K     5
+#define MAX_BOXES 3 /* det: fewer than its 5 classes, so the limit is met */
+
+TestSuite(sut_plugin, .timeout = 60);
+
+/* ---- loading ---- */
+
+static const struct eeb_sut_ops *load_example(void **lib)
+{
+    const struct eeb_sut_ops *ops;
+    char err[512];
+    cr_assert_eq(eeb_sut_plugin_load(EEB_SUT_EXAMPLE, &ops, lib, err, sizeof err), EEB_OK, "%s",
+                 err);
+    return ops;
+}
+
+/* Asserts that loading path fails with status and an error naming path
+ * and holding what. */
+static void refused(const char *path, int status, const char *what)
+{
+    const struct eeb_sut_ops *ops = (const void *)1;
+    void *lib = (void *)1;
+    char err[512] = "";
+    cr_expect_eq(eeb_sut_plugin_load(path, &ops, &lib, err, sizeof err), status, "%s: %s", path,
+                 err);
+    cr_expect_null(ops, "%s", path);
+    cr_expect_null(lib, "%s", path);
+    assert_has(err, path);
+    assert_has(err, what);
+}
+
+Test(sut_plugin, the_example_loads_and_passes_the_check)
+{
+    void *lib;
+    const struct eeb_sut_ops *ops = load_example(&lib);
+    cr_assert_not_null(lib);
+    cr_assert_eq(ops->abi_version, EEB_SUT_ABI_VERSION);
+    cr_assert_str_eq(ops->name, "nearest-mean");
+    char err[512];
+    cr_assert_eq(eeb_sut_ops_check(ops, EEB_SUT_EXAMPLE, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_not_null(ops->counters);
+    cr_assert_not_null(ops->save_model);
+    cr_assert_null(ops->end_training);
+    eeb_sut_plugin_unload(lib);
+    eeb_sut_plugin_unload(NULL);
+}
+
+Test(sut_plugin, a_library_without_the_entry_point_is_refused_naming_it)
+{
+    refused(EEB_SUT_BAD "no_entry.so", EEB_EFORMAT, "no symbol 'eeb_sut_entry'");
+}
+
+Test(sut_plugin, an_entry_point_that_returns_null_is_refused)
+{
+    refused(EEB_SUT_BAD "null_entry.so", EEB_EINVAL, "eeb_sut_entry() returned NULL");
+}
+
+Test(sut_plugin, a_library_of_another_abi_version_is_refused_naming_both)
+{
+    refused(EEB_SUT_BAD "version.so", EEB_EVERSION,
+            "built against SUT ABI version 2, this eeb drives version 1");
+}
+
+Test(sut_plugin, a_library_without_predict_is_refused_naming_the_slot)
+{
+    refused(EEB_SUT_BAD "no_predict.so", EEB_EINVAL, "SUT 'bad' has no 'predict'");
+}
+
+Test(sut_plugin, a_missing_file_is_refused)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/libteam.so", test_tmpdir());
+    refused(path, EEB_EIO, "no such file");
+}
+
+Test(sut_plugin, a_text_file_is_refused_as_no_library)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/libteam.so", test_tmpdir());
+    test_write_file(path, "int main(void) { return 0; }\n", 29);
+    refused(path, EEB_EFORMAT, "not a shared library (no ELF header)");
+}
+
+Test(sut_plugin, an_empty_file_and_a_directory_are_refused)
+{
+    char path[300];
+    const char *dir = test_tmpdir();
+    snprintf(path, sizeof path, "%s/libteam.so", dir);
+    test_write_file(path, "", 0);
+    refused(path, EEB_EFORMAT, "not a shared library");
+    refused(dir, EEB_EIO, "is a directory");
+}
+
+/* An ELF file that is not a library (an executable): dlopen's reason. */
+Test(sut_plugin, an_executable_is_refused)
+{
+    const struct eeb_sut_ops *ops;
+    void *lib;
+    char err[512] = "";
+    cr_assert_neq(eeb_sut_plugin_load(EEB_BIN, &ops, &lib, err, sizeof err), EEB_OK);
+    assert_has(err, EEB_BIN);
+    cr_assert_null(lib);
+}
+
+/* Without a '/', dlopen would search the library path for another file. */
+Test(sut_plugin, a_name_without_a_slash_is_refused)
+{
+    refused("libnearest_mean.so", EEB_EINVAL, "./libnearest_mean.so");
+}
+
+/* The check itself, slot by slot, on copies of the example's table. */
+Test(sut_plugin, the_check_names_the_first_missing_slot)
+{
+    void *lib;
+    const struct eeb_sut_ops *ops = load_example(&lib);
+    char err[512];
+    struct eeb_sut_ops t = *ops;
+    t.abi_version = 0;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EVERSION);
+    assert_has(err, "x.so: built against SUT ABI version 0");
+    t = *ops, t.name = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EINVAL);
+    assert_has(err, "x.so: its table has no name");
+    t = *ops, t.open = NULL, t.close = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EINVAL);
+    assert_has(err, "'open'");
+    t = *ops, t.load_model = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EINVAL);
+    assert_has(err, "'load_model'");
+    t = *ops, t.train = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EINVAL);
+    assert_has(err, "'train'");
+    t = *ops, t.close = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_EINVAL);
+    assert_has(err, "'close'");
+    /* the optional ones may be NULL */
+    t = *ops, t.counters = NULL, t.save_model = NULL, t.end_training = NULL;
+    cr_expect_eq(eeb_sut_ops_check(&t, "x.so", err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_eq(eeb_sut_ops_check(NULL, "x.so", err, sizeof err), EEB_EINVAL);
+    eeb_sut_plugin_unload(lib);
+}
+
+/* ---- the example driven through its table ---- */
+
+/* A shard of the task made by the generator; its path. */
+static const char *shard(enum eeb_task task, int n, uint64_t seed)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s/%s.eebd", test_tmpdir(), eeb_task_name(task));
+    struct eeb_gen_spec spec = {
+        task, EEB_GEN_FINETUNE, 0, (uint64_t)n, seed, SIDE, task == EEB_TASK_VIDEO ? FRAMES : 1};
+    char err[512];
+    cr_assert_eq(eeb_gen_shard(path, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    return path;
+}
+
+/* A whole shard read into batches of at most BATCH records, as the shards
+ * hold them: pixels frame after frame, labels or boxes beside. */
+struct batch {
+    uint8_t px[BATCH * FRAMES * SIDE * SIDE * 3];
+    int32_t labels[BATCH], counts[BATCH];
+    struct eeb_sut_box boxes[BATCH * EEB_SHARD_MAX_BOXES];
+    struct eeb_sut_batch b;
+};
+
+struct data {
+    struct eeb_shard_info info;
+    int nbatches;
+    struct batch *batches;
+};
+
+static struct data read_batches(const char *path)
+{
+    struct data d = {0};
+    struct eeb_shard *s;
+    char err[512];
+    cr_assert_eq(eeb_shard_open(&s, path, err, sizeof err), EEB_OK, "%s", err);
+    d.info = *eeb_shard_info(s);
+    d.info.names = NULL;
+    size_t px = eeb_shard_pixels(&d.info);
+    cr_assert_leq(px, sizeof d.batches->px / BATCH);
+    d.batches = calloc((d.info.count + BATCH - 1) / BATCH, sizeof *d.batches);
+    const struct eeb_record *r;
+    int rc;
+    for (uint64_t i = 0; (rc = eeb_shard_next(s, &r, err, sizeof err)) == 1; i++) {
+        struct batch *b = &d.batches[i / BATCH];
+        int n = (int)(i % BATCH), nbox = 0;
+        for (int k = 0; k < n; k++)
+            nbox += b->counts[k];
+        memcpy(b->px + (size_t)n * px, r->pixels, px);
+        b->labels[n] = r->label, b->counts[n] = r->nboxes;
+        for (int k = 0; k < r->nboxes; k++) {
+            const struct eeb_box *x = &r->boxes[k];
+            b->boxes[nbox + k] =
+                (struct eeb_sut_box){x->cls, x->difficult, x->x0, x->y0, x->x1, x->y1};
+        }
+        b->b = (struct eeb_sut_batch){n + 1, b->px, b->labels, b->counts, b->boxes};
+        d.nbatches = (int)(i / BATCH) + 1;
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    eeb_shard_close(s);
+    return d;
+}
+
+static struct eeb_sut_setup setup_for(const struct eeb_shard_info *info, uint64_t seed,
+                                      const char *config)
+{
+    return (struct eeb_sut_setup){.abi_version = EEB_SUT_ABI_VERSION,
+                                  .task = (enum eeb_sut_task)info->task,
+                                  .classes = info->classes,
+                                  .frames = info->frames,
+                                  .height = info->h,
+                                  .width = info->w,
+                                  .channels = info->c,
+                                  .batch_max = BATCH,
+                                  .top_k = TOP_K,
+                                  .max_boxes = MAX_BOXES,
+                                  .seed = seed,
+                                  .config = config,
+                                  .workdir = "/nonexistent"};
+}
+
+/* A model file of the first line alone: untrained. */
+static const char *empty_model(void)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s/empty.model", test_tmpdir());
+    test_write_file(path, "nearest-mean 1\n", 15);
+    return path;
+}
+
+struct sut {
+    const struct eeb_sut_ops *ops;
+    void *lib, *h;
+};
+
+static struct sut open_sut(const struct eeb_shard_info *info, uint64_t seed, const char *config)
+{
+    struct sut s;
+    s.ops = load_example(&s.lib);
+    struct eeb_sut_setup setup = setup_for(info, seed, config);
+    char err[512];
+    cr_assert_eq(s.ops->open(&setup, &s.h, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(s.ops->load_model(s.h, empty_model(), err, sizeof err), 0, "%s", err);
+    return s;
+}
+
+static void close_sut(struct sut *s)
+{
+    s->ops->close(s->h);
+    eeb_sut_plugin_unload(s->lib);
+}
+
+/* What predict wrote for a batch (zeroed first, so memcmp compares them). */
+struct preds {
+    int32_t classes[BATCH * TOP_K], counts[BATCH];
+    float scores[BATCH * TOP_K];
+    struct eeb_sut_detection dets[BATCH * MAX_BOXES];
+};
+
+static void predict(struct sut *s, const struct batch *b, struct preds *p)
+{
+    memset(p, 0, sizeof *p);
+    struct eeb_sut_batch bare = {b->b.n, b->b.pixels, NULL, NULL, NULL};
+    struct eeb_sut_predictions out = {p->classes, p->scores, p->counts, p->dets};
+    char err[512];
+    cr_assert_eq(s->ops->predict(s->h, &bare, &out, err, sizeof err), 0, "%s", err);
+}
+
+static void train_all(struct sut *s, const struct data *d)
+{
+    char err[512];
+    for (int i = 0; i < d->nbatches; i++) {
+        struct eeb_sut_step st = {0};
+        cr_assert_eq(s->ops->train(s->h, &d->batches[i].b, &st, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(st.done, 0);
+        cr_assert(i == 0 || isfinite(st.loss), "step %d: loss %g", i, st.loss);
+        if (d->info.task != EEB_TASK_DET) {
+            cr_assert_eq(st.counted, d->batches[i].b.n);
+            cr_assert(st.correct >= 0 && st.correct <= st.counted);
+        }
+    }
+}
+
+/* Classes in range, top_k distinct ones best first; boxes inside the
+ * image, at most max_boxes, best first. */
+static void well_formed(const struct data *d, const struct preds *p, int n)
+{
+    const struct eeb_shard_info *in = &d->info;
+    for (int i = 0; i < n; i++) {
+        if (in->task != EEB_TASK_DET) {
+            const int32_t *c = p->classes + i * TOP_K;
+            const float *sc = p->scores + i * TOP_K;
+            for (int k = 0; k < TOP_K; k++) {
+                cr_assert(c[k] >= 0 && c[k] < in->classes, "item %d rank %d: class %d", i, k, c[k]);
+                cr_assert(isfinite(sc[k]) && (k == 0 || sc[k] <= sc[k - 1]), "item %d rank %d", i,
+                          k);
+                for (int j = 0; j < k; j++)
+                    cr_assert_neq(c[j], c[k], "item %d: class %d twice", i, c[k]);
+            }
+            continue;
+        }
+        cr_assert(p->counts[i] >= 0 && p->counts[i] <= MAX_BOXES, "item %d: %d boxes", i,
+                  p->counts[i]);
+        for (int k = 0; k < p->counts[i]; k++) {
+            const struct eeb_sut_detection *x = &p->dets[i * MAX_BOXES + k];
+            cr_assert(x->cls >= 0 && x->cls < in->classes, "item %d box %d: class %d", i, k,
+                      x->cls);
+            cr_assert(0 <= x->x0 && x->x0 <= x->x1 && x->x1 <= in->w && 0 <= x->y0 &&
+                          x->y0 <= x->y1 && x->y1 <= in->h,
+                      "item %d box %d: (%g, %g)-(%g, %g)", i, k, x->x0, x->y0, x->x1, x->y1);
+            cr_assert(isfinite(x->score) && (k == 0 || x->score <= x[-1].score));
+        }
+    }
+}
+
+/* Whether class k was a target of item i of batch b. */
+static int shown(const struct data *d, const struct batch *b, int i, int k)
+{
+    if (d->info.task != EEB_TASK_DET)
+        return b->labels[i] == k;
+    const struct eeb_sut_box *x = b->boxes;
+    for (int j = 0; j < i; j++)
+        x += b->counts[j];
+    for (int j = 0; j < b->counts[i]; j++)
+        if (!x[j].difficult && x[j].cls == k)
+            return 1;
+    return 0;
+}
+
+/* The item's first-ranked class (det: its first box's, -1 for none). */
+static int first(const struct data *d, const struct preds *p, int i)
+{
+    if (d->info.task != EEB_TASK_DET)
+        return p->classes[i * TOP_K];
+    return p->counts[i] ? p->dets[i * MAX_BOXES].cls : -1;
+}
+
+/*
+ * Trained on a shard, the example predicts well-formed answers that
+ * training changed, the same for the same seed and batches; and one item
+ * shown alone is then ranked as what it was shown.
+ */
+static void learns(enum eeb_task task)
+{
+    struct data d = read_batches(shard(task, 3 * BATCH, 11));
+    const struct batch *b0 = &d.batches[0];
+    struct preds *before = malloc(sizeof *before), *after = malloc(sizeof *after),
+                 *again = malloc(sizeof *again);
+
+    struct sut a = open_sut(&d.info, 1, "");
+    predict(&a, b0, before);
+    well_formed(&d, before, b0->b.n);
+    train_all(&a, &d);
+    predict(&a, b0, after);
+    well_formed(&d, after, b0->b.n);
+    cr_assert_neq(memcmp(before, after, sizeof *before), 0, "training changed nothing");
+    int right = 0;
+    for (int i = 0; i < b0->b.n; i++)
+        right += first(&d, after, i) >= 0 && shown(&d, b0, i, first(&d, after, i));
+    cr_assert_gt(right, b0->b.n / 2, "%d of %d training items ranked as shown", right, b0->b.n);
+    if (task == EEB_TASK_DET)
+        for (int i = 0; i < b0->b.n; i++)
+            cr_assert_gt(after->counts[i], 0, "item %d: no box after training", i);
+    predict(&a, b0, again);
+    cr_assert_eq(memcmp(after, again, sizeof *after), 0, "predict changed the model");
+
+    /* the same seed and batches, another SUT: the same answers */
+    struct sut b = open_sut(&d.info, 1, "");
+    train_all(&b, &d);
+    predict(&b, b0, again);
+    cr_assert_eq(memcmp(after, again, sizeof *after), 0, "not deterministic");
+    struct eeb_sut_counters c;
+    b.ops->counters(b.h, &c);
+    cr_assert_eq(c.steps, 3);
+    cr_assert_eq(c.items, 3 * BATCH);
+    close_sut(&b);
+
+    /* one item alone: what it was shown comes first */
+    for (int i = 0; i < b0->b.n; i++) {
+        struct sut one = open_sut(&d.info, 2, "grid=2");
+        struct batch *single = calloc(1, sizeof *single);
+        size_t px = eeb_shard_pixels(&d.info);
+        const struct eeb_sut_box *x = b0->boxes;
+        for (int j = 0; j < i; j++)
+            x += b0->counts[j];
+        memcpy(single->px, b0->px + i * px, px);
+        single->labels[0] = b0->labels[i], single->counts[0] = b0->counts[i];
+        memcpy(single->boxes, x, (size_t)b0->counts[i] * sizeof *x);
+        single->b =
+            (struct eeb_sut_batch){1, single->px, single->labels, single->counts, single->boxes};
+        struct eeb_sut_step st;
+        char err[512];
+        cr_assert_eq(one.ops->train(one.h, &single->b, &st, err, sizeof err), 0, "%s", err);
+        cr_assert(isnan(st.loss), "a first step has no mean to be far from");
+        predict(&one, single, again);
+        int top = first(&d, again, 0), all_difficult = top < 0;
+        for (int j = 0; all_difficult && j < b0->counts[i]; j++)
+            all_difficult = x[j].difficult;
+        cr_assert(all_difficult || shown(&d, single, 0, top), "item %d: %d first", i, top);
+        free(single);
+        close_sut(&one);
+    }
+    close_sut(&a);
+    free(before), free(after), free(again), free(d.batches);
+}
+
+Test(sut_plugin, the_example_learns_classification)
+{
+    learns(EEB_TASK_CLS);
+}
+
+Test(sut_plugin, the_example_learns_detection)
+{
+    learns(EEB_TASK_DET);
+}
+
+Test(sut_plugin, the_example_learns_video)
+{
+    learns(EEB_TASK_VIDEO);
+}
+
+/* Untrained, the classes come in an order drawn from the seed. */
+Test(sut_plugin, the_seed_orders_the_classes_never_seen)
+{
+    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2), *p3 = malloc(sizeof *p3);
+    struct sut a = open_sut(&d.info, 1, ""), b = open_sut(&d.info, 2, ""),
+               c = open_sut(&d.info, 1, "");
+    predict(&a, &d.batches[0], p1);
+    predict(&b, &d.batches[0], p2);
+    predict(&c, &d.batches[0], p3);
+    cr_assert_neq(memcmp(p1->classes, p2->classes, sizeof p1->classes), 0);
+    cr_assert_eq(memcmp(p1, p3, sizeof *p1), 0);
+    cr_assert_eq(p1->scores[0], 0.0f, "no class seen, no score");
+    close_sut(&a), close_sut(&b), close_sut(&c);
+    free(p1), free(p2), free(p3), free(d.batches);
+}
+
+/* Saved, and loaded by another, the model predicts the same. */
+Test(sut_plugin, the_example_saves_and_loads_what_it_learnt)
+{
+    struct data d = read_batches(shard(EEB_TASK_DET, 2 * BATCH, 11));
+    struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2);
+    struct sut a = open_sut(&d.info, 1, ""), b = open_sut(&d.info, 1, "");
+    train_all(&a, &d);
+    predict(&a, &d.batches[1], p1);
+    char path[300], err[512];
+    snprintf(path, sizeof path, "%s/trained.model", test_tmpdir());
+    cr_assert_eq(a.ops->save_model(a.h, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(b.ops->load_model(b.h, path, err, sizeof err), 0, "%s", err);
+    predict(&b, &d.batches[1], p2);
+    cr_assert_eq(memcmp(p1, p2, sizeof *p1), 0);
+    char *text = test_read_file(path, NULL);
+    cr_assert_eq(strncmp(text, "nearest-mean 1\nshape det 5 1 4 3\nclass ", 39), 0, "%.60s", text);
+    free(text);
+    /* loading the empty model forgets it */
+    cr_assert_eq(b.ops->load_model(b.h, empty_model(), err, sizeof err), 0, "%s", err);
+    predict(&b, &d.batches[1], p2);
+    cr_assert_eq(p2->counts[0], 0);
+    close_sut(&a), close_sut(&b);
+    free(p1), free(p2), free(d.batches);
+}
+
+/* A model file that is not one is refused, naming the file and line, and
+ * what was learnt stays. */
+Test(sut_plugin, a_bad_model_file_is_refused_by_line)
+{
+    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct sut s = open_sut(&d.info, 1, "grid=1");
+    static const char *const bad[][2] = {
+        {"", "empty"},
+        {"nearest-mean 2\n", "line 1: not a nearest-mean model"},
+        {"nearest-mean 1\nclass 0 1 0 0 0 0 0.5 0.5 0.5\n", "line 2: a class before the shape"},
+        {"nearest-mean 1\nshape cls 20 1 2 3\n", "line 2: a model of shape cls 20 1 2 3"},
+        {"nearest-mean 1\nshape video 20 1 1 3\n", "this setup is cls 20 1 1 3"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 20 1 0 0 0 0 0.5 0.5 0.5\n",
+         "line 3: class 20 (0..19)"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 1 0 0 0 0 0 0.5 0.5\n",
+         "line 3: class 2 needs 3 mean values"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 1 0 0 0 0 0 0.5 0.5 0.5 0.5\n",
+         "line 3: class 2 needs 3 mean values"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 1 0 0 0 0 0 0.5 nan 0.5\n",
+         "line 3: class 2 needs 3"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 1 4 0 0 1 1 0.5 0.5 0.5\n",
+         "line 3: class 2 of 1 items and 4 boxes"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 -1 0 0 0 0 0 0.5 0.5 0.5\n",
+         "line 3: not 'class K N M"},
+        {"nearest-mean 1\nshape cls 20 1 1 3\nclass 2 1 0 0 0 0 0 0.5 0.5 0.5\n"
+         "class 2 1 0 0 0 0 0 0.5 0.5 0.5\n",
+         "line 4: class 2 again"},
+        {"nearest-mean 1\nweights 1 2 3\n", "line 2: not a shape or class line"},
+    };
+    struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2);
+    train_all(&s, &d);
+    predict(&s, &d.batches[0], p1);
+    char path[300];
+    snprintf(path, sizeof path, "%s/bad.model", test_tmpdir());
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        test_write_file(path, bad[i][0], strlen(bad[i][0]));
+        char err[512] = "";
+        cr_expect_neq(s.ops->load_model(s.h, path, err, sizeof err), 0, "%s", bad[i][0]);
+        assert_has(err, path);
+        assert_has(err, bad[i][1]);
+    }
+    char err[512] = "", missing[320];
+    snprintf(missing, sizeof missing, "%s.missing", path);
+    cr_expect_neq(s.ops->load_model(s.h, missing, err, sizeof err), 0);
+    assert_has(err, missing);
+    predict(&s, &d.batches[0], p2);
+    cr_assert_eq(memcmp(p1, p2, sizeof *p1), 0, "a refused model changed what was learnt");
+    /* a good file with a class in it */
+    const char *good = "nearest-mean 1\nshape cls 20 1 1 3\nclass 7 3 0 0 0 0 0 0.25 0.5 1\n";
+    test_write_file(path, good, strlen(good));
+    cr_assert_eq(s.ops->load_model(s.h, path, err, sizeof err), 0, "%s", err);
+    predict(&s, &d.batches[0], p2);
+    for (int i = 0; i < d.batches[0].b.n; i++)
+        cr_assert_eq(p2->classes[i * TOP_K], 7, "the one class seen ranks first");
+    close_sut(&s);
+    free(p1), free(p2), free(d.batches);
+}
+
+/* A setup it cannot take is refused at open, saying what. */
+Test(sut_plugin, a_bad_setup_is_refused_at_open)
+{
+    struct eeb_shard_info info = {
+        .task = EEB_TASK_CLS, .h = 8, .w = 8, .c = 3, .frames = 1, .classes = 4};
+    void *lib;
+    const struct eeb_sut_ops *ops = load_example(&lib);
+    struct {
+        struct eeb_sut_setup setup;
+        const char *what;
+    } bad[] = {
+        {setup_for(&info, 1, "grid=0"), "config: grid=0"},
+        {setup_for(&info, 1, "grid=4,colour=red"), "unknown key in 'colour=red'"},
+        {setup_for(&info, 1, "steps"), "'steps' is not key=value"},
+        {setup_for(&info, 1, "steps=-1"), "steps=-1"},
+        {setup_for(&info, 1, ""), "top_k 0"},
+        {setup_for(&info, 1, ""), "2 channels"},
+        {setup_for(&info, 1, ""), "ABI version 2"},
+        {setup_for(&info, 1, ""), "batch_max 0"},
+        {setup_for(&info, 1, ""), "task 7"},
+        {setup_for(&info, 1, ""), "max_boxes 0"},
+    };
+    bad[4].setup.top_k = 0;
+    bad[5].setup.channels = 2;
+    bad[6].setup.abi_version = 2;
+    bad[7].setup.batch_max = 0;
+    bad[8].setup.task = (enum eeb_sut_task)7;
+    bad[9].setup.task = EEB_SUT_DET, bad[9].setup.max_boxes = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        void *sut = (void *)1;
+        char err[512] = "";
+        cr_expect_neq(ops->open(&bad[i].setup, &sut, err, sizeof err), 0, "%s", bad[i].what);
+        cr_expect_null(sut);
+        assert_has(err, bad[i].what);
+    }
+    eeb_sut_plugin_unload(lib);
+}
+
+/* A batch it cannot take is refused, saying which item, and teaches it
+ * nothing. */
+static void bad_batch(struct sut *s, const struct eeb_sut_batch *b, const char *what)
+{
+    struct eeb_sut_step st;
+    char err[512] = "";
+    cr_expect_neq(s->ops->train(s->h, b, &st, err, sizeof err), 0, "%s", what);
+    assert_has(err, what);
+}
+
+Test(sut_plugin, a_bad_batch_is_refused_naming_the_item)
+{
+    struct data cls = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct sut s = open_sut(&cls.info, 1, "");
+    struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2);
+    struct batch *b = &cls.batches[0];
+    predict(&s, b, p1);
+    struct eeb_sut_batch x = b->b;
+    x.n = 0;
+    bad_batch(&s, &x, "a batch of 0 items (1..8)");
+    x.n = BATCH + 1;
+    bad_batch(&s, &x, "a batch of 9 items (1..8)");
+    x = b->b, x.labels = NULL;
+    bad_batch(&s, &x, "without labels");
+    x = b->b, x.pixels = NULL;
+    bad_batch(&s, &x, "without pixels");
+    b->labels[3] = 20;
+    bad_batch(&s, &b->b, "item 3: label 20 (0..19)");
+    predict(&s, b, p2);
+    cr_assert_eq(memcmp(p1, p2, sizeof *p1), 0, "a refused batch was learnt");
+    x = b->b, x.n = BATCH + 1;
+    struct eeb_sut_predictions out = {p2->classes, p2->scores, p2->counts, p2->dets};
+    char err[512] = "";
+    cr_expect_neq(s.ops->predict(s.h, &x, &out, err, sizeof err), 0);
+    assert_has(err, "a batch of 9 items");
+    close_sut(&s);
+
+    struct data det = read_batches(shard(EEB_TASK_DET, BATCH, 11));
+    s = open_sut(&det.info, 1, "");
+    b = &det.batches[0];
+    x = b->b, x.box_counts = NULL;
+    bad_batch(&s, &x, "without box counts");
+    struct eeb_sut_box *first_box = &b->boxes[0]; /* item 0 has one or more */
+    first_box->x0 = 0, first_box->x1 = SIDE + 1;
+    bad_batch(&s, &b->b, "item 0 box 0: (0, ");
+    first_box->x1 = SIDE, first_box->cls = 5;
+    bad_batch(&s, &b->b, "item 0 box 0: class 5 (0..4)");
+    first_box->cls = 0, first_box->y0 = NAN;
+    bad_batch(&s, &b->b, "is not a box in the 16 x 16 image");
+    close_sut(&s);
+    free(p1), free(p2), free(cls.batches), free(det.batches);
+}
+
+/* steps=N: done after N steps, and no batch after that. */
+Test(sut_plugin, the_example_is_done_after_the_steps_configured)
+{
+    struct data d = read_batches(shard(EEB_TASK_VIDEO, 3 * BATCH, 11));
+    struct sut s = open_sut(&d.info, 1, "steps=2");
+    struct eeb_sut_step st;
+    char err[512] = "";
+    cr_assert_eq(s.ops->train(s.h, &d.batches[0].b, &st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(st.done, 0);
+    cr_assert_eq(s.ops->train(s.h, &d.batches[1].b, &st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(st.done, 1);
+    cr_assert_neq(s.ops->train(s.h, &d.batches[2].b, &st, err, sizeof err), 0);
+    assert_has(err, "a batch after done (steps=2)");
+    close_sut(&s);
+    free(d.batches);
+}
+
+/* Asked for more ranks than there are classes: every class, then -1. A
+ * grid finer than the image is cut to its pixels. */
+Test(sut_plugin, more_ranks_than_classes_end_in_no_class)
+{
+    struct eeb_shard_info info = {
+        .task = EEB_TASK_CLS, .h = 2, .w = 3, .c = 1, .frames = 1, .classes = 3};
+    struct sut s = open_sut(&info, 1, "grid=32");
+    uint8_t px[2 * 6] = {0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255};
+    int32_t labels[2] = {2, 0};
+    struct eeb_sut_batch b = {2, px, labels, NULL, NULL};
+    struct eeb_sut_step st;
+    char err[512];
+    cr_assert_eq(s.ops->train(s.h, &b, &st, err, sizeof err), 0, "%s", err);
+    struct batch *one = calloc(1, sizeof *one);
+    memcpy(one->px, px, sizeof px);
+    one->b = (struct eeb_sut_batch){2, one->px, NULL, NULL, NULL};
+    struct preds *p = malloc(sizeof *p);
+    predict(&s, one, p);
+    static const int32_t want[2][TOP_K] = {{2, 0, 1, -1, -1}, {0, 2, 1, -1, -1}};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < TOP_K; k++)
+            cr_expect_eq(p->classes[i * TOP_K + k], want[i][k], "item %d rank %d", i, k);
+    cr_expect_eq(p->scores[0], 1.0f, "distance 0, score 1");
+    cr_expect_eq(p->scores[2], 0.0f, "class 1 never seen");
+    struct eeb_sut_counters c;
+    s.ops->counters(s.h, &c);
+    cr_expect_str_eq(c.detail, "nearest-mean, 2x2 grid, 4 features");
+    close_sut(&s);
+    free(one), free(p);
+}
