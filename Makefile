@@ -21,7 +21,8 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wundef -Wstrict-prototypes
-CFLAGS  += -std=c11 $(OPT) $(WARN)
+# -fPIC: libeeb's objects also make eeb's own backends a SUT library
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC
 CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
@@ -34,7 +35,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
-    libpng-dev chromium wrk valgrind \
+    libpng-dev chromium wrk valgrind python3 \
     clang-format cppcheck
 
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
@@ -114,9 +115,21 @@ $(EEB): $(call obj,$(CLI_SRC)) $(LIB)
 # libraries eeb must refuse (tests/sut/bad_sut.c, one mistake a -D flag),
 # which the tests dlopen.
 SUT_EXAMPLE_SRC := $(wildcard sut/examples/*.c)
-SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(SUT_EXAMPLE_SRC))
+# eeb_sut_serve is a program: any SUT library served over the exec protocol.
+SUT_SERVE_SRC := sut/examples/eeb_sut_serve.c
+SUT_SERVE := $(BUILD)/sut/eeb_sut_serve
+SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(filter-out $(SUT_SERVE_SRC),$(SUT_EXAMPLE_SRC)))
 SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict)
-all: $(SUT_EXAMPLES)
+# eeb's own backends as a SUT library (sut/plugins), out of libeeb.
+SUT_OWN := $(BUILD)/sut/libeeb_backends.so
+all: $(SUT_EXAMPLES) $(SUT_OWN)
+$(SUT_OWN): sut/plugins/eeb_backends.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS) $(LDFLAGS) -shared $< $(LIB) $(LDLIBS) -o $@
+$(SUT_SERVE): $(SUT_SERVE_SRC) sut/eeb_sut.h sut/eeb_sut_exec.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -I. $< -ldl -o $@
+all: $(SUT_SERVE)
 $(BUILD)/sut/lib%.so: sut/examples/%.c sut/eeb_sut.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. $< -o $@
@@ -129,13 +142,19 @@ $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DE
     -DEEB_BIN='"$(EEB)"'
 
 $(call obj,$(TEST_SRC)): CPPFLAGS += -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' \
-    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"'
+    -DEEB_SUT_OWN='"$(SUT_OWN)"' \
+    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"'
 
 # Order-only: the tests dlopen the libraries, they do not link them.
-$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD)
+$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_OWN) $(SUT_SERVE)
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
+
+# bench_sut_exec runs the example SUT in process and served out of process.
+$(call obj,tests/bench/bench_sut_exec.c): CPPFLAGS += \
+    -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"'
+$(BUILD)/bench/bench_sut_exec: | $(SUT_EXAMPLES) $(SUT_SERVE)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)
@@ -192,12 +211,16 @@ asan:
 # `eeb run` of a prepared embedded default (8 steps; --fair-sched so the
 # sampler keeps its rate under valgrind's one thread at a time), then eeb
 # check and eeb report on it.  Criterion ignores its workers' exit codes,
-# so every process logs to build/valgrind and the logs are read.
+# so every process logs to build/valgrind and the logs are read.  A child
+# that execs a program valgrind skips (sut_exec's python3) would leave a log
+# of the header alone from between its fork and exec: those are not written.
 VALGRIND := valgrind --error-exitcode=99 --fair-sched=yes --track-origins=yes \
+    --child-silent-after-fork=yes \
     --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
     --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' \
     --log-file=$(BUILD)/valgrind/%p.log
-VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm sut_plugin sut_builtin
+VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm sut_plugin sut_builtin \
+    sut_exec
 VG_RUN := $(BUILD)/valgrind/run
 valgrind: $(EEB) $(TESTS) $(REPLAYS)
 	@rm -rf $(BUILD)/valgrind && mkdir -p $(VG_RUN)

@@ -31,10 +31,12 @@
 struct eeb_run_config {
     int task;                      /* enum eeb_task, or -1 until given */
     char *finetune, *test, *model; /* the fine-tune and test shards, the pre-trained model */
-    char *backend;
-    char *xclbin;   /* xrt: the accelerator's xclbin */
-    double device;  /* xrt: the device index */
-    char *design;   /* the analytical model's design (k=v,...); NULL: the xclbin's */
+    char *backend;                 /* eeb's own, a team's library (a path), or exec:PROGRAM ARGS */
+    char *sut_config;              /* a team's SUT: its configuration string */
+    double sut_deadline;           /* exec: seconds a call may take */
+    char *xclbin;                  /* xrt: the accelerator's xclbin */
+    double device;                 /* xrt: the device index */
+    char *design;                  /* the analytical model's design (k=v,...); NULL: the xclbin's */
     char *power;    /* power source URI; NULL: the modeled power (sim:profile=model) */
     double rate_hz; /* sampling */
     double t_max_s, p_max_w, grace_s;

@@ -100,14 +100,20 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     }
     if (r.test_inputs[0])
         unlink(r.test_inputs);
+    if (r.private_dir[0]) { /* what the SUT left in its work directory stays */
+        unlink(r.model_copy);
+        rmdir(r.workdir);
+        rmdir(r.private_dir);
+    }
     if (rc == EEB_OK && c->report)
         rc = eeb_run_report(c->db, r.id, c->report, err, errlen);
-    if (!r.abandoned) {
+    if (!r.abandoned) { /* else the worker may still be inside the SUT */
         eeb_batcher_free(r.bt);
-        eeb_accel_close(r.acc);
-        eeb_net_free(r.net);
+        eeb_sut_close(r.sut);
         eeb_shard_close(r.shard);
     }
+    eeb_net_free(r.net);
+    free(r.model_bytes);
     eeb_perf_free(&r.perf);
     free(r.xclbin_design);
     eeb_power_close(r.src);

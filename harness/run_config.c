@@ -4,6 +4,7 @@
  * the checks a configuration must pass before a run starts.
  */
 #include "eeb_run.h"
+#include "sut/eeb_sut_host.h"
 #include "fpga/tools/eeb_xclbin.h"
 #include "tasks/eeb_tasks.h"
 
@@ -32,11 +33,22 @@ static const struct key keys[] = {
      0},
     {{"test", "FILE.eebd", "test shard"}, TEXT, F(test), 0, 0},
     {{"model", "FILE.eebm", "pre-trained model"}, TEXT, F(model), 0, 0},
-    {{"backend", "NAME", "accelerator backend: emu (default), kernel, fp32, xrt"},
+    {{"backend", "NAME",
+      "emu (default), kernel, fp32, xrt; a team's SUT: ./LIB.so, exec:PROG (docs/sut.md)"},
      TEXT,
      F(backend),
      0,
      0},
+    {{"sut-config", "TEXT", "a team's SUT: the configuration string its open is given"},
+     TEXT,
+     F(sut_config),
+     0,
+     0},
+    {{"sut-deadline", "S", "exec: seconds a call may take before the program is killed (300)"},
+     NUMBER,
+     F(sut_deadline),
+     1e-3,
+     1e6},
     {{"xclbin", "FILE", "xrt: the accelerator's xclbin (M_u from it without --util)"},
      TEXT,
      F(xclbin),
@@ -322,17 +334,20 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     if (c->abort_on_pmax < 0)
         c->abort_on_pmax = 0;
     fill(&c->device, 0);
+    fill(&c->sut_deadline, 300);
     int rc;
     if ((rc = fill_text(&c->backend, "emu", err, errlen)))
         return rc;
     int xrt = strcmp(c->backend, "xrt") == 0;
+    int team = eeb_sut_kind_of(c->backend) != EEB_SUT_BUILTIN; /* its own design */
     if (xrt && !c->xclbin)
         return eeb_errf(err, errlen, EEB_EINVAL, "--backend xrt needs --xclbin FILE");
-    if (!xrt && c->xclbin)
-        return eeb_errf(err, errlen, EEB_EINVAL, "--xclbin goes with --backend xrt");
+    if (!xrt && !team && c->xclbin)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "--xclbin goes with --backend xrt (or a team's SUT)");
     /* an xclbin carries its own design; without --util and --power the run
      * takes M_u (or the xclbin's) and the power from the model */
-    if ((rc = fill_text(&c->design, xrt ? NULL : p->design, err, errlen)) ||
+    if ((rc = fill_text(&c->design, xrt || team ? NULL : p->design, err, errlen)) ||
         (rc = fill_text(&c->db, "eeb.db", err, errlen)))
         return rc;
     if (c->power && !isnan(c->declared_power_w))

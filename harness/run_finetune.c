@@ -8,6 +8,7 @@
  */
 #include "run_int.h"
 
+#include "common/eeb_json.h"
 #include "tasks/eeb_train.h"
 
 #include <errno.h>
@@ -25,9 +26,8 @@
  * abandoned (a hung accelerator), the run goes on to fail and return while
  * this thread may still be inside the backend. */
 struct worker {
-    struct eeb_accel *acc;
+    struct eeb_sut *sut;
     struct eeb_batcher *bt;
-    const struct eeb_net *net;
     struct eeb_sampler *sampler;
     int epochs;
     long max_steps; /* -1: no limit */
@@ -64,15 +64,43 @@ static int stopped(void *arg)
 }
 
 /* After every batch: what the control loop shows and the "train" event
- * averages. */
+ * averages (a SUT may report no loss: NAN). */
 static void stepped(void *arg, long step, int items, double loss)
 {
     struct worker *w = arg;
     pthread_mutex_lock(&w->lock);
     w->step = step, w->items += (uint64_t)items;
-    w->loss_sum += loss * items, w->loss_items += items;
+    if (!isnan(loss))
+        w->loss_sum += loss * items, w->loss_items += items;
     w->last_loss = loss;
     pthread_mutex_unlock(&w->lock);
+}
+
+/* One training step of the SUT, as the trainer takes it. */
+static int sut_step(void *arg, const struct eeb_task_batch *b, struct eeb_trainer_step *out,
+                    char *err, size_t errlen)
+{
+    struct eeb_sut_step st;
+    int rc = eeb_sut_train(arg, b, &st, err, errlen);
+    if (rc == EEB_OK)
+        *out = (struct eeb_trainer_step){.has_loss = !isnan(st.loss),
+                                         .loss = st.loss,
+                                         .correct = (long)st.correct,
+                                         .counted = (long)st.counted,
+                                         .done = st.done != 0};
+    return rc;
+}
+
+/* An epoch's end (or where it stopped): its mean loss, null if the SUT
+ * reported none, and the training metric. */
+static json_t *epoch_json(int epoch, long step, const struct eeb_pass *p)
+{
+    json_t *o = json_pack("{s:i, s:I}", "epoch", epoch, "step", (json_int_t)step);
+    json_object_set_new(o, EEB_EVENT_KEY_LOSS,
+                        eeb_json_number(p->loss_items ? p->loss_sum / p->loss_items : NAN));
+    json_object_set_new(o, EEB_EVENT_KEY_TRAIN_METRIC,
+                        json_real(p->targets ? (double)p->correct / p->targets : 0.0));
+    return o;
 }
 
 static void *train(void *arg)
@@ -80,10 +108,9 @@ static void *train(void *arg)
     struct worker *w = arg;
     int rc = EEB_OK;
     char err[512] = "";
-    struct eeb_trainer_accel ta = {w->acc, w->net};
     struct eeb_trainer t = {.bt = w->bt,
-                            .train = eeb_trainer_accel_step,
-                            .train_arg = &ta,
+                            .train = sut_step,
+                            .train_arg = w->sut,
                             .max_steps = w->max_steps,
                             .stop = stopped,
                             .on_step = stepped,
@@ -96,9 +123,7 @@ static void *train(void *arg)
         if ((rc = eeb_train_pass(&t, epoch, &p, err, sizeof err)) || p.items == 0)
             break;
         worker_event(w, p.finished ? EEB_EVENT_EPOCH_END : EEB_EVENT_EPOCH_PARTIAL,
-                     json_pack("{s:i, s:I, s:f, s:f}", "epoch", epoch, "step", (json_int_t)t.step,
-                               EEB_EVENT_KEY_LOSS, p.loss_sum / p.items, EEB_EVENT_KEY_TRAIN_METRIC,
-                               p.targets ? (double)p.correct / p.targets : 0.0));
+                     epoch_json(epoch, t.step, &p));
         if (!p.finished)
             break;
     }
@@ -162,7 +187,7 @@ static struct worker *worker_new(struct run *r)
     struct worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    w->acc = r->acc, w->bt = r->bt, w->net = r->net, w->sampler = r->sampler;
+    w->sut = r->sut, w->bt = r->bt, w->sampler = r->sampler;
     w->epochs = (int)r->c->epochs;
     w->max_steps = isnan(r->c->steps) ? -1 : (long)r->c->steps;
     pthread_condattr_t ca;

@@ -19,6 +19,7 @@
 
 #include "fpga/model/eeb_perf.h"
 #include "rundb/eeb_rundb.h"
+#include "sut/eeb_sut_host.h"
 #include "tasks/eeb_tasks.h"
 
 #include <jansson.h>
@@ -33,23 +34,28 @@ struct run {
     struct eeb_run_outcome *out;
     struct eeb_rules rules;
     struct eeb_util util;
-    const struct eeb_accel_ops *ops;
+    const struct eeb_accel_ops *ops; /* eeb's own backend's table; NULL for a team's SUT */
     struct eeb_power_source *src;
     struct eeb_rundb *db;
     int64_t id;
     struct eeb_sampler *sampler; /* while sampling */
-    struct eeb_net *net;
-    struct eeb_perf perf; /* the device the analytical model predicts */
-    int modeled_device;   /* perf is set */
-    char *xclbin_design;  /* the xclbin's design as k=v,..., or NULL */
-    struct eeb_accel *acc;
+    struct eeb_net *net;         /* eeb's own model (an .eebm); NULL for a team's SUT */
+    char *model_bytes;           /* the model file as hashed, handed to the SUT as a private copy */
+    size_t model_len;
+    char private_dir[4100]; /* the SUT's private files, in the system's temporary space: */
+    char model_copy[4200];  /*   that copy */
+    char workdir[4200];     /*   the SUT's work directory */
+    struct eeb_perf perf;   /* the device the analytical model predicts */
+    int modeled_device;     /* perf is set */
+    char *xclbin_design;    /* the xclbin's design as k=v,..., or NULL */
+    struct eeb_sut *sut;
     struct eeb_shard *shard;
     struct eeb_batcher *bt;
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
     char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
     int64_t ft_begin, ft_end; /* the metered window */
-    int abandoned;            /* the worker still holds acc, bt and net */
+    int abandoned;            /* the worker still holds sut and bt */
     char test_inputs[4200];   /* official mode: the server's test inputs, downloaded */
     int submitting;           /* official mode: the record is being sent */
     int unlogged;             /* fine-tuning stopped: the power log could not be written */

@@ -10,10 +10,14 @@
 #include "fpga/tools/eeb_xclbin.h"
 #include "tasks/eeb_classes.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#define RUN_MAX_BOXES   100 /* det: boxes a SUT may predict per image (as the test stage) */
 #define MAX_SHARD_BYTES (8ULL << 30) /* a fine-tune shard held in memory */
 
 /* The shard holds records of the run's task; *items, how many. */
@@ -46,18 +50,21 @@ int run_hash_test(struct run *r, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-/* The model file, read once: the bytes hashed are the bytes decoded. */
+/* The model file, read once: the bytes hashed are the bytes decoded (eeb's
+ * own models), and the bytes the SUT is given (a private copy at DEPLOY). */
 static int read_model(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
-    char *bytes;
-    size_t len;
-    int rc = eeb_read_file(c->model, EEB_MODEL_MAX_BYTES, &bytes, &len, err, errlen), task;
+    int rc = eeb_read_file(c->model, EEB_MODEL_MAX_BYTES, &r->model_bytes, &r->model_len, err,
+                           errlen),
+        task = c->task;
     if (rc)
         return rc;
-    eeb_sha256(bytes, len, r->sha_model);
-    rc = eeb_model_decode((const uint8_t *)bytes, len, c->model, &r->net, &task, err, errlen);
-    free(bytes);
+    eeb_sha256(r->model_bytes, r->model_len, r->sha_model);
+    if (eeb_sut_kind_of(c->backend) != EEB_SUT_BUILTIN) /* the team's format */
+        return EEB_OK;
+    rc = eeb_model_decode((const uint8_t *)r->model_bytes, r->model_len, c->model, &r->net, &task,
+                          err, errlen);
     if (rc == EEB_OK && task != c->task)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is not a %s model", c->model,
                       eeb_task_name(c->task));
@@ -103,6 +110,16 @@ static int model_device(struct run *r, char *err, size_t errlen)
     const struct eeb_run_config *c = r->c;
     const char *spec = c->design ? c->design : r->xclbin_design;
     int util_known = r->out->util_source[0] != '\0'; /* --util's, or the xclbin's */
+    if (!r->net) /* a team's network is its own: nothing to model it from */
+        return c->design    ? eeb_errf(err, errlen, EEB_EINVAL,
+                                       "--design models eeb's own networks; %s is a team's SUT "
+                                          "(give its utilization by --util or its xclbin)",
+                                       c->backend)
+               : util_known ? EEB_OK
+                            : eeb_errf(err, errlen, EEB_EINVAL,
+                                       "%s is a team's SUT: give its design's utilization "
+                                       "(--util REPORT, or --xclbin)",
+                                       c->backend);
     if (!spec)
         return util_known ? EEB_OK
                           : eeb_errf(err, errlen, EEB_EINVAL,
@@ -139,9 +156,9 @@ int run_prepare(struct run *r, char *err, size_t errlen)
     if ((rc = read_model(r, err, errlen)) || (c->xclbin && (rc = read_xclbin(r, err, errlen))) ||
         (rc = model_device(r, err, errlen)))
         return rc;
-    if ((rc = eeb_accel_check_name(c->backend, err, errlen)))
+    if ((rc = eeb_sut_check_backend(c->backend, err, errlen)))
         return rc;
-    r->ops = eeb_accel_find(c->backend);
+    r->ops = r->net ? eeb_accel_find(c->backend) : NULL;
     /* the fine-tune shard is read once, into memory, and hashed from there:
      * the bytes hashed are the bytes trained on, loaded outside the window */
     if ((rc = eeb_shard_load(&r->shard, c->finetune, MAX_SHARD_BYTES, r->sha_finetune, err,
@@ -149,9 +166,10 @@ int run_prepare(struct run *r, char *err, size_t errlen)
         (rc = shard_fits(r->shard, c, &r->finetune_items, err, errlen)) ||
         (r->eval->check_inputs && (rc = r->eval->check_inputs(r, err, errlen))))
         return rc;
-    /* the emulators and XRT's noop shim: the CPU's times, a modeled power */
+    /* the emulators and XRT's noop shim: the CPU's times, a modeled power;
+     * a team's SUT: its own device, measured by the meter */
     snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
-             eeb_accel_on_hardware(r->ops) ? "" : "modeled");
+             !r->ops || eeb_accel_on_hardware(r->ops) ? "" : "modeled");
     /* without --power, the modeled device's power, from idle on */
     char uri[96];
     if (!c->power && !r->modeled_device)
@@ -168,6 +186,30 @@ int run_prepare(struct run *r, char *err, size_t errlen)
     return EEB_OK;
 }
 
+/* The SUT's private files, in a directory of the system's temporary
+ * space (not the database's disk, whose room is the power log's): the
+ * model's bytes as hashed, so that what the SUT loads is what was hashed
+ * whatever becomes of --model, and a work directory of its own. */
+static int private_files(struct run *r, char *err, size_t errlen)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(r->private_dir, sizeof r->private_dir, "%.4000s/eeb-run-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->private_dir)) {
+        int rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->private_dir, strerror(errno));
+        r->private_dir[0] = '\0';
+        return rc;
+    }
+    snprintf(r->workdir, sizeof r->workdir, "%s/work", r->private_dir);
+    snprintf(r->model_copy, sizeof r->model_copy, "%s/model", r->private_dir);
+    if (mkdir(r->workdir, 0700) != 0)
+        return eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->workdir, strerror(errno));
+    FILE *f = fopen(r->model_copy, "wb");
+    int ok = f && fwrite(r->model_bytes, 1, r->model_len, f) == r->model_len;
+    ok = (f && fclose(f) == 0) && ok;
+    return ok ? EEB_OK : eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->model_copy, strerror(errno));
+}
+
 /* DEPLOY: the model onto the accelerator. */
 int run_deploy(struct run *r, char *err, size_t errlen)
 {
@@ -177,7 +219,8 @@ int run_deploy(struct run *r, char *err, size_t errlen)
         return rc;
     if (r->modeled_device)
         run_event(r, EEB_EVENT_DEVICE_MODEL, run_device_model_json(r));
-    if ((rc = eeb_task_check_model(r->net, eeb_shard_info(r->shard), err, errlen)))
+    const struct eeb_shard_info *in = eeb_shard_info(r->shard);
+    if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
         return rc;
     struct eeb_accel_config ac;
     eeb_accel_config_default(&ac);
@@ -187,17 +230,32 @@ int run_deploy(struct run *r, char *err, size_t errlen)
     ac.seed = (uint64_t)c->seed;
     ac.xclbin = c->xclbin;
     ac.device = (int)c->device;
-    if ((rc = eeb_accel_open(c->backend, &ac, &r->acc, err, errlen)))
+    const struct eeb_sut_setup setup = {.abi_version = EEB_SUT_ABI_VERSION,
+                                        .task = (int32_t)in->task,
+                                        .classes = in->classes,
+                                        .frames = in->frames,
+                                        .height = in->h,
+                                        .width = in->w,
+                                        .channels = in->c,
+                                        .batch_max = (int)c->batch,
+                                        .top_k =
+                                            in->classes < EEB_TOPK_MAX ? in->classes : EEB_TOPK_MAX,
+                                        .max_boxes = RUN_MAX_BOXES,
+                                        .seed = (uint64_t)c->seed,
+                                        .workdir = r->workdir};
+    const struct eeb_sut_options opt = {
+        .builtin = &ac, .team_config = c->sut_config, .deadline_s = c->sut_deadline};
+    if ((rc = private_files(r, err, errlen)) ||
+        (rc = eeb_sut_open(c->backend, &setup, &opt, &r->sut, err, errlen)) ||
+        (rc = eeb_sut_load_model(r->sut, r->model_copy, err, errlen)) ||
+        (rc = eeb_batcher_new_as_stored(&r->bt, r->shard, (int)c->batch, (int)c->window,
+                                        (uint64_t)c->seed, err, errlen)))
         return rc;
-    if ((rc = r->acc->ops->load_model(r->acc, r->net, err, errlen)) ||
-        (rc = eeb_batcher_new(&r->bt, r->shard, r->net, (int)c->batch, (int)c->window,
-                              (uint64_t)c->seed, err, errlen)))
-        return rc;
-    struct eeb_accel_stats st = {0};
-    r->acc->ops->stats(r->acc, &st);
+    struct eeb_sut_counters st;
+    eeb_sut_counters(r->sut, &st);
     snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
     run_event(r, EEB_EVENT_DEPLOYED,
-              json_pack("{s:s, s:s, s:I}", "backend", r->ops->name, "detail", st.detail,
-                        "finetune_items", (json_int_t)r->finetune_items));
+              json_pack("{s:s, s:s, s:I}", "backend", r->ops ? r->ops->name : c->backend, "detail",
+                        st.detail, "finetune_items", (json_int_t)r->finetune_items));
     return EEB_OK;
 }

@@ -68,16 +68,15 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
     int rc = run_enter(r, EEB_RUN_STOPPED, err, errlen);
     if (rc)
         return rc;
-    struct eeb_accel_stats st = {0};
-    r->acc->ops->stats(r->acc, &st);
+    struct eeb_sut_counters st;
+    eeb_sut_counters(r->sut, &st);
     run_event(r, EEB_EVENT_STOPPED,
               json_pack("{s:I, s:I, s:[I, I, I, I]}", "steps", (json_int_t)st.steps, "items",
                         (json_int_t)st.items, "saturations", (json_int_t)st.saturations[0],
                         (json_int_t)st.saturations[1], (json_int_t)st.saturations[2],
                         (json_int_t)st.saturations[3]));
-    if ((rc = r->acc->ops->read_model(r->acc, r->net, err, errlen)))
-        return rc;
-    if (c->save_model && (rc = eeb_model_save(c->save_model, r->net, c->task, err, errlen)))
+    if ((rc = eeb_sut_end_training(r->sut, err, errlen)) ||
+        (c->save_model && (rc = eeb_sut_save_model(r->sut, c->save_model, err, errlen))))
         return rc;
     const char *inputs;
     if ((rc = r->eval->test_inputs(r, &inputs, err, errlen)))
@@ -94,7 +93,9 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
     opt.on_prediction = keep_prediction;
     opt.progress = test_progress;
     opt.arg = &p;
-    rc = eeb_task_evaluate(r->acc, r->net, inputs, &opt, score, err, errlen);
+    struct eeb_task_predictor sut;
+    eeb_sut_predictor(r->sut, &sut);
+    rc = eeb_task_evaluate_with(&sut, inputs, &opt, score, err, errlen);
     if (rc == EEB_OK)
         rc = flush_predictions(&p, err, errlen);
     for (size_t i = 0; i < p.n; i++)

@@ -5,8 +5,8 @@
  * accelerator, and the table eeb run drives for them.
  *
  * One table serves every backend; which one, and its settings, come in the
- * setup's configuration string, one key=value a line (values may hold
- * commas, as faulty:'s options do):
+ * setup's configuration string, key=value settings a line or ';' apart
+ * (values may hold commas, as faulty:'s options do):
  *
  *   backend=NAME     required: emu, kernel, fp32, xrt, faulty:...
  *   lr= momentum= decay= frozen= threads=    SGD and the backend (defaults:
@@ -99,8 +99,8 @@ static int parse_config(struct builtin *b, const char *config, char *err, size_t
     if (!text)
         return eeb_errf(err, errlen, EEB_ENOMEM, "config: out of memory");
     int rc = EEB_OK;
-    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && rc == EEB_OK;
-         line = strtok_r(NULL, "\n", &save))
+    for (char *save = NULL, *line = strtok_r(text, "\n;", &save); line && rc == EEB_OK;
+         line = strtok_r(NULL, "\n;", &save))
         if ((rc = setting(b, line, err, errlen)) == EEB_ENOMEM)
             eeb_errf(err, errlen, rc, "config: out of memory");
     free(text);

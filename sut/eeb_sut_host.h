@@ -13,6 +13,7 @@
 #include "common/eeb_common.h"
 #include "fpga/accel/eeb_accel.h"
 #include "sut/eeb_sut.h"
+#include "tasks/eeb_tasks.h"
 
 #include <stddef.h>
 
@@ -39,5 +40,55 @@ const struct eeb_sut_ops *eeb_sut_builtin(void);
  * if it does not fit in n bytes. */
 int eeb_sut_builtin_config(const char *backend, const struct eeb_accel_config *cfg, char *buf,
                            size_t n);
+
+/* exec:PROGRAM ARGS...: the program started (argv split on spaces, no
+ * shell), the protocol's open sent with setup, and answered within
+ * deadline_s.  EEB_OK with *ops (the table that speaks the protocol) and
+ * *state (its handle for every call, closed by ops->close, which ends the
+ * program), or an error naming the program and what it did (sut/exec.c,
+ * docs/sut.md: the protocol).  Every later call is answered within
+ * deadline_s too, or the program is killed and the call fails saying so. */
+int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, double deadline_s,
+                       const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen);
+
+/* ---- a SUT, whichever way it is reached (sut/host.c) ---- */
+
+enum eeb_sut_kind { EEB_SUT_BUILTIN, EEB_SUT_LIBRARY, EEB_SUT_EXEC };
+
+/* How backend is reached: "exec:..." a program, a name with a '/' a
+ * library, anything else one of eeb's own. */
+enum eeb_sut_kind eeb_sut_kind_of(const char *backend);
+
+/* EEB_OK if backend can be opened: one of eeb's own (eeb_accel_check_name),
+ * a library that loads and passes the check, a program that exists and
+ * may be run; else why not.  Nothing is started. */
+int eeb_sut_check_backend(const char *backend, char *err, size_t errlen);
+
+/* What a SUT is opened with besides the setup. */
+struct eeb_sut_options {
+    const struct eeb_accel_config *builtin; /* eeb's own: their settings */
+    const char *team_config;                /* a team's: its config string ("" if NULL) */
+    double deadline_s;                      /* exec: every call's answer within this */
+};
+
+struct eeb_sut; /* an open SUT */
+
+/* Opens backend with setup (its config filled from opt).  Errors of a
+ * team's SUT name it and the call: "SUT './libteam.so': open: ...". */
+int eeb_sut_open(const char *backend, const struct eeb_sut_setup *setup,
+                 const struct eeb_sut_options *opt, struct eeb_sut **out, char *err, size_t errlen);
+int eeb_sut_load_model(struct eeb_sut *s, const char *path, char *err, size_t errlen);
+/* One step on a batch as the shard holds it (eeb_batcher_new_as_stored). */
+int eeb_sut_train(struct eeb_sut *s, const struct eeb_task_batch *b, struct eeb_sut_step *step,
+                  char *err, size_t errlen);
+int eeb_sut_end_training(struct eeb_sut *s, char *err, size_t errlen);
+/* Zeros where the SUT reports no counters. */
+void eeb_sut_counters(struct eeb_sut *s, struct eeb_sut_counters *c);
+/* EEB_ENOTSUP, naming the SUT, if it writes no model. */
+int eeb_sut_save_model(struct eeb_sut *s, const char *path, char *err, size_t errlen);
+/* The test stage's predictor over s (eeb_task_evaluate_with): its answers
+ * checked (classes in range, counts within max_boxes) before they count. */
+void eeb_sut_predictor(struct eeb_sut *s, struct eeb_task_predictor *p);
+void eeb_sut_close(struct eeb_sut *s);
 
 #endif

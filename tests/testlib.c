@@ -162,6 +162,21 @@ long long test_sql_int(const char *db_path, const char *sql)
     return v;
 }
 
+int test_sql_text(const char *db_path, const char *sql, char **out)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open(db_path, &h), SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
+    const unsigned char *text = rc ? NULL : sqlite3_column_text(st, 0);
+    *out = text ? strdup((const char *)text) : NULL;
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return rc;
+}
+
 void test_sql_exec(const char *db_path, const char *sql)
 {
     sqlite3 *h;

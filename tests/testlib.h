@@ -80,6 +80,10 @@ void test_power_open_fails(const char *uri, int status, const char *message);
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
 
+/* One text from one query (malloc'ed into *out, NULL for SQL NULL); 0, or
+ * -1 if the query gives no row. */
+int test_sql_text(const char *db_path, const char *sql, char **out);
+
 /* Statements run on an SQLite file with plain SQLite (a file tampered
  * with, or made by an eeb to come). */
 void test_sql_exec(const char *db_path, const char *sql);

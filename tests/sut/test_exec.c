@@ -1,0 +1,720 @@
+/*
+ * test_exec.c - a team's SUT as a program (sut/exec.c, the exec protocol):
+ * the Python example (sut/examples/nearest_mean.py over eeb_sut.py) learns
+ * each task through the table eeb_sut_exec_start returns; the C server
+ * (sut/examples/eeb_sut_serve.c) serving the example library answers
+ * exactly as the library does in process, step for step; and a program
+ * that breaks the protocol one way (tests/sut/exec_fault.py: a crash, a
+ * hang, a garbage or wrong frame, output before input, answers of the
+ * wrong size) fails the call with an error naming the SUT, the call and
+ * what was wrong, and is killed and reaped: no process is left behind.
+ */
+#include "sut/eeb_sut_host.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_shard.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Debian's python3 (make deps): /usr/bin, which make valgrind does not trace. */
+#define PYTHON     "/usr/bin/python3 -B" /* -B: no __pycache__ in the tree */
+#define PY_EXAMPLE PYTHON " sut/examples/nearest_mean.py"
+#define FAULT      PYTHON " tests/sut/exec_fault.py"
+#define SERVE      EEB_SUT_SERVE " " EEB_SUT_EXAMPLE
+#define DEADLINE   60.0 /* a well-behaved program's, generous: valgrind starts slowly */
+
+#define BATCH     8
+#define SIDE      16
+#define FRAMES    4 /* video */
+#define TOP_K     5
+#define MAX_BOXES 3
+
+TestSuite(sut_exec, .timeout = 180);
+
+/* ---- processes ---- */
+
+/* This process's children, zombies included, from /proc. */
+static int children(void)
+{
+    DIR *d = opendir("/proc");
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = '\0';
+        const char *paren = strrchr(buf, ')');
+        char state;
+        int ppid;
+        if (paren && sscanf(paren + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid())
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Asserts that pid is no process (killed and reaped: not even a zombie). */
+static void assert_gone(pid_t pid)
+{
+    cr_assert_gt(pid, 0);
+    cr_assert_eq(kill(pid, 0), -1, "process %d is still there", (int)pid);
+    cr_assert_eq(errno, ESRCH);
+    cr_assert_eq(children(), 0, "a child process is left");
+}
+
+struct prog {
+    const struct eeb_sut_ops *ops;
+    void *h;
+};
+
+static struct prog start(const char *cmd, const struct eeb_sut_setup *setup, double deadline)
+{
+    struct prog p;
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_exec_start(cmd, setup, deadline, &p.ops, &p.h, err, sizeof err), EEB_OK,
+                 "%s", err);
+    cr_assert_not_null(p.ops);
+    cr_assert_not_null(p.h);
+    return p;
+}
+
+/* Asserts that starting cmd fails with status and an error holding what. */
+static void start_fails(const char *cmd, const struct eeb_sut_setup *setup, int status,
+                        const char *what)
+{
+    const struct eeb_sut_ops *ops = (const void *)1;
+    void *h = (void *)1;
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_exec_start(cmd, setup, DEADLINE, &ops, &h, err, sizeof err), status, "%s",
+                 err);
+    cr_assert_null(ops);
+    cr_assert_null(h);
+    assert_has(err, what);
+}
+
+/* ---- shards and batches (as tests/sut/test_plugin.c reads them) ---- */
+
+static const char *shard(enum eeb_task task, int n, uint64_t seed)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s/%s.eebd", test_tmpdir(), eeb_task_name(task));
+    struct eeb_gen_spec spec = {
+        task, EEB_GEN_FINETUNE, 0, (uint64_t)n, seed, SIDE, task == EEB_TASK_VIDEO ? FRAMES : 1};
+    char err[512];
+    cr_assert_eq(eeb_gen_shard(path, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    return path;
+}
+
+struct batch {
+    uint8_t px[BATCH * FRAMES * SIDE * SIDE * 3];
+    int32_t labels[BATCH], counts[BATCH];
+    struct eeb_sut_box boxes[BATCH * EEB_SHARD_MAX_BOXES];
+    struct eeb_sut_batch b;
+};
+
+struct data {
+    struct eeb_shard_info info;
+    int nbatches;
+    struct batch *batches;
+};
+
+static struct data read_batches(const char *path)
+{
+    struct data d = {0};
+    struct eeb_shard *s;
+    char err[512];
+    cr_assert_eq(eeb_shard_open(&s, path, err, sizeof err), EEB_OK, "%s", err);
+    d.info = *eeb_shard_info(s);
+    d.info.names = NULL;
+    size_t px = eeb_shard_pixels(&d.info);
+    cr_assert_leq(px, sizeof d.batches->px / BATCH);
+    d.batches = calloc((d.info.count + BATCH - 1) / BATCH, sizeof *d.batches);
+    const struct eeb_record *r;
+    int rc;
+    for (uint64_t i = 0; (rc = eeb_shard_next(s, &r, err, sizeof err)) == 1; i++) {
+        struct batch *b = &d.batches[i / BATCH];
+        int n = (int)(i % BATCH), nbox = 0;
+        for (int k = 0; k < n; k++)
+            nbox += b->counts[k];
+        memcpy(b->px + (size_t)n * px, r->pixels, px);
+        b->labels[n] = r->label, b->counts[n] = r->nboxes;
+        for (int k = 0; k < r->nboxes; k++) {
+            const struct eeb_box *x = &r->boxes[k];
+            b->boxes[nbox + k] =
+                (struct eeb_sut_box){x->cls, x->difficult, x->x0, x->y0, x->x1, x->y1};
+        }
+        b->b = (struct eeb_sut_batch){n + 1, b->px, b->labels, b->counts, b->boxes};
+        d.nbatches = (int)(i / BATCH) + 1;
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    eeb_shard_close(s);
+    return d;
+}
+
+static struct eeb_sut_setup setup_for(const struct eeb_shard_info *info, uint64_t seed,
+                                      const char *config)
+{
+    return (struct eeb_sut_setup){.abi_version = EEB_SUT_ABI_VERSION,
+                                  .task = (enum eeb_sut_task)info->task,
+                                  .classes = info->classes,
+                                  .frames = info->frames,
+                                  .height = info->h,
+                                  .width = info->w,
+                                  .channels = info->c,
+                                  .batch_max = BATCH,
+                                  .top_k = TOP_K,
+                                  .max_boxes = MAX_BOXES,
+                                  .seed = seed,
+                                  .config = config,
+                                  .workdir = "/nonexistent"};
+}
+
+/* A model file of the first line alone: untrained (both examples read it). */
+static const char *empty_model(void)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s/empty.model", test_tmpdir());
+    test_write_file(path, "nearest-mean 1\n", 15);
+    return path;
+}
+
+struct preds {
+    int32_t classes[BATCH * TOP_K], counts[BATCH];
+    float scores[BATCH * TOP_K];
+    struct eeb_sut_detection dets[BATCH * MAX_BOXES];
+};
+
+/* predict on the batch's pixels alone; what it wrote, zeroed first. */
+static void predict(const struct eeb_sut_ops *ops, void *h, const struct eeb_sut_batch *b,
+                    struct preds *p)
+{
+    memset(p, 0, sizeof *p);
+    struct eeb_sut_predictions out = {p->classes, p->scores, p->counts, p->dets};
+    char err[1024];
+    cr_assert_eq(ops->predict(h, b, &out, err, sizeof err), 0, "%s", err);
+}
+
+static void well_formed(const struct data *d, const struct preds *p, int n)
+{
+    const struct eeb_shard_info *in = &d->info;
+    for (int i = 0; i < n; i++) {
+        if (in->task != EEB_TASK_DET) {
+            for (int k = 0; k < TOP_K; k++) {
+                int c = p->classes[i * TOP_K + k];
+                cr_assert(c >= 0 && c < in->classes, "item %d rank %d: class %d", i, k, c);
+                cr_assert(isfinite(p->scores[i * TOP_K + k]));
+                cr_assert(k == 0 || p->scores[i * TOP_K + k] <= p->scores[i * TOP_K + k - 1]);
+                for (int j = 0; j < k; j++)
+                    cr_assert_neq(p->classes[i * TOP_K + j], c, "item %d: class %d twice", i, c);
+            }
+            continue;
+        }
+        cr_assert(p->counts[i] >= 0 && p->counts[i] <= MAX_BOXES);
+        for (int k = 0; k < p->counts[i]; k++) {
+            const struct eeb_sut_detection *x = &p->dets[i * MAX_BOXES + k];
+            cr_assert(x->cls >= 0 && x->cls < in->classes);
+            cr_assert(0 <= x->x0 && x->x0 <= x->x1 && x->x1 <= in->w && 0 <= x->y0 &&
+                          x->y0 <= x->y1 && x->y1 <= in->h,
+                      "item %d box %d: (%g, %g)-(%g, %g)", i, k, x->x0, x->y0, x->x1, x->y1);
+            cr_assert(isfinite(x->score) && (k == 0 || x->score <= x[-1].score));
+        }
+    }
+}
+
+/* Whether class k was a target of item i of batch b. */
+static int shown(const struct data *d, const struct batch *b, int i, int k)
+{
+    if (d->info.task != EEB_TASK_DET)
+        return b->labels[i] == k;
+    const struct eeb_sut_box *x = b->boxes;
+    for (int j = 0; j < i; j++)
+        x += b->counts[j];
+    for (int j = 0; j < b->counts[i]; j++)
+        if (!x[j].difficult && x[j].cls == k)
+            return 1;
+    return 0;
+}
+
+static int first(const struct data *d, const struct preds *p, int i)
+{
+    if (d->info.task != EEB_TASK_DET)
+        return p->classes[i * TOP_K];
+    return p->counts[i] ? p->dets[i * MAX_BOXES].cls : -1;
+}
+
+/* ---- the Python example ---- */
+
+static void python_learns(enum eeb_task task)
+{
+    struct data d = read_batches(shard(task, 3 * BATCH, 11));
+    const struct batch *b0 = &d.batches[0];
+    struct eeb_sut_setup setup = setup_for(&d.info, 1, "");
+    struct preds *before = malloc(sizeof *before), *after = malloc(sizeof *after);
+    struct prog p = start(PY_EXAMPLE, &setup, DEADLINE);
+    char err[1024], model[300];
+    cr_assert_str_eq(p.ops->name, "nearest-mean-py");
+    cr_assert_not_null(p.ops->counters);
+    cr_assert_not_null(p.ops->save_model);
+    cr_assert_null(p.ops->end_training, "the example has no end_training");
+    cr_assert_eq(p.ops->load_model(p.h, empty_model(), err, sizeof err), 0, "%s", err);
+    predict(p.ops, p.h, &b0->b, before);
+    well_formed(&d, before, b0->b.n);
+    for (int i = 0; i < d.nbatches; i++) {
+        struct eeb_sut_step st = {0};
+        cr_assert_eq(p.ops->train(p.h, &d.batches[i].b, &st, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(st.done, 0);
+        cr_assert(i == 0 || isfinite(st.loss), "step %d: loss %g", i, st.loss);
+        if (task != EEB_TASK_DET)
+            cr_assert(st.counted == d.batches[i].b.n && st.correct <= st.counted);
+    }
+    predict(p.ops, p.h, &b0->b, after);
+    well_formed(&d, after, b0->b.n);
+    cr_assert_neq(memcmp(before, after, sizeof *before), 0, "training changed nothing");
+    int right = 0;
+    for (int i = 0; i < b0->b.n; i++)
+        right += first(&d, after, i) >= 0 && shown(&d, b0, i, first(&d, after, i));
+    cr_assert_gt(right, b0->b.n / 2, "%d of %d training items ranked as shown", right, b0->b.n);
+    struct eeb_sut_counters c;
+    p.ops->counters(p.h, &c);
+    cr_assert_eq(c.steps, 3);
+    cr_assert_eq(c.items, 3 * BATCH);
+    assert_has(c.detail, "nearest-mean (Python)");
+    snprintf(model, sizeof model, "%s/trained.model", test_tmpdir());
+    cr_assert_eq(p.ops->save_model(p.h, model, err, sizeof err), 0, "%s", err);
+    char *text = test_read_file(model, NULL), want[64];
+    snprintf(want, sizeof want, "nearest-mean 1\nshape %s ", eeb_task_name(task));
+    cr_assert_not_null(text);
+    cr_assert_eq(strncmp(text, want, strlen(want)), 0, "%.60s", text);
+    free(text);
+    p.ops->close(p.h);
+    cr_assert_eq(children(), 0, "the program was not reaped");
+    free(before), free(after), free(d.batches);
+}
+
+Test(sut_exec, the_python_example_learns_classification)
+{
+    python_learns(EEB_TASK_CLS);
+}
+
+Test(sut_exec, the_python_example_learns_detection)
+{
+    python_learns(EEB_TASK_DET);
+}
+
+Test(sut_exec, the_python_example_learns_video)
+{
+    python_learns(EEB_TASK_VIDEO);
+}
+
+/* ---- the C server: the library out of process answers as in process ---- */
+
+static void same_step(const struct eeb_sut_step *a, const struct eeb_sut_step *b, int i)
+{
+    cr_assert(memcmp(&a->loss, &b->loss, sizeof a->loss) == 0 || (isnan(a->loss) && isnan(b->loss)),
+              "step %d: loss %.17g in process, %.17g served", i, a->loss, b->loss);
+    cr_assert_eq(a->correct, b->correct, "step %d", i);
+    cr_assert_eq(a->counted, b->counted, "step %d", i);
+    cr_assert_eq(a->done, b->done, "step %d", i);
+}
+
+static void served_as_in_process(enum eeb_task task)
+{
+    struct data d = read_batches(shard(task, 3 * BATCH + 3, 7));
+    struct eeb_sut_setup setup = setup_for(&d.info, 5, "grid=3");
+    const struct eeb_sut_ops *lib_ops;
+    void *lib, *h;
+    char err[1024];
+    cr_assert_eq(eeb_sut_plugin_load(EEB_SUT_EXAMPLE, &lib_ops, &lib, err, sizeof err), EEB_OK,
+                 "%s", err);
+    cr_assert_eq(lib_ops->open(&setup, &h, err, sizeof err), 0, "%s", err);
+    struct prog p = start(SERVE, &setup, DEADLINE);
+    char path[2][300];
+    const char *dir = test_tmpdir();
+    snprintf(path[0], sizeof path[0], "%s/in_process.model", dir);
+    snprintf(path[1], sizeof path[1], "%s/served.model", dir);
+
+    cr_assert_str_eq(p.ops->name, lib_ops->name);
+    cr_assert_eq(eeb_sut_ops_check(p.ops, SERVE, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(!p.ops->end_training, !lib_ops->end_training);
+    cr_assert_eq(!p.ops->counters, !lib_ops->counters);
+    cr_assert_eq(!p.ops->save_model, !lib_ops->save_model);
+    cr_assert_eq(lib_ops->load_model(h, empty_model(), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.ops->load_model(p.h, empty_model(), err, sizeof err), 0, "%s", err);
+    struct preds *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    for (int i = 0; i < d.nbatches; i++) {
+        struct eeb_sut_step sa = {0}, sb = {0};
+        cr_assert_eq(lib_ops->train(h, &d.batches[i].b, &sa, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(p.ops->train(p.h, &d.batches[i].b, &sb, err, sizeof err), 0, "%s", err);
+        same_step(&sa, &sb, i);
+        /* the batch with its labels: eeb sends the pixels alone (the server
+         * refuses a predict request with more in it) */
+        predict(lib_ops, h, &d.batches[i].b, a);
+        predict(p.ops, p.h, &d.batches[i].b, b);
+        well_formed(&d, b, d.batches[i].b.n);
+        cr_assert_eq(memcmp(a, b, sizeof *a), 0, "batch %d: other predictions served", i);
+    }
+    cr_assert_eq(d.batches[d.nbatches - 1].b.n, 3, "a last batch smaller than the others");
+    struct eeb_sut_counters ca, cb;
+    lib_ops->counters(h, &ca);
+    p.ops->counters(p.h, &cb);
+    cr_assert_eq(memcmp(&ca, &cb, sizeof ca), 0, "counters: '%s' and '%s'", ca.detail, cb.detail);
+    cr_assert_eq(cb.steps, 4);
+    cr_assert_eq(lib_ops->save_model(h, path[0], err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.ops->save_model(p.h, path[1], err, sizeof err), 0, "%s", err);
+    size_t la, lb;
+    char *ta = test_read_file(path[0], &la), *tb = test_read_file(path[1], &lb);
+    cr_assert(la == lb && memcmp(ta, tb, la) == 0, "the saved models differ");
+    free(ta), free(tb);
+    lib_ops->close(h);
+    eeb_sut_plugin_unload(lib);
+    p.ops->close(p.h);
+    cr_assert_eq(children(), 0, "the server was not reaped");
+    free(a), free(b), free(d.batches);
+}
+
+Test(sut_exec, the_served_library_answers_as_in_process_classification)
+{
+    served_as_in_process(EEB_TASK_CLS);
+}
+
+Test(sut_exec, the_served_library_answers_as_in_process_detection)
+{
+    served_as_in_process(EEB_TASK_DET);
+}
+
+Test(sut_exec, the_served_library_answers_as_in_process_video)
+{
+    served_as_in_process(EEB_TASK_VIDEO);
+}
+
+/* The program's own refusal is the call's error; the program stays. */
+Test(sut_exec, a_refused_call_fails_with_the_programs_reason_and_the_program_stays)
+{
+    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct eeb_sut_setup setup = setup_for(&d.info, 1, "");
+    struct prog p = start(SERVE, &setup, DEADLINE);
+    struct batch *b = &d.batches[0];
+    struct eeb_sut_step st;
+    struct preds *pr = malloc(sizeof *pr);
+    char err[1024] = "";
+    b->labels[3] = 20;
+    cr_assert_eq(p.ops->train(p.h, &b->b, &st, err, sizeof err), EEB_EDEVICE);
+    assert_has(err, "SUT '" SERVE "': train: item 3: label 20 (0..19)");
+    struct eeb_sut_batch none = b->b;
+    none.n = 0;
+    cr_assert_eq(p.ops->train(p.h, &none, &st, err, sizeof err), EEB_EINVAL);
+    assert_has(err, "SUT '" SERVE "': train: a batch of 0 items (1..8");
+    cr_assert_eq(p.ops->load_model(p.h, "/nonexistent/m", err, sizeof err), EEB_EDEVICE);
+    assert_has(err, "load_model: /nonexistent/m: No such file");
+    predict(p.ops, p.h, &b->b, pr); /* still there */
+    b->labels[3] = 0;
+    cr_assert_eq(p.ops->train(p.h, &b->b, &st, err, sizeof err), 0, "%s", err);
+    p.ops->close(p.h);
+    cr_assert_eq(children(), 0);
+    free(pr), free(d.batches);
+}
+
+/* The table is checked as a library's; open is the start's alone. */
+Test(sut_exec, the_table_passes_the_check_and_refuses_a_second_open)
+{
+    struct eeb_shard_info info = {
+        .task = EEB_TASK_CLS, .h = 8, .w = 8, .c = 3, .frames = 1, .classes = 4};
+    struct eeb_sut_setup setup = setup_for(&info, 1, "");
+    struct prog p = start(FAULT " ok", &setup, DEADLINE);
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_ops_check(p.ops, "exec", err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_str_eq(p.ops->name, "stub");
+    void *again = (void *)1;
+    cr_assert_neq(p.ops->open(&setup, &again, err, sizeof err), 0);
+    cr_assert_null(again);
+    assert_has(err, "eeb_sut_exec_start");
+    cr_assert_null(p.ops->end_training);
+    cr_assert_not_null(p.ops->counters);
+    cr_assert_null(p.ops->save_model);
+    struct eeb_sut_counters c;
+    p.ops->counters(p.h, &c);
+    cr_assert_str_eq(c.detail, "stub");
+    p.ops->close(p.h);
+    cr_assert_eq(children(), 0);
+}
+
+/* ---- starting ---- */
+
+static struct eeb_sut_setup small_setup(enum eeb_sut_task task, const char *config)
+{
+    struct eeb_shard_info info = {.task = (enum eeb_task)task,
+                                  .h = SIDE,
+                                  .w = SIDE,
+                                  .c = 3,
+                                  .frames = 1,
+                                  .classes = task == EEB_SUT_DET ? 5 : 20};
+    return setup_for(&info, 1, config);
+}
+
+Test(sut_exec, a_program_that_is_not_there_is_named)
+{
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    start_fails("no-such-program-eeb --x", &setup, EEB_EIO,
+                "SUT 'no-such-program-eeb --x': open: cannot start 'no-such-program-eeb': No such "
+                "file or directory (not in PATH)");
+    start_fails("/nonexistent/team", &setup, EEB_EIO,
+                "open: cannot start '/nonexistent/team': No such file or directory");
+    start_fails("/tmp", &setup, EEB_EIO, "open: cannot start '/tmp': Is a directory");
+    start_fails("sut/examples/nearest_mean.c", &setup, EEB_EIO, "Permission denied");
+    start_fails("   ", &setup, EEB_EINVAL, "open: no program to start");
+    cr_assert_eq(children(), 0);
+}
+
+Test(sut_exec, a_program_that_ends_at_once_is_named_with_its_status)
+{
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    start_fails("/bin/false", &setup, EEB_EDEVICE,
+                "SUT '/bin/false': open: the program exited 1 before answering");
+    cr_assert_eq(children(), 0);
+}
+
+static pid_t read_pid(const char *pidfile)
+{
+    char *text = test_read_file(pidfile, NULL);
+    cr_assert_not_null(text, "%s: the program wrote no pid", pidfile);
+    pid_t pid = (pid_t)atoi(text);
+    free(text);
+    return pid;
+}
+
+Test(sut_exec, a_refused_open_fails_with_the_reason_and_ends_the_program)
+{
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "refuse");
+    char cmd[400], pidfile[300];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", test_tmpdir());
+    snprintf(cmd, sizeof cmd, FAULT " ok %s", pidfile);
+    start_fails(cmd, &setup, EEB_EDEVICE, "open: setup: refused, as asked");
+    assert_gone(read_pid(pidfile));
+    setup = small_setup(EEB_SUT_CLS, "");
+    setup.batch_max = 0;
+    start_fails(PY_EXAMPLE, &setup, EEB_EINVAL, "open: setup: ");
+}
+
+/* ---- faults: each fails the call naming the SUT, the call and what ---- */
+
+struct fault {
+    struct prog p;
+    pid_t pid;
+    char cmd[400];
+    uint8_t px[BATCH * SIDE * SIDE * 3];
+    int32_t labels[BATCH], counts[BATCH];
+    struct eeb_sut_batch b;
+};
+
+/* exec_fault.py in mode, started on a small setup of the task. */
+static struct fault *fault(const char *mode, enum eeb_sut_task task, double deadline)
+{
+    struct fault *f = calloc(1, sizeof *f);
+    char pidfile[300];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", test_tmpdir());
+    snprintf(f->cmd, sizeof f->cmd, FAULT " %s %s", mode, pidfile);
+    struct eeb_sut_setup setup = small_setup(task, "");
+    f->p = start(f->cmd, &setup, deadline);
+    f->pid = read_pid(pidfile);
+    f->b = (struct eeb_sut_batch){BATCH, f->px, f->labels, f->counts, NULL};
+    return f;
+}
+
+/* Asserts that the call failed with status, its error naming the SUT and
+ * the call and holding what; the program killed and reaped; and every
+ * later call failing, saying why it went. */
+static void failed(struct fault *f, int rc, int status, const char *err, const char *call,
+                   const char *what)
+{
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "SUT '%s': %s: ", f->cmd, call);
+    cr_assert_eq(rc, status, "%s", err);
+    cr_assert_eq(strncmp(err, prefix, strlen(prefix)), 0, "'%s' does not start '%s'", err, prefix);
+    assert_has(err, what);
+    assert_gone(f->pid);
+    struct preds pr;
+    struct eeb_sut_predictions out = {pr.classes, pr.scores, pr.counts, pr.dets};
+    char later[1024] = "";
+    cr_assert_eq(f->p.ops->predict(f->p.h, &f->b, &out, later, sizeof later), EEB_EDEVICE);
+    assert_has(later, "predict: not sent: the program is gone (");
+    assert_has(later, what);
+    f->p.ops->close(f->p.h);
+    free(f);
+}
+
+static void train_fails(const char *mode, int status, const char *what)
+{
+    struct fault *f = fault(mode, EEB_SUT_CLS, DEADLINE);
+    struct eeb_sut_step st;
+    char err[1024] = "";
+    int rc = f->p.ops->train(f->p.h, &f->b, &st, err, sizeof err);
+    failed(f, rc, status, err, "train", what);
+}
+
+static void predict_fails(const char *mode, enum eeb_sut_task task, const char *what)
+{
+    struct fault *f = fault(mode, task, DEADLINE);
+    struct preds pr;
+    struct eeb_sut_predictions out = {pr.classes, pr.scores, pr.counts, pr.dets};
+    char err[1024] = "";
+    int rc = f->p.ops->predict(f->p.h, &f->b, &out, err, sizeof err);
+    failed(f, rc, EEB_EFORMAT, err, "predict", what);
+}
+
+/* Read the header, exit 3 without reading the batch: eeb's writes of the
+ * rest meet a closed pipe (EPIPE), and SIGPIPE does not end eeb. */
+Test(sut_exec, a_program_that_exits_mid_train_is_named_with_its_status)
+{
+    sigset_t now, pending;
+    struct fault *f = calloc(1, sizeof *f);
+    char pidfile[300];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", test_tmpdir());
+    snprintf(f->cmd, sizeof f->cmd, FAULT " exit3 %s", pidfile);
+    /* a batch much larger than a pipe holds (64 KiB) */
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    setup.height = setup.width = 128, setup.batch_max = 32;
+    f->p = start(f->cmd, &setup, DEADLINE);
+    f->pid = read_pid(pidfile);
+    uint8_t *px = calloc(32, 128 * 128 * 3);
+    int32_t labels[32] = {0};
+    struct eeb_sut_batch big = {32, px, labels, NULL, NULL};
+    struct eeb_sut_step st;
+    char err[1024] = "";
+    signal(SIGPIPE, SIG_DFL); /* as in eeb: Criterion's workers ignore it */
+    int rc = f->p.ops->train(f->p.h, &big, &st, err, sizeof err);
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    sigpending(&pending);
+    cr_assert(!sigismember(&now, SIGPIPE), "SIGPIPE left blocked");
+    cr_assert(!sigismember(&pending, SIGPIPE), "a SIGPIPE left pending");
+    f->b = (struct eeb_sut_batch){1, px, NULL, NULL, NULL};
+    failed(f, rc, EEB_EDEVICE, err, "train", "the program exited 3 before answering");
+    free(px);
+}
+
+Test(sut_exec, a_program_killed_by_a_signal_mid_train_is_named_with_the_signal)
+{
+    train_fails("segv", EEB_EDEVICE,
+                "the program was killed by signal 11 (Segmentation fault) before answering");
+}
+
+/* Deadline 1 s: the call fails within it (and some slack), the program
+ * killed. */
+Test(sut_exec, a_program_that_hangs_is_killed_at_the_deadline)
+{
+    struct fault *f = fault("hang", EEB_SUT_CLS, 1.0);
+    struct eeb_sut_step st;
+    char err[1024] = "";
+    int64_t t0 = eeb_mono_ns();
+    int rc = f->p.ops->train(f->p.h, &f->b, &st, err, sizeof err);
+    double s = (double)(eeb_mono_ns() - t0) / 1e9;
+    cr_assert(s >= 0.99 && s < 2.0, "train failed after %.3f s, the deadline is 1 s", s);
+    failed(f, rc, EEB_ETIMEOUT, err, "train", "no answer within 1 s (killed)");
+}
+
+Test(sut_exec, a_garbage_reply_is_a_protocol_error)
+{
+    train_fails("garbage", EEB_EFORMAT,
+                "protocol error: the reply is not a frame: it starts '\\x07\\x08\\x09\\x0a");
+}
+
+Test(sut_exec, a_reply_of_another_magic_is_a_protocol_error)
+{
+    train_fails("magic", EEB_EFORMAT, "it starts 'EEBX\\x01\\x00\\x03\\x00\\x02");
+}
+
+Test(sut_exec, a_reply_of_another_version_is_a_protocol_error)
+{
+    train_fails("version", EEB_EFORMAT, "reply header: version 2, eeb speaks version 1");
+}
+
+Test(sut_exec, an_oversized_reply_is_refused_before_it_is_read)
+{
+    train_fails("oversized", EEB_EFORMAT,
+                "reply header: length 4294967295, over the cap of 268435456 bytes");
+}
+
+Test(sut_exec, a_reply_to_another_request_is_a_protocol_error)
+{
+    train_fails("wrongid", EEB_EFORMAT, "reply header: id 3, the request's is 2");
+}
+
+Test(sut_exec, a_step_of_more_correct_than_counted_is_a_protocol_error)
+{
+    train_fails("badstep", EEB_EFORMAT, "protocol error: correct 9 of 8 counted");
+}
+
+Test(sut_exec, a_program_that_closes_its_stdout_is_killed)
+{
+    train_fails("nostdout", EEB_EDEVICE, "closed its stdout without answering (killed)");
+}
+
+Test(sut_exec, output_before_input_is_a_protocol_error)
+{
+    char pidfile[300], cmd[400];
+    snprintf(pidfile, sizeof pidfile, "%s/pid", test_tmpdir());
+    snprintf(cmd, sizeof cmd, FAULT " early %s", pidfile);
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    start_fails(cmd, &setup, EEB_EFORMAT,
+                "': open: protocol error: output before input: the program wrote 'hello, "
+                "eeb\\x0a' to its stdout before reading the first request");
+    assert_gone(read_pid(pidfile));
+}
+
+Test(sut_exec, a_predict_answering_one_item_fewer_is_a_protocol_error)
+{
+    predict_fails("short", EEB_SUT_CLS, "protocol error: 7 items answered, 8 asked");
+}
+
+Test(sut_exec, a_predicted_class_out_of_range_is_a_protocol_error)
+{
+    predict_fails("badclass", EEB_SUT_CLS, "protocol error: item 0 rank 0: class 20 (0..19)");
+}
+
+Test(sut_exec, more_detections_than_max_boxes_are_a_protocol_error)
+{
+    predict_fails("manyboxes", EEB_SUT_DET,
+                  "protocol error: item 0: 4 detections (0..max_boxes 3)");
+}
+
+/* ---- close ---- */
+
+Test(sut_exec, close_ends_the_program)
+{
+    struct fault *f = fault("ok", EEB_SUT_CLS, DEADLINE);
+    pid_t pid = f->pid;
+    f->p.ops->close(f->p.h);
+    assert_gone(pid);
+    free(f);
+}
+
+/* Neither answering close nor ending at the end of its stdin: killed
+ * after a short wait. */
+Test(sut_exec, a_program_that_does_not_close_is_killed)
+{
+    struct fault *f = fault("noclose", EEB_SUT_CLS, 1.0);
+    pid_t pid = f->pid;
+    int64_t t0 = eeb_mono_ns();
+    f->p.ops->close(f->p.h);
+    double s = (double)(eeb_mono_ns() - t0) / 1e9;
+    cr_assert_lt(s, 3.5, "close took %.3f s", s);
+    assert_gone(pid);
+    free(f);
+}
