@@ -120,6 +120,8 @@ SUT_SERVE_SRC := sut/examples/eeb_sut_serve.c
 SUT_SERVE := $(BUILD)/sut/eeb_sut_serve
 SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(filter-out $(SUT_SERVE_SRC),$(SUT_EXAMPLE_SRC)))
 SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict)
+# the SUTs `eeb sut check` must pass (good) and fail (tests/sut/bad_check_sut.c)
+SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow)
 # eeb's own backends as a SUT library (sut/plugins), out of libeeb.
 SUT_OWN := $(BUILD)/sut/libeeb_backends.so
 all: $(SUT_EXAMPLES) $(SUT_OWN)
@@ -136,6 +138,9 @@ $(BUILD)/sut/lib%.so: sut/examples/%.c sut/eeb_sut.h
 $(BUILD)/tests/sut/libbad_%.so: tests/sut/bad_sut.c sut/eeb_sut.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DBAD_$$(echo $* | tr a-z A-Z) $< -o $@
+$(BUILD)/tests/sut/libcheck_%.so: tests/sut/bad_check_sut.c sut/eeb_sut.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DCHECK_$$(echo $* | tr a-z A-Z) $< -o $@
 
 # Tests find their fixtures and the binary under test relative to the top.
 $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DEEB_TEST_DATA='"tests/data"' \
@@ -143,10 +148,11 @@ $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DE
 
 $(call obj,$(TEST_SRC)): CPPFLAGS += -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' \
     -DEEB_SUT_OWN='"$(SUT_OWN)"' \
-    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"'
+    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"' \
+    -DEEB_SUT_CHECK='"$(BUILD)/tests/sut/libcheck_"'
 
 # Order-only: the tests dlopen the libraries, they do not link them.
-$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_OWN) $(SUT_SERVE)
+$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_CHECK) $(SUT_OWN) $(SUT_SERVE)
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
@@ -297,7 +303,7 @@ bench: $(BENCHES)
 lint:
 	sh tests/include_graph.sh
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
-	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c \
+	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c tests/sut/bad_check_sut.c \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.

@@ -230,7 +230,9 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     const char *device = design && eeb_design_parse(&d, design, why, sizeof why) == EEB_OK
                              ? d.device->name
                              : backend;
-    json_t *o = json_pack("{s:s?, s:{s:o, s:o, s:o, s:o}, s:s?, s:s, s:s, s:s?, s:b}", "task",
+    /* a design only if the run modeled one (a team's SUT has none): left
+     * out, as the server takes it, not null */
+    json_t *o = json_pack("{s:s?, s:{s:o, s:o, s:o, s:o}, s:s?, s:s, s:s, s:s*, s:b}", "task",
                           cfg.task[0] ? cfg.task : NULL, "util", "lut",
                           eeb_json_number(cfg.util[0]), "ff", eeb_json_number(cfg.util[1]), "bram",
                           eeb_json_number(cfg.util[2]), "dsp", eeb_json_number(cfg.util[3]),

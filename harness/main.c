@@ -38,6 +38,7 @@ static const struct command {
     {"eval", eeb_cmd_eval, "a task metric from prediction files (top-5, VOC mAP)"},
     {"data", eeb_cmd_data, "generate, import or describe .eebd dataset shards"},
     {"power", eeb_cmd_power, "power sources, a standalone logger, energy and P_max of a run"},
+    {"sut", eeb_cmd_sut, "check a system under test before a benchmark (eeb sut check)"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

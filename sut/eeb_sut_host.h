@@ -91,4 +91,55 @@ int eeb_sut_save_model(struct eeb_sut *s, const char *path, char *err, size_t er
 void eeb_sut_predictor(struct eeb_sut *s, struct eeb_task_predictor *p);
 void eeb_sut_close(struct eeb_sut *s);
 
+/* ---- the conformance battery (sut/check.c, `eeb sut check`) ---- */
+
+/* The items, in the order they are run and printed (docs/sut.md). */
+enum eeb_sut_check_item {
+    EEB_SUT_CHECK_ABI,         /* the table loads, passes eeb_sut_ops_check; its name */
+    EEB_SUT_CHECK_OPEN,        /* open with the shard's setup, load_model */
+    EEB_SUT_CHECK_SHAPES,      /* answers well formed for batches of 1 and batch_max */
+    EEB_SUT_CHECK_DETERMINISM, /* the same items twice: the same answers, bit for bit */
+    EEB_SUT_CHECK_ORDER,       /* reordered, re-batched, re-drawn items: the same answers */
+    EEB_SUT_CHECK_TRAINING,    /* training changes an answer; its steps are sane */
+    EEB_SUT_CHECK_DEADLINE,    /* every call within the deadline */
+    EEB_SUT_CHECK_COUNTERS,    /* the optional counters and save_model */
+    EEB_SUT_CHECK_ITEMS
+};
+
+enum eeb_sut_check_outcome { EEB_SUT_CHECK_PASS, EEB_SUT_CHECK_FAIL, EEB_SUT_CHECK_SKIP };
+
+struct eeb_sut_check_options {
+    const char *backend;  /* as eeb run --backend takes it */
+    enum eeb_task task;   /* the synthetic shards' (ignored with finetune and test) */
+    const char *model;    /* the team's model file; NULL: eeb's own get a fresh
+                             reference model, a team's SUT no load_model call */
+    const char *finetune; /* both or neither: NULL, small synthetic shards are made */
+    const char *test;
+    const char *sut_config; /* a team's config string (NULL: "") */
+    double deadline_s;      /* the most any call may take (0: 60) */
+};
+
+struct eeb_sut_check_result {
+    enum eeb_sut_check_outcome outcome;
+    char reason[512];
+};
+
+struct eeb_sut_check_report {
+    char name[256]; /* the SUT's own name, "" if never learnt */
+    struct eeb_sut_check_result items[EEB_SUT_CHECK_ITEMS];
+    double slowest_s;      /* the slowest call's wall time */
+    char slowest_call[32]; /* and which it was */
+};
+
+/* The item's short name ("abi", "open/load", ...). */
+const char *eeb_sut_check_item_name(enum eeb_sut_check_item item);
+
+/* Runs the battery on opt->backend into *report.  EEB_OK when it ran
+ * (the items say pass, FAIL or skip); an error, naming it, when it could
+ * not: the SUT cannot be found or loaded, the shards or the model cannot
+ * be made or read, the temporary directory.  Its temporary files (in
+ * $TMPDIR, eeb-sut-check-*) are removed either way. */
+int eeb_sut_check_run(const struct eeb_sut_check_options *opt, struct eeb_sut_check_report *report,
+                      char *err, size_t errlen);
+
 #endif

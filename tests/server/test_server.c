@@ -689,6 +689,59 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
     eeb_server_stop(s);
 }
 
+/* Official mode takes a team's SUT as it takes eeb's own backends: the
+ * server registers, tests and judges a run of the example library. */
+Test(server, an_official_run_of_a_teams_sut_is_judged_by_the_server, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/nm.model", dir);
+    test_write_file(model, "nearest-mean 1\n", 15);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
+    json_t *v = test_eeb_json((const char *[]){"run",
+                                               "--task",
+                                               "cls",
+                                               "--finetune",
+                                               in.ft,
+                                               "--model",
+                                               model,
+                                               "--backend",
+                                               EEB_SUT_EXAMPLE,
+                                               "--util",
+                                               "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
+                                               "--power",
+                                               "sim:watts=4",
+                                               "--rate",
+                                               "1000",
+                                               "--epochs",
+                                               "400",
+                                               "--db",
+                                               db,
+                                               "--server",
+                                               url,
+                                               "--token",
+                                               token,
+                                               "--json",
+                                               NULL},
+                              0);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(v, "server"), "run_id")), 1);
+    json_decref(v);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE backend = '%s'", EEB_SUT_EXAMPLE);
+    cr_expect_eq(test_sql_int(db, sql), 1);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions WHERE payload LIKE "
+                                  "'%label%'"),
+                 0);
+    struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    eeb_server_stop(s);
+}
+
 Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .timeout = 120)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], hint[512];

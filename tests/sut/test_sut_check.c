@@ -1,0 +1,190 @@
+/*
+ * test_sut_check.c - the conformance battery (sut/check.c, `eeb sut
+ * check`): it passes on the example library, on eeb's own emu and on the
+ * Python example over exec:, and fails, naming the item, on SUTs built to
+ * break one rule each (tests/sut/bad_check_sut.c): a cache keyed by the
+ * item's place in its batch, random scores, training that changes
+ * nothing, a predict slower than the deadline.
+ */
+#include "sut/eeb_sut_host.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(sut_check, .timeout = 120);
+
+/* The battery on backend for task (deadline 0: the default), with its
+ * temporary files in this test's directory; they are checked gone. */
+static struct eeb_sut_check_report battery(const char *backend, enum eeb_task task,
+                                           double deadline_s)
+{
+    const char *dir = test_tmpdir();
+    setenv("TMPDIR", dir, 1);
+    const struct eeb_sut_check_options o = {
+        .backend = backend, .task = task, .deadline_s = deadline_s};
+    struct eeb_sut_check_report r;
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_check_run(&o, &r, err, sizeof err), EEB_OK, "%s", err);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        cr_expect_null(strstr(e->d_name, "eeb-sut-check-"), "left behind: %s", e->d_name);
+    closedir(d);
+    return r;
+}
+
+static void all_pass(const struct eeb_sut_check_report *r)
+{
+    for (int i = 0; i < EEB_SUT_CHECK_ITEMS; i++)
+        cr_expect_eq(r->items[i].outcome, EEB_SUT_CHECK_PASS, "%s: %s",
+                     eeb_sut_check_item_name((enum eeb_sut_check_item)i), r->items[i].reason);
+}
+
+/* Only item fails; the others pass (counters: skip, the bad SUTs have
+ * none). */
+static void fails_only(const struct eeb_sut_check_report *r, enum eeb_sut_check_item item)
+{
+    for (int i = 0; i < EEB_SUT_CHECK_ITEMS; i++) {
+        enum eeb_sut_check_outcome want = i == (int)item                ? EEB_SUT_CHECK_FAIL
+                                          : i == EEB_SUT_CHECK_COUNTERS ? EEB_SUT_CHECK_SKIP
+                                                                        : EEB_SUT_CHECK_PASS;
+        cr_expect_eq(r->items[i].outcome, want, "%s: %s",
+                     eeb_sut_check_item_name((enum eeb_sut_check_item)i), r->items[i].reason);
+    }
+}
+
+Test(sut_check, example_library_passes_each_task)
+{
+    for (enum eeb_task t = EEB_TASK_CLS; t <= EEB_TASK_VIDEO; t++) {
+        struct eeb_sut_check_report r = battery(EEB_SUT_EXAMPLE, t, 0);
+        all_pass(&r);
+        cr_expect_str_eq(r.name, "nearest-mean");
+    }
+}
+
+Test(sut_check, emu_passes_each_task)
+{
+    for (enum eeb_task t = EEB_TASK_CLS; t <= EEB_TASK_VIDEO; t++) {
+        struct eeb_sut_check_report r = battery("emu", t, 0);
+        all_pass(&r);
+        assert_has(r.items[EEB_SUT_CHECK_COUNTERS].reason, "save_model wrote");
+    }
+}
+
+Test(sut_check, python_example_over_exec_passes)
+{
+    struct eeb_sut_check_report r =
+        battery("exec:python3 sut/examples/nearest_mean.py", EEB_TASK_CLS, 0);
+    all_pass(&r);
+    cr_expect_str_eq(r.name, "nearest-mean-py");
+}
+
+Test(sut_check, the_well_behaved_bad_sut_base_passes)
+{
+    /* the bad SUTs below differ from this one by one fault alone */
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "good.so", EEB_TASK_CLS, 0);
+    fails_only(&r, EEB_SUT_CHECK_ITEMS);
+}
+
+Test(sut_check, a_cache_by_position_fails_order)
+{
+    for (enum eeb_task t = EEB_TASK_CLS; t <= EEB_TASK_DET; t++) {
+        struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "by_position.so", t, 0);
+        fails_only(&r, EEB_SUT_CHECK_ORDER);
+        assert_has(r.items[EEB_SUT_CHECK_ORDER].reason, "in batches of 3");
+    }
+}
+
+Test(sut_check, random_scores_fail_determinism)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "random.so", EEB_TASK_CLS, 0);
+    cr_expect_eq(r.items[EEB_SUT_CHECK_DETERMINISM].outcome, EEB_SUT_CHECK_FAIL, "%s",
+                 r.items[EEB_SUT_CHECK_DETERMINISM].reason);
+    assert_has(r.items[EEB_SUT_CHECK_DETERMINISM].reason, "predicted twice");
+    cr_expect_eq(r.items[EEB_SUT_CHECK_SHAPES].outcome, EEB_SUT_CHECK_PASS);
+}
+
+Test(sut_check, training_that_changes_nothing_fails)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "untrained.so", EEB_TASK_VIDEO, 0);
+    fails_only(&r, EEB_SUT_CHECK_TRAINING);
+    assert_has(r.items[EEB_SUT_CHECK_TRAINING].reason, "no answer of the");
+}
+
+Test(sut_check, a_slow_predict_fails_the_deadline)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "slow.so", EEB_TASK_CLS, 0.5);
+    fails_only(&r, EEB_SUT_CHECK_DEADLINE);
+    assert_has(r.items[EEB_SUT_CHECK_DEADLINE].reason, "predict");
+    cr_expect_geq(r.slowest_s, 0.5);
+}
+
+Test(sut_check, a_missing_library_is_an_error)
+{
+    const struct eeb_sut_check_options o = {.backend = "./no-such-libteam.so",
+                                            .task = EEB_TASK_CLS};
+    struct eeb_sut_check_report r;
+    char err[1024] = "";
+    cr_expect_neq(eeb_sut_check_run(&o, &r, err, sizeof err), EEB_OK);
+    assert_has(err, "no-such-libteam.so");
+}
+
+Test(sut_check, output_before_input_fails_open)
+{
+    struct eeb_sut_check_report r =
+        battery("exec:python3 tests/sut/exec_fault.py early", EEB_TASK_CLS, 5);
+    cr_expect_eq(r.items[EEB_SUT_CHECK_OPEN].outcome, EEB_SUT_CHECK_FAIL);
+    assert_has(r.items[EEB_SUT_CHECK_OPEN].reason, "output before input");
+    cr_expect_eq(r.items[EEB_SUT_CHECK_SHAPES].outcome, EEB_SUT_CHECK_SKIP);
+}
+
+/* ---- the command ---- */
+
+Test(sut_check, cli_passes_the_example_with_8_lines)
+{
+    setenv("TMPDIR", test_tmpdir(), 1);
+    const char *args[] = {"sut", "check", EEB_SUT_EXAMPLE, "--task", "cls", NULL};
+    struct test_run run = test_eeb(args);
+    cr_assert_eq(run.status, 0, "%s%s", run.out, run.err);
+    int lines = 0;
+    for (const char *p = run.out; (p = strstr(p, "\n  pass  ")); p++)
+        lines++;
+    cr_expect_eq(lines, 8, "%s", run.out);
+    test_run_free(&run);
+}
+
+Test(sut_check, cli_fails_a_cache_naming_order)
+{
+    setenv("TMPDIR", test_tmpdir(), 1);
+    const char *args[] = {"sut", "check", EEB_SUT_CHECK "by_position.so", "--task", "cls", NULL};
+    struct test_run run = test_eeb(args);
+    cr_expect_eq(run.status, 3, "%s%s", run.out, run.err);
+    assert_has(run.out, "FAIL  order");
+    test_run_free(&run);
+}
+
+Test(sut_check, cli_usage_and_errors)
+{
+    const char *no_task[] = {"sut", "check", "emu", NULL};
+    struct test_run run = test_eeb(no_task);
+    cr_expect_eq(run.status, 2, "%s", run.err);
+    test_run_free(&run);
+    const char *half[] = {"sut", "check", "emu", "--task", "cls", "--test", "t.eebd", NULL};
+    run = test_eeb(half);
+    cr_expect_eq(run.status, 2, "%s", run.err);
+    test_run_free(&run);
+    const char *missing[] = {"sut", "check", "./no-such-libteam.so", "--task", "cls", NULL};
+    run = test_eeb(missing);
+    cr_expect_eq(run.status, 1, "%s", run.err);
+    assert_has(run.err, "no-such-libteam.so");
+    test_run_free(&run);
+    const char *help[] = {"sut", "--help", NULL};
+    run = test_eeb(help);
+    cr_expect_eq(run.status, 0);
+    assert_has(run.out, "determinism");
+    test_run_free(&run);
+}
