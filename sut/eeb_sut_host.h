@@ -48,6 +48,10 @@ int eeb_sut_builtin_config(const char *backend, const struct eeb_accel_config *c
  * program), or an error naming the program and what it did (sut/exec.c,
  * docs/sut.md: the protocol).  Every later call is answered within
  * deadline_s too, or the program is killed and the call fails saying so. */
+/* EEB_OK if exec:command's program can be started (found as execvp finds
+ * it, a file that may be run), else the error its start would give. */
+int eeb_sut_exec_check(const char *command, char *err, size_t errlen);
+
 int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, double deadline_s,
                        const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen);
 

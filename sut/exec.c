@@ -252,6 +252,28 @@ static int find_program(const char *argv0, char *path, size_t n)
     }
 }
 
+/* Why argv0 cannot be started, as spawn says it; "" if it can. */
+static int unstartable(const char *argv0, char *path, size_t n, char *err, size_t errlen)
+{
+    int e = find_program(argv0, path, n);
+    return e ? eeb_errf(err, errlen, EEB_EIO, "cannot start '%s': %s%s", argv0, strerror(e),
+                        strchr(argv0, '/') || e != ENOENT ? "" : " (not in PATH)")
+             : EEB_OK;
+}
+
+int eeb_sut_exec_check(const char *command, char *err, size_t errlen)
+{
+    char *words = NULL, *argv[MAX_ARGS + 1], path[4096], why[512];
+    int argc = split(command, &words, argv), rc = EEB_OK;
+    if (argc <= 0)
+        rc = eeb_errf(err, errlen, EEB_EINVAL,
+                      "SUT '%s': no program to start (exec:PROGRAM ARGS...)", command);
+    else if (unstartable(argv[0], path, sizeof path, why, sizeof why))
+        rc = eeb_errf(err, errlen, EEB_EIO, "SUT '%s': open: %s", command, why);
+    free(words);
+    return rc;
+}
+
 static int spawn(struct exec *x, char *err, size_t errlen)
 {
     char *words = NULL, *argv[MAX_ARGS + 1];
@@ -266,9 +288,9 @@ static int spawn(struct exec *x, char *err, size_t errlen)
     }
     int in[2] = {-1, -1}, out[2] = {-1, -1}, rc = EEB_OK, e;
     char path[4096];
-    if ((e = find_program(argv[0], path, sizeof path))) {
-        rc = fail(x, EEB_SUT_EXEC_OPEN, EEB_EIO, err, errlen, "cannot start '%s': %s%s", argv[0],
-                  strerror(e), strchr(argv[0], '/') || e != ENOENT ? "" : " (not in PATH)");
+    char why[512];
+    if (unstartable(argv[0], path, sizeof path, why, sizeof why)) {
+        rc = fail(x, EEB_SUT_EXEC_OPEN, EEB_EIO, err, errlen, "%s", why);
         goto out;
     }
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {

@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The shard's boxes are handed over as they are: the same layout. */
 _Static_assert(sizeof(struct eeb_box) == sizeof(struct eeb_sut_box), "box layouts");
@@ -38,35 +37,10 @@ enum eeb_sut_kind eeb_sut_kind_of(const char *backend)
                                              : EEB_SUT_BUILTIN;
 }
 
-/* The program of "exec:PROGRAM ARGS": a path that may be run, or a name on
- * $PATH. */
-static int program_runs(const char *command, char *err, size_t errlen)
-{
-    char prog[1024];
-    size_t n = strcspn(command, " ");
-    snprintf(prog, sizeof prog, "%.*s", (int)(n < sizeof prog ? n : sizeof prog - 1), command);
-    if (!prog[0])
-        return eeb_errf(err, errlen, EEB_EINVAL, "exec: no program (exec:PROGRAM ARGS...)");
-    if (strchr(prog, '/'))
-        return access(prog, X_OK) == 0
-                   ? EEB_OK
-                   : eeb_errf(err, errlen, EEB_EINVAL, "exec: %s cannot be run", prog);
-    const char *path = getenv("PATH");
-    for (const char *p = path ? path : ""; *p;) {
-        size_t len = strcspn(p, ":");
-        char full[2048];
-        snprintf(full, sizeof full, "%.*s/%s", (int)len, p, prog);
-        if (len && access(full, X_OK) == 0)
-            return EEB_OK;
-        p += len + (p[len] == ':');
-    }
-    return eeb_errf(err, errlen, EEB_EINVAL, "exec: no program '%s' on $PATH", prog);
-}
-
 int eeb_sut_check_backend(const char *backend, char *err, size_t errlen)
 {
     switch (eeb_sut_kind_of(backend)) {
-    case EEB_SUT_EXEC: return program_runs(backend + 5, err, errlen);
+    case EEB_SUT_EXEC: return eeb_sut_exec_check(backend + 5, err, errlen);
     case EEB_SUT_LIBRARY: {
         const struct eeb_sut_ops *ops;
         void *library;

@@ -12,6 +12,7 @@
 #include "sut/eeb_sut_host.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_shard.h"
+#include "tests/sut/sut_data.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -32,12 +33,6 @@
 #define FAULT      PYTHON " tests/sut/exec_fault.py"
 #define SERVE      EEB_SUT_SERVE " " EEB_SUT_EXAMPLE
 #define DEADLINE   60.0 /* a well-behaved program's, generous: valgrind starts slowly */
-
-#define BATCH     8
-#define SIDE      16
-#define FRAMES    4 /* video */
-#define TOP_K     5
-#define MAX_BOXES 3
 
 TestSuite(sut_exec, .timeout = 180);
 
@@ -110,163 +105,13 @@ static void start_fails(const char *cmd, const struct eeb_sut_setup *setup, int 
     assert_has(err, what);
 }
 
-/* ---- shards and batches (as tests/sut/test_plugin.c reads them) ---- */
-
-static const char *shard(enum eeb_task task, int n, uint64_t seed)
-{
-    static char path[300];
-    snprintf(path, sizeof path, "%s/%s.eebd", test_tmpdir(), eeb_task_name(task));
-    struct eeb_gen_spec spec = {
-        task, EEB_GEN_FINETUNE, 0, (uint64_t)n, seed, SIDE, task == EEB_TASK_VIDEO ? FRAMES : 1};
-    char err[512];
-    cr_assert_eq(eeb_gen_shard(path, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
-
-struct batch {
-    uint8_t px[BATCH * FRAMES * SIDE * SIDE * 3];
-    int32_t labels[BATCH], counts[BATCH];
-    struct eeb_sut_box boxes[BATCH * EEB_SHARD_MAX_BOXES];
-    struct eeb_sut_batch b;
-};
-
-struct data {
-    struct eeb_shard_info info;
-    int nbatches;
-    struct batch *batches;
-};
-
-static struct data read_batches(const char *path)
-{
-    struct data d = {0};
-    struct eeb_shard *s;
-    char err[512];
-    cr_assert_eq(eeb_shard_open(&s, path, err, sizeof err), EEB_OK, "%s", err);
-    d.info = *eeb_shard_info(s);
-    d.info.names = NULL;
-    size_t px = eeb_shard_pixels(&d.info);
-    cr_assert_leq(px, sizeof d.batches->px / BATCH);
-    d.batches = calloc((d.info.count + BATCH - 1) / BATCH, sizeof *d.batches);
-    const struct eeb_record *r;
-    int rc;
-    for (uint64_t i = 0; (rc = eeb_shard_next(s, &r, err, sizeof err)) == 1; i++) {
-        struct batch *b = &d.batches[i / BATCH];
-        int n = (int)(i % BATCH), nbox = 0;
-        for (int k = 0; k < n; k++)
-            nbox += b->counts[k];
-        memcpy(b->px + (size_t)n * px, r->pixels, px);
-        b->labels[n] = r->label, b->counts[n] = r->nboxes;
-        for (int k = 0; k < r->nboxes; k++) {
-            const struct eeb_box *x = &r->boxes[k];
-            b->boxes[nbox + k] =
-                (struct eeb_sut_box){x->cls, x->difficult, x->x0, x->y0, x->x1, x->y1};
-        }
-        b->b = (struct eeb_sut_batch){n + 1, b->px, b->labels, b->counts, b->boxes};
-        d.nbatches = (int)(i / BATCH) + 1;
-    }
-    cr_assert_eq(rc, 0, "%s", err);
-    eeb_shard_close(s);
-    return d;
-}
-
-static struct eeb_sut_setup setup_for(const struct eeb_shard_info *info, uint64_t seed,
-                                      const char *config)
-{
-    return (struct eeb_sut_setup){.abi_version = EEB_SUT_ABI_VERSION,
-                                  .task = (enum eeb_sut_task)info->task,
-                                  .classes = info->classes,
-                                  .frames = info->frames,
-                                  .height = info->h,
-                                  .width = info->w,
-                                  .channels = info->c,
-                                  .batch_max = BATCH,
-                                  .top_k = TOP_K,
-                                  .max_boxes = MAX_BOXES,
-                                  .seed = seed,
-                                  .config = config,
-                                  .workdir = "/nonexistent"};
-}
-
-/* A model file of the first line alone: untrained (both examples read it). */
-static const char *empty_model(void)
-{
-    static char path[300];
-    snprintf(path, sizeof path, "%s/empty.model", test_tmpdir());
-    test_write_file(path, "nearest-mean 1\n", 15);
-    return path;
-}
-
-struct preds {
-    int32_t classes[BATCH * TOP_K], counts[BATCH];
-    float scores[BATCH * TOP_K];
-    struct eeb_sut_detection dets[BATCH * MAX_BOXES];
-};
-
-/* predict on the batch's pixels alone; what it wrote, zeroed first. */
-static void predict(const struct eeb_sut_ops *ops, void *h, const struct eeb_sut_batch *b,
-                    struct preds *p)
-{
-    memset(p, 0, sizeof *p);
-    struct eeb_sut_predictions out = {p->classes, p->scores, p->counts, p->dets};
-    char err[1024];
-    cr_assert_eq(ops->predict(h, b, &out, err, sizeof err), 0, "%s", err);
-}
-
-static void well_formed(const struct data *d, const struct preds *p, int n)
-{
-    const struct eeb_shard_info *in = &d->info;
-    for (int i = 0; i < n; i++) {
-        if (in->task != EEB_TASK_DET) {
-            for (int k = 0; k < TOP_K; k++) {
-                int c = p->classes[i * TOP_K + k];
-                cr_assert(c >= 0 && c < in->classes, "item %d rank %d: class %d", i, k, c);
-                cr_assert(isfinite(p->scores[i * TOP_K + k]));
-                cr_assert(k == 0 || p->scores[i * TOP_K + k] <= p->scores[i * TOP_K + k - 1]);
-                for (int j = 0; j < k; j++)
-                    cr_assert_neq(p->classes[i * TOP_K + j], c, "item %d: class %d twice", i, c);
-            }
-            continue;
-        }
-        cr_assert(p->counts[i] >= 0 && p->counts[i] <= MAX_BOXES);
-        for (int k = 0; k < p->counts[i]; k++) {
-            const struct eeb_sut_detection *x = &p->dets[i * MAX_BOXES + k];
-            cr_assert(x->cls >= 0 && x->cls < in->classes);
-            cr_assert(0 <= x->x0 && x->x0 <= x->x1 && x->x1 <= in->w && 0 <= x->y0 &&
-                          x->y0 <= x->y1 && x->y1 <= in->h,
-                      "item %d box %d: (%g, %g)-(%g, %g)", i, k, x->x0, x->y0, x->x1, x->y1);
-            cr_assert(isfinite(x->score) && (k == 0 || x->score <= x[-1].score));
-        }
-    }
-}
-
-/* Whether class k was a target of item i of batch b. */
-static int shown(const struct data *d, const struct batch *b, int i, int k)
-{
-    if (d->info.task != EEB_TASK_DET)
-        return b->labels[i] == k;
-    const struct eeb_sut_box *x = b->boxes;
-    for (int j = 0; j < i; j++)
-        x += b->counts[j];
-    for (int j = 0; j < b->counts[i]; j++)
-        if (!x[j].difficult && x[j].cls == k)
-            return 1;
-    return 0;
-}
-
-static int first(const struct data *d, const struct preds *p, int i)
-{
-    if (d->info.task != EEB_TASK_DET)
-        return p->classes[i * TOP_K];
-    return p->counts[i] ? p->dets[i * MAX_BOXES].cls : -1;
-}
-
 /* ---- the Python example ---- */
 
 static void python_learns(enum eeb_task task)
 {
-    struct data d = read_batches(shard(task, 3 * BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(task, 3 * BATCH, 11));
     const struct batch *b0 = &d.batches[0];
-    struct eeb_sut_setup setup = setup_for(&d.info, 1, "");
+    struct eeb_sut_setup setup = sut_test_setup(&d.info, 1, "");
     struct preds *before = malloc(sizeof *before), *after = malloc(sizeof *after);
     struct prog p = start(PY_EXAMPLE, &setup, DEADLINE);
     char err[1024], model[300];
@@ -274,9 +119,9 @@ static void python_learns(enum eeb_task task)
     cr_assert_not_null(p.ops->counters);
     cr_assert_not_null(p.ops->save_model);
     cr_assert_null(p.ops->end_training, "the example has no end_training");
-    cr_assert_eq(p.ops->load_model(p.h, empty_model(), err, sizeof err), 0, "%s", err);
-    predict(p.ops, p.h, &b0->b, before);
-    well_formed(&d, before, b0->b.n);
+    cr_assert_eq(p.ops->load_model(p.h, sut_test_empty_model(), err, sizeof err), 0, "%s", err);
+    sut_test_predict(p.ops, p.h, &b0->b, before);
+    sut_test_well_formed(&d, before, b0->b.n);
     for (int i = 0; i < d.nbatches; i++) {
         struct eeb_sut_step st = {0};
         cr_assert_eq(p.ops->train(p.h, &d.batches[i].b, &st, err, sizeof err), 0, "%s", err);
@@ -285,12 +130,13 @@ static void python_learns(enum eeb_task task)
         if (task != EEB_TASK_DET)
             cr_assert(st.counted == d.batches[i].b.n && st.correct <= st.counted);
     }
-    predict(p.ops, p.h, &b0->b, after);
-    well_formed(&d, after, b0->b.n);
+    sut_test_predict(p.ops, p.h, &b0->b, after);
+    sut_test_well_formed(&d, after, b0->b.n);
     cr_assert_neq(memcmp(before, after, sizeof *before), 0, "training changed nothing");
     int right = 0;
     for (int i = 0; i < b0->b.n; i++)
-        right += first(&d, after, i) >= 0 && shown(&d, b0, i, first(&d, after, i));
+        right += sut_test_first(&d, after, i) >= 0 &&
+                 sut_test_shown(&d, b0, i, sut_test_first(&d, after, i));
     cr_assert_gt(right, b0->b.n / 2, "%d of %d training items ranked as shown", right, b0->b.n);
     struct eeb_sut_counters c;
     p.ops->counters(p.h, &c);
@@ -337,8 +183,8 @@ static void same_step(const struct eeb_sut_step *a, const struct eeb_sut_step *b
 
 static void served_as_in_process(enum eeb_task task)
 {
-    struct data d = read_batches(shard(task, 3 * BATCH + 3, 7));
-    struct eeb_sut_setup setup = setup_for(&d.info, 5, "grid=3");
+    struct data d = sut_test_read(sut_test_shard(task, 3 * BATCH + 3, 7));
+    struct eeb_sut_setup setup = sut_test_setup(&d.info, 5, "grid=3");
     const struct eeb_sut_ops *lib_ops;
     void *lib, *h;
     char err[1024];
@@ -356,8 +202,8 @@ static void served_as_in_process(enum eeb_task task)
     cr_assert_eq(!p.ops->end_training, !lib_ops->end_training);
     cr_assert_eq(!p.ops->counters, !lib_ops->counters);
     cr_assert_eq(!p.ops->save_model, !lib_ops->save_model);
-    cr_assert_eq(lib_ops->load_model(h, empty_model(), err, sizeof err), 0, "%s", err);
-    cr_assert_eq(p.ops->load_model(p.h, empty_model(), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(lib_ops->load_model(h, sut_test_empty_model(), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.ops->load_model(p.h, sut_test_empty_model(), err, sizeof err), 0, "%s", err);
     struct preds *a = malloc(sizeof *a), *b = malloc(sizeof *b);
     for (int i = 0; i < d.nbatches; i++) {
         struct eeb_sut_step sa = {0}, sb = {0};
@@ -366,9 +212,9 @@ static void served_as_in_process(enum eeb_task task)
         same_step(&sa, &sb, i);
         /* the batch with its labels: eeb sends the pixels alone (the server
          * refuses a predict request with more in it) */
-        predict(lib_ops, h, &d.batches[i].b, a);
-        predict(p.ops, p.h, &d.batches[i].b, b);
-        well_formed(&d, b, d.batches[i].b.n);
+        sut_test_predict(lib_ops, h, &d.batches[i].b, a);
+        sut_test_predict(p.ops, p.h, &d.batches[i].b, b);
+        sut_test_well_formed(&d, b, d.batches[i].b.n);
         cr_assert_eq(memcmp(a, b, sizeof *a), 0, "batch %d: other predictions served", i);
     }
     cr_assert_eq(d.batches[d.nbatches - 1].b.n, 3, "a last batch smaller than the others");
@@ -408,8 +254,8 @@ Test(sut_exec, the_served_library_answers_as_in_process_video)
 /* The program's own refusal is the call's error; the program stays. */
 Test(sut_exec, a_refused_call_fails_with_the_programs_reason_and_the_program_stays)
 {
-    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
-    struct eeb_sut_setup setup = setup_for(&d.info, 1, "");
+    struct data d = sut_test_read(sut_test_shard(EEB_TASK_CLS, BATCH, 11));
+    struct eeb_sut_setup setup = sut_test_setup(&d.info, 1, "");
     struct prog p = start(SERVE, &setup, DEADLINE);
     struct batch *b = &d.batches[0];
     struct eeb_sut_step st;
@@ -424,7 +270,7 @@ Test(sut_exec, a_refused_call_fails_with_the_programs_reason_and_the_program_sta
     assert_has(err, "SUT '" SERVE "': train: a batch of 0 items (1..8");
     cr_assert_eq(p.ops->load_model(p.h, "/nonexistent/m", err, sizeof err), EEB_EDEVICE);
     assert_has(err, "load_model: /nonexistent/m: No such file");
-    predict(p.ops, p.h, &b->b, pr); /* still there */
+    sut_test_predict(p.ops, p.h, &b->b, pr); /* still there */
     b->labels[3] = 0;
     cr_assert_eq(p.ops->train(p.h, &b->b, &st, err, sizeof err), 0, "%s", err);
     p.ops->close(p.h);
@@ -437,7 +283,7 @@ Test(sut_exec, the_table_passes_the_check_and_refuses_a_second_open)
 {
     struct eeb_shard_info info = {
         .task = EEB_TASK_CLS, .h = 8, .w = 8, .c = 3, .frames = 1, .classes = 4};
-    struct eeb_sut_setup setup = setup_for(&info, 1, "");
+    struct eeb_sut_setup setup = sut_test_setup(&info, 1, "");
     struct prog p = start(FAULT " ok", &setup, DEADLINE);
     char err[1024] = "";
     cr_assert_eq(eeb_sut_ops_check(p.ops, "exec", err, sizeof err), EEB_OK, "%s", err);
@@ -466,7 +312,7 @@ static struct eeb_sut_setup small_setup(enum eeb_sut_task task, const char *conf
                                   .c = 3,
                                   .frames = 1,
                                   .classes = task == EEB_SUT_DET ? 5 : 20};
-    return setup_for(&info, 1, config);
+    return sut_test_setup(&info, 1, config);
 }
 
 Test(sut_exec, a_program_that_is_not_there_is_named)

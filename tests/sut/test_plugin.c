@@ -11,6 +11,7 @@
 #include "sut/eeb_sut_host.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_shard.h"
+#include "tests/sut/sut_data.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -18,12 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define BATCH     8
-#define SIDE      16
-#define FRAMES    4 /* video */
-#define TOP_K     5
-#define MAX_BOXES 3 /* det: fewer than its 5 classes, so the limit is met */
 
 TestSuite(sut_plugin, .timeout = 60);
 
@@ -166,93 +161,6 @@ Test(sut_plugin, the_check_names_the_first_missing_slot)
 
 /* ---- the example driven through its table ---- */
 
-/* A shard of the task made by the generator; its path. */
-static const char *shard(enum eeb_task task, int n, uint64_t seed)
-{
-    static char path[300];
-    snprintf(path, sizeof path, "%s/%s.eebd", test_tmpdir(), eeb_task_name(task));
-    struct eeb_gen_spec spec = {
-        task, EEB_GEN_FINETUNE, 0, (uint64_t)n, seed, SIDE, task == EEB_TASK_VIDEO ? FRAMES : 1};
-    char err[512];
-    cr_assert_eq(eeb_gen_shard(path, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
-
-/* A whole shard read into batches of at most BATCH records, as the shards
- * hold them: pixels frame after frame, labels or boxes beside. */
-struct batch {
-    uint8_t px[BATCH * FRAMES * SIDE * SIDE * 3];
-    int32_t labels[BATCH], counts[BATCH];
-    struct eeb_sut_box boxes[BATCH * EEB_SHARD_MAX_BOXES];
-    struct eeb_sut_batch b;
-};
-
-struct data {
-    struct eeb_shard_info info;
-    int nbatches;
-    struct batch *batches;
-};
-
-static struct data read_batches(const char *path)
-{
-    struct data d = {0};
-    struct eeb_shard *s;
-    char err[512];
-    cr_assert_eq(eeb_shard_open(&s, path, err, sizeof err), EEB_OK, "%s", err);
-    d.info = *eeb_shard_info(s);
-    d.info.names = NULL;
-    size_t px = eeb_shard_pixels(&d.info);
-    cr_assert_leq(px, sizeof d.batches->px / BATCH);
-    d.batches = calloc((d.info.count + BATCH - 1) / BATCH, sizeof *d.batches);
-    const struct eeb_record *r;
-    int rc;
-    for (uint64_t i = 0; (rc = eeb_shard_next(s, &r, err, sizeof err)) == 1; i++) {
-        struct batch *b = &d.batches[i / BATCH];
-        int n = (int)(i % BATCH), nbox = 0;
-        for (int k = 0; k < n; k++)
-            nbox += b->counts[k];
-        memcpy(b->px + (size_t)n * px, r->pixels, px);
-        b->labels[n] = r->label, b->counts[n] = r->nboxes;
-        for (int k = 0; k < r->nboxes; k++) {
-            const struct eeb_box *x = &r->boxes[k];
-            b->boxes[nbox + k] =
-                (struct eeb_sut_box){x->cls, x->difficult, x->x0, x->y0, x->x1, x->y1};
-        }
-        b->b = (struct eeb_sut_batch){n + 1, b->px, b->labels, b->counts, b->boxes};
-        d.nbatches = (int)(i / BATCH) + 1;
-    }
-    cr_assert_eq(rc, 0, "%s", err);
-    eeb_shard_close(s);
-    return d;
-}
-
-static struct eeb_sut_setup setup_for(const struct eeb_shard_info *info, uint64_t seed,
-                                      const char *config)
-{
-    return (struct eeb_sut_setup){.abi_version = EEB_SUT_ABI_VERSION,
-                                  .task = (enum eeb_sut_task)info->task,
-                                  .classes = info->classes,
-                                  .frames = info->frames,
-                                  .height = info->h,
-                                  .width = info->w,
-                                  .channels = info->c,
-                                  .batch_max = BATCH,
-                                  .top_k = TOP_K,
-                                  .max_boxes = MAX_BOXES,
-                                  .seed = seed,
-                                  .config = config,
-                                  .workdir = "/nonexistent"};
-}
-
-/* A model file of the first line alone: untrained. */
-static const char *empty_model(void)
-{
-    static char path[300];
-    snprintf(path, sizeof path, "%s/empty.model", test_tmpdir());
-    test_write_file(path, "nearest-mean 1\n", 15);
-    return path;
-}
-
 struct sut {
     const struct eeb_sut_ops *ops;
     void *lib, *h;
@@ -262,10 +170,10 @@ static struct sut open_sut(const struct eeb_shard_info *info, uint64_t seed, con
 {
     struct sut s;
     s.ops = load_example(&s.lib);
-    struct eeb_sut_setup setup = setup_for(info, seed, config);
+    struct eeb_sut_setup setup = sut_test_setup(info, seed, config);
     char err[512];
     cr_assert_eq(s.ops->open(&setup, &s.h, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(s.ops->load_model(s.h, empty_model(), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(s.ops->load_model(s.h, sut_test_empty_model(), err, sizeof err), 0, "%s", err);
     return s;
 }
 
@@ -275,20 +183,11 @@ static void close_sut(struct sut *s)
     eeb_sut_plugin_unload(s->lib);
 }
 
-/* What predict wrote for a batch (zeroed first, so memcmp compares them). */
-struct preds {
-    int32_t classes[BATCH * TOP_K], counts[BATCH];
-    float scores[BATCH * TOP_K];
-    struct eeb_sut_detection dets[BATCH * MAX_BOXES];
-};
-
+/* predict on the batch's pixels alone (its labels withheld). */
 static void predict(struct sut *s, const struct batch *b, struct preds *p)
 {
-    memset(p, 0, sizeof *p);
     struct eeb_sut_batch bare = {b->b.n, b->b.pixels, NULL, NULL, NULL};
-    struct eeb_sut_predictions out = {p->classes, p->scores, p->counts, p->dets};
-    char err[512];
-    cr_assert_eq(s->ops->predict(s->h, &bare, &out, err, sizeof err), 0, "%s", err);
+    sut_test_predict(s->ops, s->h, &bare, p);
 }
 
 static void train_all(struct sut *s, const struct data *d)
@@ -306,60 +205,6 @@ static void train_all(struct sut *s, const struct data *d)
     }
 }
 
-/* Classes in range, top_k distinct ones best first; boxes inside the
- * image, at most max_boxes, best first. */
-static void well_formed(const struct data *d, const struct preds *p, int n)
-{
-    const struct eeb_shard_info *in = &d->info;
-    for (int i = 0; i < n; i++) {
-        if (in->task != EEB_TASK_DET) {
-            const int32_t *c = p->classes + i * TOP_K;
-            const float *sc = p->scores + i * TOP_K;
-            for (int k = 0; k < TOP_K; k++) {
-                cr_assert(c[k] >= 0 && c[k] < in->classes, "item %d rank %d: class %d", i, k, c[k]);
-                cr_assert(isfinite(sc[k]) && (k == 0 || sc[k] <= sc[k - 1]), "item %d rank %d", i,
-                          k);
-                for (int j = 0; j < k; j++)
-                    cr_assert_neq(c[j], c[k], "item %d: class %d twice", i, c[k]);
-            }
-            continue;
-        }
-        cr_assert(p->counts[i] >= 0 && p->counts[i] <= MAX_BOXES, "item %d: %d boxes", i,
-                  p->counts[i]);
-        for (int k = 0; k < p->counts[i]; k++) {
-            const struct eeb_sut_detection *x = &p->dets[i * MAX_BOXES + k];
-            cr_assert(x->cls >= 0 && x->cls < in->classes, "item %d box %d: class %d", i, k,
-                      x->cls);
-            cr_assert(0 <= x->x0 && x->x0 <= x->x1 && x->x1 <= in->w && 0 <= x->y0 &&
-                          x->y0 <= x->y1 && x->y1 <= in->h,
-                      "item %d box %d: (%g, %g)-(%g, %g)", i, k, x->x0, x->y0, x->x1, x->y1);
-            cr_assert(isfinite(x->score) && (k == 0 || x->score <= x[-1].score));
-        }
-    }
-}
-
-/* Whether class k was a target of item i of batch b. */
-static int shown(const struct data *d, const struct batch *b, int i, int k)
-{
-    if (d->info.task != EEB_TASK_DET)
-        return b->labels[i] == k;
-    const struct eeb_sut_box *x = b->boxes;
-    for (int j = 0; j < i; j++)
-        x += b->counts[j];
-    for (int j = 0; j < b->counts[i]; j++)
-        if (!x[j].difficult && x[j].cls == k)
-            return 1;
-    return 0;
-}
-
-/* The item's first-ranked class (det: its first box's, -1 for none). */
-static int first(const struct data *d, const struct preds *p, int i)
-{
-    if (d->info.task != EEB_TASK_DET)
-        return p->classes[i * TOP_K];
-    return p->counts[i] ? p->dets[i * MAX_BOXES].cls : -1;
-}
-
 /*
  * Trained on a shard, the example predicts well-formed answers that
  * training changed, the same for the same seed and batches; and one item
@@ -367,21 +212,22 @@ static int first(const struct data *d, const struct preds *p, int i)
  */
 static void learns(enum eeb_task task)
 {
-    struct data d = read_batches(shard(task, 3 * BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(task, 3 * BATCH, 11));
     const struct batch *b0 = &d.batches[0];
     struct preds *before = malloc(sizeof *before), *after = malloc(sizeof *after),
                  *again = malloc(sizeof *again);
 
     struct sut a = open_sut(&d.info, 1, "");
     predict(&a, b0, before);
-    well_formed(&d, before, b0->b.n);
+    sut_test_well_formed(&d, before, b0->b.n);
     train_all(&a, &d);
     predict(&a, b0, after);
-    well_formed(&d, after, b0->b.n);
+    sut_test_well_formed(&d, after, b0->b.n);
     cr_assert_neq(memcmp(before, after, sizeof *before), 0, "training changed nothing");
     int right = 0;
     for (int i = 0; i < b0->b.n; i++)
-        right += first(&d, after, i) >= 0 && shown(&d, b0, i, first(&d, after, i));
+        right += sut_test_first(&d, after, i) >= 0 &&
+                 sut_test_shown(&d, b0, i, sut_test_first(&d, after, i));
     cr_assert_gt(right, b0->b.n / 2, "%d of %d training items ranked as shown", right, b0->b.n);
     if (task == EEB_TASK_DET)
         for (int i = 0; i < b0->b.n; i++)
@@ -418,10 +264,10 @@ static void learns(enum eeb_task task)
         cr_assert_eq(one.ops->train(one.h, &single->b, &st, err, sizeof err), 0, "%s", err);
         cr_assert(isnan(st.loss), "a first step has no mean to be far from");
         predict(&one, single, again);
-        int top = first(&d, again, 0), all_difficult = top < 0;
+        int top = sut_test_first(&d, again, 0), all_difficult = top < 0;
         for (int j = 0; all_difficult && j < b0->counts[i]; j++)
             all_difficult = x[j].difficult;
-        cr_assert(all_difficult || shown(&d, single, 0, top), "item %d: %d first", i, top);
+        cr_assert(all_difficult || sut_test_shown(&d, single, 0, top), "item %d: %d first", i, top);
         free(single);
         close_sut(&one);
     }
@@ -447,7 +293,7 @@ Test(sut_plugin, the_example_learns_video)
 /* Untrained, the classes come in an order drawn from the seed. */
 Test(sut_plugin, the_seed_orders_the_classes_never_seen)
 {
-    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(EEB_TASK_CLS, BATCH, 11));
     struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2), *p3 = malloc(sizeof *p3);
     struct sut a = open_sut(&d.info, 1, ""), b = open_sut(&d.info, 2, ""),
                c = open_sut(&d.info, 1, "");
@@ -464,7 +310,7 @@ Test(sut_plugin, the_seed_orders_the_classes_never_seen)
 /* Saved, and loaded by another, the model predicts the same. */
 Test(sut_plugin, the_example_saves_and_loads_what_it_learnt)
 {
-    struct data d = read_batches(shard(EEB_TASK_DET, 2 * BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(EEB_TASK_DET, 2 * BATCH, 11));
     struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2);
     struct sut a = open_sut(&d.info, 1, ""), b = open_sut(&d.info, 1, "");
     train_all(&a, &d);
@@ -479,7 +325,7 @@ Test(sut_plugin, the_example_saves_and_loads_what_it_learnt)
     cr_assert_eq(strncmp(text, "nearest-mean 1\nshape det 5 1 4 3\nclass ", 39), 0, "%.60s", text);
     free(text);
     /* loading the empty model forgets it */
-    cr_assert_eq(b.ops->load_model(b.h, empty_model(), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(b.ops->load_model(b.h, sut_test_empty_model(), err, sizeof err), 0, "%s", err);
     predict(&b, &d.batches[1], p2);
     cr_assert_eq(p2->counts[0], 0);
     close_sut(&a), close_sut(&b);
@@ -490,7 +336,7 @@ Test(sut_plugin, the_example_saves_and_loads_what_it_learnt)
  * what was learnt stays. */
 Test(sut_plugin, a_bad_model_file_is_refused_by_line)
 {
-    struct data d = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(EEB_TASK_CLS, BATCH, 11));
     struct sut s = open_sut(&d.info, 1, "grid=1");
     static const char *const bad[][2] = {
         {"", "empty"},
@@ -555,16 +401,16 @@ Test(sut_plugin, a_bad_setup_is_refused_at_open)
         struct eeb_sut_setup setup;
         const char *what;
     } bad[] = {
-        {setup_for(&info, 1, "grid=0"), "config: grid=0"},
-        {setup_for(&info, 1, "grid=4,colour=red"), "unknown key in 'colour=red'"},
-        {setup_for(&info, 1, "steps"), "'steps' is not key=value"},
-        {setup_for(&info, 1, "steps=-1"), "steps=-1"},
-        {setup_for(&info, 1, ""), "top_k 0"},
-        {setup_for(&info, 1, ""), "2 channels"},
-        {setup_for(&info, 1, ""), "ABI version 2"},
-        {setup_for(&info, 1, ""), "batch_max 0"},
-        {setup_for(&info, 1, ""), "task 7"},
-        {setup_for(&info, 1, ""), "max_boxes 0"},
+        {sut_test_setup(&info, 1, "grid=0"), "config: grid=0"},
+        {sut_test_setup(&info, 1, "grid=4,colour=red"), "unknown key in 'colour=red'"},
+        {sut_test_setup(&info, 1, "steps"), "'steps' is not key=value"},
+        {sut_test_setup(&info, 1, "steps=-1"), "steps=-1"},
+        {sut_test_setup(&info, 1, ""), "top_k 0"},
+        {sut_test_setup(&info, 1, ""), "2 channels"},
+        {sut_test_setup(&info, 1, ""), "ABI version 2"},
+        {sut_test_setup(&info, 1, ""), "batch_max 0"},
+        {sut_test_setup(&info, 1, ""), "task 7"},
+        {sut_test_setup(&info, 1, ""), "max_boxes 0"},
     };
     bad[4].setup.top_k = 0;
     bad[5].setup.channels = 2;
@@ -594,7 +440,7 @@ static void bad_batch(struct sut *s, const struct eeb_sut_batch *b, const char *
 
 Test(sut_plugin, a_bad_batch_is_refused_naming_the_item)
 {
-    struct data cls = read_batches(shard(EEB_TASK_CLS, BATCH, 11));
+    struct data cls = sut_test_read(sut_test_shard(EEB_TASK_CLS, BATCH, 11));
     struct sut s = open_sut(&cls.info, 1, "");
     struct preds *p1 = malloc(sizeof *p1), *p2 = malloc(sizeof *p2);
     struct batch *b = &cls.batches[0];
@@ -619,7 +465,7 @@ Test(sut_plugin, a_bad_batch_is_refused_naming_the_item)
     assert_has(err, "a batch of 9 items");
     close_sut(&s);
 
-    struct data det = read_batches(shard(EEB_TASK_DET, BATCH, 11));
+    struct data det = sut_test_read(sut_test_shard(EEB_TASK_DET, BATCH, 11));
     s = open_sut(&det.info, 1, "");
     b = &det.batches[0];
     x = b->b, x.box_counts = NULL;
@@ -638,7 +484,7 @@ Test(sut_plugin, a_bad_batch_is_refused_naming_the_item)
 /* steps=N: done after N steps, and no batch after that. */
 Test(sut_plugin, the_example_is_done_after_the_steps_configured)
 {
-    struct data d = read_batches(shard(EEB_TASK_VIDEO, 3 * BATCH, 11));
+    struct data d = sut_test_read(sut_test_shard(EEB_TASK_VIDEO, 3 * BATCH, 11));
     struct sut s = open_sut(&d.info, 1, "steps=2");
     struct eeb_sut_step st;
     char err[512] = "";
