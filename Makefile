@@ -45,7 +45,8 @@ LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpg
                        fpga/net/*.c fpga/fx/*.c fpga/accel/*.c fpga/emu/*.c fpga/ref/*.c \
                        fpga/model/*.c sut/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
-TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c tests/sut/sut_data.c
+TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c tests/sut/sut_data.c \
+             tests/tasks/task_data.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))

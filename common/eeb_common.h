@@ -102,6 +102,15 @@ int eeb_check_output(const char *path, char *err, size_t errlen);
 int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                   size_t errlen);
 
+/* 1 if s is 1..max letters, digits and characters of punct. */
+int eeb_text_ok(const char *s, size_t max, const char *punct);
+
+/* What a run declares to a server and the leaderboard is filtered by (its
+ * device, backend and design): letters, digits and these; the device and
+ * backend at most EEB_DECLARED_MAX characters. */
+#define EEB_DECLARED_PUNCT "_.:=,/+-"
+#define EEB_DECLARED_MAX   63
+
 /* Writes s to f as HTML text or attribute value (<, >, &, ", ' escaped). */
 void eeb_html_text(FILE *f, const char *s);
 

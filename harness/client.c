@@ -16,6 +16,7 @@
 #include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
+#include "sut/eeb_sut_host.h"
 #include "tasks/eeb_prediction.h"
 
 #include <curl/curl.h>
@@ -217,19 +218,37 @@ int eeb_client_download(struct eeb_client *c, const char *path, const char *file
 
 /* ---- a local run, sent ---- */
 
+/* The backend as a run declares it: eeb's own by name ("faulty:..." by
+ * its kind); a team's SUT by its kind alone, "library" or "exec": its path
+ * or command line is the team's free text, which names nothing on a
+ * leaderboard and which the server does not take. */
+static const char *declared_backend(const char *backend, char out[EEB_DECLARED_MAX + 1])
+{
+    enum eeb_sut_kind kind = eeb_sut_kind_of(backend);
+    if (kind != EEB_SUT_BUILTIN)
+        return kind == EEB_SUT_LIBRARY ? EEB_SUT_DECLARED_LIBRARY : EEB_SUT_DECLARED_EXEC;
+    snprintf(out, EEB_DECLARED_MAX + 1, "%.*s", (int)strcspn(backend, ":?"), backend);
+    return eeb_text_ok(backend, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT) ? backend
+           : eeb_text_ok(out, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT)   ? out
+                                                                      : "unknown";
+}
+
 json_t *eeb_client_declaration(const char *config_json, int official)
 {
     struct eeb_config_record cfg;
     (void)eeb_config_record_read(config_json, &cfg); /* what it lacks is declared null */
     const char *design = cfg.design[0] ? cfg.design : NULL;
-    const char *backend = cfg.backend[0] ? cfg.backend : "unknown";
-    /* the device: the modeled board's, else the backend's */
+    char name[EEB_DECLARED_MAX + 1];
+    const char *backend = declared_backend(cfg.backend, name);
+    /* the device: the modeled board's, else the part the utilization
+     * report names, else the backend's */
     struct eeb_design d;
     char why[256];
     eeb_design_default(&d);
-    const char *device = design && eeb_design_parse(&d, design, why, sizeof why) == EEB_OK
-                             ? d.device->name
-                             : backend;
+    const char *device =
+        design && eeb_design_parse(&d, design, why, sizeof why) == EEB_OK    ? d.device->name
+        : eeb_text_ok(cfg.util_device, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT) ? cfg.util_device
+                                                                             : backend;
     /* a design only if the run modeled one (a team's SUT has none): left
      * out, as the server takes it, not null */
     json_t *o = json_pack("{s:s?, s:{s:o, s:o, s:o, s:o}, s:s?, s:s, s:s, s:s*, s:b}", "task",

@@ -85,11 +85,6 @@ static int parse_format(const char *s, enum eeb_format *f)
     return EEB_EXIT_OK;
 }
 
-static const char *task_label(int task)
-{
-    return task == EEB_MODEL_NO_TASK ? "none" : eeb_task_name((enum eeb_task)task);
-}
-
 static void input_name(const struct eeb_layer *l, int j, char *buf, size_t n)
 {
     if (l->in[j] == EEB_NET_INPUT)
@@ -131,10 +126,10 @@ static int info_json(const char *path, const struct eeb_net *net, int task, long
     }
     json_t *o =
         json_pack("{s:s, s:i, s:s, s:s, s:I, s:[i,i,i], s:I, s:I, s:o}", "file", path, "version",
-                  EEB_MODEL_VERSION, "task", task_label(task), "format", format_name(net->format),
-                  "bytes", (json_int_t)bytes, "input", net->input.h, net->input.w, net->input.c,
-                  "params", (json_int_t)eeb_net_params(net), "macs_per_item",
-                  (json_int_t)eeb_net_macs(net), "layers", layers);
+                  EEB_MODEL_VERSION, "task", eeb_task_name_or_none(task), "format",
+                  format_name(net->format), "bytes", (json_int_t)bytes, "input", net->input.h,
+                  net->input.w, net->input.c, "params", (json_int_t)eeb_net_params(net),
+                  "macs_per_item", (json_int_t)eeb_net_macs(net), "layers", layers);
     return eeb_cli_print_json(cmd, o);
 }
 
@@ -153,8 +148,8 @@ static int info(const char *path, int as_json)
         return rc;
     }
     printf("%s: eeb model v%d, task %s, %s weights, %ld bytes\n", path, EEB_MODEL_VERSION,
-           task_label(task), net->format == EEB_FORMAT_FX24 ? "24-bit fixed-point" : "float32",
-           bytes);
+           eeb_task_name_or_none(task),
+           net->format == EEB_FORMAT_FX24 ? "24-bit fixed-point" : "float32", bytes);
     printf("input %dx%dx%d (h x w x c)\n\n", net->input.h, net->input.w, net->input.c);
     printf("%4s  %-10s  %-11s  %-9s  %-14s  %10s%s\n", "#", "layer", "inputs", "window", "output",
            "params", net->format == EEB_FORMAT_FX24 ? "  exp w/b" : "");

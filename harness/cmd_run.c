@@ -178,8 +178,9 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
         }
         return eeb_cli_print_json(cmd, j);
     }
-    printf("run %lld (%s) in %s: %s, %s (%s), provenance %s\n", (long long)o->run, o->uuid, c->db,
-           eeb_task_name((enum eeb_task)c->task), c->backend, o->backend_detail, o->provenance);
+    printf("run %lld (%s) in %s: %s, %s%s%s%s, provenance %s\n", (long long)o->run, o->uuid, c->db,
+           eeb_task_name((enum eeb_task)c->task), c->backend, o->backend_detail[0] ? " (" : "",
+           o->backend_detail, o->backend_detail[0] ? ")" : "", o->provenance);
     if (!o->aborted) {
         printf("  M_u  %8s   mean utilization (%s)\n", fig(4, s->m_u).text, o->util_source);
         printf("  M_t  %8s   T %s s / T_max %g s%s\n", fig(4, s->m_t).text, fig(3, o->t_s).text,

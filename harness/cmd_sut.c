@@ -17,7 +17,7 @@ static void help(void)
 {
     puts("Usage: eeb sut check BACKEND --task TASK [--model FILE]\n"
          "                     [--finetune FILE.eebd --test FILE.eebd] [--sut-config TEXT]\n"
-         "                     [--deadline S] [--json]\n"
+         "                     [--xclbin FILE] [--deadline S] [--json]\n"
          "\n"
          "Checks a system under test before a benchmark, like MLPerf's audit tests:\n"
          "a short battery, one line per item, pass, FAIL or skip, with the reason.\n"
@@ -53,6 +53,8 @@ static void help(void)
          "                       ones, 16 px, a few dozen items, made in $TMPDIR and\n"
          "                       removed after)\n"
          "  --sut-config TEXT    the team's configuration string, handed to open\n"
+         "  --xclbin FILE        the design to program the device with, handed to open\n"
+         "                       (eeb run hands the SUT a copy of its --xclbin)\n"
          "  --deadline S         the most any call may take (default 60); exec: a\n"
          "                       program not answering within it is killed\n"
          "  --json               the items as one JSON object on stdout\n"
@@ -77,6 +79,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"finetune", required_argument, NULL, 'f'},
         {"test", required_argument, NULL, 't'},
         {"sut-config", required_argument, NULL, 'c'},
+        {"xclbin", required_argument, NULL, 'x'},
         {"deadline", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -92,6 +95,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'f': a->o.finetune = optarg; break;
         case 't': a->o.test = optarg; break;
         case 'c': a->o.sut_config = optarg; break;
+        case 'x': a->o.xclbin = optarg; break;
         case 'j': a->json = 1; break;
         case 'h': help(); return -1;
         case 'd':

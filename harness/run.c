@@ -102,6 +102,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         unlink(r.test_inputs);
     if (r.private_dir[0]) { /* what the SUT left in its work directory stays */
         unlink(r.model_copy);
+        if (r.xclbin_copy[0])
+            unlink(r.xclbin_copy);
         rmdir(r.workdir);
         rmdir(r.private_dir);
     }
@@ -113,7 +115,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         eeb_shard_close(r.shard);
     }
     eeb_net_free(r.net);
-    free(r.model_bytes);
+    free(r.model_bytes), free(r.xclbin_bytes);
     eeb_perf_free(&r.perf);
     free(r.xclbin_design);
     eeb_power_close(r.src);

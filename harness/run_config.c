@@ -49,7 +49,9 @@ static const struct key keys[] = {
      F(sut_deadline),
      1e-3,
      1e6},
-    {{"xclbin", "FILE", "xrt: the accelerator's xclbin (M_u from it without --util)"},
+    {{"xclbin", "FILE",
+      "the accelerator's xclbin: xrt loads it, a team's SUT gets a copy (M_u from it without "
+      "--util)"},
      TEXT,
      F(xclbin),
      0,

@@ -95,7 +95,7 @@ static int sut_step(void *arg, const struct eeb_task_batch *b, struct eeb_traine
  * reported none, and the training metric. */
 static json_t *epoch_json(int epoch, long step, const struct eeb_pass *p)
 {
-    json_t *o = json_pack("{s:i, s:I}", "epoch", epoch, "step", (json_int_t)step);
+    json_t *o = json_pack("{s:i, s:I}", "epoch", epoch, EEB_EVENT_KEY_STEP, (json_int_t)step);
     json_object_set_new(o, EEB_EVENT_KEY_LOSS,
                         eeb_json_number(p->loss_items ? p->loss_sum / p->loss_items : NAN));
     json_object_set_new(o, EEB_EVENT_KEY_TRAIN_METRIC,
@@ -248,8 +248,8 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
                                  .over_pmax = k->pmax_seen > 0};
     json_t *train_ev = NULL;
     if (now >= k->next_train && w->loss_items > 0 && w->step != k->reported_step) {
-        train_ev = json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, "step", (json_int_t)w->step,
-                             "items", (json_int_t)w->items, EEB_EVENT_KEY_LOSS,
+        train_ev = json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, EEB_EVENT_KEY_STEP,
+                             (json_int_t)w->step, "items", (json_int_t)w->items, EEB_EVENT_KEY_LOSS,
                              w->loss_sum / (double)w->loss_items);
         w->loss_sum = 0, w->loss_items = 0;
         k->reported_step = w->step;
@@ -316,8 +316,8 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     if (ending == DONE && w->rc)
         ending = FAILED;
     pthread_mutex_unlock(&w->lock);
-    json_t *complete =
-        json_pack("{s:s, s:I}", EEB_EVENT_KEY_REASON, why[ending], "step", (json_int_t)steps);
+    json_t *complete = json_pack("{s:s, s:I}", EEB_EVENT_KEY_REASON, why[ending],
+                                 EEB_EVENT_KEY_STEP, (json_int_t)steps);
     if (ending == PMAX)
         json_object_set_new(complete, "watts", json_real(k.pmax_seen));
     run_event(r, EEB_EVENT_COMPLETE, complete);

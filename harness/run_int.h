@@ -42,8 +42,11 @@ struct run {
     struct eeb_net *net;         /* eeb's own model (an .eebm); NULL for a team's SUT */
     char *model_bytes;           /* the model file as hashed, handed to the SUT as a private copy */
     size_t model_len;
+    char *xclbin_bytes; /* the xclbin (--xclbin) as hashed, likewise, or NULL */
+    size_t xclbin_len;
     char private_dir[4100]; /* the SUT's private files, in the system's temporary space: */
-    char model_copy[4200];  /*   that copy */
+    char model_copy[4200];  /*   the copies */
+    char xclbin_copy[4200]; /*   ("" without an xclbin) */
     char workdir[4200];     /*   the SUT's work directory */
     struct eeb_perf perf;   /* the device the analytical model predicts */
     int modeled_device;     /* perf is set */

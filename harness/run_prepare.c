@@ -24,14 +24,8 @@
 static int shard_fits(const struct eeb_shard *s, const struct eeb_run_config *c, uint64_t *items,
                       char *err, size_t errlen)
 {
-    const struct eeb_shard_info *in = eeb_shard_info(s);
-    *items = in->count;
-    if (in->task != (enum eeb_task)c->task)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data; the run's task is %s",
-                        eeb_shard_path(s), eeb_task_name(in->task), eeb_task_name(c->task));
-    if (in->count == 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", eeb_shard_path(s));
-    return EEB_OK;
+    *items = eeb_shard_info(s)->count;
+    return eeb_shard_holds_task(s, (enum eeb_task)c->task, "the run's task", err, errlen);
 }
 
 /* The test shard at path: hashed, and fit for the run, with the fine-tune
@@ -76,14 +70,14 @@ static int read_model(struct run *r, char *err, size_t errlen)
 static int read_xclbin(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
-    char *bytes;
-    size_t len;
-    int rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &bytes, &len, err, errlen);
+    int rc = eeb_read_file(c->xclbin, EEB_XCLBIN_MAX_BYTES, &r->xclbin_bytes, &r->xclbin_len, err,
+                           errlen);
     if (rc)
         return rc;
-    eeb_sha256(bytes, len, r->sha_xclbin);
+    eeb_sha256(r->xclbin_bytes, r->xclbin_len, r->sha_xclbin);
     struct eeb_xclbin_info *in = NULL;
-    rc = eeb_xclbin_parse((const uint8_t *)bytes, len, c->xclbin, &in, err, errlen);
+    rc = eeb_xclbin_parse((const uint8_t *)r->xclbin_bytes, r->xclbin_len, c->xclbin, &in, err,
+                          errlen);
     if (rc == EEB_ENOTSUP) /* built without XRT: the xclbin is hashed, not read */
         rc = c->util
                  ? EEB_OK
@@ -92,13 +86,18 @@ static int read_xclbin(struct run *r, char *err, size_t errlen)
         char source[256], why[512];
         if ((rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why)))
             eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);
+        else if (eeb_sut_kind_of(c->backend) != EEB_SUT_BUILTIN &&
+                 strncmp(source, "modeled", 7) == 0)
+            rc = eeb_errf(err, errlen, EEB_EINVAL,
+                          "%s: its utilization is eeb's analytical model's (%s), not your "
+                          "design's: give your implementation's report (--util)",
+                          c->xclbin, source);
         else
             snprintf(r->out->util_source, sizeof r->out->util_source, "%s (%s)", c->xclbin, source);
     }
     if (rc == EEB_OK && in && !c->design)
         rc = eeb_xclbin_design(in, &r->xclbin_design, err, errlen);
     eeb_xclbin_info_free(in);
-    free(bytes);
     return rc;
 }
 
@@ -186,10 +185,19 @@ int run_prepare(struct run *r, char *err, size_t errlen)
     return EEB_OK;
 }
 
+static int private_copy(const char *path, const char *bytes, size_t len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(bytes, 1, len, f) == len;
+    ok = (f && fclose(f) == 0) && ok;
+    return ok ? EEB_OK : eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+}
+
 /* The SUT's private files, in a directory of the system's temporary
  * space (not the database's disk, whose room is the power log's): the
- * model's bytes as hashed, so that what the SUT loads is what was hashed
- * whatever becomes of --model, and a work directory of its own. */
+ * model's and the xclbin's bytes as hashed, so that what the SUT loads is
+ * what was hashed (and M_u read from) whatever becomes of --model and
+ * --xclbin, and a work directory of its own. */
 static int private_files(struct run *r, char *err, size_t errlen)
 {
     const char *tmp = getenv("TMPDIR");
@@ -202,12 +210,14 @@ static int private_files(struct run *r, char *err, size_t errlen)
     }
     snprintf(r->workdir, sizeof r->workdir, "%s/work", r->private_dir);
     snprintf(r->model_copy, sizeof r->model_copy, "%s/model", r->private_dir);
+    if (r->xclbin_bytes)
+        snprintf(r->xclbin_copy, sizeof r->xclbin_copy, "%s/design.xclbin", r->private_dir);
     if (mkdir(r->workdir, 0700) != 0)
         return eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->workdir, strerror(errno));
-    FILE *f = fopen(r->model_copy, "wb");
-    int ok = f && fwrite(r->model_bytes, 1, r->model_len, f) == r->model_len;
-    ok = (f && fclose(f) == 0) && ok;
-    return ok ? EEB_OK : eeb_errf(err, errlen, EEB_EIO, "%s: %s", r->model_copy, strerror(errno));
+    int rc = private_copy(r->model_copy, r->model_bytes, r->model_len, err, errlen);
+    if (rc == EEB_OK && r->xclbin_bytes)
+        rc = private_copy(r->xclbin_copy, r->xclbin_bytes, r->xclbin_len, err, errlen);
+    return rc;
 }
 
 /* DEPLOY: the model onto the accelerator. */
@@ -242,7 +252,8 @@ int run_deploy(struct run *r, char *err, size_t errlen)
                                             in->classes < EEB_TOPK_MAX ? in->classes : EEB_TOPK_MAX,
                                         .max_boxes = RUN_MAX_BOXES,
                                         .seed = (uint64_t)c->seed,
-                                        .workdir = r->workdir};
+                                        .workdir = r->workdir,
+                                        .xclbin = r->xclbin_copy};
     const struct eeb_sut_options opt = {
         .builtin = &ac, .team_config = c->sut_config, .deadline_s = c->sut_deadline};
     if ((rc = private_files(r, err, errlen)) ||
@@ -255,7 +266,8 @@ int run_deploy(struct run *r, char *err, size_t errlen)
     eeb_sut_counters(r->sut, &st);
     snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
     run_event(r, EEB_EVENT_DEPLOYED,
-              json_pack("{s:s, s:s, s:I}", "backend", r->ops ? r->ops->name : c->backend, "detail",
-                        st.detail, "finetune_items", (json_int_t)r->finetune_items));
+              json_pack("{s:s, s:s, s:I}", "backend", r->ops ? r->ops->name : c->backend,
+                        EEB_EVENT_KEY_DETAIL, st.detail, "finetune_items",
+                        (json_int_t)r->finetune_items));
     return EEB_OK;
 }

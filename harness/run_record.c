@@ -50,7 +50,8 @@ char *run_config_json(const struct run *r)
     json_object_set_new(t, "steps", isnan(c->steps) ? json_null() : json_real(c->steps));
     json_object_set_new(o, "training", t);
     eeb_config_put_util(o, r->util.frac, r->out->util_source,
-                        strcmp(r->util.family, "given") == 0 ? "declared" : "report");
+                        strcmp(r->util.family, "given") == 0 ? "declared" : "report",
+                        r->util.device);
     json_object_set_new(o, "declared_power_w",
                         isnan(c->declared_power_w) ? json_null() : json_real(c->declared_power_w));
     if (r->modeled_device)

@@ -71,10 +71,10 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
     struct eeb_sut_counters st;
     eeb_sut_counters(r->sut, &st);
     run_event(r, EEB_EVENT_STOPPED,
-              json_pack("{s:I, s:I, s:[I, I, I, I]}", "steps", (json_int_t)st.steps, "items",
-                        (json_int_t)st.items, "saturations", (json_int_t)st.saturations[0],
-                        (json_int_t)st.saturations[1], (json_int_t)st.saturations[2],
-                        (json_int_t)st.saturations[3]));
+              json_pack("{s:I, s:I, s:[I, I, I, I]}", EEB_EVENT_KEY_STEPS, (json_int_t)st.steps,
+                        EEB_EVENT_KEY_ITEMS, (json_int_t)st.items, EEB_EVENT_KEY_SATURATIONS,
+                        (json_int_t)st.saturations[0], (json_int_t)st.saturations[1],
+                        (json_int_t)st.saturations[2], (json_int_t)st.saturations[3]));
     if ((rc = eeb_sut_end_training(r->sut, err, errlen)) ||
         (c->save_model && (rc = eeb_sut_save_model(r->sut, c->save_model, err, errlen))))
         return rc;

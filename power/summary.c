@@ -138,7 +138,9 @@ int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
         }
         struct eeb_power_verdict verdict;
         if (n < 2) {
-            rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld: %zu samples in the %s window",
+            rc = eeb_errf(err, errlen, EEB_EINVAL,
+                          "%s: run %lld: %zu samples in the %s window (the P_max rule needs at "
+                          "least 2: a longer fine-tune, or a higher --rate)",
                           path, (long long)row.id, n, out->window);
             goto out;
         }

@@ -3,16 +3,17 @@
  * scripts, fonts or images from elsewhere) with the power trace as an
  * inline SVG plot -- P_max line, stage bands, T_max marker -- the loss and
  * training metric over time, the verdict as `eeb check` recomputes it, the
- * score with each term's share of the penalty, the events and the
- * configuration.  What a run never had (a killed run's test stage, M_s, S)
- * is shown as "-", and numbers are written in their shortest form
- * (eeb_number_text) or to a fixed precision, never as "%.17g" noise.  Sections: gathering,
- * numbers, plotting, the score, the page.
+ * score with each term's share of the penalty, the system under test
+ * (report_sut.c), the events and the configuration.  What a run never had (a killed run's test
+ * stage, M_s, S) is shown as "-", and numbers are written in their shortest form (eeb_number_text)
+ * or to a fixed precision, never as "%.17g" noise.  Sections: gathering, numbers, plotting, the
+ * score, the page.
  */
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
 #include "record/eeb_record.h"
 #include "tasks/eeb_task_ops.h"
+#include "report_int.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -97,6 +98,7 @@ struct timeline {
     double last;                                   /* the last event, seconds; NAN if none */
     struct series loss, metric;                    /* train events; epoch ends */
     json_t *events;                                /* [t, kind, payload] but "train" */
+    struct report_sut sut;                         /* the system under test's events */
 };
 
 static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
@@ -124,6 +126,7 @@ static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, c
             push(&tl->metric, s, json_number_value(json_object_get(p, EEB_EVENT_KEY_TRAIN_METRIC)));
     if (strcmp(kind, EEB_EVENT_TRAIN) != 0)
         json_array_append_new(tl->events, json_pack("[f, s, s?]", s, kind, payload));
+    report_sut_event(&tl->sut, kind, p);
     json_decref(p);
     return rc;
 }
@@ -699,7 +702,8 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
           "overflow:auto;font-size:12px}.legend{list-style:none;padding:0;margin:4px 0 16px;"
           "display:flex;flex-wrap:wrap;gap:4px 18px;font-size:12px}.swatch{display:inline-block;"
           "width:16px;height:10px;margin-right:5px;vertical-align:middle}.swatch.line{height:0;"
-          "border-top:2px solid}</style></head><body>\n",
+          "border-top:2px solid}.mismatch{background:#fbe8c8;padding:4px 8px;"
+          "display:inline-block}</style></head><body>\n",
           f);
     fprintf(f, "<h1>eeb run %lld: ", (long long)run->id);
     eeb_html_text(f, run->task);
@@ -739,6 +743,9 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
           "for detection the object cells' class accuracy).</p>\n",
           f);
     training_plot(f, tl, &ta);
+    /* after the plots, which are read right after the score (and must fit
+     * a screen with it) */
+    report_sut_section(f, &tl->sut, &cfg, run->backend);
     events_table(f, tl);
     config_section(f, run->config);
     fputs("<p>Written by eeb " EEB_VERSION " (", f);
@@ -804,6 +811,7 @@ out:
         eeb_atomic_abort(&af);
     free(watts.p), free(tl.loss.p), free(tl.metric.p);
     json_decref(tl.events);
+    report_sut_free(&tl.sut);
     free(tr);
     eeb_rundb_run_row_free(&row);
     eeb_rundb_close(db);

@@ -82,13 +82,16 @@ void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double gr
     json_object_set_new(o, "budgets", b);
 }
 
-void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind)
+void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind,
+                         const char *device)
 {
     json_t *u = json_object();
     for (int i = 0; i < 4; i++)
         json_object_set_new(u, util_keys[i], json_real(frac[i]));
     json_object_set_new(u, "source", json_string(source));
     json_object_set_new(u, "kind", json_string(kind));
+    if (device && device[0])
+        json_object_set_new(u, "device", json_string(device));
     json_object_set_new(o, "util", u);
 }
 
@@ -135,6 +138,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
         out->weights[i] = eeb_json_number_at(json_object_get(rules, "weights"), weight_keys[i]);
     }
     text_at(util, "source", out->util_source, sizeof out->util_source);
+    text_at(util, "device", out->util_device, sizeof out->util_device);
     out->window_s = eeb_json_number_at(rules, "power_window_s");
     out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
     out->rate_hz = eeb_json_number_at(power, "rate_hz");
@@ -142,6 +146,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->test_items = eeb_json_number_at(json_object_get(o, "test"), "items");
     text_at(json_object_get(o, "finetune"), "sha256", out->finetune_sha256,
             sizeof out->finetune_sha256);
+    text_at(json_object_get(o, "model"), "sha256", out->model_sha256, sizeof out->model_sha256);
+    text_at(json_object_get(o, "xclbin"), "sha256", out->xclbin_sha256, sizeof out->xclbin_sha256);
     text_at(json_object_get(o, "device_model"), "design", out->design, sizeof out->design);
     out->official = json_is_object(json_object_get(o, "official"));
     json_decref(o);

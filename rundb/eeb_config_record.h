@@ -64,8 +64,10 @@ void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double gr
                             int abort_on_pmax);
 
 /* "util": the four fractions (LUT, FF, BRAM, DSP), where they came from,
- * and their kind: "report" (a placed design's) or "declared". */
-void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind);
+ * their kind: "report" (a placed design's) or "declared", and the part the
+ * report names (NULL or "": left out). */
+void eeb_config_put_util(json_t *o, const double frac[4], const char *source, const char *kind,
+                         const char *device);
 
 /* "rules": the version, the file (NULL: the built-in, written null), the
  * weights w_u, w_t, w_p, w_s and the P_max rule's window and minimum rate. */
@@ -77,10 +79,11 @@ void eeb_config_put_rules(json_t *o, const char *version, const char *file, cons
 /* What is read back; a figure the configuration lacks is NAN, a text "". */
 struct eeb_config_record {
     char task[16];
-    char backend[64];
+    char backend[512];
     char provenance[16];   /* the run's figures': measured, counter or modeled */
     double util[4];        /* LUT, FF, BRAM, DSP */
     char util_source[512]; /* the report, the spec or the xclbin they came from */
+    char util_device[64];  /* the part their report names, or "" */
     double weights[4];     /* w_u, w_t, w_p, w_s */
     double window_s;       /* the P_max rule's window */
     double min_rate_hz;
@@ -88,6 +91,8 @@ struct eeb_config_record {
     char power_provenance[16]; /* the meter's */
     double test_items;         /* NAN: not recorded */
     char finetune_sha256[65];  /* the fine-tune set trained on */
+    char model_sha256[65];     /* the model file the run started from */
+    char xclbin_sha256[65];    /* the xclbin given (--xclbin), or "" */
     char design[512];          /* the modeled device's design, or "" */
     int official;              /* a server drove the run: its M_s is the server's */
 };

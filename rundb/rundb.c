@@ -398,7 +398,11 @@ int eeb_rundb_open_with(const char *path, enum eeb_rundb_mode mode,
         goto fail;
     }
     sqlite3_extended_result_codes(db->h, 0);
-    sqlite3_busy_timeout(db->h, 5000);
+    /* A run's own writers (its stages and the sampler, a connection each)
+     * take turns at the write lock; on an overloaded machine the holder
+     * can be off the CPU, with its fsync queued, for seconds: waiting 5 s
+     * once failed a run that way, so wait long before giving up. */
+    sqlite3_busy_timeout(db->h, 30000);
     if ((rc = recognize(db, mode, tables, err, errlen)))
         goto fail;
     /* Only now that the file is ours may anything be written to it. */

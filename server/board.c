@@ -34,12 +34,12 @@ static int read_filter(struct eeb_srv_call *k, struct eeb_srv_board_filter *f, i
         *sent = eeb_srv_call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
         return 0;
     }
-    if (f->device && !eeb_srv_text_ok(f->device, 63, EEB_SRV_DECLARED)) {
+    if (f->device && !eeb_text_ok(f->device, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT)) {
         char msg[160];
-        snprintf(
-            msg, sizeof msg,
-            "device '%.64s': expected 1 to 63 letters, digits and characters of " EEB_SRV_DECLARED,
-            f->device);
+        snprintf(msg, sizeof msg,
+                 "device '%.64s': expected 1 to 63 letters, digits and characters "
+                 "of " EEB_DECLARED_PUNCT,
+                 f->device);
         *sent = eeb_srv_call_fail(k, 400, "device", msg);
         return 0;
     }

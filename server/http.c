@@ -100,18 +100,6 @@ static enum MHD_Result send_error(struct eeb_server *s, struct MHD_Connection *c
     return send_json(s, c, r, code, o);
 }
 
-int eeb_srv_text_ok(const char *s, size_t max, const char *punct)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > max)
-        return 0;
-    for (const char *c = s; *c; c++)
-        if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') || ('0' <= *c && *c <= '9') ||
-              strchr(punct, *c)))
-            return 0;
-    return 1;
-}
-
 enum MHD_Result eeb_srv_call_reply(struct eeb_srv_call *k, int code, const char *type,
                                    const char *body, size_t len)
 {

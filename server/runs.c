@@ -50,9 +50,9 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out, 
     if (!v)
         return 0;
     const char *s = json_string_value(v);
-    if (!s || !eeb_srv_text_ok(s, max, EEB_SRV_DECLARED))
-        return bad(f, key, "expected 1 to %zu letters, digits and characters of " EEB_SRV_DECLARED,
-                   max);
+    if (!s || !eeb_text_ok(s, max, EEB_DECLARED_PUNCT))
+        return bad(f, key,
+                   "expected 1 to %zu letters, digits and characters of " EEB_DECLARED_PUNCT, max);
     *out = s;
     return 0;
 }
@@ -158,8 +158,8 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
     if (official && !json_is_boolean(official))
         return bad(f, "official", "expected true or false");
     d->official = json_is_true(official);
-    if (text_field(body, "device", 63, &d->device, f) ||
-        text_field(body, "backend", 63, &d->backend, f) ||
+    if (text_field(body, "device", EEB_DECLARED_MAX, &d->device, f) ||
+        text_field(body, "backend", EEB_DECLARED_MAX, &d->backend, f) ||
         text_field(body, "design", 255, &d->design, f) ||
         text_field(body, "finetune", 64, &d->finetune, f))
         return -1;
@@ -198,7 +198,7 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
     if (o) {
         eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
         eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);
-        eeb_config_put_util(o, d->util, "declared at registration", "declared");
+        eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
         eeb_config_put_budgets(o, p->t_max_s, p->p_max_w, NAN, -1);
         eeb_config_put_rules(o, s->rules_version, NULL, weights, s->power_rule.window_s,
                              s->power_rule.min_rate_hz);

@@ -143,12 +143,6 @@ json_t *eeb_srv_call_body(struct eeb_srv_call *k, enum MHD_Result *sent);
 const char *eeb_srv_call_arg(struct eeb_srv_call *k, const char *name);
 /* ---- handlers ---- */
 
-/* 1 if s is 1..max letters, digits and characters of punct: a team's
- * name ("_.-"); the names a run declares (device, backend, design) and the
- * leaderboard is filtered by (EEB_SRV_DECLARED). */
-#define EEB_SRV_DECLARED "_.:=,/+-"
-int eeb_srv_text_ok(const char *s, size_t max, const char *punct);
-
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_run(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_power(struct eeb_srv_call *k);

@@ -11,7 +11,7 @@ int eeb_server_add_team(const char *path, const char *name, char token[EEB_TOKEN
                         size_t errlen)
 {
     token[0] = '\0';
-    if (!eeb_srv_text_ok(name, 64, "_.-"))
+    if (!eeb_text_ok(name, 64, "_.-"))
         return eeb_errf(err, errlen, EEB_EINVAL, "team name '%s': 1 to 64 of A-Z a-z 0-9 _ . -",
                         name);
     unsigned char raw[32];

@@ -11,7 +11,7 @@
  *   backend=NAME     required: emu, kernel, fp32, xrt, faulty:...
  *   lr= momentum= decay= frozen= threads=    SGD and the backend (defaults:
  *                    eeb_accel_config_default's)
- *   xclbin=PATH device=N                     xrt
+ *   xclbin=PATH device=N                     xrt (default xclbin: the setup's)
  *
  * The model is an .eebm file (fpga/net).  Batches come as the shards hold
  * them and are turned into what eeb's nets take: frames stacked along the
@@ -93,8 +93,11 @@ static int setting(struct builtin *b, char *line, char *err, size_t errlen)
     return rc;
 }
 
-static int parse_config(struct builtin *b, const char *config, char *err, size_t errlen)
+/* The setup's configuration; the setup's xclbin unless it names one. */
+static int parse_config(struct builtin *b, const struct eeb_sut_setup *setup, char *err,
+                        size_t errlen)
 {
+    const char *config = setup->config;
     char *text = strdup(config ? config : "");
     if (!text)
         return eeb_errf(err, errlen, EEB_ENOMEM, "config: out of memory");
@@ -104,6 +107,9 @@ static int parse_config(struct builtin *b, const char *config, char *err, size_t
         if ((rc = setting(b, line, err, errlen)) == EEB_ENOMEM)
             eeb_errf(err, errlen, rc, "config: out of memory");
     free(text);
+    if (rc == EEB_OK && !b->xclbin && setup->xclbin && setup->xclbin[0] &&
+        !(b->xclbin = strdup(setup->xclbin)))
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "config: out of memory");
     if (rc == EEB_OK && !b->backend)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "config: no backend=NAME (emu, kernel, fp32, ...)");
     b->cfg.xclbin = b->xclbin;
@@ -158,7 +164,7 @@ static int builtin_open(const struct eeb_sut_setup *setup, void **sut, char *err
     int rc = setup->top_k < 1 || setup->top_k > EEB_TOPK_MAX || setup->top_k > setup->classes
                  ? eeb_errf(err, errlen, EEB_EINVAL, "top_k %d (1..%d, and at most the classes)",
                             setup->top_k, EEB_TOPK_MAX)
-                 : parse_config(b, setup->config, err, errlen);
+                 : parse_config(b, setup, err, errlen);
     if (rc) {
         builtin_close(b);
         return rc;
@@ -203,6 +209,8 @@ static int builtin_load(void *sut, const char *path, char *err, size_t errlen)
 static int stack(struct builtin *b, const struct eeb_sut_batch *in, struct eeb_batch *out,
                  char *err, size_t errlen)
 {
+    if (!b->acc) /* eeb's backends have no weights of their own to start from */
+        return eeb_errf(err, errlen, EEB_EINVAL, "no model loaded (an .eebm, by load_model)");
     if (in->n < 1 || in->n > b->setup.batch_max)
         return eeb_errf(err, errlen, EEB_EINVAL, "a batch of %d items (1..%d)", in->n,
                         b->setup.batch_max);
@@ -281,7 +289,8 @@ static void builtin_counters(void *sut, struct eeb_sut_counters *c)
 {
     struct builtin *b = sut;
     struct eeb_accel_stats st = {0};
-    b->acc->ops->stats(b->acc, &st);
+    if (b->acc)
+        b->acc->ops->stats(b->acc, &st);
     *c = (struct eeb_sut_counters){.steps = st.steps, .items = st.items};
     memcpy(c->saturations, st.saturations, sizeof c->saturations);
     snprintf(c->detail, sizeof c->detail, "%s", st.detail);
@@ -290,6 +299,8 @@ static void builtin_counters(void *sut, struct eeb_sut_counters *c)
 static int builtin_save(void *sut, const char *path, char *err, size_t errlen)
 {
     struct builtin *b = sut;
+    if (!b->acc)
+        return eeb_errf(err, errlen, EEB_EINVAL, "no model loaded (an .eebm, by load_model)");
     int rc = b->acc->ops->read_model(b->acc, b->net, err, errlen);
     return rc ? rc : eeb_model_save(path, b->net, (int)b->info.task, err, errlen);
 }

@@ -204,6 +204,7 @@ static void setup_of(struct check *c)
         .seed = CHECK_SEED,
         .config = c->opt->sut_config ? c->opt->sut_config : "",
         .workdir = c->work,
+        .xclbin = c->opt->xclbin ? c->opt->xclbin : "",
     };
     eeb_accel_config_default(&c->builtin);
     c->builtin.batch_max = CHECK_BATCH;

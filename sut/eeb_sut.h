@@ -68,6 +68,9 @@ struct eeb_sut_setup {
     uint64_t seed;       /* the run's seed, for the SUT's own randomness */
     const char *config;  /* the team's configuration string ("" if none) */
     const char *workdir; /* a directory the SUT may write in */
+    const char *xclbin;  /* the design to program the device with: a private copy of
+                          * the xclbin eeb hashed and took M_u from (--xclbin), or ""
+                          * when the run gave a utilization report instead */
 };
 
 /* A ground-truth box (det), in pixels of the item: 0 <= x0 <= x1 <= width,

@@ -19,7 +19,11 @@
  *
  * A reply's payload starts with a uint32 status: 0 and the call's results,
  * or non-zero and a string, the reason.  A string is a uint32 length and
- * that many bytes of UTF-8 (no NUL), at most EEB_SUT_EXEC_MAX_TEXT.
+ * that many bytes of UTF-8 (no NUL), at most EEB_SUT_EXEC_MAX_TEXT.  A
+ * file's bytes are a uint64 length and that many bytes: the model (to
+ * load_model, from save_model) and the xclbin (to open) travel so, and the
+ * paths beside them name eeb's files for messages alone, so a program on
+ * another machine (exec:ssh board ...) needs no view of eeb's files.
  */
 #ifndef EEB_SUT_EXEC_H
 #define EEB_SUT_EXEC_H
@@ -60,8 +64,11 @@ enum eeb_sut_exec_call {
 #define EEB_SUT_EXEC_STEP_BYTES      25
 
 /* open's request: ten int32 (abi_version, task, classes, frames, height,
- * width, channels, batch_max, top_k, max_boxes), the uint64 seed, then
- * the strings config and workdir. */
+ * width, channels, batch_max, top_k, max_boxes), the uint64 seed, the
+ * strings config, workdir and xclbin, then the xclbin's bytes (length 0
+ * when xclbin is "").  load_model's: the string path, the model's bytes;
+ * save_model's: the string path, and its reply after the status the
+ * model's bytes, which eeb writes to the path. */
 #define EEB_SUT_EXEC_SETUP_BYTES 48
 
 /* Little-endian numbers in and out of a byte buffer, on any host. */

@@ -63,6 +63,15 @@ enum eeb_sut_kind { EEB_SUT_BUILTIN, EEB_SUT_LIBRARY, EEB_SUT_EXEC };
  * library, anything else one of eeb's own. */
 enum eeb_sut_kind eeb_sut_kind_of(const char *backend);
 
+/* A team's SUT's backend as a run declares it to a server: the kind alone
+ * (its path or command line is the team's own text). */
+#define EEB_SUT_DECLARED_LIBRARY "library"
+#define EEB_SUT_DECLARED_EXEC    "exec"
+
+/* The kind of a backend as a record holds it: as run (eeb_sut_kind_of),
+ * or as declared to a server. */
+enum eeb_sut_kind eeb_sut_kind_recorded(const char *backend);
+
 /* EEB_OK if backend can be opened: one of eeb's own (eeb_accel_check_name),
  * a library that loads and passes the check, a program that exists and
  * may be run; else why not.  Nothing is started. */
@@ -120,6 +129,7 @@ struct eeb_sut_check_options {
     const char *finetune; /* both or neither: NULL, small synthetic shards are made */
     const char *test;
     const char *sut_config; /* a team's config string (NULL: "") */
+    const char *xclbin;     /* the design handed to open (NULL: "") */
     double deadline_s;      /* the most any call may take (0: 60) */
 };
 

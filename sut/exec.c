@@ -15,7 +15,9 @@
  *                 EPIPE, not the end of eeb
  *   a call        the request out, the reply's header and sizes checked
  *   the table     each call of the interface encoded, its reply decoded
- *                 and checked against what was asked
+ *                 and checked against what was asked; the files a call
+ *                 names (the model, the xclbin) travel as their bytes, so
+ *                 the program needs no view of eeb's paths
  *
  * What can go wrong, and what the call returns (every message names the
  * SUT by its command, and the call):
@@ -630,30 +632,114 @@ static size_t string_field(uint8_t len4[4], const char *s)
     return n;
 }
 
-static int path_call(void *sut, unsigned c, const char *path, char *err, size_t errlen)
+/*
+ * A file the program is handed as bytes, not as eeb's path (the program
+ * may run on another machine, over ssh, where eeb's paths mean nothing):
+ * its contents, read now, into a new buffer.  room: what the request
+ * leaves for them under the protocol's cap.
+ */
+static int file_bytes(struct exec *x, unsigned c, const char *what, const char *path, size_t room,
+                      uint8_t **buf, size_t *len, char *err, size_t errlen)
+{
+    *buf = NULL, *len = 0;
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        int rc = fail(x, c, EEB_EIO, err, errlen, "%s %s: %s", what, path, strerror(errno));
+        if (f)
+            fclose(f);
+        return rc;
+    }
+    size_t size = (size_t)st.st_size;
+    int rc = EEB_OK;
+    if (!S_ISREG(st.st_mode))
+        rc = fail(x, c, EEB_EIO, err, errlen, "%s %s: not a file", what, path);
+    else if ((uint64_t)st.st_size > room)
+        rc = fail(x, c, EEB_EINVAL, err, errlen,
+                  "%s %s: %lld bytes, over what a request of the exec protocol can carry (%zu "
+                  "bytes)",
+                  what, path, (long long)st.st_size, room);
+    else if (!(*buf = malloc(size ? size : 1)))
+        rc = fail(x, c, EEB_ENOMEM, err, errlen, "%s %s: out of memory", what, path);
+    else if (fread(*buf, 1, size, f) != size)
+        rc = fail(x, c, EEB_EIO, err, errlen, "%s %s: read error", what, path);
+    fclose(f);
+    if (rc) {
+        free(*buf);
+        *buf = NULL;
+    } else
+        *len = size;
+    return rc;
+}
+
+static int path_ok(struct exec *x, unsigned c, const char *path, char *err, size_t errlen)
+{
+    if (!path || !*path || strlen(path) > EEB_SUT_EXEC_MAX_TEXT)
+        return fail(x, c, EEB_EINVAL, err, errlen, "a path of 1..%u bytes", EEB_SUT_EXEC_MAX_TEXT);
+    return EEB_OK;
+}
+
+/* The path (for the program's messages) and the model's bytes. */
+static int exec_load_model(void *sut, const char *path, char *err, size_t errlen)
 {
     struct exec *x = sut;
-    if (!path || strlen(path) > EEB_SUT_EXEC_MAX_TEXT)
-        return fail(x, c, EEB_EINVAL, err, errlen, "a path of 1..%u bytes", EEB_SUT_EXEC_MAX_TEXT);
-    uint8_t len4[4];
-    size_t n = string_field(len4, path);
-    struct iovec iov[3] = {{0}, {len4, 4}, {(void *)path, n}};
+    unsigned c = EEB_SUT_EXEC_LOAD_MODEL;
+    int rc = path_ok(x, c, path, err, errlen);
+    if (rc)
+        return rc;
+    uint8_t len4[4], size8[8], *bytes;
+    size_t n = string_field(len4, path), nbytes;
+    if ((rc = file_bytes(x, c, "the model", path, EEB_SUT_EXEC_MAX_PAYLOAD - 12 - n, &bytes,
+                         &nbytes, err, errlen)))
+        return rc;
+    eeb_sut_exec_put64(size8, nbytes);
+    struct iovec iov[5] = {{0}, {len4, 4}, {(void *)path, n}, {size8, 8}, {bytes, nbytes}};
     const uint8_t *res;
     size_t len;
-    int rc = call(x, c, iov, 3, 4, &res, &len, err, errlen);
+    rc = call(x, c, iov, 5, 4, &res, &len, err, errlen);
+    free(bytes);
     if (rc == EEB_OK && len != 0)
         return wrong_size(x, c, len, 0, "a status alone", err, errlen);
     return rc;
 }
 
-static int exec_load_model(void *sut, const char *path, char *err, size_t errlen)
-{
-    return path_call(sut, EEB_SUT_EXEC_LOAD_MODEL, path, err, errlen);
-}
-
+/* The program sends the model's bytes back; eeb writes them to path
+ * (whole or not at all: a failed save leaves an older model as it was). */
 static int exec_save_model(void *sut, const char *path, char *err, size_t errlen)
 {
-    return path_call(sut, EEB_SUT_EXEC_SAVE_MODEL, path, err, errlen);
+    struct exec *x = sut;
+    unsigned c = EEB_SUT_EXEC_SAVE_MODEL;
+    int rc = path_ok(x, c, path, err, errlen);
+    if (rc)
+        return rc;
+    /* the file opened before the program is asked: a path eeb cannot
+     * write fails without the program's work */
+    char why[1024];
+    struct eeb_atomic_file out;
+    if ((rc = eeb_atomic_open(&out, path, why, sizeof why)))
+        return fail(x, c, rc, err, errlen, "%s", why);
+    uint8_t len4[4];
+    size_t n = string_field(len4, path);
+    struct iovec iov[3] = {{0}, {len4, 4}, {(void *)path, n}};
+    const uint8_t *res;
+    size_t len;
+    rc = call(x, c, iov, 3, EEB_SUT_EXEC_MAX_PAYLOAD, &res, &len, err, errlen);
+    uint64_t size = !rc && len >= 8 ? eeb_sut_exec_get64(res) : 0;
+    if (!rc && (len < 8 || size != len - 8))
+        rc = wrong_size(x, c, len, len < 8 ? 8 : 8 + (size_t)size,
+                        "the model's length u64, then its bytes", err, errlen);
+    if (rc) {
+        eeb_atomic_abort(&out);
+        return rc;
+    }
+    if (fwrite(res + 8, 1, (size_t)size, out.f) != (size_t)size ||
+        eeb_atomic_commit(&out, why, sizeof why)) {
+        if (out.f)
+            snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+        eeb_atomic_abort(&out);
+        return fail(x, c, EEB_EIO, err, errlen, "%s", why);
+    }
+    return EEB_OK;
 }
 
 static int exec_end_training(void *sut, char *err, size_t errlen)
@@ -939,11 +1025,12 @@ static int check_setup(struct exec *x, const struct eeb_sut_setup *s, char *err,
                     "setup: a batch of %d items of %.0f bytes is over the protocol's cap of %u",
                     s->batch_max, item, EEB_SUT_EXEC_MAX_PAYLOAD);
     if ((s->config && strlen(s->config) > EEB_SUT_EXEC_MAX_TEXT) ||
-        (s->workdir && strlen(s->workdir) > EEB_SUT_EXEC_MAX_TEXT))
+        (s->workdir && strlen(s->workdir) > EEB_SUT_EXEC_MAX_TEXT) ||
+        (s->xclbin && strlen(s->xclbin) > EEB_SUT_EXEC_MAX_TEXT))
         return fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
-                    "setup: config or workdir over %u bytes", EEB_SUT_EXEC_MAX_TEXT);
+                    "setup: config, workdir or xclbin over %u bytes", EEB_SUT_EXEC_MAX_TEXT);
     x->setup = *s;
-    x->setup.config = x->setup.workdir = NULL; /* valid for the call only */
+    x->setup.config = x->setup.workdir = x->setup.xclbin = NULL; /* valid for the call only */
     x->item_bytes = (size_t)item;
     return EEB_OK;
 }
@@ -951,19 +1038,30 @@ static int check_setup(struct exec *x, const struct eeb_sut_setup *s, char *err,
 /* open's request and reply: the SUT's name and its optional calls. */
 static int open_call(struct exec *x, const struct eeb_sut_setup *s, char *err, size_t errlen)
 {
-    uint8_t head[EEB_SUT_EXEC_SETUP_BYTES], clen[4], wlen[4];
+    uint8_t head[EEB_SUT_EXEC_SETUP_BYTES], clen[4], wlen[4], xlen[4];
     const int32_t fields[10] = {s->abi_version, s->task,     s->classes,   s->frames, s->height,
                                 s->width,       s->channels, s->batch_max, s->top_k,  s->max_boxes};
     for (int i = 0; i < 10; i++)
         eeb_sut_exec_put32(head + 4 * i, (uint32_t)fields[i]);
     eeb_sut_exec_put64(head + 40, s->seed);
-    size_t cn = string_field(clen, s->config), wn = string_field(wlen, s->workdir);
-    struct iovec iov[6] = {{0},       {head, sizeof head},
-                           {clen, 4}, {(void *)(s->config ? s->config : ""), cn},
-                           {wlen, 4}, {(void *)(s->workdir ? s->workdir : ""), wn}};
+    size_t cn = string_field(clen, s->config), wn = string_field(wlen, s->workdir),
+           xn = string_field(xlen, s->xclbin), nbytes = 0;
+    uint8_t size8[8], *bytes = NULL;
+    int rc = EEB_OK;
+    if (xn && (rc = file_bytes(x, EEB_SUT_EXEC_OPEN, "the xclbin", s->xclbin,
+                               EEB_SUT_EXEC_MAX_PAYLOAD - (sizeof head + 20 + cn + wn + xn), &bytes,
+                               &nbytes, err, errlen)))
+        return rc;
+    eeb_sut_exec_put64(size8, nbytes);
+    struct iovec iov[10] = {{0},        {head, sizeof head},
+                            {clen, 4},  {(void *)(s->config ? s->config : ""), cn},
+                            {wlen, 4},  {(void *)(s->workdir ? s->workdir : ""), wn},
+                            {xlen, 4},  {(void *)(s->xclbin ? s->xclbin : ""), xn},
+                            {size8, 8}, {bytes, nbytes}};
     const uint8_t *r;
     size_t len;
-    int rc = call(x, EEB_SUT_EXEC_OPEN, iov, 6, 12 + MAX_NAME, &r, &len, err, errlen);
+    rc = call(x, EEB_SUT_EXEC_OPEN, iov, 10, 12 + MAX_NAME, &r, &len, err, errlen);
+    free(bytes);
     if (rc)
         return rc;
     uint32_t n = len >= 4 ? eeb_sut_exec_get32(r) : 0;

@@ -37,6 +37,13 @@ enum eeb_sut_kind eeb_sut_kind_of(const char *backend)
                                              : EEB_SUT_BUILTIN;
 }
 
+enum eeb_sut_kind eeb_sut_kind_recorded(const char *backend)
+{
+    return strcmp(backend, EEB_SUT_DECLARED_LIBRARY) == 0 ? EEB_SUT_LIBRARY
+           : strcmp(backend, EEB_SUT_DECLARED_EXEC) == 0  ? EEB_SUT_EXEC
+                                                          : eeb_sut_kind_of(backend);
+}
+
 int eeb_sut_check_backend(const char *backend, char *err, size_t errlen)
 {
     switch (eeb_sut_kind_of(backend)) {

@@ -79,6 +79,11 @@ const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s);
 void eeb_shard_describe(const struct eeb_shard_info *in, char *buf, size_t n);
 /* The path it was opened from. */
 const char *eeb_shard_path(const struct eeb_shard *s);
+/* EEB_OK if s holds records of task, at least one; else EEB_EINVAL naming
+ * the file, what it holds and whose the task is (task_from: "--task", "the
+ * run's task"): "cls.eebd holds cls data, --task is det". */
+int eeb_shard_holds_task(const struct eeb_shard *s, enum eeb_task task, const char *task_from,
+                         char *err, size_t errlen);
 /* The next record (valid until the next call): 1, or 0 after the last,
  * or a negative status naming the record and offset. */
 int eeb_shard_next(struct eeb_shard *s, const struct eeb_record **rec, char *err, size_t errlen);

@@ -85,6 +85,9 @@ const struct eeb_task_ops *eeb_task_importing(enum eeb_import_format format);
 
 /* The task's metric M_s in words (its ops' metric), "?" for no task. */
 const char *eeb_task_metric(enum eeb_task task);
+/* A task as a model file holds it (eeb_model_load's task) in words: its
+ * name, or "none" for a model of no task (EEB_MODEL_NO_TASK). */
+const char *eeb_task_name_or_none(int task);
 /* The task's embedded default (its ops' profile). */
 const struct eeb_task_profile *eeb_task_profile(enum eeb_task task);
 

@@ -7,18 +7,6 @@
 
 #include "fpga/net/eeb_model.h"
 
-/* The shard holds records of the task to train. */
-static int shard_fits(const struct eeb_pretrain *a, const struct eeb_shard_info *in, char *err,
-                      size_t errlen)
-{
-    if (in->task != a->task)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, --task is %s", a->data,
-                        eeb_task_name(in->task), eeb_task_name(a->task));
-    if (in->count == 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records to train on", a->data);
-    return EEB_OK;
-}
-
 /* The model to start from: a->init's, or the task's reference model. */
 static int first_model(const struct eeb_pretrain *a, const struct eeb_shard_info *in,
                        struct eeb_net **net, char *err, size_t errlen)
@@ -28,8 +16,7 @@ static int first_model(const struct eeb_pretrain *a, const struct eeb_shard_info
                      : eeb_task_model(in, (uint64_t)a->seed, net, err, errlen);
     if (rc == EEB_OK && task != (int)a->task)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is a %s model, --task is %s", a->init,
-                      task == EEB_MODEL_NO_TASK ? "none" : eeb_task_name((enum eeb_task)task),
-                      eeb_task_name(a->task));
+                      eeb_task_name_or_none(task), eeb_task_name(a->task));
     return rc;
 }
 
@@ -75,7 +62,8 @@ int eeb_pretrain(const struct eeb_pretrain *a, char *err, size_t errlen)
     struct eeb_batcher *bt = NULL;
     int rc = eeb_shard_open(&shard, a->data, err, errlen);
     const struct eeb_shard_info *in = rc ? NULL : eeb_shard_info(shard);
-    if (rc == EEB_OK && (rc = shard_fits(a, in, err, errlen)) == EEB_OK &&
+    if (rc == EEB_OK &&
+        (rc = eeb_shard_holds_task(shard, a->task, "--task", err, errlen)) == EEB_OK &&
         (rc = first_model(a, in, &net, err, errlen)) == EEB_OK &&
         (rc = eeb_accel_start(a->backend, &a->cfg, net, &acc, err, errlen)) == EEB_OK)
         rc = eeb_batcher_new(&bt, shard, net, a->cfg.batch_max, (int)a->window, (uint64_t)a->seed,

@@ -1,8 +1,11 @@
 /*
  * registry.c - the tasks built in (eeb_task_ops.h): the list, and a task
- * by its number, its name or the dataset layout it imports.
+ * by its number, its name or the dataset layout it imports; a task's name
+ * as a model file holds it.
  */
 #include "tasks_int.h"
+
+#include "fpga/net/eeb_model.h"
 
 #include <string.h>
 
@@ -51,4 +54,9 @@ const char *eeb_task_metric(enum eeb_task task)
 const struct eeb_task_profile *eeb_task_profile(enum eeb_task task)
 {
     return &eeb_task_get(task)->profile;
+}
+
+const char *eeb_task_name_or_none(int task)
+{
+    return task == EEB_MODEL_NO_TASK ? "none" : eeb_task_name((enum eeb_task)task);
 }

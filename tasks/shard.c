@@ -1,5 +1,6 @@
 /*
- * shard.c - writing and streaming .eebd shards.
+ * shard.c - writing and streaming .eebd shards, and whether one holds
+ * records of a task.
  *
  * Header (little-endian):
  *   0 "EEBD"  4 u16 version  8 u32 header bytes  12 u8 task  13 u8 channels
@@ -390,6 +391,17 @@ void eeb_shard_describe(const struct eeb_shard_info *in, char *buf, size_t n)
 const char *eeb_shard_path(const struct eeb_shard *s)
 {
     return s->path;
+}
+
+int eeb_shard_holds_task(const struct eeb_shard *s, enum eeb_task task, const char *task_from,
+                         char *err, size_t errlen)
+{
+    if (s->info.task != task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, %s is %s", s->path,
+                        eeb_task_name(s->info.task), task_from, eeb_task_name(task));
+    if (s->info.count == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no records", s->path);
+    return EEB_OK;
 }
 
 /* Decodes the body of record s->next into s->rec. */

@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <sqlite3.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <png.h>
@@ -71,6 +72,15 @@ const char *test_tmpdir(void)
     snprintf(dir, sizeof dir, "/tmp/eeb-test-XXXXXX");
     cr_assert_not_null(mkdtemp(dir), "mkdtemp failed");
     return dir;
+}
+
+void test_expect_none_named(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    for (struct dirent *e; (e = readdir(d));)
+        cr_expect(!strstr(e->d_name, part), "%s/%s was left", dir, e->d_name);
+    closedir(d);
 }
 
 void test_mkdirs(const char *dir, const char *sub)

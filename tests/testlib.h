@@ -27,8 +27,13 @@ char *test_fixture(const char *name, size_t *len);
  * fails the test if from is absent. */
 char *test_replace(const char *text, const char *from, const char *to);
 
-/* Makes a fresh scratch directory and returns its path (static storage). */
+/* Makes a fresh scratch directory and returns its path (static storage:
+ * the next call makes another and overwrites it; copy what you keep). */
 const char *test_tmpdir(void);
+
+/* Expects no entry of dir to have part in its name: what a run must not
+ * leave behind (its private eeb-run-* directory, say). */
+void test_expect_none_named(const char *dir, const char *part);
 
 /* Makes dir/sub and every directory above it that is missing. */
 void test_mkdirs(const char *dir, const char *sub);

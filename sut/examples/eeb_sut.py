@@ -13,12 +13,13 @@ a class with the calls of sut/eeb_sut.h as methods:
         def load_model(self, path): ...
         def train(self, batch): ...         # a Batch with labels or boxes -> Step
         def predict(self, batch): ...       # a Batch of pixels alone -> one answer an item
-        # optional: end_training(self), counters(self) -> Counters,
-        #           save_model(self, path)
-        def close(self): ...
 
     if __name__ == "__main__":
         eeb_sut.serve(Team())
+
+open, load_model, train and predict are required.  end_training(self),
+counters(self) -> Counters, save_model(self, path) and close(self) are
+optional: a class without one is not asked for it.
 
 serve() reads a request frame from stdin, calls the method, and writes
 the reply frame to stdout, until close (or the end of stdin).  An
@@ -27,6 +28,14 @@ eeb shows naming the SUT and the call (raise ValueError to refuse
 something; any other exception's traceback goes to stderr as well).
 Stdout carries the protocol alone: while serving, print() and
 sys.stdout go to stderr, so a stray print cannot break a frame.
+
+Every path a method is given is a file on this machine, wherever eeb
+runs: eeb sends the model's and the xclbin's bytes, and serve() writes
+them to a temporary directory of its own (removed at the end) and hands
+the methods that copy; save_model writes to a temporary path, whose bytes
+go back to eeb.  setup.workdir is eeb's if it is a directory here, else a
+temporary one.  So a program reached over ssh on a board works as one
+beside eeb.
 
 What predict returns, one entry an item:
   cls, video  a list of exactly top_k (class, score) pairs, best first
@@ -41,8 +50,11 @@ reply's payload is a u32 status (0), then the call's results, or a
 non-zero status and a string (u32 length, UTF-8) saying why.
 """
 
+import os
+import shutil
 import struct
 import sys
+import tempfile
 import traceback
 
 MAGIC = b"EEBS"
@@ -76,17 +88,18 @@ class Setup(object):
     FIELDS = ("abi_version", "task", "classes", "frames", "height", "width", "channels",
               "batch_max", "top_k", "max_boxes", "seed")
 
-    def __init__(self, values, config, workdir):
+    def __init__(self, values, config, workdir, xclbin):
         for key, value in zip(self.FIELDS, values):
             setattr(self, key, value)
         self.config = config
         self.workdir = workdir
+        self.xclbin = xclbin  # the design to program the device with, or ""
         self.item_bytes = self.frames * self.height * self.width * self.channels
 
     def __repr__(self):
-        return "Setup(%s, config=%r, workdir=%r)" % (
+        return "Setup(%s, config=%r, workdir=%r, xclbin=%r)" % (
             ", ".join("%s=%r" % (k, getattr(self, k)) for k in self.FIELDS), self.config,
-            self.workdir)
+            self.workdir, self.xclbin)
 
 
 class Box(object):
@@ -212,6 +225,10 @@ class _Reader(object):
             raise ProtocolError("a string of %d bytes" % n)
         return self.take(n).decode("utf-8", "replace")
 
+    def file_bytes(self):
+        (n,) = struct.unpack("<Q", self.take(8))
+        return self.take(n)
+
     def end(self):
         if self.at != len(self.data):
             raise ProtocolError("%d bytes after the request's fields" % (len(self.data) - self.at))
@@ -223,12 +240,39 @@ class _Server(object):
     def __init__(self, sut):
         self.sut = sut
         self.setup = None
+        self.tmp = None  # this machine's directory for the files eeb sends, once made
+
+    def _tmp(self):
+        if self.tmp is None:
+            self.tmp = tempfile.mkdtemp(prefix="eeb-sut-")
+        return self.tmp
+
+    def _local(self, eeb_path, data, prefix=""):
+        """A file of data here, named as eeb's (the SUT's messages then name
+        a file the team knows): its path."""
+        path = os.path.join(self._tmp(), prefix + (os.path.basename(eeb_path) or "file"))
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def cleanup(self):
+        """Removes this machine's temporary files."""
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
     def open(self, r):
         values = r.unpack(SETUP)
-        config, workdir = r.string(), r.string()
+        config, workdir, xclbin = r.string(), r.string(), r.string()
+        design = r.file_bytes()
         r.end()
-        setup = Setup(values, config, workdir)
+        if not os.path.isdir(workdir):  # eeb's is on another machine
+            workdir = os.path.join(self._tmp(), "workdir")
+            if not os.path.isdir(workdir):
+                os.mkdir(workdir)
+        if xclbin:
+            xclbin = self._local(xclbin, design)
+        setup = Setup(values, config, workdir, xclbin)
         self.sut.open(setup)
         self.setup = setup  # only once open took it: no batch reaches a SUT that refused
         name = str(getattr(self.sut, "name", "") or type(self.sut).__name__)
@@ -260,16 +304,26 @@ class _Server(object):
         return batch
 
     def load_model(self, r):
-        path = r.string()
+        path, data = r.string(), r.file_bytes()
         r.end()
-        self.sut.load_model(path)
+        self.sut.load_model(self._local(path, data))
         return b""
 
     def save_model(self, r):
-        path = r.string()
+        path = os.path.join(self._tmp(), "saved-" + (os.path.basename(r.string()) or "model"))
         r.end()
-        self.sut.save_model(path)
-        return b""
+        try:
+            self.sut.save_model(path)
+            if not os.path.isfile(path):
+                raise ValueError("save_model wrote no file")
+            with open(path, "rb") as f:
+                data = f.read()
+        finally:
+            if os.path.exists(path):
+                os.remove(path)
+        if len(data) > MAX_PAYLOAD - 12:
+            raise ValueError("a model of %d bytes, over the protocol's cap" % len(data))
+        return struct.pack("<Q", len(data)) + data
 
     def train(self, r):
         step = self.sut.train(self._batch(r, True))
@@ -324,7 +378,9 @@ class _Server(object):
 
     def close(self, r):
         r.end()
-        self.sut.close()
+        if callable(getattr(self.sut, "close", None)):
+            self.sut.close()
+        self.cleanup()
         return b""
 
 
@@ -341,6 +397,13 @@ def serve(sut, stdin=None, stdout=None):
     stdout = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout is the protocol's: a print goes to stderr
     server = _Server(sut)
+    try:
+        return _serve(server, stdin, stdout)
+    finally:
+        server.cleanup()
+
+
+def _serve(server, stdin, stdout):
     while True:
         try:
             frame = read_frame(stdin)

@@ -20,8 +20,16 @@
  * printf in the library cannot break a frame.  A request it cannot read
  * (not a frame, another version) ends it with status 1, saying why on
  * stderr; a call the library refuses is an error reply with its reason.
+ *
+ * The library is handed files of this machine whatever eeb's are (eeb may
+ * run elsewhere, reaching this program over ssh): the model's and the
+ * xclbin's bytes, which eeb sends, are written to a temporary directory
+ * of the server's own (mkdtemp under $TMPDIR, or /tmp) and the library
+ * gets those copies; save_model writes a copy there whose bytes go back
+ * to eeb; the workdir is eeb's if it is a directory here, else one there.
+ * The directory is removed at close or at the end of stdin.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 
 #include "sut/eeb_sut.h"
 #include "sut/eeb_sut_exec.h"
@@ -29,9 +37,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct server {
@@ -42,7 +52,8 @@ struct server {
     int in, out; /* the protocol's */
     uint8_t *req, *rep;
     size_t req_cap, rep_cap, rep_len;
-    char err[1024];
+    char tmp[4096]; /* this machine's directory for the library's files, "" until made */
+    char err[8192]; /* a reason, room for a path in it */
 };
 
 /* ---- frames ---- */
@@ -141,16 +152,121 @@ static char *take_string(struct reader *r)
     return s;
 }
 
+/* A file's bytes (u64 length, bytes; pointing into the request), or NULL. */
+static const uint8_t *take_file(struct reader *r, size_t *n)
+{
+    const uint8_t *len = take(r, 8);
+    uint64_t m = len ? eeb_sut_exec_get64(len) : 0;
+    if (!len || m > r->left)
+        return NULL;
+    *n = (size_t)m;
+    return take(r, *n);
+}
+
+/* ---- this machine's files ---- */
+
+/* The temporary directory, made at its first use; NULL saying why in s->err. */
+static const char *local_dir(struct server *s)
+{
+    if (!s->tmp[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(s->tmp, sizeof s->tmp, "%s/eeb-sut-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(s->tmp)) {
+            snprintf(s->err, sizeof s->err, "a temporary directory %s: %s", s->tmp,
+                     strerror(errno));
+            s->tmp[0] = '\0';
+            return NULL;
+        }
+    }
+    return s->tmp;
+}
+
+/* PREFIX and eeb_path's last name in the temporary directory, into out;
+ * -1 saying why in s->err. */
+static int local_path(struct server *s, const char *prefix, const char *eeb_path, char *out,
+                      size_t n)
+{
+    const char *dir = local_dir(s), *slash = strrchr(eeb_path, '/');
+    const char *name = slash ? slash + 1 : eeb_path;
+    if (!dir)
+        return -1;
+    if (snprintf(out, n, "%s/%s%s", dir, prefix, *name ? name : "file") >= (int)n) {
+        snprintf(s->err, sizeof s->err, "%.64s...: path too long", eeb_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The bytes eeb sent for eeb_path, written here: their path in out. */
+static int write_local(struct server *s, const char *eeb_path, const uint8_t *bytes, size_t len,
+                       char *out, size_t n)
+{
+    if (local_path(s, "", eeb_path, out, n))
+        return -1;
+    FILE *f = fopen(out, "wb");
+    int failed = !f || fwrite(bytes, 1, len, f) != len;
+    if ((f && fclose(f) != 0) || failed) {
+        snprintf(s->err, sizeof s->err, "%s: %s", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_local(struct server *s)
+{
+    if (s->tmp[0])
+        nftw(s->tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    s->tmp[0] = '\0';
+}
+
 /* ---- the calls ---- */
+
+/* The workdir and xclbin the library is handed: this machine's. */
+static int local_setup(struct server *s, char *workdir, size_t wn, char *xclbin, size_t xn,
+                       const uint8_t *design, size_t design_len)
+{
+    struct stat st;
+    if (stat(workdir, &st) != 0 || !S_ISDIR(st.st_mode)) { /* eeb's is elsewhere */
+        if (local_path(s, "", "workdir", workdir, wn) ||
+            (mkdir(workdir, 0700) != 0 && errno != EEXIST)) {
+            snprintf(s->err, sizeof s->err, "%s: %s", workdir, strerror(errno));
+            return -1;
+        }
+    }
+    char copy[4096];
+    if (!*xclbin)
+        return 0;
+    if (write_local(s, xclbin, design, design_len, copy, sizeof copy))
+        return -1;
+    snprintf(xclbin, xn, "%s", copy);
+    return 0;
+}
 
 static void call_open(struct server *s, struct reader *r)
 {
-    const uint8_t *f = take(r, EEB_SUT_EXEC_SETUP_BYTES);
-    char *config = take_string(r), *workdir = take_string(r);
-    if (!f || !config || !workdir || r->left)
-        reply_error(s, "open: a request that is not a setup (48 bytes, then two strings)");
+    const uint8_t *f = take(r, EEB_SUT_EXEC_SETUP_BYTES), *design = NULL;
+    char *config = take_string(r), *eeb_workdir = take_string(r), *eeb_xclbin = take_string(r);
+    char workdir[4096], xclbin[4096];
+    size_t design_len = 0;
+    if (eeb_workdir && eeb_xclbin) {
+        snprintf(workdir, sizeof workdir, "%s", eeb_workdir);
+        snprintf(xclbin, sizeof xclbin, "%s", eeb_xclbin);
+        design = take_file(r, &design_len);
+    }
+    if (!f || !config || !design || r->left)
+        reply_error(s, "open: a request that is not a setup (48 bytes, three strings, the "
+                       "xclbin's bytes)");
     else if (s->sut)
         reply_error(s, "open: already open");
+    else if (local_setup(s, workdir, sizeof workdir, xclbin, sizeof xclbin, design, design_len))
+        reply_error(s, s->err);
     else {
         int32_t v[10];
         for (int i = 0; i < 10; i++)
@@ -167,7 +283,8 @@ static void call_open(struct server *s, struct reader *r)
                                           v[9],
                                           eeb_sut_exec_get64(f + 40),
                                           config,
-                                          workdir};
+                                          workdir,
+                                          xclbin};
         s->item_bytes = (size_t)v[3] * (size_t)v[4] * (size_t)v[5] * (size_t)v[6];
         if (s->ops->open(&s->setup, &s->sut, s->err, sizeof s->err)) {
             s->sut = NULL;
@@ -185,21 +302,56 @@ static void call_open(struct server *s, struct reader *r)
             }
         }
     }
-    s->setup.config = s->setup.workdir = NULL; /* valid for the call only */
-    free(config), free(workdir);
+    s->setup.config = s->setup.workdir = s->setup.xclbin = NULL; /* valid for the call only */
+    free(config), free(eeb_workdir), free(eeb_xclbin);
 }
 
-static void call_path(struct server *s, struct reader *r, unsigned call)
+/* The model eeb sent, loaded from a copy here. */
+static void call_load_model(struct server *s, struct reader *r)
 {
-    char *path = take_string(r);
-    int (*fn)(void *, const char *, char *, size_t) =
-        call == EEB_SUT_EXEC_LOAD_MODEL ? s->ops->load_model : s->ops->save_model;
-    if (!path || r->left)
-        reply_error(s, "a request that is not a path");
-    else if (!fn)
-        reply_error(s, "this SUT writes no model");
-    else if (fn(s->sut, path, s->err, sizeof s->err))
+    char *path = take_string(r), local[4096];
+    size_t len = 0;
+    const uint8_t *bytes = path ? take_file(r, &len) : NULL;
+    if (!bytes || r->left)
+        reply_error(s, "load_model: a request that is not a path and the model's bytes");
+    else if (write_local(s, path, bytes, len, local, sizeof local) ||
+             s->ops->load_model(s->sut, local, s->err, sizeof s->err))
         reply_error(s, s->err);
+    free(path);
+}
+
+/* The model saved here, its bytes appended to the reply for eeb to write. */
+static void call_save_model(struct server *s, struct reader *r)
+{
+    char *path = take_string(r), local[4096];
+    FILE *f = NULL;
+    struct stat st;
+    uint8_t *p;
+    if (!path || r->left)
+        reply_error(s, "save_model: a request that is not a path");
+    else if (!s->ops->save_model)
+        reply_error(s, "save_model: this SUT writes no model");
+    else if (local_path(s, "saved-", path, local, sizeof local) ||
+             s->ops->save_model(s->sut, local, s->err, sizeof s->err))
+        reply_error(s, s->err);
+    else if (!(f = fopen(local, "rb")) || fstat(fileno(f), &st) != 0) {
+        snprintf(s->err, sizeof s->err, "save_model: %s: %s", local, strerror(errno));
+        reply_error(s, s->err);
+    } else if ((uint64_t)st.st_size > EEB_SUT_EXEC_MAX_PAYLOAD - 12) {
+        snprintf(s->err, sizeof s->err, "save_model: a model of %lld bytes, over the cap",
+                 (long long)st.st_size);
+        reply_error(s, s->err);
+    } else if (!(p = reply_room(s, 8 + (size_t)st.st_size)))
+        reply_error(s, "save_model: out of memory");
+    else {
+        eeb_sut_exec_put64(p, (uint64_t)st.st_size);
+        if (fread(p + 8, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+            reply_error(s, "save_model: the saved model could not be read back");
+    }
+    if (f) {
+        fclose(f);
+        remove(local);
+    }
     free(path);
 }
 
@@ -360,8 +512,8 @@ static int dispatch(struct server *s, unsigned call, struct reader *r)
     }
     switch (call) {
     case EEB_SUT_EXEC_OPEN: call_open(s, r); break;
-    case EEB_SUT_EXEC_LOAD_MODEL:
-    case EEB_SUT_EXEC_SAVE_MODEL: call_path(s, r, call); break;
+    case EEB_SUT_EXEC_LOAD_MODEL: call_load_model(s, r); break;
+    case EEB_SUT_EXEC_SAVE_MODEL: call_save_model(s, r); break;
     case EEB_SUT_EXEC_TRAIN: call_train(s, r); break;
     case EEB_SUT_EXEC_END_TRAINING:
         if (s->ops->end_training && s->ops->end_training(s->sut, s->err, sizeof s->err))
@@ -372,6 +524,7 @@ static int dispatch(struct server *s, unsigned call, struct reader *r)
     case EEB_SUT_EXEC_CLOSE:
         s->ops->close(s->sut);
         s->sut = NULL;
+        remove_local(s);
         return 1;
     default: reply_error(s, "a call this program does not know"); break;
     }
@@ -463,6 +616,7 @@ int main(int argc, char **argv)
         rc = serve(&s);
     if (s.sut) /* stdin ended without close */
         s.ops->close(s.sut);
+    remove_local(&s);
     free(s.req), free(s.rep);
     if (lib)
         dlclose(lib);

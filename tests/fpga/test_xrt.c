@@ -383,3 +383,65 @@ Test(xrt, eeb_run_drives_the_xrt_backend_and_scores_m_u_from_the_xclbin, .timeou
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
 }
+
+/* ---- a team's SUT handed the xclbin ---- */
+
+/* eeb's kernel as a team's library served out of process: open is handed
+ * the copy of the xclbin the run hashed and took M_u from, and programs it
+ * (without it, the xrt backend has no xclbin to open). */
+Test(xrt, a_teams_sut_programs_the_xclbin_the_run_hashed, .timeout = 120)
+{
+    build("device=zcu104,pes=4,macs=16,ddr=1,mult=dsp2", "lut=0.5,ff=0.25,bram=0.75,dsp=0.125");
+    noop_shim();
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    setenv("TMPDIR", dir, 1); /* where eeb run keeps the SUT's copy */
+    struct test_cls_run in = test_cls_run_inputs(dir, 64, 32);
+    struct test_run r = test_eeb((const char *[]){"run",
+                                                  "--task",
+                                                  "cls",
+                                                  "--finetune",
+                                                  in.ft,
+                                                  "--test",
+                                                  in.test,
+                                                  "--model",
+                                                  in.model,
+                                                  "--backend",
+                                                  "exec:" EEB_SUT_SERVE " " EEB_SUT_OWN,
+                                                  "--sut-config",
+                                                  "backend=xrt",
+                                                  "--xclbin",
+                                                  xclbin,
+                                                  "--power",
+                                                  "sim:watts=4",
+                                                  "--db",
+                                                  in.db,
+                                                  "--steps",
+                                                  "2",
+                                                  "-q",
+                                                  NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "(fx_kernel, device 0, noop-emulated (kernel C))"), "%s", r.out);
+    cr_expect(strstr(r.out, "M_u    0.4062"), "%s", r.out);
+    test_run_free(&r);
+    test_expect_none_named(dir, "eeb-run-");
+}
+
+/* eeb sut check hands --xclbin to open likewise. */
+Test(xrt, sut_check_hands_the_xclbin_to_open, .timeout = 120)
+{
+    build(NULL, NULL);
+    noop_shim();
+    struct test_cls_run in = test_cls_run_inputs(test_tmpdir(), 64, 32);
+    struct test_run r = test_eeb((const char *[]){
+        "sut", "check", EEB_SUT_OWN, "--task", "cls", "--model", in.model, "--finetune", in.ft,
+        "--test", in.test, "--sut-config", "backend=xrt", "--xclbin", xclbin, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"sut", "check", EEB_SUT_OWN, "--task", "cls", "--model", in.model,
+                                  "--finetune", in.ft, "--test", in.test, "--sut-config",
+                                  "backend=xrt", NULL});
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "no xclbin given"), "%s", r.out);
+    test_run_free(&r);
+}

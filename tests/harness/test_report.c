@@ -447,6 +447,229 @@ Test(report, the_score_table_gives_weights_terms_shares_and_fractions, .timeout 
     free(html);
 }
 
+/* ---- the system under test ---- */
+
+/* The value of the SUT table's row id (its first cell), checking that its
+ * second says where the value comes from (from). */
+static const char *sut_value(const char *html, const char *id, const char *from,
+                             char cells[][CELL_MAX])
+{
+    cr_assert_eq(row_cells(html, id, cells, 2), 2, "%s", id);
+    cr_expect(strstr(cells[1], from), "%s comes from '%s', not '%s'", id, cells[1], from);
+    return cells[0];
+}
+
+/* A figure of the run's one `kind` event's payload at the JSON path, as
+ * SQLite reads it. */
+static long long event_figure(const char *db, const char *kind, const char *path)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT json_extract(payload, '%s') FROM events WHERE kind = '%s'",
+             path, kind);
+    return test_sql_int(db, sql);
+}
+
+static const char *const saturation_rows[] = {"sut-saturations-activations",
+                                              "sut-saturations-errors", "sut-saturations-gradients",
+                                              "sut-saturations-weights"};
+
+/* The section sits after the score and the plots, before the events. */
+static void sut_section_placed(const char *html)
+{
+    const char *score = strstr(html, "<table id=\"score\""),
+               *plot = strstr(html, "<svg id=\"training-plot\""),
+               *sut = strstr(html, "<table id=\"sut\""), *events = strstr(html, "<h2>Events</h2>");
+    cr_assert(score && plot && sut && events, "score %p, plot %p, sut %p, events %p", score, plot,
+              sut, events);
+    cr_expect(score < plot && plot < sut && sut < events, "the SUT table is out of place");
+    cr_expect(strstr(html, "<h2>System under test</h2>"));
+}
+
+Test(report, a_run_through_a_teams_library_shows_the_sut_and_its_own_counters, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    setenv("TMPDIR", dir, 1); /* where eeb run keeps the SUT's private files */
+    struct test_cls_run in = test_cls_run_inputs(dir, 256, 64);
+    char model[320], cells[2][CELL_MAX], n[32];
+    snprintf(model, sizeof model, "%s/nm.model", dir);
+    test_write_file(model, "nearest-mean 1\n", 15);
+    /* stopped at T_max, where a batch may still be in flight */
+    struct test_run r = test_eeb((const char *[]){"run",
+                                                  "--task",
+                                                  "cls",
+                                                  "--finetune",
+                                                  in.ft,
+                                                  "--test",
+                                                  in.test,
+                                                  "--model",
+                                                  model,
+                                                  "--backend",
+                                                  EEB_SUT_EXAMPLE,
+                                                  "--util",
+                                                  "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
+                                                  "--power",
+                                                  "sim:watts=4",
+                                                  "--db",
+                                                  in.db,
+                                                  "--epochs",
+                                                  "1000000",
+                                                  "--tmax",
+                                                  "1",
+                                                  "-q",
+                                                  NULL});
+    cr_assert_eq(r.status, 0, "eeb run: %s%s", r.out, r.err);
+    test_run_free(&r);
+    char *html = report(in.db, dir), *detail;
+    sut_section_placed(html);
+    cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), EEB_SUT_EXAMPLE);
+    cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells), "a team&#39;s library");
+    char sha[EEB_SHA256_HEX], err[256];
+    cr_assert_eq(eeb_sha256_file(model, sha, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_str_eq(sut_value(html, "sut-model", "hashed by eeb", cells), sha);
+    cr_expect_str_eq(sut_value(html, "sut-xclbin", "hashed by eeb", cells), "none given");
+    cr_assert_eq(test_sql_text(in.db,
+                               "SELECT json_extract(payload, '$.detail') FROM events "
+                               "WHERE kind = 'deployed'",
+                               &detail),
+                 0);
+    cr_assert(strstr(detail, "nearest-mean"), "the example's detail: %s", detail);
+    cr_expect_str_eq(sut_value(html, "sut-detail", "reported by the SUT at deployment", cells),
+                     detail);
+    /* the SUT's counters as the stopped event holds them, and eeb's count
+     * beside them: the same steps */
+    long long steps = event_figure(in.db, "stopped", "$.steps");
+    cr_assert_gt(steps, 0);
+    snprintf(n, sizeof n, "%lld", steps);
+    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), n);
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), n);
+    cr_expect_geq(steps, event_figure(in.db, "complete", "$.step"),
+                  "the SUT counts every step eeb signalled");
+    snprintf(n, sizeof n, "%lld", event_figure(in.db, "stopped", "$.items"));
+    cr_expect_gt(event_figure(in.db, "stopped", "$.items"), 0);
+    cr_expect_str_eq(sut_value(html, "sut-items", "as reported by the SUT", cells), n);
+    /* the example counts no saturations: zeros it reported, not "not reported" */
+    for (int i = 0; i < 4; i++)
+        cr_expect_str_eq(sut_value(html, saturation_rows[i], "as reported by the SUT", cells), "0",
+                         "%s", saturation_rows[i]);
+    cr_expect_null(strstr(html, "id=\"sut-mismatch\""));
+    free(detail), free(html);
+}
+
+Test(report, a_run_on_eebs_emu_shows_its_counters_agreeing, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    const char *db = scored_run(dir, "30");
+    char *html = report(db, dir), *detail, cells[2][CELL_MAX], n[32];
+    sut_section_placed(html);
+    cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), "emu");
+    cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells),
+                     "eeb&#39;s built-in backend");
+    cr_assert_eq(test_sql_text(db,
+                               "SELECT json_extract(payload, '$.detail') FROM events WHERE "
+                               "kind = 'deployed'",
+                               &detail),
+                 0);
+    cr_assert(detail && detail[0], "emu reports what it runs on");
+    cr_expect_str_eq(sut_value(html, "sut-detail", "at deployment", cells), detail);
+    long long steps = event_figure(db, "stopped", "$.steps");
+    cr_assert_gt(steps, 0);
+    cr_expect_eq(steps, event_figure(db, "complete", "$.step"), "20 whole epochs: none in flight");
+    snprintf(n, sizeof n, "%lld", steps);
+    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), n);
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), n);
+    for (int i = 0; i < 4; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "$.saturations[%d]", i);
+        snprintf(n, sizeof n, "%lld", event_figure(db, "stopped", path));
+        cr_expect_str_eq(sut_value(html, saturation_rows[i], "as reported by the SUT", cells), n,
+                         "%s", saturation_rows[i]);
+    }
+    cr_expect_null(strstr(html, "id=\"sut-mismatch\""));
+    free(detail), free(html);
+}
+
+Test(report, a_sut_claiming_more_steps_than_eeb_drove_is_noted, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    const char *db = scored_run(dir, "30");
+    long long drove = event_figure(db, "complete", "$.step");
+    cr_assert_gt(drove, 0);
+    /* the record edited: the SUT now says it did 1000 more steps */
+    test_sql_exec(db, "UPDATE events SET payload = json_set(payload, '$.steps', "
+                      "json_extract(payload, '$.steps') + 1000) WHERE kind = 'stopped'");
+    char *html = report(db, dir), cells[2][CELL_MAX], want[200];
+    snprintf(want, sizeof want, "%lld", drove + 1000);
+    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), want);
+    snprintf(want, sizeof want, "%lld", drove);
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), want);
+    const char *note = strstr(html, "<p id=\"sut-mismatch\"");
+    cr_assert_not_null(note, "no mismatch note: %s", strstr(html, "<table id=\"sut\""));
+    snprintf(want, sizeof want, "The SUT reports %lld training steps, but eeb drove %lld",
+             drove + 1000, drove);
+    cr_expect(strstr(note, want) && strstr(note, want) < strstr(note, "</p>"), "%.300s", note);
+    free(html);
+}
+
+Test(report, a_teams_program_without_counters_and_with_a_hostile_detail)
+{
+    static const struct ev ev[] = {
+        {0.2, "deployed",
+         "{\"backend\":\"exec:./team\",\"detail\":\"<script>alert('x')</script>\","
+         "\"finetune_items\":1000}"},
+        {1, "finetune_begin", "{\"t_max_s\":600.0}"},
+        {2, "epoch_end", "{\"epoch\":1,\"step\":32,\"loss\":2.5,\"train_metric\":0.2}"},
+        {2.5, "complete", "{\"reason\":\"done\",\"step\":40}"},
+        {2.6, "finetune_end", NULL},
+        /* counters slot absent: the harness records the zeros it got */
+        {2.7, "stopped", "{\"steps\":0,\"items\":0,\"saturations\":[0,0,0,0]}"},
+    };
+    const char *dir = test_tmpdir();
+    char db[300], cells[2][CELL_MAX];
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    made_run(db, EEB_RUN_STOPPED, 600, 3, ev, sizeof ev / sizeof *ev);
+    test_sql_exec(db, "UPDATE runs SET config = json_set(config, '$.backend', "
+                      "'exec:./team --name <b>&')");
+    char *html = report(db, dir);
+    cr_expect_null(strstr(html, "<script"), "the page runs no script");
+    cr_expect_null(strstr(html, "<b>"));
+    cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells),
+                     "exec:./team --name &lt;b&gt;&amp;");
+    cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells), "a team&#39;s program");
+    cr_expect_str_eq(sut_value(html, "sut-detail", "at deployment", cells),
+                     "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;");
+    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), "not reported");
+    cr_expect_str_eq(sut_value(html, "sut-items", "as reported by the SUT", cells), "not reported");
+    for (int i = 0; i < 4; i++)
+        cr_expect_str_eq(sut_value(html, saturation_rows[i], "as reported by the SUT", cells),
+                         "not reported", "%s", saturation_rows[i]);
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), "40");
+    cr_expect_null(strstr(html, "id=\"sut-mismatch\""), "no counters: nothing to disagree");
+    free(html);
+}
+
+Test(report, a_run_killed_before_fine_tuning_stopped_shows_what_the_sut_record_has)
+{
+    const char *dir = test_tmpdir();
+    char db[300], cells[2][CELL_MAX];
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    killed_run(db); /* no deployed event, no stopped event */
+    char *html = report(db, dir);
+    sut_section_placed(html);
+    cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), "emu");
+    cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells),
+                     "eeb&#39;s built-in backend");
+    cr_expect_str_eq(sut_value(html, "sut-detail", "not recorded", cells), "-");
+    cr_expect_str_eq(sut_value(html, "sut-steps", "not recorded", cells), "-");
+    cr_expect_str_eq(sut_value(html, "sut-items", "not recorded", cells), "-");
+    for (int i = 0; i < 4; i++)
+        cr_expect_str_eq(sut_value(html, saturation_rows[i], "not recorded", cells), "-", "%s",
+                         saturation_rows[i]);
+    /* eeb's count so far: the last epoch's end, past the train event's */
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), "64");
+    cr_expect_null(strstr(html, "id=\"sut-mismatch\""));
+    free(html);
+}
+
 /* ---- the output file ---- */
 
 /* `eeb report args` run in dir (a shell's cd): its status, stdout, stderr. */

@@ -32,10 +32,12 @@ Test(config_record, a_local_runs_sections_read_back)
     eeb_config_put_task(o, "det");
     eeb_config_put_backend(o, "faulty:emu?delay_ms=5", "modeled");
     eeb_config_put_input(o, "finetune", "/d/ft.eebd", "ab12", 1000);
+    eeb_config_put_input(o, "model", "/d/team.model", "ef78", 0);
+    eeb_config_put_input(o, "xclbin", "/d/team.xclbin", "9a0b", 0);
     eeb_config_put_input(o, "test", "/d/test.eebd", "cd34", 300);
     eeb_config_put_power(o, "sim:profile=model", 20, "modeled", "skipped 2 lines");
     eeb_config_put_budgets(o, 600, 10, 5, 1);
-    eeb_config_put_util(o, util, "zcu102.rpt", "report");
+    eeb_config_put_util(o, util, "zcu102.rpt", "report", "xczu9eg-ffvb1156-2-e");
     const struct eeb_config_device dev = {
         .design = "device=zcu104,pe=16", .train_step_s = 0.5, .resources = {1000, 2000, 30, 40}};
     json_object_set_new(o, "device_model", eeb_config_device_model(&dev));
@@ -49,12 +51,15 @@ Test(config_record, a_local_runs_sections_read_back)
         cr_assert_float_eq(c.weights[i], w[i], 1e-12, "weight %d", i);
     }
     cr_assert_str_eq(c.util_source, "zcu102.rpt");
+    cr_assert_str_eq(c.util_device, "xczu9eg-ffvb1156-2-e");
     cr_assert_float_eq(c.window_s, 1, 1e-12);
     cr_assert_float_eq(c.min_rate_hz, 10, 1e-12);
     cr_assert_float_eq(c.rate_hz, 20, 1e-12);
     cr_assert_str_eq(c.power_provenance, "modeled");
     cr_assert_float_eq(c.test_items, 300, 0);
     cr_assert_str_eq(c.finetune_sha256, "ab12");
+    cr_assert_str_eq(c.model_sha256, "ef78");
+    cr_assert_str_eq(c.xclbin_sha256, "9a0b");
     cr_assert_str_eq(c.design, "device=zcu104,pe=16");
     cr_assert_eq(c.official, 0);
 }
@@ -79,7 +84,7 @@ Test(config_record, the_servers_layout_reads_back)
     eeb_config_put_backend(o, "xrt", "measured");
     eeb_config_put_power(o, "uploaded", 10, "measured", NULL);
     eeb_config_put_input(o, "test", NULL, NULL, 300);
-    eeb_config_put_util(o, util, "declared at registration", "declared");
+    eeb_config_put_util(o, util, "declared at registration", "declared", NULL);
     eeb_config_put_budgets(o, 600, 10, NAN, -1);
     eeb_config_put_rules(o, "1", NULL, w, 1, 10);
     eeb_config_put_input(o, "finetune", NULL, "ef56", 0);

@@ -690,8 +690,12 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
 }
 
 /* Official mode takes a team's SUT as it takes eeb's own backends: the
- * server registers, tests and judges a run of the example library. */
-Test(server, an_official_run_of_a_teams_sut_is_judged_by_the_server, .timeout = 120)
+ * server registers, tests and judges a run of the example, reached as
+ * backend.  The run declares the SUT's kind as its backend (its path or
+ * command line is the team's free text) and the part the utilization
+ * report names as its device. */
+static void an_official_run_of_a_teams_sut(const char *backend, const char *declared,
+                                           const char *kind, const char *epochs)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
@@ -709,15 +713,15 @@ Test(server, an_official_run_of_a_teams_sut_is_judged_by_the_server, .timeout = 
                                                "--model",
                                                model,
                                                "--backend",
-                                               EEB_SUT_EXAMPLE,
+                                               backend,
                                                "--util",
-                                               "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
+                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
                                                "--power",
                                                "sim:watts=4",
                                                "--rate",
-                                               "1000",
+                                               "200",
                                                "--epochs",
-                                               "400",
+                                               epochs,
                                                "--db",
                                                db,
                                                "--server",
@@ -731,15 +735,42 @@ Test(server, an_official_run_of_a_teams_sut_is_judged_by_the_server, .timeout = 
     cr_expect_eq(json_integer_value(json_object_get(json_object_get(v, "server"), "run_id")), 1);
     json_decref(v);
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE backend = '%s'", EEB_SUT_EXAMPLE);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE backend = '%s'", backend);
     cr_expect_eq(test_sql_int(db, sql), 1);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM runs JOIN entries ON entries.run_id = runs.id WHERE "
+             "runs.backend = '%s' AND entries.device = 'xczu9eg-ffvb1156-2-e'",
+             declared);
+    cr_expect_eq(test_sql_int(sdb, sql), 1, "the server's run declares %s", declared);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions WHERE payload LIKE "
                                   "'%label%'"),
                  0);
     struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    /* the run's page on the server tells the kind from what was declared */
+    struct reply page = request(eeb_server_port(s), "GET", "/runs/1", NULL, 0, NULL);
+    cr_expect_eq(page.code, 200);
+    char cell[128];
+    snprintf(cell, sizeof cell, "<td>%s</td>", kind);
+    cr_expect(page.body && strstr(strstr(page.body, "id=\"sut-kind\""), cell), "%s", page.body);
+    free(page.body);
     eeb_server_stop(s);
+}
+
+Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeout = 120)
+{
+    an_official_run_of_a_teams_sut(EEB_SUT_EXAMPLE, "library", "a team&#39;s library",
+                                   "4000"); /* about 1.5 s */
+}
+
+/* A command line of spaces and a path longer than the server takes: the
+ * run still declares what the server does. */
+Test(server, an_official_run_of_a_teams_program_is_judged_by_the_server, .timeout = 120)
+{
+    an_official_run_of_a_teams_sut(
+        "exec:python3 sut/examples/nearest_mean.py --unused-by-the-example", "exec",
+        "a team&#39;s program", "60"); /* a few seconds */
 }
 
 Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .timeout = 120)

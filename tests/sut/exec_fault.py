@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""exec_fault.py MODE [PIDFILE] - a SUT program that breaks the exec
+"""exec_fault.py MODE [PIDFILE [HIDDEN]] - a SUT program that breaks the exec
 protocol one way (tests/sut/test_exec.c): it answers as a small stub does
 until the call MODE breaks, then does what MODE says.  PIDFILE, if given,
 gets its process id first, so a test can see that eeb killed and reaped it.
 
-  ok         a well-behaved stub (config "refuse": open refuses)
+  ok         a well-behaved stub (config "refuse": open refuses); its
+             counters' detail names the setup's xclbin and its size
   exit3      train: closes its stdin having read the request's header
              alone, and exits 3
   segv       train: reads the request, then dies of SIGSEGV
@@ -21,8 +22,17 @@ gets its process id first, so a test can see that eeb killed and reaped it.
   badstep    train: correct > counted
   noclose    close: neither answers nor exits (ignores the end of stdin)
   nostdout   train: closes its stdout and sleeps
+  remote     a stub on "another machine": HIDDEN, eeb's directory, is not
+             there for it (open() and os.stat() of a path under it fail);
+             its counters' detail names what it was handed: "remote
+             model N bytes HASH, NAME N bytes, workdir" (HASH: the first 8
+             hex digits of the bytes' SHA-256; the xclbin's name and size;
+             workdir if setup.workdir is a directory), and save_model
+             writes the model it loaded followed by "saved\n"
 """
 
+import builtins
+import hashlib
 import os
 import signal
 import struct
@@ -57,10 +67,56 @@ class Stub(object):
         return [[(k % s.classes, 1.0 / (1 + k)) for k in range(s.top_k)] for _ in range(batch.n)]
 
     def counters(self):
-        return eeb_sut.Counters(self.steps, 0, detail="stub")
+        design = ""
+        if self.s.xclbin:
+            design = " %s %d bytes" % (os.path.basename(self.s.xclbin),
+                                       os.path.getsize(self.s.xclbin))
+        return eeb_sut.Counters(self.steps, 0, detail="stub" + design)
 
     def close(self):
         pass
+
+
+class RemoteStub(Stub):
+    """The remote mode's: what it was handed, reported; the model saved."""
+    model = b""
+
+    def load_model(self, path):
+        with open(path, "rb") as f:
+            self.model = f.read()
+
+    def save_model(self, path):
+        with open(path, "wb") as f:
+            f.write(self.model + b"saved\n")
+
+    def counters(self):
+        c = Stub.counters(self)
+        c.detail = "remote model %d bytes %s,%s%s" % (
+            len(self.model), hashlib.sha256(self.model).hexdigest()[:8], c.detail[len("stub"):],
+            ", workdir" if os.path.isdir(self.s.workdir) else "")
+        return c
+
+
+def hide(directory):
+    """Paths under directory are not there for this process, as on another
+    machine: open() and os.stat() (so os.path.isdir, getsize...) fail."""
+    prefix = os.path.abspath(directory) + os.sep
+    real_open, real_stat = builtins.open, os.stat
+
+    def under(path):
+        return isinstance(path, str) and os.path.abspath(path).startswith(prefix)
+
+    def hidden_open(path, *args, **kwargs):
+        if under(path):
+            raise FileNotFoundError(2, "not on this machine", path)
+        return real_open(path, *args, **kwargs)
+
+    def hidden_stat(path, *args, **kwargs):
+        if under(path):
+            raise FileNotFoundError(2, "not on this machine", path)
+        return real_stat(path, *args, **kwargs)
+
+    builtins.open, os.stat = hidden_open, hidden_stat
 
 
 def reply(out, call, ident, payload, magic=eeb_sut.MAGIC, version=eeb_sut.VERSION, length=None):
@@ -96,7 +152,16 @@ def main():
         out.write(b"hello, eeb\n")
         out.flush()
         time.sleep(1)
-    server = eeb_sut._Server(Stub())
+    if mode == "remote":
+        hide(sys.argv[3])
+    server = eeb_sut._Server(RemoteStub() if mode == "remote" else Stub())
+    try:
+        return serve(mode, server, stdin, out)
+    finally:
+        server.cleanup()
+
+
+def serve(mode, server, stdin, out):
     while True:
         head = eeb_sut._read_exact(stdin, eeb_sut.HEADER.size)
         if head is None:  # eeb closed our stdin

@@ -243,6 +243,20 @@ Test(sut_builtin, video_trains_and_predicts_as_emu_itself)
     same_both_ways(EEB_TASK_VIDEO);
 }
 
+/* 8x8 RGB items of 3 classes, batches of up to 4, with config. */
+static struct eeb_sut_setup small_setup(const char *config)
+{
+    return (struct eeb_sut_setup){.abi_version = EEB_SUT_ABI_VERSION,
+                                  .classes = 3,
+                                  .frames = 1,
+                                  .height = 8,
+                                  .width = 8,
+                                  .channels = 3,
+                                  .batch_max = 4,
+                                  .top_k = 3,
+                                  .config = config};
+}
+
 /* A configuration it cannot take is refused at open, naming the key. */
 Test(sut_builtin, a_bad_configuration_is_refused_by_name)
 {
@@ -251,19 +265,42 @@ Test(sut_builtin, a_bad_configuration_is_refused_by_name)
                                          {"backend=emu\ncolour=blue", "unknown key 'colour'"},
                                          {"backend=emu\nthreads", "'threads' is not key=value"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        struct eeb_sut_setup setup = {.abi_version = EEB_SUT_ABI_VERSION,
-                                      .classes = 3,
-                                      .frames = 1,
-                                      .height = 8,
-                                      .width = 8,
-                                      .channels = 3,
-                                      .batch_max = 4,
-                                      .top_k = 3,
-                                      .config = bad[i][0]};
+        struct eeb_sut_setup setup = small_setup(bad[i][0]);
         void *sut = NULL;
         char err[512] = "";
         cr_expect_neq(eeb_sut_builtin()->open(&setup, &sut, err, sizeof err), 0, "%s", bad[i][0]);
         cr_expect(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
         cr_expect_null(sut);
     }
+}
+
+/* Before load_model, eeb's backends have no weights: every call that needs
+ * them is refused with the reason (it was a crash), and counters are zero. */
+Test(sut_builtin, calls_before_a_model_are_refused)
+{
+    struct eeb_sut_setup setup = small_setup("backend=emu");
+    const struct eeb_sut_ops *ops = eeb_sut_builtin();
+    void *sut = NULL;
+    char err[512] = "";
+    cr_assert_eq(ops->open(&setup, &sut, err, sizeof err), 0, "%s", err);
+    uint8_t px[8 * 8 * 3] = {0};
+    int32_t label = 1, classes[3];
+    float scores[3];
+    const struct eeb_sut_batch batch = {1, px, &label, NULL, NULL};
+    struct eeb_sut_step step;
+    struct eeb_sut_predictions out = {classes, scores, NULL, NULL};
+    cr_expect_neq(ops->train(sut, &batch, &step, err, sizeof err), 0);
+    cr_expect(strstr(err, "no model loaded"), "%s", err);
+    err[0] = '\0';
+    cr_expect_neq(ops->predict(sut, &batch, &out, err, sizeof err), 0);
+    cr_expect(strstr(err, "no model loaded"), "%s", err);
+    err[0] = '\0';
+    cr_expect_neq(ops->save_model(sut, "/nonexistent/m.eebm", err, sizeof err), 0);
+    cr_expect(strstr(err, "no model loaded"), "%s", err);
+    struct eeb_sut_counters c;
+    memset(&c, 0xff, sizeof c);
+    ops->counters(sut, &c);
+    cr_expect_eq(c.steps, 0);
+    cr_expect_eq(c.detail[0], '\0');
+    ops->close(sut);
 }

@@ -8,7 +8,10 @@
  * hang, a garbage or wrong frame, output before input, answers of the
  * wrong size) fails the call with an error naming the SUT, the call and
  * what was wrong, and is killed and reaped: no process is left behind.
+ * A program that cannot see eeb's files (as on another machine) is still
+ * handed the model and the xclbin, and its saved model arrives in eeb's.
  */
+#include "sut/eeb_sut_exec.h"
 #include "sut/eeb_sut_host.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_shard.h"
@@ -268,8 +271,16 @@ Test(sut_exec, a_refused_call_fails_with_the_programs_reason_and_the_program_sta
     none.n = 0;
     cr_assert_eq(p.ops->train(p.h, &none, &st, err, sizeof err), EEB_EINVAL);
     assert_has(err, "SUT '" SERVE "': train: a batch of 0 items (1..8");
-    cr_assert_eq(p.ops->load_model(p.h, "/nonexistent/m", err, sizeof err), EEB_EDEVICE);
-    assert_has(err, "load_model: /nonexistent/m: No such file");
+    cr_assert_eq(p.ops->load_model(p.h, "/nonexistent/m", err, sizeof err), EEB_EIO);
+    assert_has(err, "SUT '" SERVE "': load_model: the model /nonexistent/m: No such file");
+    /* the library is handed the server's copy of the bytes, not eeb's path */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/bad.model", test_tmpdir());
+    test_write_file(bad, "not a model\n", 12);
+    cr_assert_eq(p.ops->load_model(p.h, bad, err, sizeof err), EEB_EDEVICE);
+    assert_has(err, "/eeb-sut-");
+    assert_has(err, "/bad.model line 1: not a nearest-mean model");
+    cr_assert_null(strstr(err, bad), "the library was handed eeb's path: %s", err);
     sut_test_predict(p.ops, p.h, &b->b, pr); /* still there */
     b->labels[3] = 0;
     cr_assert_eq(p.ops->train(p.h, &b->b, &st, err, sizeof err), 0, "%s", err);
@@ -312,7 +323,9 @@ static struct eeb_sut_setup small_setup(enum eeb_sut_task task, const char *conf
                                   .c = 3,
                                   .frames = 1,
                                   .classes = task == EEB_SUT_DET ? 5 : 20};
-    return sut_test_setup(&info, 1, config);
+    struct eeb_sut_setup setup = sut_test_setup(&info, 1, config);
+    setup.workdir = test_tmpdir(); /* there: a killed client leaves no workdir of its own */
+    return setup;
 }
 
 Test(sut_exec, a_program_that_is_not_there_is_named)
@@ -562,5 +575,71 @@ Test(sut_exec, a_program_that_does_not_close_is_killed)
     double s = (double)(eeb_mono_ns() - t0) / 1e9;
     cr_assert_lt(s, 3.5, "close took %.3f s", s);
     assert_gone(pid);
+    free(f);
+}
+
+/* ---- files: eeb sends their bytes ---- */
+
+/* A program on another machine (exec:ssh board ...) sees none of eeb's
+ * files: exec_fault.py remote hides eeb's directory from itself, and is
+ * still handed the model and the xclbin, as copies of its own, and a
+ * workdir; the model it saves arrives in eeb's file. */
+Test(sut_exec, a_program_that_cannot_see_eebs_files_is_handed_the_model_and_the_xclbin)
+{
+    static const char bytes[] = "a team's model\n\0\x01\xff and more";
+    const char *dir = test_tmpdir();
+    char model[300], xclbin[300], saved[300], pidfile[300], cmd[700], want[128];
+    char hash[EEB_SHA256_HEX], err[1024] = "";
+    snprintf(model, sizeof model, "%s/team.model", dir);
+    snprintf(xclbin, sizeof xclbin, "%s/d.xclbin", dir);
+    snprintf(saved, sizeof saved, "%s/saved.model", dir);
+    snprintf(pidfile, sizeof pidfile, "%s/pid", test_tmpdir());
+    snprintf(cmd, sizeof cmd, FAULT " remote %s %s", pidfile, dir);
+    test_write_file(model, bytes, sizeof bytes - 1);
+    test_write_file(xclbin, "xclbin bytes", 12);
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    setup.workdir = dir;
+    setup.xclbin = xclbin;
+    struct prog p = start(cmd, &setup, DEADLINE);
+    cr_assert_not_null(p.ops->save_model);
+    cr_assert_eq(p.ops->load_model(p.h, model, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_sut_counters c;
+    p.ops->counters(p.h, &c);
+    eeb_sha256(bytes, sizeof bytes - 1, hash);
+    snprintf(want, sizeof want, "remote model %zu bytes %.8s, d.xclbin 12 bytes, workdir",
+             sizeof bytes - 1, hash);
+    cr_assert_str_eq(c.detail, want);
+    cr_assert_eq(p.ops->save_model(p.h, saved, err, sizeof err), EEB_OK, "%s", err);
+    size_t len;
+    char *text = test_read_file(saved, &len);
+    cr_assert_not_null(text);
+    cr_assert(len == sizeof bytes - 1 + 6 && memcmp(text, bytes, sizeof bytes - 1) == 0 &&
+                  memcmp(text + len - 6, "saved\n", 6) == 0,
+              "%zu bytes saved: '%.*s'", len, (int)len, text);
+    free(text);
+    p.ops->close(p.h);
+    assert_gone(read_pid(pidfile));
+    test_expect_none_named(dir, ".tmp-"); /* the save committed */
+}
+
+/* A model larger than a request can carry is refused before anything is
+ * sent, naming the file; the program stays. */
+Test(sut_exec, a_model_over_the_protocols_cap_is_refused_naming_the_file)
+{
+    struct fault *f = fault("ok", EEB_SUT_CLS, DEADLINE);
+    char model[300], err[1024] = "", want[1024];
+    snprintf(model, sizeof model, "%s/huge.model", test_tmpdir());
+    FILE *m = fopen(model, "w");
+    cr_assert_not_null(m);
+    cr_assert_eq(ftruncate(fileno(m), EEB_SUT_EXEC_MAX_PAYLOAD), 0); /* sparse: no bytes written */
+    fclose(m);
+    cr_assert_eq(f->p.ops->load_model(f->p.h, model, err, sizeof err), EEB_EINVAL, "%s", err);
+    snprintf(want, sizeof want, "SUT '%s': load_model: the model %s: %u bytes, over what a request",
+             f->cmd, model, EEB_SUT_EXEC_MAX_PAYLOAD);
+    assert_has(err, want);
+    struct eeb_sut_step st;
+    cr_assert_eq(f->p.ops->train(f->p.h, &f->b, &st, err, sizeof err), EEB_OK, "%s", err);
+    f->p.ops->close(f->p.h);
+    assert_gone(f->pid);
     free(f);
 }

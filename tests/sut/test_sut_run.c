@@ -9,10 +9,10 @@
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TestSuite(sut_run, .timeout = 120);
@@ -44,13 +44,13 @@ static void inputs(enum eeb_task task)
     test_write_file(model, "nearest-mean 1\n", 15);
 }
 
-/* eeb run on backend, with a team's utilization and a meter; more args
- * after. */
-static struct test_run run(const char *backend, const char *const *more)
+/* eeb run of the task (by name) on backend, with the files inputs made, a
+ * team's utilization and a meter, into db; more args after. */
+static struct test_run run(const char *task, const char *backend, const char *const *more)
 {
     const char *args[40] = {"run",
                             "--task",
-                            NULL,
+                            task,
                             "--finetune",
                             ft,
                             "--test",
@@ -66,24 +66,37 @@ static struct test_run run(const char *backend, const char *const *more)
                             "--db",
                             db,
                             "-q"};
-    int n = 18;
-    static const char *task = "cls";
-    args[2] = task;
-    for (const char *const *m = more; m && *m; m++)
+    int n = 0;
+    while (args[n])
+        n++;
+    for (const char *const *m = more; m && *m; m++) {
+        cr_assert_lt(n, 39, "too many arguments");
         args[n++] = *m;
+    }
     args[n] = NULL;
     return test_eeb(args);
 }
 
+/* A model of eeb's own cls net, pretrained one epoch on ft by eeb model
+ * pretrain, for eeb's backends reached as a team's library; its path
+ * (static storage). */
+static const char *pretrained_model(void)
+{
+    static char m[300];
+    snprintf(m, sizeof m, "%s/base.eebm", test_tmpdir());
+    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data",
+                                                  ft, "-o", m, "--epochs", "1", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    return m;
+}
+
 /* Nothing of the SUT's private files is left: the run's temporary space
- * (TMPDIR, this test's directory) holds no eeb-run-* directory. */
+ * (TMPDIR, this test's directory, as inputs set it) holds no eeb-run-*
+ * directory. */
 static void no_leftovers(void)
 {
-    DIR *d = opendir(test_tmpdir());
-    cr_assert(d);
-    for (struct dirent *e; (e = readdir(d));)
-        cr_expect(!strstr(e->d_name, "eeb-run-"), "left %s", e->d_name);
-    closedir(d);
+    test_expect_none_named(getenv("TMPDIR"), "eeb-run-");
 }
 
 /* A whole run of the task on backend (a nearest-mean learner, however it
@@ -92,30 +105,8 @@ static void no_leftovers(void)
 static void a_whole_run(enum eeb_task task, const char *name, const char *backend)
 {
     inputs(task);
-    const char *args[] = {"run",
-                          "--task",
-                          name,
-                          "--finetune",
-                          ft,
-                          "--test",
-                          test,
-                          "--model",
-                          model,
-                          "--backend",
-                          backend,
-                          "--util",
-                          "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
-                          "--power",
-                          "sim:watts=4",
-                          "--db",
-                          db,
-                          "-q",
-                          "--epochs",
-                          "1000000",
-                          "--tmax",
-                          "1.2",
-                          NULL};
-    struct test_run r = test_eeb(args);
+    struct test_run r =
+        run(name, backend, (const char *[]){"--epochs", "1000000", "--tmax", "1.2", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "PASS"), "%s", r.out);
     cr_expect(strstr(r.out, "nearest-mean"), "the SUT's counters' detail: %s", r.out);
@@ -183,52 +174,25 @@ Test(sut_run, video_through_a_c_program)
 Test(sut_run, eebs_emu_as_a_library_predicts_as_emu_itself)
 {
     inputs(EEB_TASK_CLS);
-    char built_in[300], as_library[300];
+    snprintf(model, sizeof model, "%s", pretrained_model());
+    char built_in[300];
     snprintf(built_in, sizeof built_in, "%s/emu.db", test_tmpdir());
-    snprintf(as_library, sizeof as_library, "%s/lib.db", test_tmpdir());
-    char m[300];
-    snprintf(m, sizeof m, "%s/base.eebm", test_tmpdir());
-    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data",
-                                                  ft, "-o", m, "--epochs", "1", NULL});
-    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    test_run_free(&r);
-    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
-                                  "--model", m, "--steps", "3", "--lr", "0.02", "--db", built_in,
-                                  "-q", NULL});
+    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft,
+                                                  "--test", test, "--model", model, "--steps", "3",
+                                                  "--lr", "0.02", "--db", built_in, "-q", NULL});
     cr_assert(r.status == 0 || r.status == 3 || r.status == 4, "%s%s", r.out, r.err);
     test_run_free(&r);
-    r = test_eeb((const char *[]){"run",
-                                  "--task",
-                                  "cls",
-                                  "--finetune",
-                                  ft,
-                                  "--test",
-                                  test,
-                                  "--model",
-                                  m,
-                                  "--steps",
-                                  "3",
-                                  "--lr",
-                                  "0.02",
-                                  "--backend",
-                                  EEB_SUT_OWN,
-                                  "--sut-config",
-                                  "backend=emu;lr=0.02;momentum=0.9;decay=0.0005",
-                                  "--util",
-                                  "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
-                                  "--power",
-                                  "sim:watts=4",
-                                  "--db",
-                                  as_library,
-                                  "-q",
-                                  NULL});
+    /* the same steps through the library, into db */
+    r = run("cls", EEB_SUT_OWN,
+            (const char *[]){"--steps", "3", "--lr", "0.02", "--sut-config",
+                             "backend=emu;lr=0.02;momentum=0.9;decay=0.0005", NULL});
     cr_assert(r.status == 0 || r.status == 3 || r.status == 4, "%s%s", r.out, r.err);
     test_run_free(&r);
     const char *q = "SELECT group_concat(payload, '|') FROM (SELECT payload FROM predictions "
                     "ORDER BY item)";
     char *a = NULL, *b = NULL;
     cr_assert_eq(test_sql_text(built_in, q, &a), 0);
-    cr_assert_eq(test_sql_text(as_library, q, &b), 0);
+    cr_assert_eq(test_sql_text(db, q, &b), 0);
     cr_assert(a && b && strlen(a) > 100);
     cr_expect_str_eq(a, b);
     free(a), free(b);
@@ -238,8 +202,8 @@ Test(sut_run, eebs_emu_as_a_library_predicts_as_emu_itself)
 Test(sut_run, a_sut_that_is_done_ends_fine_tuning)
 {
     inputs(EEB_TASK_CLS);
-    struct test_run r =
-        run(EEB_SUT_EXAMPLE, (const char *[]){"--sut-config", "steps=2", "--epochs", "50", NULL});
+    struct test_run r = run("cls", EEB_SUT_EXAMPLE,
+                            (const char *[]){"--sut-config", "steps=2", "--epochs", "50", NULL});
     cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
     test_run_free(&r);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'complete' AND "
@@ -253,14 +217,9 @@ Test(sut_run, a_sut_that_is_done_ends_fine_tuning)
 Test(sut_run, a_sut_failing_in_train_is_named_and_the_record_kept)
 {
     inputs(EEB_TASK_CLS);
-    char m[300];
-    snprintf(m, sizeof m, "%s/base.eebm", test_tmpdir());
-    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", "cls", "--data",
-                                                  ft, "-o", m, "--epochs", "1", NULL});
-    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
-    test_run_free(&r);
-    snprintf(model, sizeof model, "%s", m);
-    r = run(EEB_SUT_OWN,
+    snprintf(model, sizeof model, "%s", pretrained_model());
+    struct test_run r =
+        run("cls", EEB_SUT_OWN,
             (const char *[]){"--sut-config", "backend=faulty:emu?fail=2", "--epochs", "5", NULL});
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     char want[512];
@@ -281,11 +240,11 @@ Test(sut_run, what_cannot_run_is_refused_before_a_run_exists)
     inputs(EEB_TASK_CLS);
     char missing[300];
     snprintf(missing, sizeof missing, "%s/libnothing.so", test_tmpdir());
-    struct test_run r = run(missing, NULL);
+    struct test_run r = run("cls", missing, NULL);
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     cr_expect(strstr(r.err, missing), "%s", r.err);
     test_run_free(&r);
-    r = run(EEB_SUT_EXAMPLE, (const char *[]){"--design", "pes=4", NULL});
+    r = run("cls", EEB_SUT_EXAMPLE, (const char *[]){"--design", "pes=4", NULL});
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     cr_expect(strstr(r.err, "--design models eeb's own networks"), "%s", r.err);
     test_run_free(&r);
@@ -295,5 +254,106 @@ Test(sut_run, what_cannot_run_is_refused_before_a_run_exists)
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     cr_expect(strstr(r.err, "give its design's utilization"), "%s", r.err);
     test_run_free(&r);
+    /* an xclbin whose utilization is eeb's model's, not the team's design's */
+    char xclbin[300];
+    snprintf(xclbin, sizeof xclbin, "%s/modeled.xclbin", getenv("TMPDIR"));
+    r = test_eeb((const char *[]){"xclbin", "build", "-o", xclbin, "--design", "pes=4", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test,
+                                  "--model", model, "--backend", EEB_SUT_EXAMPLE, "--xclbin",
+                                  xclbin, "--power", "sim:watts=4", "--db", db, "-q", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "its utilization is eeb's analytical model's"), "%s", r.err);
+    test_run_free(&r);
     cr_expect_eq(access(db, F_OK), -1, "a run was recorded");
+}
+
+/* ---- a team's program misbehaving in a whole run ---- */
+
+#define FAULT_SUT "python3 tests/sut/exec_fault.py "
+
+/* A whole run through tests/sut/exec_fault.py MODE: it ends with an error
+ * naming the SUT, the call and what went wrong; the run is marked failed
+ * with that error recorded after what came before it (the fine-tune
+ * begin, or the whole fine-tuning for a fault in predict), and eeb check
+ * agrees: invalid, for the same reason. */
+static void a_run_ending_in(const char *mode, const char *call, const char *what)
+{
+    inputs(EEB_TASK_CLS);
+    char backend[200], want[400];
+    snprintf(backend, sizeof backend, "exec:" FAULT_SUT "%s", mode);
+    snprintf(want, sizeof want, "SUT '" FAULT_SUT "%s': %s: %s", mode, call, what);
+    struct test_run r =
+        run("cls", backend, (const char *[]){"--sut-deadline", "2", "--epochs", "2", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM runs WHERE state = 'failed'"), 1);
+    char sql[600];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM events e WHERE kind = 'error' AND instr(json_extract(payload, "
+             "'$.message'), '%s'': %s: %s') AND EXISTS (SELECT 1 FROM events b WHERE b.kind = "
+             "'finetune_begin' AND b.id < e.id)",
+             mode, call, what);
+    cr_expect_eq(test_sql_int(db, sql), 1, "the error, after the fine-tune began");
+    if (strcmp(call, "predict") == 0)
+        cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'complete'"), 1,
+                     "fine-tuning, recorded whole before the test stage failed");
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "invalid") && strstr(r.out, want), "%s", r.out);
+    test_run_free(&r);
+    no_leftovers();
+}
+
+Test(sut_run, a_program_crashing_in_train_ends_the_run_naming_it)
+{
+    a_run_ending_in("segv", "train",
+                    "the program was killed by signal 11 (Segmentation fault) before answering");
+}
+
+Test(sut_run, a_program_hanging_in_train_is_killed_at_the_deadline)
+{
+    a_run_ending_in("hang", "train", "no answer within 2 s (killed)");
+}
+
+Test(sut_run, a_garbage_frame_ends_the_run_as_a_protocol_error)
+{
+    a_run_ending_in("garbage", "train", "protocol error: the reply is not a frame");
+}
+
+Test(sut_run, a_prediction_of_the_wrong_size_ends_the_run_as_a_protocol_error)
+{
+    a_run_ending_in("short", "predict", "protocol error: 23 items answered, 24 asked");
+}
+
+/* A team's SUT is handed the xclbin the run hashed: a private copy of its
+ * bytes (the stub names the file it was given and its size), removed
+ * after the run. */
+Test(sut_run, a_teams_sut_is_handed_a_copy_of_the_xclbin)
+{
+    inputs(EEB_TASK_CLS);
+    char xclbin[300];
+    snprintf(xclbin, sizeof xclbin, "%s/team.xclbin", getenv("TMPDIR"));
+    struct test_run r = test_eeb((const char *[]){"xclbin", "build", "-o", xclbin, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    struct stat st;
+    cr_assert_eq(stat(xclbin, &st), 0);
+    char want[64];
+    snprintf(want, sizeof want, "stub design.xclbin %lld bytes", (long long)st.st_size);
+    r = run("cls", "exec:" FAULT_SUT "ok",
+            (const char *[]){"--xclbin", xclbin, "--steps", "2", NULL});
+    cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    char *detail = NULL;
+    cr_assert_eq(test_sql_text(db,
+                               "SELECT json_extract(payload, '$.detail') FROM events WHERE kind "
+                               "= 'deployed'",
+                               &detail),
+                 0);
+    cr_expect_str_eq(detail, want);
+    free(detail);
+    no_leftovers();
 }

@@ -4,76 +4,13 @@
  * labels or boxes, in the very order the net's layout draws them.
  */
 #include "tasks/eeb_tasks.h"
+#include "tests/tasks/task_data.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
-#include <stdio.h>
 #include <string.h>
 
 enum { N = 100, BATCH = 7, WINDOW = 16, SEED = 5 };
-
-static char names[3][EEB_SHARD_MAX_NAME + 1] = {"a", "b", "c"};
-
-/* Record i of the clip shard: 2 frames of 2x2x3; frame 0 is all i, frame
- * 1 counts 200 + its byte's position; its class i % 3. */
-static void clip(int i, uint8_t px[24])
-{
-    for (int j = 0; j < 24; j++)
-        px[j] = (uint8_t)(j < 12 ? i : 200 + j);
-}
-
-static const char *clip_shard(void)
-{
-    static char path[128];
-    char err[256];
-    snprintf(path, sizeof path, "%s/v.eebd", test_tmpdir());
-    struct eeb_shard_info info = {EEB_TASK_VIDEO, 2, 2, 3, 2, 3, names, 0};
-    struct eeb_shard_writer *w;
-    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
-    static struct eeb_record r;
-    uint8_t px[24];
-    r.pixels = px;
-    for (int i = 0; i < N; i++) {
-        clip(i, px);
-        r.label = i % 3;
-        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
-    }
-    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
-
-/* Record i of the detection shard (16x16 images, first byte i): i % 4
- * boxes, box k of class (i + k) % 3, difficult when k == 2, its corners
- * telling i and k apart. */
-static struct eeb_box det_box(int i, int k)
-{
-    float x0 = (float)k, y0 = 0.25f * (float)(i % 8);
-    return (struct eeb_box){(i + k) % 3, k == 2, x0, y0, x0 + 8, 12.0f + 0.03125f * (float)i};
-}
-
-static const char *det_shard(void)
-{
-    static char path[128];
-    char err[256];
-    snprintf(path, sizeof path, "%s/d.eebd", test_tmpdir());
-    struct eeb_shard_info info = {EEB_TASK_DET, 16, 16, 3, 1, 3, names, 0};
-    struct eeb_shard_writer *w;
-    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
-    static struct eeb_record r;
-    static uint8_t px[16 * 16 * 3];
-    r.pixels = px;
-    for (int i = 0; i < N; i++) {
-        memset(px, 7, sizeof px);
-        px[0] = (uint8_t)i;
-        snprintf(r.id, sizeof r.id, "img%03d", i);
-        r.nboxes = i % 4;
-        for (int k = 0; k < r.nboxes; k++)
-            r.boxes[k] = det_box(i, k);
-        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
-    }
-    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
 
 /* A net's batcher and a shard-layout batcher on two readers of one shard,
  * same batch, window and seed. */
@@ -104,7 +41,7 @@ static void close_pair(struct pair *p)
 
 Test(tasks, batches_as_stored_keep_frames_and_labels_in_the_nets_order)
 {
-    const char *path = clip_shard();
+    const char *path = task_test_clip_shard(N);
     /* any net with a 2x2x6 input (2 frames stacked) and 3 classes */
     struct eeb_net *net = eeb_net_new((struct eeb_shape){2, 2, 6});
     eeb_net_softmax_ce(net, eeb_net_fc(net, EEB_NET_INPUT, 3));
@@ -128,7 +65,7 @@ Test(tasks, batches_as_stored_keep_frames_and_labels_in_the_nets_order)
             for (int i = 0; i < sb.n; i++) {
                 int rec = nb.pixels[i * 24]; /* the net's item: frame 0's first byte */
                 uint8_t want[24];
-                clip(rec, want);
+                task_test_clip(rec, want);
                 cr_assert_arr_eq(sb.pixels + i * 24, want, 24, "item %d (record %d): not as stored",
                                  i, rec);
                 cr_assert_eq(sb.labels[i], rec % 3);
@@ -150,9 +87,9 @@ Test(tasks, batches_as_stored_keep_frames_and_labels_in_the_nets_order)
 
 Test(tasks, batches_as_stored_carry_each_items_boxes)
 {
-    const char *path = det_shard();
+    const char *path = task_test_det_shard(N);
     char err[256];
-    struct eeb_shard_info info = {EEB_TASK_DET, 16, 16, 3, 1, 3, names, 0};
+    struct eeb_shard_info info = task_test_det_info();
     struct eeb_net *net;
     cr_assert_eq(eeb_task_model(&info, 1, &net, err, sizeof err), EEB_OK, "%s", err);
     size_t nlab = eeb_task_label_count(net), px = 16 * 16 * 3;
@@ -172,12 +109,13 @@ Test(tasks, batches_as_stored_carry_each_items_boxes)
             int rec = sb.pixels[i * px];
             cr_assert_eq(nb.pixels[i * px], rec, "item %d: record %d, the net's %d", i, rec,
                          nb.pixels[i * px]);
-            cr_assert_eq(sb.box_counts[i], rec % 4, "record %d: %d boxes", rec, sb.box_counts[i]);
+            cr_assert_eq(sb.box_counts[i], task_test_det_boxes(rec), "record %d: %d boxes", rec,
+                         sb.box_counts[i]);
             /* the shard's boxes, one item's after another's */
             static struct eeb_record r;
             r.nboxes = 0;
             for (int k = 0; k < sb.box_counts[i]; k++, box++, boxes++) {
-                struct eeb_box want = det_box(rec, k);
+                struct eeb_box want = task_test_det_box(rec, k);
                 cr_assert(memcmp(box, &want, sizeof want) == 0,
                           "record %d box %d: class %d, %g %g %g %g", rec, k, box->cls, box->x0,
                           box->y0, box->x1, box->y1);

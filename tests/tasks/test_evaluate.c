@@ -8,6 +8,7 @@
 #include "fpga/accel/eeb_accel.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_tasks.h"
+#include "tests/tasks/task_data.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -16,63 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N = 30, BATCH = 8 };
-
-static char names[3][EEB_SHARD_MAX_NAME + 1] = {"a", "b", "c"};
-
-/* Record i of the clip shard: 2 frames of 2x2x3, frame 0 all i, frame 1
- * counting 200 + its byte's position; its class i % 3. */
-static const char *clip_shard(void)
-{
-    static char path[128];
-    char err[256];
-    snprintf(path, sizeof path, "%s/v.eebd", test_tmpdir());
-    struct eeb_shard_info info = {EEB_TASK_VIDEO, 2, 2, 3, 2, 3, names, 0};
-    struct eeb_shard_writer *w;
-    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
-    static struct eeb_record r;
-    uint8_t px[24];
-    r.pixels = px;
-    for (int i = 0; i < N; i++) {
-        for (int j = 0; j < 24; j++)
-            px[j] = (uint8_t)(j < 12 ? i : 200 + j);
-        snprintf(r.id, sizeof r.id, "clip%02d", i);
-        r.label = i % 3;
-        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
-    }
-    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
-
-/* Box k of detection record i (16x16 images, first byte i, i % 3 + 1
- * boxes): class (i + k) % 3, difficult for k == 2. */
-static struct eeb_box det_box(int i, int k)
-{
-    return (struct eeb_box){(i + k) % 3, k == 2, 1.0f + k, 2.0f, 9.0f + k, 14.0f - (float)(i % 4)};
-}
-
-static const char *det_shard(void)
-{
-    static char path[128];
-    char err[256];
-    snprintf(path, sizeof path, "%s/d.eebd", test_tmpdir());
-    struct eeb_shard_info info = {EEB_TASK_DET, 16, 16, 3, 1, 3, names, 0};
-    struct eeb_shard_writer *w;
-    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
-    static struct eeb_record r;
-    static uint8_t px[16 * 16 * 3];
-    r.pixels = px;
-    for (int i = 0; i < N; i++) {
-        px[0] = (uint8_t)i;
-        snprintf(r.id, sizeof r.id, "img%02d", i);
-        r.nboxes = i % 3 + 1;
-        for (int k = 0; k < r.nboxes; k++)
-            r.boxes[k] = det_box(i, k);
-        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
-    }
-    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
-    return path;
-}
+/* N: a last batch shorter than BATCH, and whole rounds of the detection
+ * records' 0..3 boxes */
+enum { N = 36, BATCH = 8 };
 
 /* ---- predictors that know the answer from the pixels ---- */
 
@@ -107,8 +54,9 @@ static int clip_oracle(void *arg, const struct eeb_task_batch *b, struct eeb_tas
     for (int i = 0; i < b->n; i++, o->items++) {
         const uint8_t *item = b->pixels + (size_t)i * o->px;
         cr_assert_eq(item[0], o->items, "items come in shard order");
-        for (int j = 12; j < 24; j++)
-            cr_assert_eq(item[j], 200 + j, "item %d byte %d: not frame-major", o->items, j);
+        uint8_t stored[24];
+        task_test_clip(o->items, stored);
+        cr_assert_arr_eq(item, stored, sizeof stored, "item %d: not frame-major", o->items);
         int label = item[0] % 3;
         out[i].nranked = 3;
         out[i].ranked[0] = label, out[i].ranked[1] = (label + 1) % 3;
@@ -129,9 +77,9 @@ static int det_oracle(void *arg, const struct eeb_task_batch *b, struct eeb_task
         int rec = b->pixels[(size_t)i * o->px];
         cr_assert_eq(rec, o->items);
         struct eeb_task_predicted *p = &out[i];
-        p->nboxes = rec % 3 + 1;
+        p->nboxes = task_test_det_boxes(rec);
         for (int k = 0; k < p->nboxes; k++) {
-            struct eeb_box t = det_box(rec, k);
+            struct eeb_box t = task_test_det_box(rec, k);
             p->boxes[k] = (struct eeb_scored_box){t.cls, 0.9f, t.x0, t.y0, t.x1, t.y1};
         }
         p->boxes[p->nboxes++] = (struct eeb_scored_box){0, 0.1f, 12, 12, 16, 16};
@@ -165,7 +113,7 @@ static int count(void *arg, const struct eeb_task_prediction *p, char *err, size
 
 Test(tasks, evaluate_with_a_predictor_of_clips_as_stored)
 {
-    const char *path = clip_shard();
+    const char *path = task_test_clip_shard(N);
     struct oracle o = {0};
     struct eeb_task_predictor p = {oracle_start, clip_oracle, &o};
     struct eeb_task_eval_options opt;
@@ -189,7 +137,7 @@ Test(tasks, evaluate_with_a_predictor_of_clips_as_stored)
 
 Test(tasks, evaluate_with_a_predictor_of_boxes)
 {
-    const char *path = det_shard();
+    const char *path = task_test_det_shard(N);
     struct oracle o = {0};
     struct eeb_task_predictor p = {oracle_start, det_oracle, &o};
     struct eeb_task_eval_options opt;
@@ -201,11 +149,11 @@ Test(tasks, evaluate_with_a_predictor_of_boxes)
     /* every true box found first; the strays come after every hit, so AP
      * stays 1 for each class */
     cr_assert_eq(s.items, N);
-    cr_assert_eq(s.detections, (uint64_t)(N / 3 * (2 + 3 + 4)));
+    cr_assert_eq(s.detections, (uint64_t)(N / 4 * (1 + 2 + 3 + 4)));
     cr_assert_float_eq(s.map, 1.0, 1e-12, "mAP %.17g", s.map);
     cr_assert_eq(s.value, s.map);
 
-    o = (struct oracle){.overboxes = 3};
+    o = (struct oracle){.overboxes = 1};
     cr_assert_eq(eeb_task_evaluate_with(&p, path, &opt, &s, err, sizeof err), EEB_EINVAL);
     assert_has(err, "test item img03: 5 boxes (0..4)");
 
