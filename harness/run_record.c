@@ -42,7 +42,8 @@ char *run_config_json(const struct run *r)
         eeb_config_put_input(o, "xclbin", c->xclbin, r->sha_xclbin, 0);
     eeb_config_put_input(o, "finetune", c->finetune, r->sha_finetune, r->finetune_items);
     r->eval->describe(r, o);
-    eeb_config_put_power(o, r->src->uri, c->rate_hz, r->out->provenance, r->src->note);
+    eeb_config_put_power(o, r->src->uri, c->rate_hz, eeb_provenance_name(r->src->provenance),
+                         r->src->note);
     eeb_config_put_budgets(o, c->t_max_s, c->p_max_w, c->grace_s, c->abort_on_pmax);
     json_t *t = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "epochs", c->epochs, "batch",
                           c->batch, "frozen", c->frozen, "window", c->window, "lr", c->lr,

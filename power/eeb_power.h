@@ -7,7 +7,8 @@
  * of functions per scheme (SQLite's VFS shape), which starts with its
  * version and capabilities; slots marked optional may be NULL.  Each reading carries the
  * provenance of its numbers: measured (a meter), counter (an energy
- * counter, differentiated) or modeled (a simulation or the analytical
+ * counter, differentiated), declared (a recorded trace replayed: what its
+ * file says, not read here) or modeled (a simulation or the analytical
  * model) -- leaderboards never mix them.
  */
 #ifndef EEB_POWER_H
@@ -22,10 +23,18 @@
 
 /* ---- sources ---- */
 
-enum eeb_provenance { EEB_MEASURED, EEB_COUNTER, EEB_MODELED };
+enum eeb_provenance { EEB_MEASURED, EEB_COUNTER, EEB_MODELED, EEB_DECLARED };
 
-/* "measured", "counter", "modeled". */
+/* "measured", "counter", "modeled", "declared". */
 const char *eeb_provenance_name(enum eeb_provenance p);
+
+/* A provenance by its name: 0, or -1 for none of them. */
+int eeb_provenance_parse(const char *name, enum eeb_provenance *out);
+
+/* The provenance a source's URI fixes whatever it reads: sim:'s readings
+ * are modeled, replay:'s declared, faulty:WHEN:URI's its inner source's;
+ * -1 for the others (a meter's, known once it is opened). */
+int eeb_power_uri_provenance(const char *uri);
 
 struct eeb_power_source {
     const struct eeb_power_source_ops *ops;

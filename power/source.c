@@ -51,9 +51,34 @@ int eeb_power_source_control(struct eeb_power_source *s, const struct eeb_power_
     return s->ops->control(s, c, err, errlen);
 }
 
+static const char *const provenance_names[] = {"measured", "counter", "modeled", "declared"};
+
 const char *eeb_provenance_name(enum eeb_provenance p)
 {
-    return p == EEB_MEASURED ? "measured" : p == EEB_COUNTER ? "counter" : "modeled";
+    return p >= EEB_MEASURED && p <= EEB_DECLARED ? provenance_names[p] : "modeled";
+}
+
+int eeb_provenance_parse(const char *name, enum eeb_provenance *out)
+{
+    for (int p = EEB_MEASURED; name && p <= EEB_DECLARED; p++)
+        if (strcmp(name, provenance_names[p]) == 0) {
+            *out = (enum eeb_provenance)p;
+            return 0;
+        }
+    return -1;
+}
+
+int eeb_power_uri_provenance(const char *uri)
+{
+    if (!uri)
+        return -1;
+    if (strncmp(uri, "faulty:", 7) == 0) {
+        const char *inner = strchr(uri + 7, ':');
+        return inner ? eeb_power_uri_provenance(inner + 1) : -1;
+    }
+    return strncmp(uri, "sim:", 4) == 0      ? EEB_MODELED
+           : strncmp(uri, "replay:", 7) == 0 ? EEB_DECLARED
+                                             : -1;
 }
 
 int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen)

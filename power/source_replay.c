@@ -14,7 +14,9 @@
  * meter said it had no reading, and the sampler counts a failed read); a
  * read inside a gap between valid readings has no reading (EEB_ENODATA:
  * nobody read the meter then, and the sampler leaves the same gap).
- * Readings are measured: they were.
+ * Readings are declared: they were measured, but by whoever made the
+ * file, not by this run (a replay is a rehearsal, or a judge's re-reading
+ * of a log, never a measurement of its own).
  *
  * Sections: the options; loading and the gap bound; reading.
  */
@@ -228,7 +230,7 @@ static int replay_open(const char *uri, const char *args, struct eeb_power_sourc
     if (!r)
         return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
     r->base.ops = &power_replay_ops;
-    r->base.provenance = EEB_MEASURED;
+    r->base.provenance = EEB_DECLARED;
     /* the options follow the last '?': a FILE with one in its name ends
      * with a '?' of its own */
     const char *q = strrchr(args, '?');
@@ -325,7 +327,7 @@ const struct eeb_power_source_ops power_replay_ops = {
                    "time_unit=s|ms|us|ns,decimal=,|.,...], a recorded trace: a SPEC PTDaemon "
                    "log, or a CSV (eeb's t_s,watts[,volts,amps] or export, or another tool's "
                    "with named columns and units); invalid readings fail reads and gaps stay gaps "
-                   "(measured)",
+                   "(declared)",
     .open = replay_open,
     .read = replay_read,
     .close = replay_close,

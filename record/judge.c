@@ -8,6 +8,7 @@
 #include "rundb/eeb_rundb.h"
 #include "tasks/eeb_prediction.h"
 #include "tasks/eeb_task_ops.h"
+#include "fpga/accel/eeb_accel.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
 
@@ -136,6 +137,28 @@ static void close_run(struct stored_run *sr)
     eeb_rundb_close(sr->db);
 }
 
+/* Why the record's provenance claims more than its backend and meter
+ * allow, or NULL: eeb's CPU backends are modeled whatever their meter,
+ * else a run's provenance is its meter's; saying less (modeled) is no
+ * claim. */
+static const char *provenance_overclaimed(const struct eeb_config_record *cfg, char *buf, size_t n)
+{
+    if (!cfg->provenance[0] || strcmp(cfg->provenance, "modeled") == 0)
+        return NULL;
+    int fixed = eeb_power_uri_provenance(cfg->power_source);
+    if (eeb_accel_never_on_board(cfg->backend))
+        snprintf(buf, n, "backend %.64s runs on a CPU, not a board: its figures are modeled",
+                 cfg->backend);
+    else if (fixed >= 0 && strcmp(cfg->provenance, eeb_provenance_name(fixed)))
+        snprintf(buf, n, "its power source, %.64s, reads %s figures", cfg->power_source,
+                 eeb_provenance_name(fixed));
+    else if (cfg->power_provenance[0] && strcmp(cfg->provenance, cfg->power_provenance))
+        snprintf(buf, n, "its meter's readings are %s", cfg->power_provenance);
+    else
+        return NULL;
+    return buf;
+}
+
 /* Figures the record has not given (yet): n/a, never 0. */
 static void figures_unknown(struct eeb_run_outcome *out)
 {
@@ -162,6 +185,11 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
              cfg.provenance[0] ? cfg.provenance : "?");
     out->valid = 1;
     figures_unknown(out);
+    char claim[160];
+    if (provenance_overclaimed(&cfg, claim, sizeof claim)) {
+        out->valid = 0;
+        why(out, "provenance: the record says %s, but %s", cfg.provenance, claim);
+    }
     if (eeb_task_parse(row->task, &task, err, errlen)) {
         rc =
             eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is a %s, not a benchmark run", sr->path,

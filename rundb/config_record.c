@@ -143,6 +143,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
     out->rate_hz = eeb_json_number_at(power, "rate_hz");
     text_at(power, "provenance", out->power_provenance, sizeof out->power_provenance);
+    text_at(power, "source", out->power_source, sizeof out->power_source);
     out->test_items = eeb_json_number_at(json_object_get(o, "test"), "items");
     text_at(json_object_get(o, "finetune"), "sha256", out->finetune_sha256,
             sizeof out->finetune_sha256);

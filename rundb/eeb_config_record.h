@@ -89,6 +89,7 @@ struct eeb_config_record {
     double min_rate_hz;
     double rate_hz;            /* the meter's sampling rate */
     char power_provenance[16]; /* the meter's */
+    char power_source[512];    /* the meter's URI as given */
     double test_items;         /* NAN: not recorded */
     char finetune_sha256[65];  /* the fine-tune set trained on */
     char model_sha256[65];     /* the model file the run started from */

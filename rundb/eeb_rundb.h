@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_RUNDB_SCHEMA         3          /* the schema version this eeb writes */
+#define EEB_RUNDB_SCHEMA         4          /* the schema version this eeb writes */
 #define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
 
 struct eeb_rundb; /* opaque */

@@ -107,6 +107,21 @@ static const char *const migrations[EEB_RUNDB_SCHEMA] = {
     "  events INTEGER NOT NULL,"
     "  PRIMARY KEY (run_id, seq)"
     ") STRICT;",
+    /* v3 -> v4: a figure may be declared (a replayed trace's: measured by
+     * whoever made the file, not by the run); the CHECK is rebuilt as in
+     * v2. */
+    "CREATE TABLE results_v4 ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL,"
+    "  value REAL NOT NULL,"
+    "  unit TEXT NOT NULL,"
+    "  provenance TEXT NOT NULL CHECK (provenance IN ('measured', 'counter', 'declared',"
+    "                                                 'modeled', 'computed')),"
+    "  PRIMARY KEY (run_id, name)"
+    ") STRICT;"
+    "INSERT INTO results_v4 SELECT * FROM results;"
+    "DROP TABLE results;"
+    "ALTER TABLE results_v4 RENAME TO results;",
 };
 
 static const char *const state_names[EEB_RUN_STATE_COUNT] = {

@@ -8,6 +8,7 @@
  */
 #include "server_int.h"
 
+#include "power/eeb_power.h"
 #include "record/eeb_record.h"
 #include "tasks/eeb_task_ops.h"
 
@@ -43,9 +44,10 @@ static int read_filter(struct eeb_srv_call *k, struct eeb_srv_board_filter *f, i
         *sent = eeb_srv_call_fail(k, 400, "device", msg);
         return 0;
     }
-    if (f->provenance && strcmp(f->provenance, "measured") && strcmp(f->provenance, "modeled") &&
-        strcmp(f->provenance, "counter")) {
-        *sent = eeb_srv_call_fail(k, 400, "provenance", "expected measured, counter or modeled");
+    enum eeb_provenance p;
+    if (f->provenance && eeb_provenance_parse(f->provenance, &p)) {
+        *sent = eeb_srv_call_fail(k, 400, "provenance",
+                                  "expected measured, counter, declared or modeled");
         return 0;
     }
     if (limit) {

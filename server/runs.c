@@ -11,6 +11,7 @@
 
 #include "tasks/eeb_metrics.h"
 #include "tasks/eeb_prediction.h"
+#include "fpga/accel/eeb_accel.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
 #include "rundb/eeb_config_record.h"
@@ -149,8 +150,9 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
     }
     json_t *prov = json_object_get(body, "provenance");
     const char *p = json_string_value(prov);
-    if (!p || (strcmp(p, "measured") && strcmp(p, "modeled") && strcmp(p, "counter")))
-        return bad(f, "provenance", "expected measured, counter or modeled");
+    enum eeb_provenance known_prov;
+    if (!p || eeb_provenance_parse(p, &known_prov))
+        return bad(f, "provenance", "expected measured, counter, declared or modeled");
     d->provenance = p;
     json_t *rate = json_object_get(body, "rate_hz"), *official = json_object_get(body, "official");
     if (rate && number_field(rate, "rate_hz", 0.001, 1e6, &d->rate_hz, f))
@@ -165,6 +167,10 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
         return -1;
     if (d->finetune && (strlen(d->finetune) != 64 || strspn(d->finetune, "0123456789abcdef") != 64))
         return bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
+    if (known_prov != EEB_MODELED && eeb_accel_never_on_board(d->backend))
+        return bad(f, "provenance",
+                   "%s: backend %s runs on a CPU, not a board: its time and power are modeled", p,
+                   d->backend);
     static const char *const known[] = {"task",   "util",    "provenance", "rate_hz", "official",
                                         "device", "backend", "design",     "finetune"};
     const char *key;

@@ -75,6 +75,22 @@ const struct eeb_accel_ops *eeb_accel_find(const char *name)
     return NULL;
 }
 
+int eeb_accel_never_on_board(const char *backend)
+{
+    const struct eeb_accel_ops *ops = backend ? eeb_accel_find(backend) : NULL;
+    if (!ops)
+        return 0;
+    if (ops->caps & EEB_ACCEL_CAP_WRAPPER) { /* "faulty:INNER?options" */
+        const char *inner = strchr(backend, ':');
+        char name[64];
+        if (!inner)
+            return 0;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(inner + 1, "?"), inner + 1);
+        return strcmp(name, backend) != 0 && eeb_accel_never_on_board(name);
+    }
+    return !(ops->caps & EEB_ACCEL_CAP_BOARD);
+}
+
 int eeb_accel_check_name(const char *name, char *err, size_t errlen)
 {
     const struct eeb_accel_ops *ops = eeb_accel_find(name);

@@ -118,6 +118,13 @@ struct eeb_accel_ops {
  * its on_hardware, if any, agrees.  The one way to ask. */
 int eeb_accel_on_hardware(const struct eeb_accel_ops *ops);
 
+/* 1 if backend names one of eeb's accelerators that never runs on a board
+ * (the emulators, the kernel C, fp32, or faulty: around one of them): a
+ * run on it has the CPU's time and a modeled power, whatever meter it had,
+ * so its provenance is modeled.  0 for a board's backend (xrt), a team's
+ * SUT, or a name eeb does not know. */
+int eeb_accel_never_on_board(const char *backend);
+
 /* EEB_OK if this eeb can drive ops: its version is EEB_ACCEL_OPS_VERSION and
  * every slot not marked optional is filled; else EEB_EVERSION or EEB_EINVAL
  * naming the backend.  eeb_accel_open checks every table it opens; check a

@@ -345,3 +345,74 @@ Test(check_cli, declared_power_with_a_meter_is_a_usage_error)
     assert_has(r.err, "give one of them");
     test_run_free(&r);
 }
+
+/* eeb check of db after the SQL edit: invalid, saying why. */
+static void edited_check_says(const char *edit, const char *why)
+{
+    test_sql_exec(db, edit);
+    struct test_run r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    assert_has(r.out, why);
+    test_run_free(&r);
+}
+
+/* A run's provenance may say no more than its backend and its power source
+ * allow: eeb's emulator is modeled whatever the meter; a replayed trace's
+ * readings are declared.  An edit that claims more is invalid, named. */
+Test(check_cli, a_provenance_claiming_more_than_the_record_allows_is_invalid, .timeout = 120)
+{
+    inputs();
+    cr_assert_lt(run_with("sim:watts=3"), 5); /* a busy machine's gaps may make it invalid */
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM runs WHERE config ->> '$.provenance' = "
+                                  "'modeled'"),
+                 1);
+    edited_check_says("UPDATE runs SET config = json_set(config, '$.provenance', 'measured', "
+                      "'$.power.provenance', 'measured')",
+                      "provenance: the record says measured, but backend emu runs on a CPU, not "
+                      "a board: its figures are modeled");
+
+    /* a team's SUT (eeb's emu as a library) on a replayed trace */
+    char trace[300];
+    snprintf(trace, sizeof trace, "%s/board.csv", dir);
+    FILE *f = fopen(trace, "w");
+    cr_assert(f);
+    fputs("t_s,watts\n", f);
+    for (int i = 0; i <= 600; i++)
+        fprintf(f, "%.1f,4.5\n", i / 10.0);
+    fclose(f);
+    char power[320];
+    snprintf(power, sizeof power, "replay:%s", trace);
+    unlink(db);
+    struct test_run r = test_eeb((const char *[]){"run",
+                                                  "--task",
+                                                  "cls",
+                                                  "--finetune",
+                                                  ft,
+                                                  "--test",
+                                                  test,
+                                                  "--model",
+                                                  model,
+                                                  "--db",
+                                                  db,
+                                                  "--epochs",
+                                                  "2",
+                                                  "--backend",
+                                                  EEB_SUT_OWN,
+                                                  "--sut-config",
+                                                  "backend=emu",
+                                                  "--util",
+                                                  "lut=0.2,ff=0.1,bram=0.3,dsp=0.1",
+                                                  "--power",
+                                                  power,
+                                                  "-q",
+                                                  NULL});
+    cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
+    assert_has(r.out, "provenance declared");
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect(!strstr(r.out, "provenance:"), "as recorded, the provenance holds: %s", r.out);
+    test_run_free(&r);
+    edited_check_says("UPDATE runs SET config = json_set(config, '$.provenance', 'measured', "
+                      "'$.power.provenance', 'measured')",
+                      "provenance: the record says measured, but its power source, replay:");
+}

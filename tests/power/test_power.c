@@ -255,7 +255,7 @@ Test(sources, replay_reads_a_trace_and_names_bad_lines)
     char uri[300];
     snprintf(uri, sizeof uri, "replay:%s", path);
     struct eeb_power_source *s = test_power_open(uri);
-    cr_assert_eq(s->provenance, EEB_MEASURED);
+    cr_assert_eq(s->provenance, EEB_DECLARED);
     int rc;
     cr_assert_float_eq(read_at(s, 0, &rc), 4, 1e-12); /* the trace's start, t = 10 */
     cr_assert_float_eq(read_at(s, 0.5, &rc), 5, 1e-9);

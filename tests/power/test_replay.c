@@ -85,7 +85,7 @@ Test(replay, ptdaemon_log_of_two_channels_replays_the_one_chosen)
                           "ptd_2ch.log:2: no channel 3 (channels 1, 2)");
 
     struct eeb_power_source *s = test_power_open("replay:" TRACES "ptd_2ch.log?channel=2");
-    cr_assert_eq(s->provenance, EEB_MEASURED);
+    cr_assert_eq(s->provenance, EEB_DECLARED);
     int rc;
     struct eeb_sample x = read_at(s, 0, &rc);
     cr_assert_float_eq(x.watts, 90.92, 1e-9);

@@ -322,7 +322,7 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
     struct eeb_rundb *db;
     char err[512] = "";
     cr_assert_eq(eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err), EEB_EVERSION);
-    cr_assert(strstr(err, "schema v1 needs migrating to v3"), "%s", err);
+    cr_assert(strstr(err, "schema v1 needs migrating to v4"), "%s", err);
     db = open_rw();
     eeb_rundb_close(db);
     cr_assert_eq(sql_int("PRAGMA user_version"), EEB_RUNDB_SCHEMA);
@@ -334,6 +334,9 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
     cr_assert_eq(sql_int("SELECT count(*) FROM results WHERE run_id = 1"), 1);
     cr_assert_eq(sql_int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     cr_assert_eq(sql_int("SELECT count(*) FROM sqlite_schema WHERE name = 'runs_v2'"), 0);
+    cr_assert_eq(sql_int("SELECT count(*) FROM sqlite_schema WHERE name = 'results_v4'"), 0);
+    /* v4: a declared figure fits */
+    test_sql_exec(path, "INSERT INTO results VALUES (1, 'energy_j', 2.5, 'J', 'declared')");
 
     /* the children still follow their run: deleting it cascades */
     db = open_rw();

@@ -159,6 +159,11 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
            "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0}, "
            "\"provenance\": \"guessed\"}",
            token, 400, "field", "provenance");
+    /* eeb's emulators run on a CPU: a measurement of one is no board's */
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "
+           "\"provenance\": \"measured\", \"backend\": \"emu\"}",
+           token, 400, "error", "backend emu runs on a CPU, not a board");
     expect(port, "POST", "/api/v1/runs", REGISTER("det"), token, 409, "error",
            "holds no det test set");
     struct reply r =
@@ -195,7 +200,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
         "eeb_http_requests_total{route=\"healthz\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"401\"} 3",
-        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 7",
+        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 8",
         "eeb_http_requests_total{route=\"runs\",code=\"409\"} 1",
         "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
         "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",

@@ -98,10 +98,10 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     cr_expect_eq(eeb_srv_store_run_complete(s, 2, err, sizeof err), 1, "%s", err);
     eeb_srv_store_close(s);
 
-    /* the server's tables are now version 1 of their set; the run tables'
-     * version is what it was */
+    /* the server's tables are now version 1 of their set; the run tables
+     * are at this eeb's version */
     cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 1);
-    cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), 3);
+    cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     /* and the scored run reads and judges as ever */
     struct test_run c = test_eeb((const char *[]){"check", path, "--run", "1", NULL});
     cr_expect_eq(c.status, 0, "%s%s", c.out, c.err);
@@ -121,7 +121,7 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
 Test(server_store, a_new_file_holds_the_server_tables_as_a_set_of_rundb)
 {
     eeb_srv_store_close(open_store());
-    cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), 3);
+    cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 1);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('teams', "
                                     "'entries', 'entries_by_score')"),
