@@ -39,7 +39,59 @@ struct record {
     char abort[256];   /* the "abort" event's reason, "" if none */
     char error[256];   /* the "error" event's message, "" if none */
     int scored;
+    char score_verdict[16]; /* the "score" event's verdict, and its S (NAN: none) */
+    double score_s;
+    double pmax_event_w; /* the P_max a "pmax_exceeded" event was held to, or NAN */
+    int stage;           /* the workflow's stage the events read so far reached */
+    char disorder[200];  /* the first event out of the workflow's order, "" if none */
 };
+
+/* Where an event kind stands in the workflow (events are read in their
+ * clock's order): fine-tune begin < its steps
+ * < its end < the test < the score.  A kind of stage s comes after no
+ * event of a later stage and moves the record to s; an epoch's end comes
+ * between the fine-tune's begin and the stopped event without moving it (a
+ * batch in flight at T_max ends after the fine-tune does).  Kinds not
+ * listed (state, error, abort, a meter's fault) may come at any point. */
+static const struct event_stage {
+    const char *kind;
+    int lo, hi;
+} event_stages[] = {
+    {EEB_EVENT_DEVICE_MODEL, 1, 1},   {EEB_EVENT_DEPLOYED, 1, 1},
+    {EEB_EVENT_FINETUNE_BEGIN, 2, 2}, {EEB_EVENT_TRAIN, 3, 3},
+    {EEB_EVENT_COMPLETE, 3, 3},       {EEB_EVENT_EPOCH_END, 2, 4},
+    {EEB_EVENT_EPOCH_PARTIAL, 2, 4},  {EEB_EVENT_FINETUNE_END, 4, 4},
+    {EEB_EVENT_STOPPED, 5, 5},        {EEB_EVENT_TEST_INPUTS, 5, 5},
+    {EEB_EVENT_TEST_BEGIN, 6, 6},     {EEB_EVENT_TEST_END, 7, 7},
+    {EEB_EVENT_SCORE, 8, 8},
+};
+
+static void follow_order(struct record *rec, int64_t t, const char *kind)
+{
+    const struct event_stage *e = NULL;
+    for (size_t i = 0; !e && i < sizeof event_stages / sizeof *event_stages; i++)
+        if (strcmp(kind, event_stages[i].kind) == 0)
+            e = &event_stages[i];
+    if (!e || rec->disorder[0])
+        return;
+    int late = rec->stage > e->hi;                    /* a later stage came first */
+    int early = e->lo != e->hi && rec->stage < e->lo; /* an epoch before the fine-tune */
+    if (late || early)
+        snprintf(rec->disorder, sizeof rec->disorder,
+                 "event '%s' at %lld ns is out of the workflow's order (%s)", kind, (long long)t,
+                 late ? "after a later stage's" : "before the fine-tune began");
+    if (e->lo == e->hi)
+        rec->stage = e->lo;
+}
+
+static double payload_number(const char *payload, const char *key)
+{
+    json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
+    json_t *v = json_object_get(o, key);
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(o);
+    return x;
+}
 
 static const char *payload_string(const char *payload, const char *key, char *buf, size_t n)
 {
@@ -53,6 +105,7 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
 {
     (void)utc;
     struct record *rec = arg;
+    follow_order(rec, t, kind);
     if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
         rec->ft_begin = t;
     else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
@@ -63,8 +116,12 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
         payload_string(payload, EEB_EVENT_KEY_REASON, rec->abort, sizeof rec->abort);
     else if (strcmp(kind, EEB_EVENT_ERROR) == 0)
         payload_string(payload, EEB_EVENT_KEY_MESSAGE, rec->error, sizeof rec->error);
-    else if (strcmp(kind, EEB_EVENT_SCORE) == 0)
+    else if (strcmp(kind, EEB_EVENT_SCORE) == 0) {
         rec->scored = 1;
+        payload_string(payload, "verdict", rec->score_verdict, sizeof rec->score_verdict);
+        rec->score_s = payload_number(payload, "S");
+    } else if (strcmp(kind, EEB_EVENT_PMAX_EXCEEDED) == 0)
+        rec->pmax_event_w = payload_number(payload, "p_max_w");
     return 0;
 }
 
@@ -125,6 +182,7 @@ static int open_run(const char *path, int64_t run, struct stored_run *sr, char *
 {
     memset(sr, 0, sizeof *sr);
     sr->path = path;
+    sr->rec.score_s = sr->rec.pmax_event_w = NAN;
     int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &sr->db, err, errlen);
     if (rc == EEB_OK && (rc = eeb_rundb_run_get(sr->db, run, &sr->row, err, errlen)) == EEB_OK)
         rc = eeb_rundb_events_each(sr->db, sr->row.id, read_event, &sr->rec, err, errlen);
@@ -165,6 +223,25 @@ static void figures_unknown(struct eeb_run_outcome *out)
     struct eeb_score *s = &out->score;
     s->m_u = s->m_t = s->m_p = s->m_s = s->s = s->mean_power_w = NAN;
     out->t_s = out->energy_j = out->worst_w = out->window_s = NAN;
+}
+
+/* The score event's verdict and S must be what the record gives: a record
+ * whose figures were edited after it was scored is not that run. */
+static void score_said(const struct record *rec, struct eeb_run_outcome *out)
+{
+    if (!rec->score_verdict[0] || strcmp(rec->score_verdict, "?") == 0)
+        return;
+    int said_pass = strcmp(rec->score_verdict, "pass") == 0;
+    double s = out->score.s;
+    if (said_pass == out->pass && (!said_pass || fabs(rec->score_s - s) <= 1e-9 * fmax(1, fabs(s))))
+        return;
+    char said[32] = "", gives[32] = "no pass";
+    if (said_pass)
+        snprintf(said, sizeof said, ", S = %.6f", rec->score_s);
+    if (out->pass)
+        snprintf(gives, sizeof gives, "S = %.6f", s);
+    why(out, "its score event says %s%s, but the record gives %s", rec->score_verdict, said, gives);
+    out->valid = 0, out->pass = 0;
 }
 
 /* eeb_run_judge on a run already read.  Each figure the record gives is
@@ -209,6 +286,24 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (rec->error[0]) {
         out->valid = 0;
         why(out, "the run ended in an error: %s", rec->error);
+    }
+    if (rec->disorder[0]) {
+        out->valid = 0;
+        why(out, "%s", rec->disorder);
+    }
+    /* the budgets the run is judged by are the ones it was given and held
+     * to while it ran */
+    if ((!isnan(cfg.t_max_s) && cfg.t_max_s != row->t_max_s) ||
+        (!isnan(cfg.p_max_w) && cfg.p_max_w != row->p_max_w)) {
+        out->valid = 0;
+        why(out,
+            "the run's budgets (T_max %g s, P_max %g W) are not its configuration's (%g s, %g W)",
+            row->t_max_s, row->p_max_w, cfg.t_max_s, cfg.p_max_w);
+    }
+    if (!isnan(rec->pmax_event_w) && rec->pmax_event_w != row->p_max_w) {
+        out->valid = 0;
+        why(out, "its pmax_exceeded event held it to P_max %g W, the record says %g W",
+            rec->pmax_event_w, row->p_max_w);
     }
     /* a count the configuration lacks (or garbles) is none */
     out->test_items = cfg.test_items >= 0 ? (uint64_t)cfg.test_items : 0;
@@ -270,6 +365,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (have_power && !ps.p_max_pass && out->score.pass)
         why(out, "%s", ps.p_max_reason);
     out->pass = out->valid && !out->aborted && out->score.pass && ps.p_max_pass;
+    score_said(rec, out);
     if (!out->pass)
         out->score.s = NAN;
 out:

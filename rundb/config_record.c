@@ -139,6 +139,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     }
     text_at(util, "source", out->util_source, sizeof out->util_source);
     text_at(util, "device", out->util_device, sizeof out->util_device);
+    out->t_max_s = eeb_json_number_at(json_object_get(o, "budgets"), "t_max_s");
+    out->p_max_w = eeb_json_number_at(json_object_get(o, "budgets"), "p_max_w");
     out->window_s = eeb_json_number_at(rules, "power_window_s");
     out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
     out->rate_hz = eeb_json_number_at(power, "rate_hz");

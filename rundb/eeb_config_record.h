@@ -80,12 +80,13 @@ void eeb_config_put_rules(json_t *o, const char *version, const char *file, cons
 struct eeb_config_record {
     char task[16];
     char backend[512];
-    char provenance[16];   /* the run's figures': measured, counter or modeled */
-    double util[4];        /* LUT, FF, BRAM, DSP */
-    char util_source[512]; /* the report, the spec or the xclbin they came from */
-    char util_device[64];  /* the part their report names, or "" */
-    double weights[4];     /* w_u, w_t, w_p, w_s */
-    double window_s;       /* the P_max rule's window */
+    char provenance[16];     /* the run's figures': measured, counter or modeled */
+    double util[4];          /* LUT, FF, BRAM, DSP */
+    char util_source[512];   /* the report, the spec or the xclbin they came from */
+    char util_device[64];    /* the part their report names, or "" */
+    double weights[4];       /* w_u, w_t, w_p, w_s */
+    double t_max_s, p_max_w; /* the budgets the run was given */
+    double window_s;         /* the P_max rule's window */
     double min_rate_hz;
     double rate_hz;            /* the meter's sampling rate */
     char power_provenance[16]; /* the meter's */

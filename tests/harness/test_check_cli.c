@@ -416,3 +416,30 @@ Test(check_cli, a_provenance_claiming_more_than_the_record_allows_is_invalid, .t
                       "'$.power.provenance', 'measured')",
                       "provenance: the record says measured, but its power source, replay:");
 }
+
+/* Consistent-looking edits of a scored run that its record still betrays:
+ * the fine-tune's end moved before its last step, a budget raised, the
+ * score event's S changed.  Each is invalid, and says why. */
+Test(check_cli, edits_out_of_the_records_order_or_budgets_are_invalid, .timeout = 120)
+{
+    inputs();
+    cr_assert_lt(run_with("sim:watts=3"), 5);
+    char copy[320], cmd[700];
+    snprintf(copy, sizeof copy, "%s.orig", db);
+    snprintf(cmd, sizeof cmd, "cp %s %s", db, copy);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "cp %s %s", copy, db);
+    edited_check_says("UPDATE events SET t_mono_ns = (SELECT t_mono_ns - 1 FROM events WHERE kind "
+                      "= 'complete') WHERE kind = 'finetune_end'",
+                      "is out of the workflow's order");
+    cr_assert_eq(system(cmd), 0);
+    edited_check_says("UPDATE runs SET p_max_w = 100",
+                      "the run's budgets (T_max 30 s, P_max 100 W) are not its configuration's "
+                      "(30 s, 10 W)");
+    cr_assert_eq(system(cmd), 0);
+    if (test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'score' AND "
+                         "payload ->> '$.verdict' = 'pass'") == 1)
+        edited_check_says("UPDATE events SET payload = json_set(payload, '$.S', 0.99) WHERE kind "
+                          "= 'score'",
+                          "its score event says pass, S = 0.990000, but the record gives S = ");
+}

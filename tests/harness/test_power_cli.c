@@ -42,6 +42,19 @@ static json_t *summary_json(const char *pmax, int want_status)
         want_status);
 }
 
+/* The summary of a log whose validity is not what a test asks about: on a
+ * loaded machine the sampler can miss a few deadlines and leave a gap,
+ * which makes a short log invalid (exit 4) and is no fault of the logger. */
+static json_t *summary_json_any_validity(void)
+{
+    struct test_run r = test_eeb((const char *[]){"power", "summary", db, "--json", NULL});
+    cr_assert(r.status == 0 || r.status == 4, "exit %d: %s%s", r.status, r.out, r.err);
+    json_t *o = json_loads(r.out, 0, NULL);
+    cr_assert(o, "not JSON: %s", r.out);
+    test_run_free(&r);
+    return o;
+}
+
 Test(power_cli, log_summary_and_export)
 {
     struct test_run r = test_eeb((const char *[]){"power", "list", NULL});
@@ -131,7 +144,7 @@ Test(power_cli, ctrl_c_stops_the_logger_cleanly)
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
-    json_t *o = summary_json(NULL, 0);
+    json_t *o = summary_json_any_validity();
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "log");
     cr_assert_float_eq(test_json_num(o, "energy_j"), 2 * test_json_num(o, "seconds"), 1e-9);
     cr_assert_gt(test_json_num(o, "samples"), 100);
@@ -147,7 +160,7 @@ Test(power_cli, kill_9_leaves_every_committed_sample_readable)
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFSIGNALED(st));
-    json_t *o = summary_json(NULL, 0);
+    json_t *o = summary_json_any_validity();
     cr_assert_str_eq(json_string_value(json_object_get(o, "window")), "all samples");
     cr_assert_gt(test_json_num(o, "samples"), 100, "batches committed every 250 ms survive");
     cr_assert_float_eq(test_json_num(o, "mean_w"), 2, 1e-9);
@@ -192,7 +205,7 @@ Test(power_cli, a_full_disk_ends_the_log_with_a_clear_error)
     long long n = test_sql_int(db, "SELECT count(*) FROM samples");
     cr_expect_eq(n, written, "%lld samples in the file, %lld committed", n, written);
     cr_expect_gt(n, 100, "%lld samples committed", n);
-    json_t *o = summary_json(NULL, 0);
+    json_t *o = summary_json_any_validity();
     cr_expect_float_eq(test_json_num(o, "samples"), (double)n, 0.5);
     cr_expect_float_eq(test_json_num(o, "mean_w"), 3, 1e-9);
     json_decref(o);
