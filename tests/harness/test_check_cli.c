@@ -268,12 +268,15 @@ Test(check_cli, power_logs_are_listed_not_judged, .timeout = 120)
                                                   db, "--duration", "0.3", "-q", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     test_run_free(&r);
-    cr_assert_eq(run_with("sim:watts=5"), 0);
+    /* pass, or invalid when a loaded machine leaves a gap in its short log:
+     * either way judged, and eeb check agrees */
+    int judged = run_with("sim:watts=5");
+    cr_assert(judged == 0 || judged == 4, "eeb run exited %d", judged);
     r = test_eeb((const char *[]){"check", db, "--all", NULL});
-    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect_eq(r.status, judged, "%s%s", r.out, r.err);
     assert_has(r.out, "run 1 (");
     assert_has(r.out, "a power log, not judged");
-    assert_has(r.out, "verdict: pass");
+    assert_has(r.out, judged ? "verdict: invalid" : "verdict: pass");
     test_run_free(&r);
     r = test_eeb((const char *[]){"check", db, "--run", "1", NULL});
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
