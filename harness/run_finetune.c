@@ -227,8 +227,8 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
     if (mean > c->p_max_w && !k->pmax_seen) {
         k->pmax_seen = mean;
         run_event(r, EEB_EVENT_PMAX_EXCEEDED,
-                  json_pack("{s:f, s:f, s:f}", "watts", mean, "p_max_w", c->p_max_w, "window_s",
-                            r->rules.power.window_s));
+                  json_pack("{s:f, s:f, s:f}", "watts", mean, EEB_EVENT_KEY_P_MAX, c->p_max_w,
+                            "window_s", r->rules.power.window_s));
         if (c->abort_on_pmax)
             return PMAX;
     }

@@ -34,8 +34,10 @@ const char *run_judged_as(const struct eeb_run_outcome *o)
 void run_score_event(struct run *r, int by_server)
 {
     const struct eeb_run_outcome *out = r->out;
-    json_t *verdict = json_pack("{s:s, s:s}", "verdict", run_judged_as(out), "why", out->why);
-    json_object_set_new(verdict, "S", out->pass ? json_real(out->score.s) : json_null());
+    json_t *verdict =
+        json_pack("{s:s, s:s}", EEB_EVENT_KEY_VERDICT, run_judged_as(out), "why", out->why);
+    json_object_set_new(verdict, EEB_EVENT_KEY_S,
+                        out->pass ? json_real(out->score.s) : json_null());
     if (by_server)
         json_object_set_new(
             verdict, "server",

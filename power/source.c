@@ -68,45 +68,54 @@ int eeb_provenance_parse(const char *name, enum eeb_provenance *out)
     return -1;
 }
 
+/* The source whose scheme begins uri, or NULL. */
+static const struct eeb_power_source_ops *scheme_of(const char *uri)
+{
+    size_t len = strcspn(uri, ":");
+    for (const struct eeb_power_source_ops *const *o = sources; *o; o++)
+        if (strlen((*o)->scheme) == len && strncmp((*o)->scheme, uri, len) == 0)
+            return *o;
+    return NULL;
+}
+
 int eeb_power_uri_provenance(const char *uri)
 {
-    if (!uri)
+    const struct eeb_power_source_ops *o = uri ? scheme_of(uri) : NULL;
+    if (!o)
         return -1;
-    if (strncmp(uri, "faulty:", 7) == 0) {
-        const char *inner = strchr(uri + 7, ':');
+    if (o->caps & EEB_POWER_CAP_WRAPPER) { /* SCHEME:ARGS:URI, the wrapped source last */
+        const char *args = strchr(uri, ':'), *inner = args ? strchr(args + 1, ':') : NULL;
         return inner ? eeb_power_uri_provenance(inner + 1) : -1;
     }
-    return strncmp(uri, "sim:", 4) == 0      ? EEB_MODELED
-           : strncmp(uri, "replay:", 7) == 0 ? EEB_DECLARED
-                                             : -1;
+    return o->caps & EEB_POWER_CAP_SIMULATED  ? EEB_MODELED
+           : o->caps & EEB_POWER_CAP_RECORDED ? EEB_DECLARED
+                                              : -1;
 }
 
 int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen)
 {
-    const char *colon = strchr(uri, ':');
-    size_t len = colon ? (size_t)(colon - uri) : strlen(uri);
-    for (const struct eeb_power_source_ops *const *o = sources; *o; o++) {
-        if (strlen((*o)->scheme) != len || strncmp((*o)->scheme, uri, len) != 0)
-            continue;
-        struct eeb_power_source *s;
-        int rc = eeb_power_source_ops_check(*o, err, errlen);
-        if (rc == EEB_OK)
-            rc = (*o)->open(uri, colon ? colon + 1 : "", &s, err, errlen);
-        if (rc != EEB_OK)
-            return rc;
-        if (!(s->uri = strdup(uri))) {
-            s->ops->close(s);
-            return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
-        }
-        *out = s;
-        return EEB_OK;
+    const struct eeb_power_source_ops *o = scheme_of(uri);
+    if (!o) {
+        char names[256] = "";
+        for (const struct eeb_power_source_ops *const *k = sources; *k; k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names),
+                     "%s%s:", k == sources ? "" : ", ", (*k)->scheme);
+        return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': unknown scheme (known: %s)",
+                        uri, names);
     }
-    char names[256] = "";
-    for (const struct eeb_power_source_ops *const *o = sources; *o; o++)
-        snprintf(names + strlen(names), sizeof names - strlen(names),
-                 "%s%s:", o == sources ? "" : ", ", (*o)->scheme);
-    return eeb_errf(err, errlen, EEB_EINVAL, "power source '%s': unknown scheme (known: %s)", uri,
-                    names);
+    const char *colon = strchr(uri, ':');
+    struct eeb_power_source *s;
+    int rc = eeb_power_source_ops_check(o, err, errlen);
+    if (rc == EEB_OK)
+        rc = o->open(uri, colon ? colon + 1 : "", &s, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    if (!(s->uri = strdup(uri))) {
+        s->ops->close(s);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", uri);
+    }
+    *out = s;
+    return EEB_OK;
 }
 
 int power_each_option(const char *uri, const char *args,

@@ -84,21 +84,15 @@ static void follow_order(struct record *rec, int64_t t, const char *kind)
         rec->stage = e->lo;
 }
 
-static double payload_number(const char *payload, const char *key)
+static double payload_number(const json_t *o, const char *key)
 {
-    json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
     json_t *v = json_object_get(o, key);
-    double x = json_is_number(v) ? json_number_value(v) : NAN;
-    json_decref(o);
-    return x;
+    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static const char *payload_string(const char *payload, const char *key, char *buf, size_t n)
+static void payload_string(const json_t *o, const char *key, char *buf, size_t n)
 {
-    json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
     snprintf(buf, n, "%s", json_string_value(json_object_get(o, key)) ?: "?");
-    json_decref(o);
-    return buf;
 }
 
 static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
@@ -106,22 +100,24 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
     (void)utc;
     struct record *rec = arg;
     follow_order(rec, t, kind);
+    json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
     if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
         rec->ft_begin = t;
     else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         rec->ft_end = t;
     else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0)
-        payload_string(payload, EEB_EVENT_KEY_REASON, rec->complete, sizeof rec->complete);
+        payload_string(o, EEB_EVENT_KEY_REASON, rec->complete, sizeof rec->complete);
     else if (strcmp(kind, EEB_EVENT_ABORT) == 0)
-        payload_string(payload, EEB_EVENT_KEY_REASON, rec->abort, sizeof rec->abort);
+        payload_string(o, EEB_EVENT_KEY_REASON, rec->abort, sizeof rec->abort);
     else if (strcmp(kind, EEB_EVENT_ERROR) == 0)
-        payload_string(payload, EEB_EVENT_KEY_MESSAGE, rec->error, sizeof rec->error);
+        payload_string(o, EEB_EVENT_KEY_MESSAGE, rec->error, sizeof rec->error);
     else if (strcmp(kind, EEB_EVENT_SCORE) == 0) {
         rec->scored = 1;
-        payload_string(payload, "verdict", rec->score_verdict, sizeof rec->score_verdict);
-        rec->score_s = payload_number(payload, "S");
+        payload_string(o, EEB_EVENT_KEY_VERDICT, rec->score_verdict, sizeof rec->score_verdict);
+        rec->score_s = payload_number(o, EEB_EVENT_KEY_S);
     } else if (strcmp(kind, EEB_EVENT_PMAX_EXCEEDED) == 0)
-        rec->pmax_event_w = payload_number(payload, "p_max_w");
+        rec->pmax_event_w = payload_number(o, EEB_EVENT_KEY_P_MAX);
+    json_decref(o);
     return 0;
 }
 

@@ -17,9 +17,6 @@
 
 #include <string.h>
 
-/* The payload keys read here, as harness/run_prepare.c ("deployed"),
- * run_test.c ("stopped") and run_finetune.c (the steps) write them. */
-
 /* eeb_sut_counters' saturations, in their order. */
 static const char *const saturations[] = {"activations", "errors", "gradients", "weights"};
 

@@ -121,6 +121,9 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_KEY_STEPS        "steps"        /* stopped: the SUT's own counters, */
 #define EEB_EVENT_KEY_ITEMS        "items"        /*   as eeb_sut_counters has them */
 #define EEB_EVENT_KEY_SATURATIONS  "saturations"
+#define EEB_EVENT_KEY_VERDICT      "verdict" /* score: pass, fail, invalid, ... */
+#define EEB_EVENT_KEY_S            "S"       /* score: S, or null without a pass */
+#define EEB_EVENT_KEY_P_MAX        "p_max_w" /* pmax_exceeded: the budget it broke */
 /* complete's reason when fine-tuning was stopped at T_max */
 #define EEB_COMPLETE_TMAX "t_max"
 

@@ -594,8 +594,9 @@ enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
  * (free it; NULL if out of memory, and the event goes without one). */
 static char *score_json(const struct eeb_run_outcome *o)
 {
-    json_t *payload = json_pack("{s:s, s:s, s:o}", "by", "server", "verdict", eeb_run_verdict(o, 0),
-                                "S", eeb_json_number(o->score.s));
+    json_t *payload =
+        json_pack("{s:s, s:s, s:o}", "by", "server", EEB_EVENT_KEY_VERDICT, eeb_run_verdict(o, 0),
+                  EEB_EVENT_KEY_S, eeb_json_number(o->score.s));
     char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(payload);
     return text;

@@ -338,15 +338,17 @@ static void call_save_model(struct server *s, struct reader *r)
         snprintf(s->err, sizeof s->err, "save_model: %s: %s", local, strerror(errno));
         reply_error(s, s->err);
     } else if ((uint64_t)st.st_size > EEB_SUT_EXEC_MAX_PAYLOAD - 12) {
-        snprintf(s->err, sizeof s->err, "save_model: a model of %lld bytes, over the cap",
-                 (long long)st.st_size);
+        snprintf(s->err, sizeof s->err, "save_model: %s: %lld bytes, over the protocol's cap of %u",
+                 local, (long long)st.st_size, EEB_SUT_EXEC_MAX_PAYLOAD - 12);
         reply_error(s, s->err);
     } else if (!(p = reply_room(s, 8 + (size_t)st.st_size)))
         reply_error(s, "save_model: out of memory");
     else {
         eeb_sut_exec_put64(p, (uint64_t)st.st_size);
-        if (fread(p + 8, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
-            reply_error(s, "save_model: the saved model could not be read back");
+        if (fread(p + 8, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+            snprintf(s->err, sizeof s->err, "save_model: %s: read back short", local);
+            reply_error(s, s->err);
+        }
     }
     if (f) {
         fclose(f);

@@ -440,9 +440,13 @@ Test(check_cli, edits_out_of_the_records_order_or_budgets_are_invalid, .timeout 
                       "the run's budgets (T_max 30 s, P_max 100 W) are not its configuration's "
                       "(30 s, 10 W)");
     cr_assert_eq(system(cmd), 0);
-    if (test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'score' AND "
-                         "payload ->> '$.verdict' = 'pass'") == 1)
-        edited_check_says("UPDATE events SET payload = json_set(payload, '$.S', 0.99) WHERE kind "
-                          "= 'score'",
-                          "its score event says pass, S = 0.990000, but the record gives S = ");
+    /* a run a loaded machine left invalid is edited the same way: then the
+     * record gives no pass at all */
+    int passed = test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'score' AND "
+                                  "payload ->> '$.verdict' = 'pass'") == 1;
+    edited_check_says("UPDATE events SET payload = json_set(payload, '$.verdict', 'pass', '$.S', "
+                      "0.99) WHERE kind = 'score'",
+                      passed ? "its score event says pass, S = 0.990000, but the record gives S = "
+                             : "its score event says pass, S = 0.990000, but the record gives no "
+                               "pass");
 }

@@ -469,6 +469,35 @@ static long long event_figure(const char *db, const char *kind, const char *path
     return test_sql_int(db, sql);
 }
 
+/* The detail the SUT reported at deployment (free it), as the section
+ * shows it. */
+static char *expect_deployed_detail(const char *html, const char *db, char cells[][CELL_MAX])
+{
+    char *detail = NULL;
+    cr_assert_eq(test_sql_text(db,
+                               "SELECT json_extract(payload, '$.detail') FROM events WHERE "
+                               "kind = 'deployed'",
+                               &detail),
+                 0);
+    cr_assert(detail && detail[0], "the SUT reports what it runs on");
+    cr_expect_str_eq(sut_value(html, "sut-detail", "reported by the SUT at deployment", cells),
+                     detail);
+    return detail;
+}
+
+/* The SUT's steps as its stopped event holds them, shown beside eeb's
+ * count, which agrees. */
+static long long expect_steps_agreeing(const char *html, const char *db, char cells[][CELL_MAX])
+{
+    long long steps = event_figure(db, "stopped", "$.steps");
+    cr_assert_gt(steps, 0);
+    char n[32];
+    snprintf(n, sizeof n, "%lld", steps);
+    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), n);
+    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), n);
+    return steps;
+}
+
 static const char *const saturation_rows[] = {"sut-saturations-activations",
                                               "sut-saturations-errors", "sut-saturations-gradients",
                                               "sut-saturations-weights"};
@@ -529,21 +558,11 @@ Test(report, a_run_through_a_teams_library_shows_the_sut_and_its_own_counters, .
     cr_assert_eq(eeb_sha256_file(model, sha, err, sizeof err), EEB_OK, "%s", err);
     cr_expect_str_eq(sut_value(html, "sut-model", "hashed by eeb", cells), sha);
     cr_expect_str_eq(sut_value(html, "sut-xclbin", "hashed by eeb", cells), "none given");
-    cr_assert_eq(test_sql_text(in.db,
-                               "SELECT json_extract(payload, '$.detail') FROM events "
-                               "WHERE kind = 'deployed'",
-                               &detail),
-                 0);
+    detail = expect_deployed_detail(html, in.db, cells);
     cr_assert(strstr(detail, "nearest-mean"), "the example's detail: %s", detail);
-    cr_expect_str_eq(sut_value(html, "sut-detail", "reported by the SUT at deployment", cells),
-                     detail);
     /* the SUT's counters as the stopped event holds them, and eeb's count
      * beside them: the same steps */
-    long long steps = event_figure(in.db, "stopped", "$.steps");
-    cr_assert_gt(steps, 0);
-    snprintf(n, sizeof n, "%lld", steps);
-    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), n);
-    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), n);
+    long long steps = expect_steps_agreeing(html, in.db, cells);
     cr_expect_geq(steps, event_figure(in.db, "complete", "$.step"),
                   "the SUT counts every step eeb signalled");
     snprintf(n, sizeof n, "%lld", event_figure(in.db, "stopped", "$.items"));
@@ -566,19 +585,9 @@ Test(report, a_run_on_eebs_emu_shows_its_counters_agreeing, .timeout = 120)
     cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), "emu");
     cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells),
                      "eeb&#39;s built-in backend");
-    cr_assert_eq(test_sql_text(db,
-                               "SELECT json_extract(payload, '$.detail') FROM events WHERE "
-                               "kind = 'deployed'",
-                               &detail),
-                 0);
-    cr_assert(detail && detail[0], "emu reports what it runs on");
-    cr_expect_str_eq(sut_value(html, "sut-detail", "at deployment", cells), detail);
-    long long steps = event_figure(db, "stopped", "$.steps");
-    cr_assert_gt(steps, 0);
+    detail = expect_deployed_detail(html, db, cells);
+    long long steps = expect_steps_agreeing(html, db, cells);
     cr_expect_eq(steps, event_figure(db, "complete", "$.step"), "20 whole epochs: none in flight");
-    snprintf(n, sizeof n, "%lld", steps);
-    cr_expect_str_eq(sut_value(html, "sut-steps", "as reported by the SUT", cells), n);
-    cr_expect_str_eq(sut_value(html, "sut-eeb-steps", "counted by eeb", cells), n);
     for (int i = 0; i < 4; i++) {
         char path[32];
         snprintf(path, sizeof path, "$.saturations[%d]", i);
