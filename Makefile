@@ -2,10 +2,11 @@
 #
 #   make deps    install the Debian packages eeb needs (apt-get; sudo if not root)
 #   make         build build/eeb
-#   make check   build with gcc and clang, run the Criterion suite, replay the
-#                fuzz corpora, fuzz each target FUZZ_SECONDS (make fuzz), then
-#                make asan and make valgrind
+#   make check   run the Criterion suite (gcc), replay the fuzz corpora, fuzz
+#                each target FUZZ_SECONDS (make fuzz), then make asan and make
+#                valgrind
 #   make asan    run the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#                (clang's: the second compiler's warnings too)
 #   make valgrind  memcheck on the plain build: every parser's fuzz inputs, the
 #                in-process suites, and one whole eeb run, check and report
 #   make fuzz    run every libFuzzer target (clang) FUZZ_SECONDS each (default 30)
@@ -190,9 +191,10 @@ test: $(EEB) $(TESTS) $(REPLAYS)
 	$(TESTS) --jobs=2
 	@$(MAKE) --no-print-directory replay
 
-# The suite runs on the default compiler; the other one must build it all
-# warning-free too.  Then the same code under the sanitizers and memcheck.
-check: clang-build test fuzz asan valgrind
+# The suite runs on the default compiler (gcc); the sanitizers' build is
+# clang's, so the other compiler builds it all warning-free too.  Then the
+# same code under memcheck.
+check: test fuzz asan valgrind
 # CI's whole gate must fit 20 minutes on 2 cores: the fuzzers get 15 s each
 # there (make fuzz alone, 30), which also bounds the corpus valgrind replays.
 check: FUZZ_SECONDS := 15
@@ -207,10 +209,14 @@ clang-build:
 # and video: two minutes under ASan, the same code as the short runs) are
 # left to the plain suites, to keep make check within CI's 20 minutes.
 ASAN_FILTER := !(finetune)/!(the_embedded_default_for_detection_and_video)
+# A C program that dlopens C++ (a SUT server loading XRT) must have the C++
+# runtime from its start, or clang's ASan finds no __cxa_throw to intercept
+# and stops at XRT's first exception.
+ASAN_CXX_RUNTIME := -Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state
 asan:
-	$(MAKE) --no-print-directory BUILD=build/asan \
+	$(MAKE) --no-print-directory BUILD=build/asan CC=clang \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    LDFLAGS="-fsanitize=address,undefined" build/asan/eeb build/asan/tests/eeb-tests replay
+	    LDFLAGS="-fsanitize=address,undefined $(ASAN_CXX_RUNTIME)" build/asan/eeb build/asan/tests/eeb-tests replay
 	@build/asan/tests/eeb-tests --jobs=2 --filter '$(ASAN_FILTER)' > build/asan/tests.log 2>&1; \
 	rc=$$?; \
 	cat build/asan/tests.log; \
@@ -230,11 +236,15 @@ asan:
 # that execs a program valgrind skips (sut_exec's python3) would leave a log
 # of the header alone from between its fork and exec: those are not written.
 # LD_PRELOAD: tests/valgrind/hwy_timer.c says why.
+# An error is found as well without --track-origins, in two thirds of the
+# time; to see where an uninitialised value came from, run
+# make valgrind VG_ORIGINS=--track-origins=yes.
+VG_ORIGINS ?=
 VG_SHIM := $(BUILD)/valgrind-shim/libhwy_timer.so
 $(VG_SHIM): tests/valgrind/hwy_timer.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -fPIC $< -o $@
-VALGRIND := LD_PRELOAD=$(abspath $(VG_SHIM)) valgrind --error-exitcode=99 --fair-sched=yes --track-origins=yes \
+VALGRIND := LD_PRELOAD=$(abspath $(VG_SHIM)) valgrind --error-exitcode=99 --fair-sched=yes $(VG_ORIGINS) \
     --child-silent-after-fork=yes \
     --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
     --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' \
@@ -251,14 +261,11 @@ valgrind: $(EEB) $(TESTS) $(REPLAYS) $(VG_SHIM)
 	if [ -n "$$bad" ]; then cat $$bad; echo "valgrind: errors in" $$bad; exit 1; fi; \
 	echo "valgrind: $$(ls $(BUILD)/valgrind/*.log | wc -l) processes, no errors"
 
-# The run's verdict depends on how fast valgrind lets it go (how many
-# samples fall in its fine-tune window), and memcheck's question is not the
-# verdict: pass (0), fail (3) and invalid (4) all go on, an error does not.
-judged = rc=$$?; case $$rc in 0|3|4) ;; *) echo "valgrind: '$(1)' exited $$rc"; exit 1;; esac
+# On the modeled clock the run's verdict is valgrind's speed's no more: it
+# must pass.
 vg-run:
-	$(VALGRIND) $(EEB) run --task cls --workdir $(VG_RUN) --db $(VG_RUN)/run.db --steps 8 --rate 10 -q; \
-	    $(call judged,eeb run)
-	$(VALGRIND) $(EEB) check $(VG_RUN)/run.db; $(call judged,eeb check)
+	$(VALGRIND) $(EEB) run --task cls --workdir $(VG_RUN) --db $(VG_RUN)/run.db --steps 8 --rate 10 -q
+	$(VALGRIND) $(EEB) check $(VG_RUN)/run.db
 	$(VALGRIND) $(EEB) report $(VG_RUN)/run.db -o $(VG_RUN)/run.html
 vg-suite-%:
 	$(VALGRIND) $(TESTS) --filter '$*/*'

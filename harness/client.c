@@ -261,6 +261,11 @@ json_t *eeb_client_declaration(const char *config_json, int official)
         json_object_set_new(o, "rate_hz", json_real(cfg.rate_hz));
     if (o && cfg.finetune_sha256[0])
         json_object_set_new(o, "finetune", json_string(cfg.finetune_sha256));
+    if (o && strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0) /* what the server times it by */
+        json_object_set_new(o, "clock",
+                            json_pack("{s:s, s:o, s:o}", "kind", EEB_CLOCK_MODELED, "train_step_s",
+                                      eeb_json_number(cfg.device_step_s), "train_w",
+                                      eeb_json_number(cfg.device_train_w)));
     return o;
 }
 

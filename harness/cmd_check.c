@@ -81,8 +81,13 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
             snprintf(worst, sizeof worst, "%.3f W", o->worst_w);
         if (!isnan(o->window_s))
             snprintf(window, sizeof window, " %g s", o->window_s);
-        printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
-               window, worst);
+        if (o->modeled_clock)
+            printf("  budgets  T_max %g s on the modeled clock, P_max %g W; modeled training "
+                   "power %s\n",
+                   o->t_max_s, o->p_max_w, worst);
+        else
+            printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
+                   window, worst);
     }
     printf("verdict: %s", eeb_run_verdict(o, 0));
     if (o->pass)

@@ -163,6 +163,9 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                 eeb_json_number(o->energy_j), "p_max_w", eeb_json_number(o->p_max_w),
                 "worst_window_w", eeb_json_number(o->worst_w), "steps", (json_int_t)o->steps,
                 "tmax_reached", o->tmax_reached);
+            json_object_set_new(figures, "clock",
+                                json_string(o->modeled_clock ? "modeled" : "wall"));
+            json_object_set_new(figures, "host_time_s", eeb_json_number(o->host_time_s));
             json_object_set_new(j, "figures", figures);
             if (o->design[0])
                 json_object_set_new(j, "device_model",
@@ -185,12 +188,19 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
         printf("  M_u  %8s   mean utilization (%s)\n", fig(4, s->m_u).text, o->util_source);
         printf("  M_t  %8s   T %s s / T_max %g s%s\n", fig(4, s->m_t).text, fig(3, o->t_s).text,
                o->t_max_s, o->tmax_reached ? " (stopped at T_max)" : "");
+        if (o->modeled_clock)
+            printf(
+                "               on the modeled clock: %llu steps of the modeled device (the host "
+                "took %.3f s, not scored)\n",
+                (unsigned long long)o->steps, o->host_time_s);
         printf("  M_p  %8s   E %s J / (P_max %g W x T); mean %s W, worst window %s W\n",
                fig(4, s->m_p).text, fig(3, o->energy_j).text, o->p_max_w,
                fig(3, s->mean_power_w).text, fig(3, o->worst_w).text);
         printf("  M_s  %8s   %s on %llu test items\n", fig(4, s->m_s).text,
                eeb_task_get((enum eeb_task)c->task)->metric, (unsigned long long)o->test_items);
-        if (o->design[0])
+        if (o->design[0] && o->modeled_clock)
+            printf("  device (modeled): %s\n", o->design);
+        else if (o->design[0])
             printf("  device (modeled): %s\n    its %llu steps would take %.3f s and %.3f J\n",
                    o->design, (unsigned long long)o->steps, o->device_time_s, o->device_energy_j);
     }

@@ -43,8 +43,11 @@ static size_t finetune_parts(const struct eeb_run_progress *p, struct part *part
         snprintf(q->text, PART_LEN, "step %ld/%ld", p->step, p->steps);
     else
         snprintf(q->text, PART_LEN, "step %ld", p->step);
-    q = &parts[n++], q->rank = 1,
-    snprintf(q->text, PART_LEN, "%.1f/%g s", p->elapsed_s, p->t_max_s);
+    q = &parts[n++], q->rank = 1;
+    if (p->modeled) /* a device faster than its emulator: milliseconds count */
+        snprintf(q->text, PART_LEN, "%.3f/%g s modeled", p->elapsed_s, p->t_max_s);
+    else
+        snprintf(q->text, PART_LEN, "%.1f/%g s", p->elapsed_s, p->t_max_s);
     q = &parts[n++], q->rank = 2, power_part(p, q->text, PART_LEN);
     q = &parts[n++], q->rank = 4, snprintf(q->text, PART_LEN, "%.1f J", p->joules);
     q = &parts[n++], q->rank = 5;

@@ -40,6 +40,7 @@ struct eeb_run_config {
     char *power;    /* power source URI; NULL: the modeled power (sim:profile=model) */
     double rate_hz; /* sampling */
     double t_max_s, p_max_w, grace_s;
+    char *clock; /* EEB_CLOCK_*; NULL: modeled for an emulated run without --power */
     int abort_on_pmax;
     char *rules; /* a rules file; NULL: the built-in v1 */
     char *util;  /* a utilization report, or lut=..,ff=..,bram=..,dsp=.. */
@@ -89,6 +90,7 @@ struct eeb_run_progress {
     double reading_age_s;  /* since the meter's last reading; NAN before the first */
     double joules;         /* since fine-tuning began */
     double loss;           /* the mean of the last steps */
+    int modeled;           /* elapsed_s, watts and joules are the modeled device's */
     uint64_t tested, test_items;
     int over_pmax; /* the live 1 s mean went above P_max */
 };

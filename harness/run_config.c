@@ -4,6 +4,7 @@
  * the checks a configuration must pass before a run starts.
  */
 #include "eeb_run.h"
+#include "rundb/eeb_config_record.h"
 #include "sut/eeb_sut_host.h"
 #include "fpga/tools/eeb_xclbin.h"
 #include "tasks/eeb_tasks.h"
@@ -79,6 +80,13 @@ static const struct key keys[] = {
      F(p_max_w),
      1e-6,
      1e6},
+    {{"clock", "modeled|wall",
+      "the clock T and T_max are read on: the modeled device's (steps x its step time; the "
+      "default for the emulators and XRT's noop shim without --power) or the host's"},
+     TEXT,
+     F(clock),
+     0,
+     0},
     {{"grace", "S", "how long past T_max an accelerator may take to return (default 10)"},
      NUMBER,
      F(grace_s),
@@ -352,6 +360,8 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     if ((rc = fill_text(&c->design, xrt || team ? NULL : p->design, err, errlen)) ||
         (rc = fill_text(&c->db, "eeb.db", err, errlen)))
         return rc;
+    if (c->clock && strcmp(c->clock, EEB_CLOCK_MODELED) && strcmp(c->clock, EEB_CLOCK_WALL))
+        return eeb_errf(err, errlen, EEB_EINVAL, "--clock %s: expected modeled or wall", c->clock);
     if (c->power && !isnan(c->declared_power_w))
         return eeb_errf(err, errlen, EEB_EINVAL,
                         "--declared-power states the power of a run without a meter, and --power "

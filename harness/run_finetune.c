@@ -5,6 +5,10 @@
  * at T_max (the worker stops at its next batch boundary), watches P_max
  * live, and abandons an accelerator that has not returned by T_max plus
  * the grace period.
+ *
+ * On the modeled clock (an emulated run, run_prepare.c) T_max is a number
+ * of steps instead, floor(T_max / the modeled step time), and P_max the
+ * modeled training power: the host's speed and load change nothing.
  */
 #include "run_int.h"
 
@@ -12,6 +16,7 @@
 #include "tasks/eeb_train.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +40,7 @@ struct worker {
     pthread_cond_t cond; /* the worker returned (CLOCK_MONOTONIC waits) */
     atomic_int stop;     /* "complete": stop at the next batch boundary */
     int done, rc, abandoned;
+    int capped; /* a pass ended at max_steps */
     char err[512];
     int epoch;
     long step;
@@ -124,8 +130,10 @@ static void *train(void *arg)
             break;
         worker_event(w, p.finished ? EEB_EVENT_EPOCH_END : EEB_EVENT_EPOCH_PARTIAL,
                      epoch_json(epoch, t.step, &p));
-        if (!p.finished)
+        if (!p.finished) {
+            w->capped = !atomic_load(&w->stop);
             break;
+        }
     }
     pthread_mutex_lock(&w->lock);
     w->done = 1, w->rc = rc;
@@ -182,6 +190,13 @@ static double watch_mean(struct watch *wt, const struct eeb_sampler_live *l, dou
 /* Why fine-tuning ended, for the "complete" event and the outcome. */
 enum ending { DONE, TMAX, PMAX, CANCELLED, FAILED, UNLOGGED };
 
+/* How many steps T_max holds on the modeled clock: those that end by it. */
+static long modeled_tmax_steps(const struct run *r)
+{
+    double n = floor(r->c->t_max_s / r->perf.train_step_s);
+    return n < (double)LONG_MAX ? (long)n : LONG_MAX;
+}
+
 static struct worker *worker_new(struct run *r)
 {
     struct worker *w = calloc(1, sizeof *w);
@@ -190,6 +205,9 @@ static struct worker *worker_new(struct run *r)
     w->sut = r->sut, w->bt = r->bt, w->sampler = r->sampler;
     w->epochs = (int)r->c->epochs;
     w->max_steps = isnan(r->c->steps) ? -1 : (long)r->c->steps;
+    long tmax_steps = r->modeled_clock ? modeled_tmax_steps(r) : -1;
+    if (tmax_steps >= 0 && (w->max_steps < 0 || tmax_steps < w->max_steps))
+        w->max_steps = tmax_steps;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -223,7 +241,7 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
     eeb_sampler_live(r->sampler, &l);
     if (l.write_failed) /* a full disk: fine-tuning on would be unmetered */
         return UNLOGGED;
-    double mean = watch_mean(&k->wt, &l, r->rules.power.window_s);
+    double mean = r->modeled_clock ? NAN : watch_mean(&k->wt, &l, r->rules.power.window_s);
     if (mean > c->p_max_w && !k->pmax_seen) {
         k->pmax_seen = mean;
         run_event(r, EEB_EVENT_PMAX_EXCEEDED,
@@ -246,6 +264,12 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
                                  .joules = l.joules,
                                  .loss = w->last_loss,
                                  .over_pmax = k->pmax_seen > 0};
+    if (r->modeled_clock) { /* the device's figures, not the host's */
+        p.elapsed_s = (double)w->step * r->perf.train_step_s;
+        p.watts = r->perf.train_power_w;
+        p.joules = p.elapsed_s * p.watts;
+        p.modeled = 1;
+    }
     json_t *train_ev = NULL;
     if (now >= k->next_train && w->loss_items > 0 && w->step != k->reported_step) {
         train_ev = json_pack("{s:i, s:I, s:I, s:f}", "epoch", w->epoch, EEB_EVENT_KEY_STEP,
@@ -277,7 +301,18 @@ int run_finetune(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_ENOMEM, "fine-tuning: out of memory");
     run_drive(r, r->perf.train_power_w);
     r->ft_begin = run_event(r, EEB_EVENT_FINETUNE_BEGIN, json_pack("{s:f}", "t_max_s", c->t_max_s));
-    int64_t deadline = r->ft_begin + (int64_t)(c->t_max_s * 1e9);
+    int64_t deadline = r->modeled_clock ? INT64_MAX : r->ft_begin + (int64_t)(c->t_max_s * 1e9);
+    /* the modeled device's power is known before it runs: over P_max, the
+     * run hears so at once, and with --abort-on-pmax takes no step */
+    double modeled_over =
+        r->modeled_clock && r->perf.train_power_w > c->p_max_w ? r->perf.train_power_w : 0;
+    if (modeled_over) {
+        run_event(r, EEB_EVENT_PMAX_EXCEEDED,
+                  json_pack("{s:f, s:f, s:f}", "watts", modeled_over, EEB_EVENT_KEY_P_MAX,
+                            c->p_max_w, "window_s", r->rules.power.window_s));
+        if (c->abort_on_pmax)
+            w->max_steps = 0;
+    }
     pthread_t th;
     if (pthread_create(&th, NULL, train, w) != 0) {
         r->ft_end = run_event(r, EEB_EVENT_FINETUNE_END, NULL);
@@ -285,8 +320,10 @@ int run_finetune(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_ENOMEM, "cannot start the fine-tuning thread");
     }
     double every = r->hooks && r->hooks->progress_every_s > 0 ? r->hooks->progress_every_s : 0.25;
-    struct control k = {
-        .reported_step = -1, .next_show = r->ft_begin, .show_every = (int64_t)(every * 1e9)};
+    struct control k = {.pmax_seen = modeled_over,
+                        .reported_step = -1,
+                        .next_show = r->ft_begin,
+                        .show_every = (int64_t)(every * 1e9)};
     /* a loss curve of about 400 points over T_max, none closer than 0.25 s */
     int64_t train_every = (int64_t)(c->t_max_s * 1e9 / 400);
     k.train_every = train_every > TRAIN_EVERY_NS ? train_every : TRAIN_EVERY_NS;
@@ -315,6 +352,11 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     long steps = w->step;
     if (ending == DONE && w->rc)
         ending = FAILED;
+    else if (ending == DONE && modeled_over && c->abort_on_pmax)
+        ending = PMAX;
+    else if (ending == DONE && w->capped && r->modeled_clock &&
+             (isnan(c->steps) || modeled_tmax_steps(r) < (long)c->steps))
+        ending = TMAX;
     pthread_mutex_unlock(&w->lock);
     json_t *complete = json_pack("{s:s, s:I}", EEB_EVENT_KEY_REASON, why[ending],
                                  EEB_EVENT_KEY_STEP, (json_int_t)steps);
@@ -323,7 +365,8 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     run_event(r, EEB_EVENT_COMPLETE, complete);
     r->ft_end = run_event(r, EEB_EVENT_FINETUNE_END, NULL);
     run_drive(r, r->perf.idle_power_w);
-    out->t_s = (double)(r->ft_end - r->ft_begin) / 1e9;
+    out->host_time_s = (double)(r->ft_end - r->ft_begin) / 1e9;
+    out->t_s = r->modeled_clock ? (double)steps * r->perf.train_step_s : out->host_time_s;
     out->tmax_reached = ending == TMAX;
     if (ending != DONE && ending != FAILED) {
         /* the batch in flight may finish, within the grace period */
@@ -358,7 +401,11 @@ int run_finetune(struct run *r, char *err, size_t errlen)
         return rc;
     out->aborted = 1;
     char reason[256] = "interrupted";
-    if (ending == PMAX)
+    if (ending == PMAX && r->modeled_clock)
+        snprintf(reason, sizeof reason,
+                 "the modeled training power %.3f W exceeds P_max %g W (--abort-on-pmax)",
+                 k.pmax_seen, c->p_max_w);
+    else if (ending == PMAX)
         snprintf(reason, sizeof reason,
                  "the live %g s mean power %.3f W exceeded P_max %g W (--abort-on-pmax)",
                  r->rules.power.window_s, k.pmax_seen, c->p_max_w);

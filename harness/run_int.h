@@ -50,6 +50,7 @@ struct run {
     char workdir[4200];     /*   the SUT's work directory */
     struct eeb_perf perf;   /* the device the analytical model predicts */
     int modeled_device;     /* perf is set */
+    int modeled_clock;      /* T is steps x perf.train_step_s, E steps x its energy */
     char *xclbin_design;    /* the xclbin's design as k=v,..., or NULL */
     struct eeb_sut *sut;
     struct eeb_shard *shard;

@@ -8,6 +8,7 @@
 
 #include "fpga/net/eeb_model.h"
 #include "fpga/tools/eeb_xclbin.h"
+#include "rundb/eeb_config_record.h"
 #include "tasks/eeb_classes.h"
 
 #include <errno.h>
@@ -139,6 +140,31 @@ static int model_device(struct run *r, char *err, size_t errlen)
     return eeb_score_util_from_spec(util, &r->util, err, errlen);
 }
 
+/* The clock T is read on.  A CPU standing in for the board (the
+ * emulators, XRT's noop shim) with the modeled power takes the modeled
+ * device's: its steps times the modeled step time, the same on any host
+ * at any load.  A meter measures the host's wall time. */
+static int choose_clock(struct run *r, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    int stand_in = r->ops && !eeb_accel_on_hardware(r->ops);
+    if (!c->clock) {
+        r->modeled_clock = r->modeled_device && stand_in && !c->power;
+        return EEB_OK;
+    }
+    r->modeled_clock = strcmp(c->clock, EEB_CLOCK_MODELED) == 0;
+    if (r->modeled_clock && !r->modeled_device)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "--clock modeled: %s has no modeled device to time (give --design)",
+                        c->backend);
+    if (r->modeled_clock && c->power)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "--clock modeled scores the modeled device's power, and --power %s is a "
+                        "meter's: give one of them",
+                        c->power);
+    return EEB_OK;
+}
+
 /* INIT: everything that can be checked before a run exists, and the
  * fine-tune data read into memory. */
 int run_prepare(struct run *r, char *err, size_t errlen)
@@ -182,7 +208,7 @@ int run_prepare(struct run *r, char *err, size_t errlen)
     if (!r->out->provenance[0])
         snprintf(r->out->provenance, sizeof r->out->provenance, "%s",
                  eeb_provenance_name(r->src->provenance));
-    return EEB_OK;
+    return choose_clock(r, err, errlen);
 }
 
 static int private_copy(const char *path, const char *bytes, size_t len, char *err, size_t errlen)

@@ -21,7 +21,12 @@ int run_judge_record(struct run *r, double m_s, char *err, size_t errlen)
     out->device_energy_j = r->modeled_device ? out->steps * r->perf.train_step_j : NAN;
     /* a report describes a placed design; four fractions are declared */
     const char *util_prov = strcmp(r->util.family, "given") == 0 ? "modeled" : "measured";
-    return eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen);
+    rc = eeb_run_store_results(r->db, r->id, out, util_prov, err, errlen);
+    /* on the modeled clock the host's own time is shown, never scored */
+    if (rc == EEB_OK && out->modeled_clock)
+        rc = eeb_rundb_result_set(r->db, r->id, "host_time_s", out->host_time_s, "s", "measured",
+                                  err, errlen);
+    return rc;
 }
 
 /* A judged run's verdict in a word (before it is complete). */

@@ -29,7 +29,9 @@ struct eeb_run_outcome {
     int valid;               /* the power measurement is valid and the records agree */
     int pass;                /* and no budget failed: S is defined */
     struct eeb_score score;
+    int modeled_clock; /* T and E are the modeled device's (EEB_CLOCK_MODELED) */
     double energy_j, t_s, worst_w;
+    double host_time_s;      /* the fine-tune's wall time on the host (run only; never scored) */
     double window_s;         /* the P_max rule's window, worst_w's (the rules') */
     double t_max_s, p_max_w; /* the budgets the run was held to */
     char design[512];        /* the modeled device's design, or "" (run only) */

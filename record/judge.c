@@ -35,9 +35,10 @@ __attribute__((format(printf, 2, 3))) static void why(struct eeb_run_outcome *ou
 
 struct record {
     int64_t ft_begin, ft_end;
-    char complete[16]; /* the "complete" event's reason */
-    char abort[256];   /* the "abort" event's reason, "" if none */
-    char error[256];   /* the "error" event's message, "" if none */
+    char complete[16];     /* the "complete" event's reason */
+    double complete_steps; /* and the steps taken by then (NAN: none) */
+    char abort[256];       /* the "abort" event's reason, "" if none */
+    char error[256];       /* the "error" event's message, "" if none */
     int scored;
     char score_verdict[16]; /* the "score" event's verdict, and its S (NAN: none) */
     double score_s;
@@ -105,9 +106,10 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
         rec->ft_begin = t;
     else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         rec->ft_end = t;
-    else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0)
+    else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0) {
         payload_string(o, EEB_EVENT_KEY_REASON, rec->complete, sizeof rec->complete);
-    else if (strcmp(kind, EEB_EVENT_ABORT) == 0)
+        rec->complete_steps = payload_number(o, EEB_EVENT_KEY_STEP);
+    } else if (strcmp(kind, EEB_EVENT_ABORT) == 0)
         payload_string(o, EEB_EVENT_KEY_REASON, rec->abort, sizeof rec->abort);
     else if (strcmp(kind, EEB_EVENT_ERROR) == 0)
         payload_string(o, EEB_EVENT_KEY_MESSAGE, rec->error, sizeof rec->error);
@@ -178,7 +180,7 @@ static int open_run(const char *path, int64_t run, struct stored_run *sr, char *
 {
     memset(sr, 0, sizeof *sr);
     sr->path = path;
-    sr->rec.score_s = sr->rec.pmax_event_w = NAN;
+    sr->rec.score_s = sr->rec.pmax_event_w = sr->rec.complete_steps = NAN;
     int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &sr->db, err, errlen);
     if (rc == EEB_OK && (rc = eeb_rundb_run_get(sr->db, run, &sr->row, err, errlen)) == EEB_OK)
         rc = eeb_rundb_events_each(sr->db, sr->row.id, read_event, &sr->rec, err, errlen);
@@ -240,6 +242,75 @@ static void score_said(const struct record *rec, struct eeb_run_outcome *out)
     out->valid = 0, out->pass = 0;
 }
 
+/* The P_max rule's verdict on the fine-tune. */
+struct power_judged {
+    int p_max_pass;
+    char p_max_reason[256];
+};
+
+/* T from the fine-tune window, E, validity and the P_max rule from the
+ * samples; whether E is known. */
+static int metered_figures(const struct stored_run *sr, const struct eeb_config_record *cfg,
+                           struct eeb_run_outcome *out, struct power_judged *pj)
+{
+    (void)cfg;
+    out->t_s = (double)(sr->rec.ft_end - sr->rec.ft_begin) / 1e9;
+    struct eeb_power_summary ps;
+    char perr[512];
+    if (eeb_power_summarize(sr->path, sr->row.id, NAN, &ps, perr, sizeof perr)) {
+        why(out, "power: %s", perr);
+        out->valid = 0;
+        return 0;
+    }
+    out->energy_j = ps.energy.joules;
+    out->worst_w = ps.worst_w;
+    if (!ps.valid) {
+        why(out, "power measurement: %s", ps.invalid);
+        out->valid = 0;
+    }
+    pj->p_max_pass = ps.p_max_pass;
+    snprintf(pj->p_max_reason, sizeof pj->p_max_reason, "%s", ps.p_max_reason);
+    return 1;
+}
+
+/* On the modeled clock: T is the steps taken times the modeled step time,
+ * E that time at the modeled training power, which the P_max rule holds
+ * to P_max; the samples (the host's trace) count for nothing. */
+static int modeled_figures(const struct stored_run *sr, const struct eeb_config_record *cfg,
+                           struct eeb_run_outcome *out, struct power_judged *pj)
+{
+    double steps = sr->rec.complete_steps, step_s = cfg->device_step_s, w = cfg->device_train_w;
+    if (strcmp(cfg->provenance, "modeled")) {
+        why(out, "its clock is the modeled device's, so its figures are modeled, not %s",
+            cfg->provenance);
+        out->valid = 0;
+    }
+    if (!(step_s > 0 && isfinite(step_s) && w >= 0 && isfinite(w))) {
+        why(out, "its clock is the modeled device's, and it records no device model to time");
+        out->valid = 0;
+        return 0;
+    }
+    if (!(steps >= 0 && steps == floor(steps))) {
+        why(out, "its clock is the modeled device's, and no complete event says how many steps "
+                 "it took");
+        out->valid = 0;
+        return 0;
+    }
+    out->t_s = steps * step_s;
+    out->energy_j = out->t_s * w;
+    out->worst_w = w;
+    if (out->t_s > sr->row.t_max_s) {
+        why(out, "%.0f steps of %g s run past T_max (%g s) on the modeled clock", steps, step_s,
+            sr->row.t_max_s);
+        out->valid = 0;
+    }
+    pj->p_max_pass = w <= sr->row.p_max_w;
+    if (!pj->p_max_pass)
+        snprintf(pj->p_max_reason, sizeof pj->p_max_reason,
+                 "the modeled training power %.3f W exceeds P_max %g W", w, sr->row.p_max_w);
+    return 1;
+}
+
 /* eeb_run_judge on a run already read.  Each figure the record gives is
  * computed, the others left NAN: a run whose power log is unusable still
  * has its M_u, T and M_s. */
@@ -272,6 +343,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     out->task = task;
     out->t_max_s = row->t_max_s, out->p_max_w = row->p_max_w;
     out->window_s = cfg.window_s;
+    out->modeled_clock = strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0;
     out->tmax_reached = strcmp(rec->complete, EEB_COMPLETE_TMAX) == 0;
     /* a record that says it was stopped or broke (one received by the
      * server; `eeb run` judges neither) */
@@ -318,22 +390,8 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         out->valid = 0;
         goto out;
     }
-    out->t_s = (double)(rec->ft_end - rec->ft_begin) / 1e9;
-    struct eeb_power_summary ps;
-    char perr[512];
-    int have_power = eeb_power_summarize(sr->path, row->id, NAN, &ps, perr, sizeof perr) == 0;
-    if (!have_power) {
-        why(out, "power: %s", perr);
-        out->valid = 0;
-        ps.p_max_pass = 0;
-    } else {
-        out->energy_j = ps.energy.joules;
-        out->worst_w = ps.worst_w;
-    }
-    if (have_power && !ps.valid) {
-        why(out, "power measurement: %s", ps.invalid);
-        out->valid = 0;
-    }
+    struct power_judged pj = {0};
+    int have_power = (out->modeled_clock ? modeled_figures : metered_figures)(sr, &cfg, out, &pj);
     if (isnan(m_s)) {
         out->valid = 0;
         if (!out->why[0])
@@ -358,9 +416,9 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
         out->score.m_p = out->score.mean_power_w = NAN;
     if (have_power && !out->score.pass)
         why(out, "%s", out->score.reason);
-    if (have_power && !ps.p_max_pass && out->score.pass)
-        why(out, "%s", ps.p_max_reason);
-    out->pass = out->valid && !out->aborted && out->score.pass && ps.p_max_pass;
+    if (have_power && !pj.p_max_pass && out->score.pass)
+        why(out, "%s", pj.p_max_reason);
+    out->pass = out->valid && !out->aborted && out->score.pass && pj.p_max_pass;
     score_said(rec, out);
     if (!out->pass)
         out->score.s = NAN;

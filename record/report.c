@@ -577,13 +577,22 @@ static void score_table(FILE *f, const struct eeb_run_row *run, const struct eeb
              cfg->util_source[0] ? cfg->util_source : "-");
     term_row(f, "score-m_u", "M_u", &t, TERM_U, note);
     fraction_rows(f, &t);
-    snprintf(note, sizeof note, "T %s s / T_max %s s%s", fixed(a, scored ? o->t_s : NAN, 3),
-             eeb_number_text(run->t_max_s, b), o->tmax_reached ? " (stopped at T_max)" : "");
+    snprintf(note, sizeof note, "T %s s / T_max %s s%s%s", fixed(a, scored ? o->t_s : NAN, 3),
+             eeb_number_text(run->t_max_s, b), o->tmax_reached ? " (stopped at T_max)" : "",
+             o->modeled_clock ? ", on the modeled clock: the steps taken × the modeled step time"
+                              : "");
     term_row(f, "score-m_t", "M_t", &t, TERM_T, note);
-    snprintf(note, sizeof note, "E %s J / (P_max %s W × T); mean %s W, worst %s s window %s W",
-             fixed(a, scored ? o->energy_j : NAN, 3), eeb_number_text(run->p_max_w, b),
-             fixed(c, scored ? o->score.mean_power_w : NAN, 3), eeb_number_text(cfg->window_s, d),
-             fixed(e, scored ? o->worst_w : NAN, 3));
+    if (o->modeled_clock)
+        snprintf(note, sizeof note,
+                 "E %s J / (P_max %s W × T); the modeled training power %s W over T (the trace "
+                 "below is the host's, not scored)",
+                 fixed(a, scored ? o->energy_j : NAN, 3), eeb_number_text(run->p_max_w, b),
+                 fixed(c, scored ? o->worst_w : NAN, 3));
+    else
+        snprintf(note, sizeof note, "E %s J / (P_max %s W × T); mean %s W, worst %s s window %s W",
+                 fixed(a, scored ? o->energy_j : NAN, 3), eeb_number_text(run->p_max_w, b),
+                 fixed(c, scored ? o->score.mean_power_w : NAN, 3),
+                 eeb_number_text(cfg->window_s, d), fixed(e, scored ? o->worst_w : NAN, 3));
     term_row(f, "score-m_p", "M_p", &t, TERM_P, note);
     if (isnan(tl->test_end))
         snprintf(note, sizeof note, "%s: no test stage recorded", eeb_task_metric(o->task));

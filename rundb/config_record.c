@@ -71,10 +71,12 @@ void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const c
     json_object_set_new(o, "power", power);
 }
 
-void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double grace_s,
-                            int abort_on_pmax)
+void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, const char *clock,
+                            double grace_s, int abort_on_pmax)
 {
     json_t *b = json_pack("{s:f, s:f}", "t_max_s", t_max_s, "p_max_w", p_max_w);
+    if (b && clock)
+        json_object_set_new(b, "clock", json_string(clock));
     if (b && !isnan(grace_s))
         json_object_set_new(b, "grace_s", json_real(grace_s));
     if (b && abort_on_pmax >= 0)
@@ -139,8 +141,11 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     }
     text_at(util, "source", out->util_source, sizeof out->util_source);
     text_at(util, "device", out->util_device, sizeof out->util_device);
-    out->t_max_s = eeb_json_number_at(json_object_get(o, "budgets"), "t_max_s");
-    out->p_max_w = eeb_json_number_at(json_object_get(o, "budgets"), "p_max_w");
+    const json_t *budgets = json_object_get(o, "budgets"),
+                 *device = json_object_get(o, "device_model");
+    out->t_max_s = eeb_json_number_at(budgets, "t_max_s");
+    out->p_max_w = eeb_json_number_at(budgets, "p_max_w");
+    text_at(budgets, "clock", out->clock, sizeof out->clock);
     out->window_s = eeb_json_number_at(rules, "power_window_s");
     out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
     out->rate_hz = eeb_json_number_at(power, "rate_hz");
@@ -151,7 +156,9 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
             sizeof out->finetune_sha256);
     text_at(json_object_get(o, "model"), "sha256", out->model_sha256, sizeof out->model_sha256);
     text_at(json_object_get(o, "xclbin"), "sha256", out->xclbin_sha256, sizeof out->xclbin_sha256);
-    text_at(json_object_get(o, "device_model"), "design", out->design, sizeof out->design);
+    text_at(device, "design", out->design, sizeof out->design);
+    out->device_step_s = eeb_json_number_at(device, "train_step_s");
+    out->device_train_w = eeb_json_number_at(device, "train_w");
     out->official = json_is_object(json_object_get(o, "official"));
     json_decref(o);
     return EEB_OK;

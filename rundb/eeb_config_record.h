@@ -58,10 +58,17 @@ void eeb_config_put_official(json_t *o, const char *server, int64_t run_id);
 void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
                           const char *note);
 
-/* "budgets": T_max and P_max; the grace period and abort-on-P_max if
+/* The clocks T and T_max are read on: the host's (a meter's run), or the
+ * modeled device's, steps x its step time (an emulated run's: the same S
+ * on any machine at any load). */
+#define EEB_CLOCK_WALL    "wall"
+#define EEB_CLOCK_MODELED "modeled"
+
+/* "budgets": T_max and P_max, the clock T_max applies to (EEB_CLOCK_*;
+ * NULL: left out, the wall's), the grace period and abort-on-P_max if
  * known (grace_s NAN, abort_on_pmax < 0: left out). */
-void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, double grace_s,
-                            int abort_on_pmax);
+void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, const char *clock,
+                            double grace_s, int abort_on_pmax);
 
 /* "util": the four fractions (LUT, FF, BRAM, DSP), where they came from,
  * their kind: "report" (a placed design's) or "declared", and the part the
@@ -95,8 +102,11 @@ struct eeb_config_record {
     char finetune_sha256[65];  /* the fine-tune set trained on */
     char model_sha256[65];     /* the model file the run started from */
     char xclbin_sha256[65];    /* the xclbin given (--xclbin), or "" */
+    char clock[8];             /* EEB_CLOCK_*; "": the wall's */
     char design[512];          /* the modeled device's design, or "" */
-    int official;              /* a server drove the run: its M_s is the server's */
+    double device_step_s;      /* its training step's seconds, and watts */
+    double device_train_w;
+    int official; /* a server drove the run: its M_s is the server's */
 };
 
 /* Reads the stored configuration text.  EEB_EFORMAT for text that is not

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <png.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -156,17 +157,34 @@ struct test_run test_eeb(const char *const *args)
     return r;
 }
 
+/* The first row of one query on an SQLite file, ready to read. */
+static sqlite3_stmt *first_row(const char *db_path, const char *sql, sqlite3 **h)
+{
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open(db_path, h), SQLITE_OK);
+    /* a process under test may hold the write lock (creating its schema,
+     * switching to WAL): wait for it as eeb's own connections do */
+    sqlite3_busy_timeout(*h, 5000);
+    cr_assert_eq(sqlite3_prepare_v2(*h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(*h));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    return st;
+}
+
 long long test_sql_int(const char *db_path, const char *sql)
 {
     sqlite3 *h;
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_open(db_path, &h), SQLITE_OK);
-    /* a process under test may hold the write lock (creating its schema,
-     * switching to WAL): wait for it as eeb's own connections do */
-    sqlite3_busy_timeout(h, 5000);
-    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    sqlite3_stmt *st = first_row(db_path, sql, &h);
     long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+double test_sql_double(const char *db_path, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st = first_row(db_path, sql, &h);
+    double v = sqlite3_column_type(st, 0) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(h);
     return v;

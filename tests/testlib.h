@@ -84,6 +84,8 @@ void test_power_open_fails(const char *uri, int status, const char *message);
 
 /* One integer from one query on an SQLite file, with plain SQLite. */
 long long test_sql_int(const char *db_path, const char *sql);
+/* One number (NAN for SQL NULL). */
+double test_sql_double(const char *db_path, const char *sql);
 
 /* One text from one query (malloc'ed into *out, NULL for SQL NULL); 0, or
  * -1 if the query gives no row. */

@@ -40,7 +40,13 @@ static inline int fx_quant_shift(uint64_t maxabs)
     return b > 7 ? b - 7 : 0;
 }
 
-/* v / 2^s rounded half up (s > 0), or v * 2^-s (s <= 0, at most 2^40). */
+/* Where a product fx_shift_round makes saturates: two of them still add
+ * up within int64 (a momentum plus a step), and the clamps that follow
+ * count it. */
+#define FX_SHIFT_SAT ((int64_t)1 << 62)
+
+/* v / 2^s rounded half up (s > 0), or v * 2^-s (s <= 0, at most 2^40),
+ * saturated at +-FX_SHIFT_SAT. */
 static inline int64_t fx_shift_round(int64_t v, int s)
 {
     if (s > 62)
@@ -49,7 +55,8 @@ static inline int64_t fx_shift_round(int64_t v, int s)
         return (v + ((int64_t)1 << (s - 1))) >> s;
     if (s < -40)
         s = -40;
-    return v * ((int64_t)1 << -s);
+    int64_t lim = FX_SHIFT_SAT >> -s;
+    return v >= lim ? FX_SHIFT_SAT : v <= -lim ? -FX_SHIFT_SAT : v * ((int64_t)1 << -s);
 }
 
 /* Clamps to [-lim, lim], counting the clamp in *sat. */

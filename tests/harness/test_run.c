@@ -16,7 +16,9 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,9 +352,9 @@ Test(run, tmax_stops_at_the_next_batch_boundary, .timeout = 60)
     delay_ms = 100;
     struct eeb_run_outcome o;
     char err[1024];
-    cr_assert_eq(
-        execute((const char *[]){"tmax", "0.5", "epochs", "50", NULL}, 1, &o, err, sizeof err),
-        EEB_OK, "%s", err);
+    cr_assert_eq(execute((const char *[]){"tmax", "0.5", "epochs", "50", "clock", "wall", NULL}, 1,
+                         &o, err, sizeof err),
+                 EEB_OK, "%s", err);
     cr_assert(o.tmax_reached);
     cr_assert(o.pass, "%s", o.why);
     /* the window closes at the signal; the batch in flight finishes after */
@@ -374,6 +376,89 @@ Test(run, tmax_stops_at_the_next_batch_boundary, .timeout = 60)
               after_ms);
 }
 
+/* Two threads that keep both cores busy while a run goes on. */
+static atomic_int hogging;
+
+static void *hog(void *arg)
+{
+    (void)arg;
+    volatile unsigned long spin = 0;
+    while (atomic_load(&hogging))
+        spin++;
+    return NULL;
+}
+
+/* The modeled clock: T is the steps taken times the modeled step time,
+ * T_max a number of steps, E the modeled power over T.  Three runs, one
+ * beside a CPU hog on both cores, give the same figures bit for bit; the
+ * host's own time is stored beside them, and eeb check agrees. */
+Test(run, a_modeled_runs_figures_are_the_same_at_any_load, .timeout = 120)
+{
+    inputs();
+    struct eeb_run_outcome o[3];
+    char err[1024];
+    cr_assert_eq(execute((const char *[]){"epochs", "3", NULL}, 0, &o[0], err, sizeof err), EEB_OK,
+                 "%s", err);
+    cr_assert(o[0].pass && o[0].modeled_clock && !o[0].tmax_reached, "%s", o[0].why);
+    double step_s = test_sql_double(paths[3], "SELECT config ->> '$.device_model.train_step_s' "
+                                              "FROM runs WHERE id = 1");
+    double train_w = test_sql_double(paths[3], "SELECT config ->> '$.device_model.train_w' FROM "
+                                               "runs WHERE id = 1");
+    cr_expect_eq(o[0].t_s, (double)o[0].steps * step_s);
+    cr_expect_eq(o[0].energy_j, o[0].t_s * train_w);
+    /* T_max between the 5th and the 6th step's end: five steps, stopped at T_max */
+    char tmax[32];
+    snprintf(tmax, sizeof tmax, "%.17g", 5.5 * step_s);
+    const char *kv[] = {"epochs", "3", "tmax", tmax, NULL};
+    pthread_t hogs[2];
+    for (int i = 0; i < 3; i++) {
+        atomic_store(&hogging, i == 1);
+        for (int h = 0; i == 1 && h < 2; h++)
+            cr_assert_eq(pthread_create(&hogs[h], NULL, hog, NULL), 0);
+        cr_assert_eq(execute(kv, 0, &o[i], err, sizeof err), EEB_OK, "%s", err);
+        atomic_store(&hogging, 0);
+        for (int h = 0; i == 1 && h < 2; h++)
+            pthread_join(hogs[h], NULL);
+        cr_assert(o[i].pass && o[i].tmax_reached, "run %d: %s", i + 2, o[i].why);
+        cr_expect_eq(o[i].steps, 5, "run %d", i + 2);
+        cr_expect_eq(o[i].t_s, 5 * step_s, "run %d", i + 2);
+    }
+    for (int i = 1; i < 3; i++) {
+        cr_expect(memcmp(&o[i].score, &o[0].score, sizeof o[0].score) == 0,
+                  "run %d's score is not run 2's: S %a, %a", i + 2, o[i].score.s, o[0].score.s);
+        cr_expect(o[i].energy_j == o[0].energy_j && o[i].worst_w == o[0].worst_w);
+    }
+    /* the host's time is shown, not scored: the loaded run's is its own */
+    cr_expect_eq(sql("SELECT count(*) FROM results WHERE name = 'host_time_s' AND provenance = "
+                     "'measured'"),
+                 4);
+    cr_expect_eq(sql("SELECT count(DISTINCT value) FROM results WHERE name = 'S' AND run_id > 1"),
+                 1);
+    struct test_run r = test_eeb((const char *[]){"check", paths[3], "--all", NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+}
+
+/* On the modeled clock P_max holds the modeled training power, known
+ * before a step is taken: over it the run fails, or with --abort-on-pmax
+ * stops with no step at all. */
+Test(run, a_modeled_power_over_pmax_fails_before_any_step, .timeout = 60)
+{
+    inputs();
+    struct eeb_run_outcome o;
+    char err[1024];
+    cr_assert_eq(execute((const char *[]){"pmax", "0.5", NULL}, 0, &o, err, sizeof err), EEB_OK,
+                 "%s", err);
+    cr_expect(!o.pass && o.valid, "%s", o.why);
+    cr_expect(strstr(o.why, "exceeds P_max 0.500 W"), "%s", o.why);
+    cr_assert_eq(execute((const char *[]){"pmax", "0.5", "abort-on-pmax", "1", NULL}, 0, &o, err,
+                         sizeof err),
+                 EEB_OK, "%s", err);
+    cr_expect(o.aborted && o.steps == 0, "%llu steps: %s", (unsigned long long)o.steps, o.why);
+    cr_expect(strstr(o.why, "exceeds P_max 0.5 W (--abort-on-pmax)"), "%s", o.why);
+    cr_expect_eq(sql("SELECT count(*) FROM events WHERE kind = 'pmax_exceeded'"), 2);
+}
+
 Test(run, a_hung_accelerator_is_abandoned_after_the_grace_period, .timeout = 60)
 {
     inputs();
@@ -382,8 +467,9 @@ Test(run, a_hung_accelerator_is_abandoned_after_the_grace_period, .timeout = 60)
     struct eeb_run_outcome o;
     char err[1024];
     int64_t t0 = eeb_mono_ns();
-    cr_assert_eq(execute((const char *[]){"tmax", "0.4", "grace", "0.3", "epochs", "50", NULL}, 1,
-                         &o, err, sizeof err),
+    cr_assert_eq(execute((const char *[]){"tmax", "0.4", "grace", "0.3", "epochs", "50", "clock",
+                                          "wall", NULL},
+                         1, &o, err, sizeof err),
                  EEB_ETIMEOUT);
     double took = (double)(eeb_mono_ns() - t0) / 1e9;
     cr_expect(strstr(err, "did not return within 0.3 s of the T_max signal"), "%s", err);

@@ -36,10 +36,12 @@ Test(config_record, a_local_runs_sections_read_back)
     eeb_config_put_input(o, "xclbin", "/d/team.xclbin", "9a0b", 0);
     eeb_config_put_input(o, "test", "/d/test.eebd", "cd34", 300);
     eeb_config_put_power(o, "sim:profile=model", 20, "modeled", "skipped 2 lines");
-    eeb_config_put_budgets(o, 600, 10, 5, 1);
+    eeb_config_put_budgets(o, 600, 10, EEB_CLOCK_MODELED, 5, 1);
     eeb_config_put_util(o, util, "zcu102.rpt", "report", "xczu9eg-ffvb1156-2-e");
-    const struct eeb_config_device dev = {
-        .design = "device=zcu104,pe=16", .train_step_s = 0.5, .resources = {1000, 2000, 30, 40}};
+    const struct eeb_config_device dev = {.design = "device=zcu104,pe=16",
+                                          .train_step_s = 0.5,
+                                          .train_w = 6.5,
+                                          .resources = {1000, 2000, 30, 40}};
     json_object_set_new(o, "device_model", eeb_config_device_model(&dev));
     eeb_config_put_rules(o, "1", NULL, w, 1, 10);
     struct eeb_config_record c = read_back(o);
@@ -61,6 +63,9 @@ Test(config_record, a_local_runs_sections_read_back)
     cr_assert_str_eq(c.model_sha256, "ef78");
     cr_assert_str_eq(c.xclbin_sha256, "9a0b");
     cr_assert_str_eq(c.design, "device=zcu104,pe=16");
+    cr_assert_str_eq(c.clock, EEB_CLOCK_MODELED);
+    cr_assert_float_eq(c.device_step_s, 0.5, 0);
+    cr_assert_float_eq(c.device_train_w, 6.5, 0);
     cr_assert_eq(c.official, 0);
 }
 
@@ -85,7 +90,7 @@ Test(config_record, the_servers_layout_reads_back)
     eeb_config_put_power(o, "uploaded", 10, "measured", NULL);
     eeb_config_put_input(o, "test", NULL, NULL, 300);
     eeb_config_put_util(o, util, "declared at registration", "declared", NULL);
-    eeb_config_put_budgets(o, 600, 10, NAN, -1);
+    eeb_config_put_budgets(o, 600, 10, NULL, NAN, -1);
     eeb_config_put_rules(o, "1", NULL, w, 1, 10);
     eeb_config_put_input(o, "finetune", NULL, "ef56", 0);
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

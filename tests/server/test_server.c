@@ -164,6 +164,22 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
            "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "
            "\"provenance\": \"measured\", \"backend\": \"emu\"}",
            token, 400, "error", "backend emu runs on a CPU, not a board");
+    /* a run timed by its modeled device: its figures are modeled, and the
+     * server times it by the step time and power it declares */
+#define UTIL0 "\"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", " UTIL0 "\"provenance\": \"measured\", \"clock\": {\"kind\": "
+           "\"modeled\", \"train_step_s\": 0.1, \"train_w\": 5}}",
+           token, 400, "error", "a run on the modeled clock has modeled figures, not measured");
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", " UTIL0 "\"provenance\": \"modeled\", \"clock\": {\"kind\": "
+           "\"sundial\"}}",
+           token, 400, "field", "clock");
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", " UTIL0 "\"provenance\": \"modeled\", \"clock\": {\"kind\": "
+           "\"modeled\", \"train_step_s\": 0, \"train_w\": 5}}",
+           token, 400, "field", "clock.train_step_s");
+#undef UTIL0
     expect(port, "POST", "/api/v1/runs", REGISTER("det"), token, 409, "error",
            "holds no det test set");
     struct reply r =
@@ -200,7 +216,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
         "eeb_http_requests_total{route=\"healthz\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"401\"} 3",
-        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 8",
+        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 11",
         "eeb_http_requests_total{route=\"runs\",code=\"409\"} 1",
         "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
         "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",
@@ -468,10 +484,14 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     }
     json_decref(v);
     test_run_free(&r);
-    /* and `eeb check` on the server's database agrees with it */
+    /* and `eeb check` on the server's database agrees with it: the server
+     * timed the run on the modeled clock it declared */
     r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM runs WHERE id = 1 AND "
+                                   "config ->> '$.budgets.clock' = 'modeled'"),
+                 1);
     /* resuming a scored submission answers its verdict again */
     r = test_eeb(
         (const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1", NULL});
