@@ -205,10 +205,10 @@ clang-build:
 
 # Criterion ignores a worker's exit status once its test has reported, so a
 # leak found at exit would pass silently: the log is searched for it.  The
-# long fine-tuning runs (the finetune suite, the embedded default for det
-# and video: two minutes under ASan, the same code as the short runs) are
+# long fine-tuning runs (the finetune suite, the embedded defaults of the
+# three tasks: minutes under ASan, the same code as the short runs) are
 # left to the plain suites, to keep make check within CI's 20 minutes.
-ASAN_FILTER := !(finetune)/!(the_embedded_default_for_detection_and_video)
+ASAN_FILTER := !(finetune)/!(the_embedded_defaults_give_the_same_s_on_any_machine)
 # A C program that dlopens C++ (a SUT server loading XRT) must have the C++
 # runtime from its start, or clang's ASan finds no __cxa_throw to intercept
 # and stops at XRT's first exception.
@@ -293,7 +293,7 @@ fuzz:
 	    OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	         -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" \
 	    LDFLAGS="-fsanitize=address,undefined" $(patsubst %,build/fuzz/fuzzer/%,$(FUZZ_NAMES))
-	@$(MAKE) --no-print-directory -j2 $(addprefix fuzz-run-,$(FUZZ_NAMES))
+	@$(MAKE) --no-print-directory -j2 FUZZ_SECONDS=$(FUZZ_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
 fuzz-run-%:
 	@$(call run_fuzzer,$*)
 

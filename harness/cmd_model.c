@@ -59,6 +59,9 @@ static void help(void)
          "  --init FILE.eebm  start from this model (fine-tuning), not from scratch\n"
          "  --frozen N        leading learnable layers left untrained (default 0)\n"
          "  --backend NAME    fp32 (default), emu or kernel\n"
+         "  --openblas        fp32 on OpenBLAS's GEMMs: faster, but the model's bytes\n"
+         "                    then depend on the CPU (default: a portable GEMM, the\n"
+         "                    same bytes on any machine)\n"
          "  --format F        f32 (default) or fx24 for the written weights\n"
          "  --threads N       the backend's threads: OpenBLAS's for fp32 (default 1:\n"
          "                    its threads contend on these small GEMMs), the\n"
@@ -293,6 +296,7 @@ int eeb_cmd_model(int argc, char **argv)
         O_FROZEN,
         O_PRED,
         O_THREADS,
+        O_OPENBLAS,
         O_TRAIN,
         O_JSON
     };
@@ -314,6 +318,7 @@ int eeb_cmd_model(int argc, char **argv)
         {"frozen", required_argument, NULL, O_FROZEN},
         {"pred", required_argument, NULL, O_PRED},
         {"threads", required_argument, NULL, O_THREADS},
+        {"openblas", no_argument, NULL, O_OPENBLAS},
         {"train", required_argument, NULL, O_TRAIN},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
@@ -345,6 +350,7 @@ int eeb_cmd_model(int argc, char **argv)
         case O_PRED: a.pred = optarg; break;
         case O_TRAIN: a.train = optarg; break;
         case O_THREADS: rc = eeb_cli_count(cmd, "--threads", optarg, 0, 1024, &threads); break;
+        case O_OPENBLAS: a.p.cfg.portable = 0; break;
         case O_JSON: as_json = 1; break;
         case 'h': help(); return EEB_EXIT_OK;
         case '?':

@@ -8,6 +8,7 @@
 #include "tasks/eeb_task_ops.h"
 #include "tasks/eeb_train.h"
 
+#include <string.h>
 #include <unistd.h>
 
 /* One shard of the embedded default, logged as `eeb data gen` would make it. */
@@ -64,6 +65,25 @@ static int make_model(const struct eeb_task_ops *t, const struct eeb_embedded *e
     return eeb_pretrain(&a, err, errlen);
 }
 
+/* Each task's base model as the portable pre-training makes it from the
+ * generated pre-train shard on any machine (fpga/ref/gemm_portable.c):
+ * the embedded default's runs start from these bytes everywhere, so their
+ * S reproduces across machines. */
+static const char *const pinned_base_sha256[EEB_TASK_COUNT] = {
+    [EEB_TASK_CLS] = "6136425b2b688efd9f3a1119ca7ef8347a44925936a27a1641319d0c73eb3023",
+    [EEB_TASK_DET] = "652bc638a704fb3a9feeb64e8a8caa064e5eb10424b52ef8a48390aa767f915c",
+    [EEB_TASK_VIDEO] = "5eff8a71a05ffd04a58912a1481cf25fe15bb4afe4a7fdc8d327a7e415ef7137",
+};
+
+/* 1 if path holds the task's pinned base model, 0 if not (or missing). */
+static int is_pinned(enum eeb_task task, const char *path, char sha[EEB_SHA256_HEX])
+{
+    char err[256];
+    sha[0] = '\0';
+    return eeb_sha256_file(path, sha, err, sizeof err) == EEB_OK &&
+           strcmp(sha, pinned_base_sha256[task]) == 0;
+}
+
 int eeb_embedded_make(enum eeb_task task, const char *dir, int with_test, FILE *log,
                       struct eeb_embedded *out, char *err, size_t errlen)
 {
@@ -81,7 +101,16 @@ int eeb_embedded_make(enum eeb_task task, const char *dir, int with_test, FILE *
     for (int i = 0; i < 3 && rc == EEB_OK; i++)
         if (access(paths[i], R_OK) != 0 && (i != 2 || with_test))
             rc = make_shard(t, paths[i], domains[i], i == 2, (uint64_t)n[i], log, err, errlen);
-    if (rc == EEB_OK && access(out->model, R_OK) != 0)
-        rc = make_model(t, out, log, err, errlen);
-    return rc;
+    char sha[EEB_SHA256_HEX];
+    if (rc || is_pinned(task, out->model, sha))
+        return rc;
+    if (sha[0] && log) /* an earlier eeb's, made on OpenBLAS: this machine's own */
+        fprintf(log, "%s is not the pinned base model (SHA-256 %s): made again\n", out->model, sha);
+    if ((rc = make_model(t, out, log, err, errlen)) || is_pinned(task, out->model, sha))
+        return rc;
+    return eeb_errf(err, errlen, EEB_EINVAL,
+                    "%s: the base model pre-trained here has SHA-256 %s, not the pinned %s: this "
+                    "machine's floating point differs from the reference's, so the embedded "
+                    "default's runs here would not reproduce elsewhere (please report the CPU)",
+                    out->model, sha, pinned_base_sha256[task]);
 }

@@ -52,6 +52,7 @@ void eeb_pretrain_defaults(struct eeb_pretrain *a)
     *a = (struct eeb_pretrain){
         .backend = "fp32", .epochs = 10, .window = 1024, .seed = 1, .format = EEB_FORMAT_F32};
     eeb_accel_config_default(&a->cfg);
+    a->cfg.portable = 1; /* a base model is the same bytes on any machine */
 }
 
 int eeb_pretrain(const struct eeb_pretrain *a, char *err, size_t errlen)

@@ -30,6 +30,8 @@ struct eeb_accel_config {
     uint64_t seed; /* stochastic rounding */
     int threads;   /* emulator workers, or fp32's OpenBLAS threads; 0: one per core for
                     * the emulator, one for fp32 (accel_fp32.c says why) */
+    int portable;  /* fp32: every GEMM in a fixed order, not OpenBLAS's: the same bits on
+                    * any machine, slower (eeb model pretrain's base models) */
     /* xrt: the xclbin to load, and the device index */
     const char *xclbin;
     int device;

@@ -56,6 +56,7 @@ static int fp32_load(struct eeb_accel *a, const struct eeb_net *net, char *err, 
     if (!r)
         return eeb_errf(err, errlen, EEB_EINVAL, "fp32: %s", why);
     eeb_ref_set_hyper(r, f->cfg.lr, f->cfg.momentum, f->cfg.weight_decay);
+    eeb_ref_set_portable(r, f->cfg.portable);
     eeb_ref_free(f->ref);
     f->ref = r;
     f->steps = f->items = 0;
@@ -82,6 +83,8 @@ static int fp32_train(struct eeb_accel *a, const struct eeb_batch *b, struct eeb
     eeb_ref_forward(f->ref, b->pixels, b->n);
     r->loss = eeb_ref_loss(f->ref, b->labels, b->n, 1, &r->correct);
     eeb_ref_update(f->ref);
+    if (eeb_ref_out_of_memory(f->ref))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "fp32: out of memory in a GEMM");
     f->steps++;
     f->items += (uint64_t)b->n;
     return EEB_OK;
@@ -95,6 +98,8 @@ static int fp32_predict(struct eeb_accel *a, const struct eeb_batch *b, float *o
     if (rc)
         return rc;
     eeb_ref_forward(f->ref, b->pixels, b->n);
+    if (eeb_ref_out_of_memory(f->ref))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "fp32: out of memory in a GEMM");
     memcpy(out, eeb_ref_output(f->ref), (size_t)b->n * eeb_ref_outputs(f->ref) * sizeof *out);
     return EEB_OK;
 }
@@ -124,8 +129,11 @@ static void fp32_stats(struct eeb_accel *a, struct eeb_accel_stats *s)
     struct fp32 *f = (struct fp32 *)a;
     memset(s, 0, sizeof *s);
     s->steps = f->steps, s->items = f->items;
-    snprintf(s->detail, sizeof s->detail, "float32, OpenBLAS sgemm, %d thread%s", f->cfg.threads,
-             f->cfg.threads == 1 ? "" : "s");
+    if (f->cfg.portable)
+        snprintf(s->detail, sizeof s->detail, "float32, portable GEMM (the same bits anywhere)");
+    else
+        snprintf(s->detail, sizeof s->detail, "float32, OpenBLAS sgemm, %d thread%s",
+                 f->cfg.threads, f->cfg.threads == 1 ? "" : "s");
 }
 
 static void fp32_close(struct eeb_accel *a)

@@ -28,6 +28,14 @@ struct eeb_ref *eeb_ref_new(const struct eeb_net *net, int batch_max, int frozen
 void eeb_ref_free(struct eeb_ref *r);
 void eeb_ref_set_hyper(struct eeb_ref *r, double lr, double momentum, double weight_decay);
 
+/* On: every GEMM in a fixed order (eeb_ref_gemm_portable), not
+ * OpenBLAS's, whose kernel and so its sums depend on the CPU: the same
+ * bits on any machine, a few times slower.  A portable GEMM that could not
+ * allocate its scratch leaves its output unwritten and is said by
+ * eeb_ref_out_of_memory. */
+void eeb_ref_set_portable(struct eeb_ref *r, int on);
+int eeb_ref_out_of_memory(const struct eeb_ref *r);
+
 /* Forward pass of n items of uint8 HWC pixels. */
 void eeb_ref_forward(struct eeb_ref *r, const uint8_t *pixels, int n);
 

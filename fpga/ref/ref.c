@@ -10,6 +10,7 @@
  * flatten layer shares its input's activations and errors.
  */
 #include "eeb_ref.h"
+#include "ref_int.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -32,7 +33,32 @@ struct eeb_ref {
     struct state *s;
     float *col; /* im2col of one item */
     float *dcol;
+    int portable;      /* eeb_ref_gemm_portable, not OpenBLAS */
+    int out_of_memory; /* a portable GEMM could not allocate */
 };
+
+/* C = beta C + op(A) op(B), by OpenBLAS or in the portable order. */
+static void gemm(struct eeb_ref *r, int ta, int tb, int m, int n, int k, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (r->portable) {
+        if (eeb_ref_gemm_portable(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc))
+            r->out_of_memory = 1;
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+
+void eeb_ref_set_portable(struct eeb_ref *r, int on)
+{
+    r->portable = on != 0;
+}
+
+int eeb_ref_out_of_memory(const struct eeb_ref *r)
+{
+    return r->out_of_memory;
+}
 
 static size_t size_of(struct eeb_shape s)
 {
@@ -221,8 +247,7 @@ static void conv_forward(struct eeb_ref *r, const struct eeb_layer *l, struct st
     if (is_direct(&g)) { /* the whole batch is one GEMM */
         for (int n = 0; n < r->n * pixels; n++)
             memcpy(s->act + (size_t)n * g.oc, l->b, (size_t)g.oc * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->n * pixels, g.oc, g.rows, 1.0f, x,
-                    g.rows, l->w, g.oc, 1.0f, s->act, g.oc);
+        gemm(r, 0, 0, r->n * pixels, g.oc, g.rows, x, g.rows, l->w, g.oc, 1.0f, s->act, g.oc);
         return;
     }
     for (int n = 0; n < r->n; n++) {
@@ -230,8 +255,7 @@ static void conv_forward(struct eeb_ref *r, const struct eeb_layer *l, struct st
         im2col(x + n * in_item, &g, r->col);
         for (int p = 0; p < pixels; p++)
             memcpy(y + (size_t)p * g.oc, l->b, (size_t)g.oc * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, pixels, g.oc, g.rows, 1.0f, r->col,
-                    g.rows, l->w, g.oc, 1.0f, y, g.oc);
+        gemm(r, 0, 0, pixels, g.oc, g.rows, r->col, g.rows, l->w, g.oc, 1.0f, y, g.oc);
     }
 }
 
@@ -251,23 +275,20 @@ static void conv_backward(struct eeb_ref *r, const struct eeb_layer *l, struct s
     if (is_direct(&g)) {
         int m = r->n * pixels;
         if (s->trained)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.rows, g.oc, m, 1.0f, x, g.rows,
-                        s->err, g.oc, 0.0f, s->dw, g.oc);
+            gemm(r, 1, 0, g.rows, g.oc, m, x, g.rows, s->err, g.oc, 0.0f, s->dw, g.oc);
         if (dx)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, g.rows, g.oc, 1.0f, s->err,
-                        g.oc, l->w, g.oc, 1.0f, dx, g.rows);
+            gemm(r, 0, 1, m, g.rows, g.oc, s->err, g.oc, l->w, g.oc, 1.0f, dx, g.rows);
         return;
     }
     for (int n = 0; n < r->n; n++) {
         const float *dy = s->err + n * out_item;
         if (s->trained) {
             im2col(x + n * in_item, &g, r->col);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.rows, g.oc, pixels, 1.0f, r->col,
-                        g.rows, dy, g.oc, n ? 1.0f : 0.0f, s->dw, g.oc);
+            gemm(r, 1, 0, g.rows, g.oc, pixels, r->col, g.rows, dy, g.oc, n ? 1.0f : 0.0f, s->dw,
+                 g.oc);
         }
         if (dx) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, pixels, g.rows, g.oc, 1.0f, dy,
-                        g.oc, l->w, g.oc, 0.0f, r->dcol, g.rows);
+            gemm(r, 0, 1, pixels, g.rows, g.oc, dy, g.oc, l->w, g.oc, 0.0f, r->dcol, g.rows);
             col2im_add(r->dcol, &g, dx + n * in_item);
         }
     }

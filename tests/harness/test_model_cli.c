@@ -192,3 +192,36 @@ Test(model_cli, test_and_fine_tune_refuse_a_model_of_another_task)
     cr_assert(strstr(r.err, "'test' takes FILE and --data"), "%s", r.err);
     test_run_free(&r);
 }
+
+/* The model pretrain writes after 20 steps on train, with OpenBLAS's
+ * kernel forced to coretype and --openblas if openblas; its SHA-256. */
+static void pretrained_sha(const char *train, const char *coretype, int openblas,
+                           char sha[EEB_SHA256_HEX])
+{
+    char model[300], err[256];
+    snprintf(model, sizeof model, "%s/m.eebm", test_tmpdir());
+    cr_assert_eq(setenv("OPENBLAS_CORETYPE", coretype, 1), 0);
+    const char *argv[] = {"model", "pretrain", "--task",  "cls", "--data",     train,
+                          "-o",    model,      "--steps", "20",  "--openblas", NULL};
+    if (!openblas)
+        argv[10] = NULL;
+    struct test_run r = test_eeb(argv);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_assert_eq(eeb_sha256_file(model, sha, err, sizeof err), EEB_OK, "%s", err);
+}
+
+/* OpenBLAS picks its kernel by CPU, and each sums in its own order: a base
+ * model pretrained on it is not the same bytes on another machine.  The
+ * portable GEMM (the default) makes the same bytes under any kernel. */
+Test(model_cli, a_pretrained_model_is_the_same_bytes_whatever_the_cpus_kernel, .timeout = 120)
+{
+    char train[128], a[EEB_SHA256_HEX], b[EEB_SHA256_HEX];
+    snprintf(train, sizeof train, "%s", test_cls_shard(640, SIDE, 13));
+    pretrained_sha(train, "Prescott", 0, a); /* SSE3 */
+    pretrained_sha(train, "Haswell", 0, b);  /* AVX2 and FMA */
+    cr_expect_str_eq(a, b, "the portable pre-training depends on OpenBLAS's kernel");
+    pretrained_sha(train, "Prescott", 1, a);
+    pretrained_sha(train, "Haswell", 1, b);
+    cr_expect_str_neq(a, b, "OpenBLAS's kernels summed alike: the test shows nothing");
+}

@@ -1,0 +1,134 @@
+/*
+ * gemm_portable.c - a float GEMM whose bits do not depend on the machine
+ * (ref_int.h).  Each element of C starts from beta * C and adds its
+ * products over k in ascending order, every product and every sum rounded
+ * on its own (no fused multiply-add: the baseline x86-64 target has none,
+ * and ISO C mode keeps the compiler from contracting).  Blocking and
+ * vectors only change which elements are computed together, never an
+ * element's order, so SSE, AVX or plain scalar code give the same result,
+ * unlike OpenBLAS, whose kernel (and so its summation order) depends on
+ * the CPU.
+ */
+#include "ref_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* the baseline target's vector: wider ones would change the calls' ABI */
+typedef float v4 __attribute__((vector_size(16)));
+enum { ROWS = 4, COLS = 8 }; /* one block of C: 4 rows of two v4 */
+
+static v4 load4(const float *p)
+{
+    v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static void store4(float *p, v4 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* C[i0..i0+4) x [j0..j0+8) from packed B (K x N, row-major); op(A)'s
+ * (i, k) is A[i * si + k * sk].  The 8 sums are named, not an array, so
+ * that they stay in registers with B's two vectors and a. */
+static void block(int i0, int j0, int K, const float *A, size_t si, size_t sk, const float *B,
+                  int N, float beta, float *C, int ldc)
+{
+    float *c[ROWS];
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++)
+        c[r] = C + (size_t)(i0 + r) * ldc + j0, a[r] = A + (size_t)(i0 + r) * si;
+#define SUM(r, h) (beta == 0 ? (v4){0} : load4(c[r] + 4 * (h)) * beta)
+    v4 s00 = SUM(0, 0), s01 = SUM(0, 1), s10 = SUM(1, 0), s11 = SUM(1, 1);
+    v4 s20 = SUM(2, 0), s21 = SUM(2, 1), s30 = SUM(3, 0), s31 = SUM(3, 1);
+#undef SUM
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * N + j0;
+        v4 b0 = load4(b), b1 = load4(b + 4);
+        size_t at = (size_t)k * sk;
+        float x0 = a[0][at], x1 = a[1][at], x2 = a[2][at], x3 = a[3][at];
+        s00 += x0 * b0, s01 += x0 * b1;
+        s10 += x1 * b0, s11 += x1 * b1;
+        s20 += x2 * b0, s21 += x2 * b1;
+        s30 += x3 * b0, s31 += x3 * b1;
+    }
+    store4(c[0], s00), store4(c[0] + 4, s01), store4(c[1], s10), store4(c[1] + 4, s11);
+    store4(c[2], s20), store4(c[2] + 4, s21), store4(c[3], s30), store4(c[3] + 4, s31);
+}
+
+/* The same block 16 columns wide in AVX's eight-float vectors: the same
+ * operations per element, so the same bits (AVX brings no fused
+ * multiply-add), twice the columns an instruction. */
+typedef float v8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx"))) static void block_avx(int i0, int j0, int K, const float *A,
+                                                     size_t si, size_t sk, const float *B, int N,
+                                                     float beta, float *C, int ldc)
+{
+    float *c[ROWS];
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++)
+        c[r] = C + (size_t)(i0 + r) * ldc + j0, a[r] = A + (size_t)(i0 + r) * si;
+    v8 s[ROWS][2];
+    for (int r = 0; r < ROWS; r++)
+        for (int h = 0; h < 2; h++) {
+            v8 v = {0};
+            if (beta != 0)
+                memcpy(&v, c[r] + 8 * h, sizeof v), v *= beta;
+            s[r][h] = v;
+        }
+    v8 s00 = s[0][0], s01 = s[0][1], s10 = s[1][0], s11 = s[1][1];
+    v8 s20 = s[2][0], s21 = s[2][1], s30 = s[3][0], s31 = s[3][1];
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * N + j0;
+        v8 b0, b1;
+        memcpy(&b0, b, sizeof b0), memcpy(&b1, b + 8, sizeof b1);
+        size_t at = (size_t)k * sk;
+        float x0 = a[0][at], x1 = a[1][at], x2 = a[2][at], x3 = a[3][at];
+        s00 += x0 * b0, s01 += x0 * b1;
+        s10 += x1 * b0, s11 += x1 * b1;
+        s20 += x2 * b0, s21 += x2 * b1;
+        s30 += x3 * b0, s31 += x3 * b1;
+    }
+    memcpy(c[0], &s00, 32), memcpy(c[0] + 8, &s01, 32), memcpy(c[1], &s10, 32);
+    memcpy(c[1] + 8, &s11, 32), memcpy(c[2], &s20, 32), memcpy(c[2] + 8, &s21, 32);
+    memcpy(c[3], &s30, 32), memcpy(c[3] + 8, &s31, 32);
+}
+
+/* One element, in the same order as a block's. */
+static void element(int i, int j, int K, const float *A, int lda, int ta, const float *B, int N,
+                    float beta, float *C, int ldc)
+{
+    float acc = beta == 0 ? 0 : C[(size_t)i * ldc + j] * beta;
+    for (int k = 0; k < K; k++)
+        acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * B[(size_t)k * N + j];
+    C[(size_t)i * ldc + j] = acc;
+}
+
+int eeb_ref_gemm_portable(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc)
+{
+    /* op(B) packed K x N, contiguous rows */
+    float *packed = malloc((size_t)K * N * sizeof *packed + 1);
+    if (!packed)
+        return -1;
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++)
+            packed[(size_t)k * N + j] = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+    int mb = M - M % ROWS, nb = N - N % COLS;
+    size_t si = ta ? 1 : (size_t)lda, sk = ta ? (size_t)lda : 1;
+    int wide = __builtin_cpu_supports("avx"), wb = wide ? N - N % (2 * COLS) : 0;
+    for (int i = 0; i < mb; i += ROWS) {
+        for (int j = 0; j < wb; j += 2 * COLS)
+            block_avx(i, j, K, A, si, sk, packed, N, beta, C, ldc);
+        for (int j = wb; j < nb; j += COLS)
+            block(i, j, K, A, si, sk, packed, N, beta, C, ldc);
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = i < mb ? nb : 0; j < N; j++)
+            element(i, j, K, A, lda, ta, packed, N, beta, C, ldc);
+    free(packed);
+    return 0;
+}
