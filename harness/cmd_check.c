@@ -19,7 +19,7 @@ static const char *const cmd = "check";
 
 static void help(void)
 {
-    puts("Usage: eeb check FILE.db [--run ID | --all] [--json]\n"
+    puts("Usage: eeb check FILE.db [--run ID | --all] [--test SHARD.eebd] [--json]\n"
          "\n"
          "Recomputes every metric of a run and its verdict from the run database\n"
          "alone: T from the fine-tune events, E and the P_max rule from the power\n"
@@ -31,6 +31,11 @@ static void help(void)
          "Options:\n"
          "  --run ID     the run (default: the latest)\n"
          "  --all        every run in the database, oldest first\n"
+         "  --test FILE  the test shard (.eebd) the run read, for one who holds it:\n"
+         "               its SHA-256 must be the run's recorded one, and every stored\n"
+         "               prediction's truth (label, boxes) the shard's; the truth is\n"
+         "               stored beside each prediction, so only the shard shows it\n"
+         "               was not edited\n"
          "  --json       every figure as JSON (one object; an array with --all)\n"
          "  -h, --help   show this help\n"
          "\n"
@@ -62,7 +67,7 @@ static const char *figure_text(const struct eeb_check_figure *f, double v, char 
 }
 
 static void print_text(const char *path, const struct eeb_run_outcome *o,
-                       const struct eeb_check_figures *figs)
+                       const struct eeb_check_figures *figs, const char *test_note)
 {
     printf("run %lld (%s) in %s", (long long)o->run, o->uuid, path);
     if (o->provenance[0])
@@ -89,6 +94,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
             printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
                    window, worst);
     }
+    if (test_note[0])
+        printf("  test     %s\n", test_note);
     printf("verdict: %s", eeb_run_verdict(o, 0));
     if (o->pass)
         printf(", S = %.6f", o->score.s);
@@ -100,7 +107,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
 /* ---- JSON ---- */
 
 static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
-                            const struct eeb_check_figures *figs)
+                            const struct eeb_check_figures *figs, const char *test_shard,
+                            uint64_t agreed)
 {
     json_t *j = json_pack(
         "{s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:b}", "file", path, "run", (json_int_t)o->run, "uuid",
@@ -123,6 +131,9 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
     json_object_set_new(j, "p_max_w", eeb_json_number(figs->n ? o->p_max_w : NAN));
     json_object_set_new(j, "worst_window_w", eeb_json_number(figs->n ? o->worst_w : NAN));
     json_object_set_new(j, "window_s", eeb_json_number(figs->n ? o->window_s : NAN));
+    if (test_shard)
+        json_object_set_new(
+            j, "test", json_pack("{s:s, s:I}", "shard", test_shard, "agreed", (json_int_t)agreed));
     json_object_set_new(j, "why", json_string(o->why));
     return j;
 }
@@ -140,17 +151,25 @@ static int worse(int a, int b)
     return rank[a] >= rank[b] ? a : b;
 }
 
-/* Checks one run; its exit status.  list (--json) gets its object. */
-static int check_one(const char *path, int64_t run, json_t *list)
+/* Checks one run, and its predictions' truth against test_shard if not
+ * NULL; its exit status.  list (--json) gets its object. */
+static int check_one(const char *path, int64_t run, const char *test_shard, json_t *list)
 {
-    char err[1024];
+    char err[1024], test_note[512] = "";
     struct eeb_run_outcome o;
     struct eeb_check_figures figs;
     if (eeb_run_check(path, run, &figs, &o, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
+    uint64_t agreed = 0;
+    if (test_shard &&
+        eeb_run_check_test_shard(path, o.run, test_shard, &o, &agreed, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    if (test_shard)
+        snprintf(test_note, sizeof test_note, "%llu predictions' truth agrees with %s",
+                 (unsigned long long)agreed, test_shard);
     if (!list)
-        print_text(path, &o, &figs);
-    else if (json_array_append_new(list, outcome_json(path, &o, &figs)))
+        print_text(path, &o, &figs, test_note);
+    else if (json_array_append_new(list, outcome_json(path, &o, &figs, test_shard, agreed)))
         return eeb_cli_error(cmd, "building the JSON output failed");
     return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 }
@@ -193,8 +212,8 @@ static int check_all(const char *path, json_t *list)
             continue;
         }
         int power_log = strcmp(row.task, "none") == 0;
-        rc =
-            worse(rc, power_log ? list_power_log(path, &row, list) : check_one(path, ids[i], list));
+        rc = worse(rc, power_log ? list_power_log(path, &row, list)
+                                 : check_one(path, ids[i], NULL, list));
         eeb_rundb_run_row_free(&row);
     }
     eeb_rundb_close(db);
@@ -205,13 +224,12 @@ static int check_all(const char *path, json_t *list)
 int eeb_cmd_check(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"run", required_argument, NULL, 'r'},
-        {"all", no_argument, NULL, 'a'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"run", required_argument, NULL, 'r'}, {"all", no_argument, NULL, 'a'},
+        {"json", no_argument, NULL, 'j'},      {"test", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
     };
     double run = 0;
+    const char *test_shard = NULL;
     int as_json = 0, all = 0, c, rc;
     opterr = 0;
     optind = 1;
@@ -223,6 +241,7 @@ int eeb_cmd_check(int argc, char **argv)
             break;
         case 'a': all = 1; break;
         case 'j': as_json = 1; break;
+        case 't': test_shard = optarg; break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
@@ -231,11 +250,14 @@ int eeb_cmd_check(int argc, char **argv)
         return eeb_cli_usage_error(cmd, "expected one FILE.db");
     if (all && run)
         return eeb_cli_usage_error(cmd, "--run and --all: give one");
+    if (all && test_shard)
+        return eeb_cli_usage_error(cmd,
+                                   "--test checks one run's predictions: give --run, not --all");
     const char *path = argv[optind];
     json_t *list = as_json ? json_array() : NULL;
     if (as_json && !list)
         return eeb_cli_error(cmd, "out of memory");
-    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, list);
+    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, test_shard, list);
     if (list && json_array_size(list)) {
         json_t *whole = all ? json_incref(list) : json_incref(json_array_get(list, 0));
         rc = worse(rc, eeb_cli_print_json(cmd, whole));

@@ -1,15 +1,20 @@
 /*
  * cmd_serve.c - `eeb serve`: run the evaluation and leaderboard server
  * until SIGINT or SIGTERM; `eeb serve admin add-team NAME`: make a team and
- * show its token, once.
+ * show its token, once; `eeb serve admin make-test TASK -o FILE`: a private
+ * test set from a secret seed.
  */
 #include "eeb_cli.h"
 #include "server/eeb_server.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_task_ops.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const cmd = "serve";
 
@@ -19,6 +24,7 @@ static void help(void)
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
          "                 [--finetune TASK=FILE.eebd ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
+         "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
          "\n"
          "Serves the benchmark's evaluation server over HTTP (libmicrohttpd, a thread\n"
          "pool) from one SQLite database, until SIGINT or SIGTERM; requests in flight\n"
@@ -51,6 +57,12 @@ static void help(void)
          "admin add-team makes a team and prints its token: it is shown once and stored\n"
          "only as its SHA-256.\n"
          "\n"
+         "admin make-test writes a TASK test set for --test: the embedded default's\n"
+         "layout and fine-tune domain (N items, default the task's), drawn from a\n"
+         "secret seed (getrandom) that is never shown or kept, so nobody can make it\n"
+         "again, unlike the public seed's; the file (mode 0600, labels inside) stays\n"
+         "with the server.  It prints the file's SHA-256.\n"
+         "\n"
          "Options:\n"
          "  --db FILE          the server's database (default eeb-server.db)\n"
          "  --bind ADDR        the IPv4 address to listen on (default 127.0.0.1)\n"
@@ -80,6 +92,44 @@ static int add_team(const char *db, int argc, char **argv)
     return EEB_EXIT_OK;
 }
 
+/* A test set nobody can make again: the embedded default's test split of
+ * task, from a seed drawn from getrandom and forgotten. */
+static int make_test(int argc, char **argv, const char *out, double n)
+{
+    if (argc != 1 || !out)
+        return eeb_cli_usage_error(cmd, "admin make-test takes one TASK and -o FILE.eebd");
+    enum eeb_task task;
+    char err[512];
+    if (eeb_task_parse(argv[0], &task, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "admin make-test: %s", err);
+    if (eeb_check_output(out, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    const struct eeb_task_ops *t = eeb_task_get(task);
+    struct eeb_gen_spec spec = {.task = task,
+                                .domain = EEB_GEN_FINETUNE,
+                                .test = 1,
+                                .n = n > 0 ? (uint64_t)n : (uint64_t)t->profile.test_n,
+                                .size = t->profile.size,
+                                .frames = t->clips ? t->profile.frames : 1};
+    char sha[EEB_SHA256_HEX];
+    mode_t old = umask(077); /* the labels are inside: the server's eyes only */
+    int rc = eeb_random_bytes(&spec.seed, sizeof spec.seed, err, sizeof err);
+    if (rc == EEB_OK)
+        rc = eeb_gen_shard(out, &spec, NULL, NULL, err, sizeof err);
+    umask(old);
+    spec.seed = 0;
+    if (rc == EEB_OK && chmod(out, 0600) != 0)
+        rc = eeb_errf(err, sizeof err, EEB_EIO, "%s: %s", out, strerror(errno));
+    if (rc == EEB_OK)
+        rc = eeb_sha256_file(out, sha, err, sizeof err);
+    if (rc)
+        return eeb_cli_error(cmd, "%s", err);
+    printf("%s: a private %s test set of %llu items, SHA-256 %s\n"
+           "(its seed is forgotten; give it to eeb serve --test %s=%s)\n",
+           out, eeb_task_name(task), (unsigned long long)spec.n, sha, eeb_task_name(task), out);
+    return EEB_EXIT_OK;
+}
+
 /* An option's TASK=FILE into files[task]. */
 static int per_task(const char *option, char *arg, const char *files[EEB_TASK_COUNT])
 {
@@ -97,7 +147,18 @@ static int per_task(const char *option, char *arg, const char *files[EEB_TASK_CO
 
 int eeb_cmd_serve(int argc, char **argv)
 {
-    enum { O_DB = 256, O_BIND, O_PORT, O_THREADS, O_MAX_BODY, O_RATE, O_BURST, O_TEST, O_FINETUNE };
+    enum {
+        O_DB = 256,
+        O_BIND,
+        O_PORT,
+        O_THREADS,
+        O_MAX_BODY,
+        O_RATE,
+        O_BURST,
+        O_TEST,
+        O_FINETUNE,
+        O_N
+    };
     static const struct option options[] = {{"db", 1, 0, O_DB},
                                             {"bind", 1, 0, O_BIND},
                                             {"port", 1, 0, O_PORT},
@@ -107,14 +168,17 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"burst", 1, 0, O_BURST},
                                             {"test", 1, 0, O_TEST},
                                             {"finetune", 1, 0, O_FINETUNE},
+                                            {"out", 1, 0, 'o'},
+                                            {"n", 1, 0, O_N},
                                             {"help", 0, 0, 'h'},
                                             {0, 0, 0, 0}};
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    double port = cfg.port, threads = cfg.threads, max_body = (double)cfg.max_body;
+    double port = cfg.port, threads = cfg.threads, max_body = (double)cfg.max_body, n = 0;
+    const char *out = NULL; /* admin make-test's */
     int c, rc = 0;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while (rc == 0 && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
         switch (c) {
         case O_DB: cfg.db = optarg; break;
         case O_BIND: cfg.bind = optarg; break;
@@ -129,6 +193,8 @@ int eeb_cmd_serve(int argc, char **argv)
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
         case O_TEST: rc = per_task("--test", optarg, cfg.test); break;
         case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
+        case 'o': out = optarg; break;
+        case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &n); break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option");
         }
@@ -136,11 +202,15 @@ int eeb_cmd_serve(int argc, char **argv)
     if (rc)
         return rc;
     if (optind < argc) {
-        if (strcmp(argv[optind], "admin") == 0 && optind + 1 < argc &&
-            strcmp(argv[optind + 1], "add-team") == 0)
+        int admin = strcmp(argv[optind], "admin") == 0 && optind + 1 < argc;
+        if (admin && strcmp(argv[optind + 1], "add-team") == 0)
             return add_team(cfg.db, argc - optind - 2, argv + optind + 2);
+        if (admin && strcmp(argv[optind + 1], "make-test") == 0)
+            return make_test(argc - optind - 2, argv + optind + 2, out, n);
         return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     }
+    if (out || n)
+        return eeb_cli_usage_error(cmd, "-o and --n go with admin make-test");
     cfg.port = (int)port, cfg.threads = (int)threads, cfg.max_body = (size_t)max_body;
     /* the pool's threads inherit the blocked signals; this one waits for them */
     sigset_t stop;

@@ -84,6 +84,17 @@ struct eeb_check_figures {
     size_t n; /* 0: the run was not judged (incomplete, aborted, an error) */
 };
 
+/* The stored predictions' truth against the test shard at shard_path,
+ * for a reviewer who holds it: its SHA-256 must be the run's recorded test
+ * inputs', and each stored prediction's truth (label, boxes) the shard's
+ * item's, so a record whose labels were replaced (by its predictions, say)
+ * is found.  A disagreement is added to out->why and makes out invalid;
+ * *agreed counts the predictions whose truth was compared and agreed.  An
+ * error only for a shard or database that cannot be read. */
+int eeb_run_check_test_shard(const char *db_path, int64_t run, const char *shard_path,
+                             struct eeb_run_outcome *out, uint64_t *agreed, char *err,
+                             size_t errlen);
+
 /* Recomputes every metric and the verdict of run (0: the latest) from the
  * database alone and compares them with what the run stored, each figure
  * into figures (if not NULL). */

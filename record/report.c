@@ -217,17 +217,19 @@ struct axes {
  * near it. */
 struct time_axis {
     double end;     /* the record's last sample or event, seconds */
-    double tmax_at; /* fine-tuning's start + T_max; NAN without either */
+    double tmax_at; /* fine-tuning's start + T_max; NAN without either, or on the modeled clock */
+    int modeled;    /* T_max is on the modeled clock, not this (the host's) axis */
     int tmax_shown; /* within TMAX_NEAR x end: drawn, the axis stretched to it */
     double x_hi;
     const char *x_label;
 };
 
-static struct time_axis time_axis(const struct trace *tr, const struct timeline *tl, double t_max)
+static struct time_axis time_axis(const struct trace *tr, const struct timeline *tl, double t_max,
+                                  int modeled)
 {
-    struct time_axis ta = {.end = tr->n ? (double)(tr->t1 - tr->t0) / 1e9 : 0};
+    struct time_axis ta = {.end = tr->n ? (double)(tr->t1 - tr->t0) / 1e9 : 0, .modeled = modeled};
     ta.end = fmax(ta.end, tl->last); /* fmax ignores a NAN */
-    ta.tmax_at = tl->ft_begin + t_max;
+    ta.tmax_at = modeled ? NAN : tl->ft_begin + t_max;
     ta.tmax_shown = !isnan(ta.tmax_at) && ta.tmax_at <= TMAX_NEAR * ta.end;
     double hi = ta.tmax_shown ? fmax(ta.end, ta.tmax_at) : ta.end;
     ta.x_hi = hi > 0 ? hi * 1.02 : 1;
@@ -452,7 +454,13 @@ static void power_plot(FILE *f, const struct trace *tr, const struct timeline *t
         snprintf(text, sizeof text, "P_max %s W", eeb_number_text(p_max, n));
         line_legend(f, "pmax-legend", "#d62728", text);
     }
-    if (!isnan(ta->tmax_at)) {
+    if (ta->modeled) {
+        snprintf(text, sizeof text,
+                 "T_max %s s, on the modeled clock (steps x the modeled step time), not this "
+                 "axis: the host's",
+                 eeb_number_text(t_max, n));
+        line_legend(f, "tmax-legend", "#ff7f0e", text);
+    } else if (!isnan(ta->tmax_at)) {
         snprintf(text, sizeof text, "T_max %s s, at %s s%s", eeb_number_text(t_max, n),
                  fixed(at, ta->tmax_at, 3), ta->tmax_shown ? "" : ": off the axis");
         line_legend(f, "tmax-legend", "#ff7f0e", text);
@@ -745,7 +753,7 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
                 fixed(a, (double)(tr->t1 - tr->t0) / 1e9, 1), fixed(b, tr->peak, 3));
     else
         fputs("<p>No power samples were committed.</p>\n", f);
-    struct time_axis ta = time_axis(tr, tl, run->t_max_s);
+    struct time_axis ta = time_axis(tr, tl, run->t_max_s, o->modeled_clock);
     power_plot(f, tr, tl, watts, &ta, run->t_max_s, run->p_max_w);
     fputs("<h2>Training</h2>\n<p>The training loss (purple, the mean since the previous point) "
           "and the training metric at each epoch's end (green, right axis: top-1 accuracy, or "

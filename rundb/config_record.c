@@ -156,6 +156,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
             sizeof out->finetune_sha256);
     text_at(json_object_get(o, "model"), "sha256", out->model_sha256, sizeof out->model_sha256);
     text_at(json_object_get(o, "xclbin"), "sha256", out->xclbin_sha256, sizeof out->xclbin_sha256);
+    text_at(json_object_get(o, "test"), "sha256", out->test_sha256, sizeof out->test_sha256);
     text_at(device, "design", out->design, sizeof out->design);
     out->device_step_s = eeb_json_number_at(device, "train_step_s");
     out->device_train_w = eeb_json_number_at(device, "train_w");

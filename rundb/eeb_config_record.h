@@ -102,6 +102,7 @@ struct eeb_config_record {
     char finetune_sha256[65];  /* the fine-tune set trained on */
     char model_sha256[65];     /* the model file the run started from */
     char xclbin_sha256[65];    /* the xclbin given (--xclbin), or "" */
+    char test_sha256[65];      /* the test inputs a local run read, or "" */
     char clock[8];             /* EEB_CLOCK_*; "": the wall's */
     char design[512];          /* the modeled device's design, or "" */
     double device_step_s;      /* its training step's seconds, and watts */

@@ -30,6 +30,13 @@ static void store4(float *p, v4 v)
     memcpy(p, &v, sizeof v);
 }
 
+/* Where a sum starts: beta C, or 0 (C may be unwritten then). */
+static v4 start4(const float *c, float beta)
+{
+    v4 zero = {0};
+    return beta == 0 ? zero : load4(c) * beta;
+}
+
 /* C[i0..i0+4) x [j0..j0+8) from packed B (K x N, row-major); op(A)'s
  * (i, k) is A[i * si + k * sk].  The 8 sums are named, not an array, so
  * that they stay in registers with B's two vectors and a. */
@@ -40,10 +47,10 @@ static void block(int i0, int j0, int K, const float *A, size_t si, size_t sk, c
     const float *a[ROWS];
     for (int r = 0; r < ROWS; r++)
         c[r] = C + (size_t)(i0 + r) * ldc + j0, a[r] = A + (size_t)(i0 + r) * si;
-#define SUM(r, h) (beta == 0 ? (v4){0} : load4(c[r] + 4 * (h)) * beta)
-    v4 s00 = SUM(0, 0), s01 = SUM(0, 1), s10 = SUM(1, 0), s11 = SUM(1, 1);
-    v4 s20 = SUM(2, 0), s21 = SUM(2, 1), s30 = SUM(3, 0), s31 = SUM(3, 1);
-#undef SUM
+    v4 s00 = start4(c[0], beta), s01 = start4(c[0] + 4, beta);
+    v4 s10 = start4(c[1], beta), s11 = start4(c[1] + 4, beta);
+    v4 s20 = start4(c[2], beta), s21 = start4(c[2] + 4, beta);
+    v4 s30 = start4(c[3], beta), s31 = start4(c[3] + 4, beta);
     for (int k = 0; k < K; k++) {
         const float *b = B + (size_t)k * N + j0;
         v4 b0 = load4(b), b1 = load4(b + 4);

@@ -431,6 +431,21 @@ Test(check_cli, a_provenance_claiming_more_than_the_record_allows_is_invalid, .t
                       "provenance: the record says measured, but its power source, replay:");
 }
 
+/* Each edit, made on the run as it was, makes eeb check say why it is
+ * invalid. */
+static void each_edit_says(const char *const (*edits)[2], size_t n)
+{
+    char copy[320], save[700], restore[700];
+    snprintf(copy, sizeof copy, "%s.orig", db);
+    snprintf(save, sizeof save, "cp %s %s", db, copy);
+    snprintf(restore, sizeof restore, "cp %s %s", copy, db);
+    cr_assert_eq(system(save), 0);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(system(restore), 0);
+        edited_check_says(edits[i][0], edits[i][1]);
+    }
+}
+
 /* Consistent-looking edits of a scored run that its record still betrays:
  * the fine-tune's end moved before its last step, a budget raised, the
  * score event's S changed.  Each is invalid, and says why. */
@@ -438,22 +453,17 @@ Test(check_cli, edits_out_of_the_records_order_or_budgets_are_invalid, .timeout 
 {
     inputs();
     cr_assert_eq(run_modeled("10"), 0);
-    char copy[320], cmd[700];
-    snprintf(copy, sizeof copy, "%s.orig", db);
-    snprintf(cmd, sizeof cmd, "cp %s %s", db, copy);
-    cr_assert_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "cp %s %s", copy, db);
-    edited_check_says("UPDATE events SET t_mono_ns = (SELECT t_mono_ns - 1 FROM events WHERE kind "
-                      "= 'complete') WHERE kind = 'finetune_end'",
-                      "is out of the workflow's order");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says("UPDATE runs SET p_max_w = 100",
-                      "the run's budgets (T_max 30 s, P_max 100 W) are not its configuration's "
-                      "(30 s, 10 W)");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says("UPDATE events SET payload = json_set(payload, '$.verdict', 'pass', '$.S', "
-                      "0.99) WHERE kind = 'score'",
-                      "its score event says pass, S = 0.990000, but the record gives S = ");
+    static const char *const edits[][2] = {
+        {"UPDATE events SET t_mono_ns = (SELECT t_mono_ns - 1 FROM events WHERE kind = "
+         "'complete') WHERE kind = 'finetune_end'",
+         "is out of the workflow's order"},
+        {"UPDATE runs SET p_max_w = 100",
+         "the run's budgets (T_max 30 s, P_max 100 W) are not its configuration's (30 s, 10 W)"},
+        {"UPDATE events SET payload = json_set(payload, '$.verdict', 'pass', '$.S', 0.99) WHERE "
+         "kind = 'score'",
+         "its score event says pass, S = 0.990000, but the record gives S = "},
+    };
+    each_edit_says(edits, sizeof edits / sizeof *edits);
 }
 
 /* A run on the modeled clock is judged by its steps and its device model:
@@ -462,27 +472,48 @@ Test(check_cli, a_modeled_runs_steps_device_and_clock_are_checked, .timeout = 12
 {
     inputs();
     cr_assert_eq(run_modeled("10"), 0);
-    char copy[320], cmd[700];
-    snprintf(copy, sizeof copy, "%s.orig", db);
-    snprintf(cmd, sizeof cmd, "cp %s %s", db, copy);
-    cr_assert_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "cp %s %s", copy, db);
-    edited_check_says(
-        "UPDATE events SET payload = json_set(payload, '$.step', payload ->> '$.step' "
-        "- 1) WHERE kind = 'complete'",
-        "the stored T (");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says("UPDATE runs SET config = json_set(config, '$.device_model.train_w', 0.1)",
-                      "the stored E (");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says("UPDATE runs SET config = json_set(config, '$.budgets.clock', 'wall')",
-                      "the stored T (");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says(
-        "UPDATE runs SET config = json_set(config, '$.provenance', 'measured')",
-        "its clock is the modeled device's, so its figures are modeled, not measured");
-    cr_assert_eq(system(cmd), 0);
-    edited_check_says("UPDATE events SET payload = json_set(payload, '$.step', 1e9) WHERE kind = "
-                      "'complete'",
-                      "steps of ");
+    static const char *const edits[][2] = {
+        {"UPDATE events SET payload = json_set(payload, '$.step', payload ->> '$.step' - 1) "
+         "WHERE kind = 'complete'",
+         "the stored T ("},
+        {"UPDATE runs SET config = json_set(config, '$.device_model.train_w', 0.1)",
+         "the stored E ("},
+        {"UPDATE runs SET config = json_set(config, '$.budgets.clock', 'wall')", "the stored T ("},
+        {"UPDATE runs SET config = json_set(config, '$.provenance', 'measured')",
+         "its clock is the modeled device's, so its figures are modeled, not measured"},
+        {"UPDATE events SET payload = json_set(payload, '$.step', 1e9) WHERE kind = 'complete'",
+         "steps of "},
+    };
+    each_edit_says(edits, sizeof edits / sizeof *edits);
+}
+
+/* The truth is stored beside each prediction, so a record whose labels
+ * were replaced recounts to itself.  Here every class is in each top 5 (4
+ * classes), so M_s, S and the score event stay as they were: the file
+ * alone passes it.  The test shard, named by the SHA-256 the run recorded,
+ * finds it; another shard is refused by its hash. */
+Test(check_cli, labels_replaced_by_predictions_are_found_by_the_test_shard, .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(run_modeled("10"), 0);
+    struct test_run r = test_eeb((const char *[]){"check", db, "--test", test, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    assert_has(r.out, "32 predictions' truth agrees with");
+    test_run_free(&r);
+    test_sql_exec(db, "UPDATE predictions SET payload = json_set(payload, '$.label', "
+                      "payload ->> '$.top[1]')");
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "the file alone passes it: %s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--test", test, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    assert_has(r.out, "against the test shard: its stored label is ");
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--test", ft, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    assert_has(r.out, "is not the test set the run read");
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--all", "--test", test, NULL});
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    test_run_free(&r);
 }

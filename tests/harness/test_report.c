@@ -97,16 +97,17 @@ static void killed_run(const char *path)
 }
 
 /* A real run of cls on small data (test_cls_shard's four classes, a fresh
- * model) with T_max tmax: the database's path (static storage). */
-static const char *scored_run(const char *dir, const char *tmax)
+ * model) with T_max tmax on the clock (modeled or wall): the database's
+ * path (static storage). */
+static const char *scored_run(const char *dir, const char *tmax, const char *clock)
 {
     static struct test_cls_run in;
     in = test_cls_run_inputs(dir, 256, 64);
     const char *ft = in.ft, *test = in.test, *model = in.model, *db = in.db;
     /* enough epochs for about a second of fine-tuning: a P_max window */
-    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", ft,
-                                                  "--test", test, "--model", model, "--db", db,
-                                                  "--epochs", "20", "--tmax", tmax, "-q", NULL});
+    struct test_run r = test_eeb((const char *[]){
+        "run", "--task", "cls", "--finetune", ft, "--test", test, "--model", model, "--db", db,
+        "--epochs", "20", "--tmax", tmax, "--clock", clock, "-q", NULL});
     cr_assert_eq(r.status, 0, "eeb run: %s%s", r.out, r.err);
     test_run_free(&r);
     return db;
@@ -204,7 +205,7 @@ Test(report, the_time_axis_fits_a_short_run_and_says_where_tmax_is, .timeout = 1
 {
     /* a run of about a second under a 600 s T_max */
     const char *dir = test_tmpdir();
-    const char *db = scored_run(dir, "600");
+    const char *db = scored_run(dir, "600", "wall"); /* T_max on the plot's (the host's) axis */
     char *html = report(db, dir);
     char *power = svg(html, "power-plot"), *training = svg(html, "training-plot");
     double span = strtod(strstr(html, " samples over ") + strlen(" samples over "), NULL);
@@ -407,8 +408,11 @@ Test(report, numbers_carry_no_float_noise)
 Test(report, the_score_table_gives_weights_terms_shares_and_fractions, .timeout = 120)
 {
     const char *dir = test_tmpdir();
-    char *html = report(scored_run(dir, "30"), dir);
+    char *html = report(scored_run(dir, "30", "modeled"), dir);
     cr_assert(strstr(html, "class=\"verdict PASS\""), "%s", strstr(html, "verdict"));
+    /* T_max is the modeled clock's: no marker on the host's axis, and said so */
+    cr_expect_null(strstr(html, "id=\"tmax-marker\""));
+    cr_expect(strstr(html, "T_max 30 s, on the modeled clock (steps x the modeled step time)"));
     static const char *const rows[] = {"score-m_u", "score-m_t", "score-m_p", "score-m_s"};
     static const double weights[] = {0.1, 0.1, 0.4, 0.4}; /* rules v1, cls */
     char cells[6][CELL_MAX];
@@ -579,7 +583,7 @@ Test(report, a_run_through_a_teams_library_shows_the_sut_and_its_own_counters, .
 Test(report, a_run_on_eebs_emu_shows_its_counters_agreeing, .timeout = 120)
 {
     const char *dir = test_tmpdir();
-    const char *db = scored_run(dir, "30");
+    const char *db = scored_run(dir, "30", "modeled");
     char *html = report(db, dir), *detail, cells[2][CELL_MAX], n[32];
     sut_section_placed(html);
     cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), "emu");
@@ -602,7 +606,7 @@ Test(report, a_run_on_eebs_emu_shows_its_counters_agreeing, .timeout = 120)
 Test(report, a_sut_claiming_more_steps_than_eeb_drove_is_noted, .timeout = 120)
 {
     const char *dir = test_tmpdir();
-    const char *db = scored_run(dir, "30");
+    const char *db = scored_run(dir, "30", "modeled");
     long long drove = event_figure(db, "complete", "$.step");
     cr_assert_gt(drove, 0);
     /* the record edited: the SUT now says it did 1000 more steps */

@@ -847,9 +847,9 @@ Test(run, the_report_renders_its_plot_in_chromium, .timeout = 120)
     struct eeb_run_outcome o;
     delay_ms = 60;
     /* a T_max near the run's length, so that the trace spans the plot */
-    cr_assert_eq(
-        execute((const char *[]){"report", html, "tmax", "2", NULL}, 1, &o, err, sizeof err),
-        EEB_OK, "%s", err);
+    cr_assert_eq(execute((const char *[]){"report", html, "tmax", "2", "clock", "wall", NULL}, 1,
+                         &o, err, sizeof err),
+                 EEB_OK, "%s", err);
     size_t len;
     char *text = test_read_file(html, &len);
     cr_assert_not_null(text);

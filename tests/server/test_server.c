@@ -5,6 +5,8 @@
  */
 #include "fpga/net/eeb_model.h"
 #include "server/eeb_server.h"
+#include "tasks/eeb_gen.h"
+#include "tasks/eeb_task_ops.h"
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"
 
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -356,6 +359,58 @@ Test(server, test_inputs_are_served_without_labels_after_completion, .timeout = 
     cfg.test[EEB_TASK_CLS] = NULL, cfg.test[EEB_TASK_DET] = shard;
     cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
     cr_expect(strstr(err, "holds cls data, given as the det test set"), "%s", err);
+}
+
+/* admin make-test: the embedded default's test split from a secret seed,
+ * a different set each time, for the server's eyes only (0600), with the
+ * public split's classes; the server takes it as its test set. */
+Test(server, admin_make_test_draws_a_private_test_set, .timeout = 60)
+{
+    char dir[256], path[2][300], pub[300], err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    char sha[2][EEB_SHA256_HEX];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/private%d.eebd", dir, i);
+        struct test_run r = test_eeb((const char *[]){"serve", "admin", "make-test", "cls", "-o",
+                                                      path[i], "--n", "40", NULL});
+        cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+        cr_expect(strstr(r.out, "a private cls test set of 40 items, SHA-256 "), "%s", r.out);
+        for (const char *at = r.out; (at = strstr(at, "seed")); at += 4)
+            cr_expect(!strpbrk(at, "0123456789") || strcspn(at, "0123456789") > 6,
+                      "a seed was shown: %s", r.out);
+        test_run_free(&r);
+        struct stat st;
+        cr_assert_eq(stat(path[i], &st), 0);
+        cr_expect_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+        cr_assert_eq(eeb_sha256_file(path[i], sha[i], err, sizeof err), EEB_OK, "%s", err);
+    }
+    cr_expect_str_neq(sha[0], sha[1], "two secret seeds drew the same set");
+    /* the public seed's split, for its classes */
+    const struct eeb_task_profile *p = eeb_task_profile(EEB_TASK_CLS);
+    struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 1, 40, 1, p->size, 1};
+    snprintf(pub, sizeof pub, "%s/public.eebd", dir);
+    cr_assert_eq(eeb_gen_shard(pub, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_shard *a, *b;
+    cr_assert_eq(eeb_shard_open(&a, path[0], err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_shard_open(&b, pub, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_shard_info *ia = eeb_shard_info(a), *ib = eeb_shard_info(b);
+    cr_expect_eq(ia->count, 40);
+    cr_assert_eq(ia->classes, ib->classes);
+    for (int c = 0; c < ia->classes; c++)
+        cr_expect_str_eq(ia->names[c], ib->names[c]);
+    eeb_shard_close(a), eeb_shard_close(b);
+    struct test_run r = test_eeb((const char *[]){"serve", "admin", "make-test", "cls", NULL});
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    test_run_free(&r);
+
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    char db[300];
+    snprintf(db, sizeof db, "%s/s.db", dir);
+    cfg.db = db, cfg.port = 0, cfg.test[EEB_TASK_CLS] = path[0];
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    eeb_server_stop(s);
 }
 
 Test(server, admin_add_team_and_a_busy_port)
