@@ -82,9 +82,8 @@ static int same_box(const struct eeb_prediction_truth *p, const struct eeb_box *
            fabs(p->y0 - b->y0) < 1e-6 && fabs(p->x1 - b->x1) < 1e-6 && fabs(p->y1 - b->y1) < 1e-6;
 }
 
-static void differs(struct truth *t, int64_t item, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void differs(struct truth *t, int64_t item, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void differs(struct truth *t, int64_t item,
+                                                          const char *fmt, ...)
 {
     if (t->first_bad >= 0)
         return;

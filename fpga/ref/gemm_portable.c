@@ -70,6 +70,14 @@ static void block(int i0, int j0, int K, const float *A, size_t si, size_t sk, c
  * multiply-add), twice the columns an instruction. */
 typedef float v8 __attribute__((vector_size(32)));
 
+__attribute__((target("avx"))) static v8 start8(const float *c, float beta)
+{
+    v8 v = {0};
+    if (beta != 0)
+        memcpy(&v, c, sizeof v), v *= beta;
+    return v;
+}
+
 __attribute__((target("avx"))) static void block_avx(int i0, int j0, int K, const float *A,
                                                      size_t si, size_t sk, const float *B, int N,
                                                      float beta, float *C, int ldc)
@@ -78,16 +86,10 @@ __attribute__((target("avx"))) static void block_avx(int i0, int j0, int K, cons
     const float *a[ROWS];
     for (int r = 0; r < ROWS; r++)
         c[r] = C + (size_t)(i0 + r) * ldc + j0, a[r] = A + (size_t)(i0 + r) * si;
-    v8 s[ROWS][2];
-    for (int r = 0; r < ROWS; r++)
-        for (int h = 0; h < 2; h++) {
-            v8 v = {0};
-            if (beta != 0)
-                memcpy(&v, c[r] + 8 * h, sizeof v), v *= beta;
-            s[r][h] = v;
-        }
-    v8 s00 = s[0][0], s01 = s[0][1], s10 = s[1][0], s11 = s[1][1];
-    v8 s20 = s[2][0], s21 = s[2][1], s30 = s[3][0], s31 = s[3][1];
+    v8 s00 = start8(c[0], beta), s01 = start8(c[0] + 8, beta);
+    v8 s10 = start8(c[1], beta), s11 = start8(c[1] + 8, beta);
+    v8 s20 = start8(c[2], beta), s21 = start8(c[2] + 8, beta);
+    v8 s30 = start8(c[3], beta), s31 = start8(c[3] + 8, beta);
     for (int k = 0; k < K; k++) {
         const float *b = B + (size_t)k * N + j0;
         v8 b0, b1;
@@ -105,37 +107,41 @@ __attribute__((target("avx"))) static void block_avx(int i0, int j0, int K, cons
 }
 
 /* One element, in the same order as a block's. */
-static void element(int i, int j, int K, const float *A, int lda, int ta, const float *B, int N,
-                    float beta, float *C, int ldc)
+static void element(int i, int j, int K, const float *A, size_t si, size_t sk, const float *B,
+                    int N, float beta, float *C, int ldc)
 {
     float acc = beta == 0 ? 0 : C[(size_t)i * ldc + j] * beta;
     for (int k = 0; k < K; k++)
-        acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * B[(size_t)k * N + j];
+        acc += A[(size_t)i * si + (size_t)k * sk] * B[(size_t)k * N + j];
     C[(size_t)i * ldc + j] = acc;
 }
 
 int eeb_ref_gemm_portable(int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc)
 {
-    /* op(B) packed K x N, contiguous rows */
-    float *packed = malloc((size_t)K * N * sizeof *packed + 1);
-    if (!packed)
-        return -1;
-    for (int k = 0; k < K; k++)
-        for (int j = 0; j < N; j++)
-            packed[(size_t)k * N + j] = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+    /* op(B) as K x N contiguous rows: B itself when it is so already, else
+     * packed (a transposed weight matrix) */
+    float *packed = NULL;
+    if (tb || ldb != N) {
+        if (!(packed = malloc((size_t)K * N * sizeof *packed + 1)))
+            return -1;
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++)
+                packed[(size_t)k * N + j] = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+        B = packed;
+    }
     int mb = M - M % ROWS, nb = N - N % COLS;
     size_t si = ta ? 1 : (size_t)lda, sk = ta ? (size_t)lda : 1;
     int wide = __builtin_cpu_supports("avx"), wb = wide ? N - N % (2 * COLS) : 0;
     for (int i = 0; i < mb; i += ROWS) {
         for (int j = 0; j < wb; j += 2 * COLS)
-            block_avx(i, j, K, A, si, sk, packed, N, beta, C, ldc);
+            block_avx(i, j, K, A, si, sk, B, N, beta, C, ldc);
         for (int j = wb; j < nb; j += COLS)
-            block(i, j, K, A, si, sk, packed, N, beta, C, ldc);
+            block(i, j, K, A, si, sk, B, N, beta, C, ldc);
     }
     for (int i = 0; i < M; i++)
         for (int j = i < mb ? nb : 0; j < N; j++)
-            element(i, j, K, A, lda, ta, packed, N, beta, C, ldc);
+            element(i, j, K, A, si, sk, B, N, beta, C, ldc);
     free(packed);
     return 0;
 }
