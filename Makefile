@@ -47,6 +47,7 @@ LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpg
                        fpga/model/*.c sut/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c tests/sut/sut_data.c \
+             tests/server/fault_proxy.c \
              tests/tasks/task_data.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
@@ -252,7 +253,7 @@ VALGRIND := LD_PRELOAD=$(abspath $(VG_SHIM)) valgrind --error-exitcode=99 --fair
 # (sut_plugin, a team's library loaded by sut/plugin.c, is left to make
 # asan, which checks its bounds but not reads of unwritten memory: under
 # memcheck it took 111 s of CPU, more than CI's 20 minutes could spare.)
-VALGRIND_SUITES := metrics shard rundb energy power_rule sources ops gemm sut_builtin sut_exec
+VALGRIND_SUITES := metrics shard rundb chain stream energy power_rule sources ops gemm sut_builtin sut_exec
 VG_RUN := $(BUILD)/valgrind/run
 valgrind: $(EEB) $(TESTS) $(REPLAYS) $(VG_SHIM)
 	@rm -rf $(BUILD)/valgrind && mkdir -p $(VG_RUN)

@@ -2,10 +2,10 @@
  * client.c - the evaluation server's client on libcurl.  A call that fails
  * for a reason that may pass (no connection, a timeout, 429, 5xx) is tried
  * again after a pause that doubles; the server makes every step safe to
- * repeat, so a retry never counts twice.  A local run is sent as the
- * server records one: its power log in chunks numbered in a fixed order
- * (the same database gives the same chunks, byte for byte), its
- * predictions without the truth they were judged by locally.
+ * repeat, so a retry never counts twice.  A run is sent as the server
+ * records one: its chain of events and samples link by link, from the
+ * first link the server lacks; its predictions without the truth they were
+ * judged by locally.
  */
 #include "eeb_client.h"
 
@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHUNK_SAMPLES    4000 /* about 250 KB of JSON */
-#define CHUNK_EVENTS     1000
-#define PREDICTION_BATCH 500
-#define MAX_REPLY        (64 << 20)
+#define LINK_BATCH_RECORDS 4096 /* samples and events: about 400 KB of JSON, under 1 MiB */
+#define LINK_BATCH_LINKS   1000
+#define PREDICTION_BATCH   500
+#define MAX_REPLY          (64 << 20)
 
 int eeb_client_init(struct eeb_client *c, const char *url, const char *token, char *err,
                     size_t errlen)
@@ -50,6 +50,14 @@ int eeb_client_init(struct eeb_client *c, const char *url, const char *token, ch
     c->tries = 6, c->backoff_s = 0.25, c->timeout_s = 60;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!(c->curl = curl_easy_init()))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "libcurl: cannot make a handle");
+    return EEB_OK;
+}
+
+int eeb_client_clone(const struct eeb_client *from, struct eeb_client *to, char *err, size_t errlen)
+{
+    *to = *from;
+    if (!(to->curl = curl_easy_init()))
         return eeb_errf(err, errlen, EEB_ENOMEM, "libcurl: cannot make a handle");
     return EEB_OK;
 }
@@ -269,101 +277,123 @@ json_t *eeb_client_declaration(const char *config_json, int official)
     return o;
 }
 
-/* The chunk being filled, and the numbering. */
-struct chunker {
+/* The links of one request being gathered. */
+struct link_batch {
     struct eeb_client *c;
-    int64_t server_run, seq;
-    json_t *samples;
-    char source[256];
-    uint64_t sent, held;
+    char path[96];
+    json_t *links;
+    size_t records;
+    int64_t *next; /* the server's next link, as it last answered */
     char *err;
     size_t errlen;
 };
 
-static int send_chunk(struct chunker *k, json_t *samples, json_t *events, const char *source)
+static int flush_links(struct link_batch *b)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)k->server_run);
-    json_t *body = json_pack("{s:I, s:s, s:O, s:O}", "seq", (json_int_t)k->seq++, "source", source,
-                             "samples", samples, "events", events);
-    json_t *reply = NULL;
-    int rc = body ? eeb_client_call(k->c, "POST", path, body, &reply, k->err, k->errlen)
-                  : eeb_errf(k->err, k->errlen, EEB_ENOMEM, "out of memory");
-    if (rc == EEB_OK) {
-        k->sent += json_array_size(samples) + json_array_size(events);
-        if (!json_is_true(json_object_get(reply, "stored")))
-            k->held++;
-    }
+    if (!json_array_size(b->links))
+        return EEB_OK;
+    json_t *body = json_pack("{s:O}", "links", b->links), *reply = NULL;
+    int rc = body ? eeb_client_call(b->c, "POST", b->path, body, &reply, b->err, b->errlen)
+                  : eeb_errf(b->err, b->errlen, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK)
+        *b->next = json_integer_value(json_object_get(reply, "next"));
     json_decref(reply);
     json_decref(body);
+    json_array_clear(b->links);
+    b->records = 0;
     return rc;
 }
 
-static int flush_samples(struct chunker *k)
+/* A link as the server takes it: its records with the bytes hashed. */
+static json_t *link_json(const struct eeb_rundb_link *l)
 {
-    if (!json_array_size(k->samples))
-        return EEB_OK;
-    json_t *none = json_array();
-    int rc = send_chunk(k, k->samples, none, k->source);
-    json_decref(none);
-    json_array_clear(k->samples);
+    json_t *o = json_pack("{s:I, s:s, s:s}", "seq", (json_int_t)l->seq, "kind",
+                          eeb_link_kind_name(l->kind), "head", l->head);
+    if (o && l->kind == EEB_LINK_ORIGIN) {
+        json_object_set_new(o, "uuid", json_string(l->uuid));
+        json_object_set_new(o, "config_sha256", json_string(l->config_sha256));
+    } else if (o && l->kind == EEB_LINK_EVENT) {
+        const struct eeb_rundb_event *e = &l->event;
+        json_object_set_new(o, "event",
+                            json_pack("[I, I, s, s?]", (json_int_t)e->t_mono_ns,
+                                      (json_int_t)e->t_utc_ns, e->kind, e->payload));
+    } else if (o) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < l->nsamples; i++) {
+            const struct eeb_sample *s = &l->samples[i];
+            json_array_append_new(a, json_pack("[I, I, f, o, o, I]", (json_int_t)s->t_mono_ns,
+                                               (json_int_t)s->t_utc_ns, s->watts,
+                                               eeb_json_number(s->volts), eeb_json_number(s->amps),
+                                               (json_int_t)s->flags));
+        }
+        json_object_set_new(o, "source", json_string(l->source));
+        json_object_set_new(o, "samples", a);
+    }
+    return o;
+}
+
+static int batch_link(void *arg, const struct eeb_rundb_link *l)
+{
+    struct link_batch *b = arg;
+    size_t records = l->kind == EEB_LINK_SAMPLES ? l->nsamples : 1;
+    int rc = b->records + records > LINK_BATCH_RECORDS ? flush_links(b) : EEB_OK;
+    json_t *o = rc == EEB_OK ? link_json(l) : NULL;
+    if (rc == EEB_OK && !o)
+        rc = eeb_errf(b->err, b->errlen, EEB_ENOMEM, "link %lld: out of memory", (long long)l->seq);
+    if (rc)
+        return rc;
+    json_array_append_new(b->links, o);
+    b->records += records;
+    return json_array_size(b->links) >= LINK_BATCH_LINKS ? flush_links(b) : EEB_OK;
+}
+
+int eeb_client_send_links(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
+                          int64_t run, int64_t *next, char *err, size_t errlen)
+{
+    struct link_batch b = {
+        .c = c, .links = json_array(), .next = next, .err = err, .errlen = errlen};
+    snprintf(b.path, sizeof b.path, "/api/v1/runs/%lld/links", (long long)server_run);
+    int rc = b.links ? eeb_rundb_links_each(h, run, *next, batch_link, &b, err, errlen)
+                     : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK)
+        rc = flush_links(&b);
+    json_decref(b.links);
     return rc;
 }
 
-static int chunk_sample(void *arg, const char *source, const struct eeb_sample *s)
+/* The link the server expects next of server_run. */
+static int next_link(struct eeb_client *c, int64_t server_run, int64_t *next, char *err,
+                     size_t errlen)
 {
-    struct chunker *k = arg;
-    int rc = EEB_OK;
-    if (json_array_size(k->samples) == CHUNK_SAMPLES || strcmp(source, k->source))
-        rc = flush_samples(k);
-    snprintf(k->source, sizeof k->source, "%s", source);
-    json_array_append_new(k->samples, json_pack("[I, I, f]", (json_int_t)s->t_mono_ns,
-                                                (json_int_t)s->t_utc_ns, s->watts));
+    char path[96];
+    json_t *reply = NULL;
+    snprintf(path, sizeof path, "/api/v1/runs/%lld", (long long)server_run);
+    int rc = eeb_client_call(c, "GET", path, NULL, &reply, err, errlen);
+    if (rc == EEB_OK)
+        *next = json_integer_value(json_object_get(reply, "links"));
+    json_decref(reply);
     return rc;
 }
 
-struct event_list {
-    json_t *events;
-};
-
-static int gather_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
-{
-    struct event_list *l = arg;
-    json_t *p = payload ? json_loads(payload, 0, NULL) : NULL;
-    json_array_append_new(l->events, json_pack("[I, I, s, o]", (json_int_t)t, (json_int_t)utc, kind,
-                                               p && json_is_object(p) ? p : json_null()));
-    if (p && !json_is_object(p))
-        json_decref(p);
-    return 0;
-}
-
-/* Run's power log, its events then its samples, in numbered chunks. */
-static int send_power(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
+/* The run's chain, from the link the server lacks. */
+static int send_chain(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h, int64_t run,
                       char *err, size_t errlen)
 {
-    struct chunker k = {
-        .c = c, .server_run = server_run, .samples = json_array(), .err = err, .errlen = errlen};
-    struct event_list l = {json_array()};
-    /* the events first, in chunks of their own; then the samples in time order */
-    int rc = eeb_rundb_events_each(h, run, gather_event, &l, err, errlen);
-    for (size_t i = 0; rc == EEB_OK && i < json_array_size(l.events); i += CHUNK_EVENTS) {
-        json_t *part = json_array(), *none = json_array();
-        for (size_t j = i; j < i + CHUNK_EVENTS && j < json_array_size(l.events); j++)
-            json_array_append(part, json_array_get(l.events, j));
-        rc = send_chunk(&k, none, part, "events");
-        json_decref(part), json_decref(none);
-    }
+    int64_t next = 0, from;
+    int rc = next_link(c, server_run, &next, err, errlen);
+    from = next;
     if (rc == EEB_OK)
-        rc = eeb_rundb_samples_each(h, run, INT64_MIN, INT64_MAX, chunk_sample, &k, err, errlen);
-    if (rc == EEB_OK)
-        rc = flush_samples(&k);
-    if (rc == EEB_OK && c->log)
-        fprintf(c->log,
-                "eeb: power log sent: %lld chunks, %llu samples and events (%llu chunks "
-                "the server held already)\n",
-                (long long)k.seq, (unsigned long long)k.sent, (unsigned long long)k.held);
-    json_decref(l.events);
-    json_decref(k.samples);
+        rc = eeb_client_send_links(c, server_run, h, run, &next, err, errlen);
+    if (rc == EEB_OK && next == 0)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "%s: run %lld has no chain (it was written before eeb chained its "
+                        "records): the server takes a run's record as a chain",
+                        eeb_rundb_path(h), (long long)run);
+    if (rc == EEB_OK && c->log && from == next)
+        fprintf(c->log, "eeb: chain: the server holds all %lld links\n", (long long)next);
+    else if (rc == EEB_OK && c->log)
+        fprintf(c->log, "eeb: chain sent: links %lld to %lld (the server held %lld)\n",
+                (long long)from, (long long)next - 1, (long long)from);
     return rc;
 }
 
@@ -477,7 +507,7 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
 {
     char path[96];
     snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)server_run);
-    int rc = send_power(c, server_run, h, run, err, errlen);
+    int rc = send_chain(c, server_run, h, run, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_client_call(c, "POST", path, NULL, NULL, err, errlen);
     if (rc == EEB_OK)

@@ -94,6 +94,15 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
             printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
                    window, worst);
     }
+    const struct eeb_chain_check *c = &figs->chain;
+    if (c->broken)
+        printf("  chain    BREAKS after %lld links: %s\n", (long long)c->links, c->why);
+    else if (c->links)
+        printf("  chain    %lld links verified (%lld events, %lld samples%s), head %s\n",
+               (long long)c->links, (long long)c->events, (long long)c->samples,
+               c->received ? "; begun by the run that sent it" : "", c->head);
+    else
+        printf("  chain    none\n");
     if (test_note[0])
         printf("  test     %s\n", test_note);
     printf("verdict: %s", eeb_run_verdict(o, 0));
@@ -131,6 +140,12 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
     json_object_set_new(j, "p_max_w", eeb_json_number(figs->n ? o->p_max_w : NAN));
     json_object_set_new(j, "worst_window_w", eeb_json_number(figs->n ? o->worst_w : NAN));
     json_object_set_new(j, "window_s", eeb_json_number(figs->n ? o->window_s : NAN));
+    const struct eeb_chain_check *c = &figs->chain;
+    json_object_set_new(j, "chain",
+                        json_pack("{s:I, s:I, s:I, s:s?, s:b, s:s?}", "links", (json_int_t)c->links,
+                                  "events", (json_int_t)c->events, "samples",
+                                  (json_int_t)c->samples, "head", c->links ? c->head : NULL,
+                                  "received", c->received, "breaks", c->broken ? c->why : NULL));
     if (test_shard)
         json_object_set_new(
             j, "test", json_pack("{s:s, s:I}", "shard", test_shard, "agreed", (json_int_t)agreed));

@@ -22,7 +22,7 @@ static void help(void)
 {
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
-         "                 [--finetune TASK=FILE.eebd ...]\n"
+         "                 [--finetune TASK=FILE.eebd ...] [--stream-allowance S]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
          "\n"
@@ -37,17 +37,21 @@ static void help(void)
          "                                  dsp}, \"provenance\", \"device\", \"finetune\": "
          "SHA256,\n"
          "                                  \"official\"...}: its budgets, rules, fine-tune set\n"
-         "  GET  /api/v1/runs/ID            the run, and once scored its verdict\n"
-         "  POST /api/v1/runs/ID/power      {\"seq\": N, \"samples\": [[t_mono_ns, t_utc_ns, "
-         "W]..],\n"
-         "                                  \"events\": [[t_mono_ns, t_utc_ns, kind, {..}]..]}: a\n"
-         "                                  chunk, stored once (sent again: held, 200)\n"
+         "  GET  /api/v1/runs/ID            the run, the next link of its chain it expects, and\n"
+         "                                  once scored its verdict\n"
+         "  POST /api/v1/runs/ID/links      {\"links\": [{\"seq\", \"kind\", \"head\", ..}..]}: "
+         "links\n"
+         "                                  of the run's chain with their events or samples,\n"
+         "                                  each checked against the chain held and stamped\n"
+         "                                  with the server's clock (sent again: held)\n"
          "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
          "  GET  /api/v1/runs/ID/test       then: the task's test inputs, labels stripped (.eebd)\n"
          "  POST /api/v1/runs/ID/predictions  {\"predictions\": [{\"id\", \"top\": [..]} or\n"
          "                                  {\"id\", \"boxes\": [[class, score, x0, y0, x1, "
          "y1]..]}]}\n"
          "  POST /api/v1/runs/ID/score      the server recounts M_s with its labels and judges\n"
+         "                                  the chain it holds; an official run's is invalid if\n"
+         "                                  its fine-tune was not streamed as it went\n"
          "  GET  /api/v1/leaderboard?task=T[&provenance=P][&device=D]   ranked by S\n"
          "  GET  /leaderboard, /runs/ID     the pages: tables sortable by column; a run's report\n"
          "Writes need `Authorization: Bearer TOKEN`, and a team reaches only its own runs\n"
@@ -77,6 +81,10 @@ static void help(void)
          "                     the TASK fine-tune set runs train on: registration names it\n"
          "                     by its SHA-256 and refuses a run that declares another one,\n"
          "                     or an official run that declares none (repeat per task)\n"
+         "  --stream-allowance S\n"
+         "                     an official run's stream: the longest a link of its\n"
+         "                     fine-tune may arrive after the run wrote it, and the longest\n"
+         "                     pause between links, in seconds (default 10)\n"
          "  -h, --help         show this help");
 }
 
@@ -157,6 +165,7 @@ int eeb_cmd_serve(int argc, char **argv)
         O_BURST,
         O_TEST,
         O_FINETUNE,
+        O_STREAM,
         O_N
     };
     static const struct option options[] = {{"db", 1, 0, O_DB},
@@ -168,6 +177,7 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"burst", 1, 0, O_BURST},
                                             {"test", 1, 0, O_TEST},
                                             {"finetune", 1, 0, O_FINETUNE},
+                                            {"stream-allowance", 1, 0, O_STREAM},
                                             {"out", 1, 0, 'o'},
                                             {"n", 1, 0, O_N},
                                             {"help", 0, 0, 'h'},
@@ -193,6 +203,11 @@ int eeb_cmd_serve(int argc, char **argv)
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
         case O_TEST: rc = per_task("--test", optarg, cfg.test); break;
         case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
+        case O_STREAM:
+            rc = eeb_cli_number(cmd, "--stream-allowance", optarg, &cfg.stream_allowance_s);
+            if (rc == 0 && !(cfg.stream_allowance_s > 0))
+                rc = eeb_cli_usage_error(cmd, "--stream-allowance must be a positive number");
+            break;
         case 'o': out = optarg; break;
         case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &n); break;
         case 'h': help(); return EEB_EXIT_OK;

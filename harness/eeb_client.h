@@ -1,7 +1,7 @@
 /*
  * eeb_client.h - the evaluation server's client (libcurl): JSON calls that
  * retry transient failures with backoff, and a run database sent to the
- * server -- registered, its power log in numbered chunks, its predictions
+ * server -- registered, its chain link by link, its predictions
  * without their truth, scored there.  Every step can be repeated without
  * harm, so a submission cut off midway is simply run again.
  */
@@ -27,6 +27,10 @@ struct eeb_client {
 int eeb_client_init(struct eeb_client *c, const char *url, const char *token, char *err,
                     size_t errlen);
 void eeb_client_free(struct eeb_client *c);
+/* A second client like from, on a connection of its own: libcurl's handle
+ * serves one thread at a time. */
+int eeb_client_clone(const struct eeb_client *from, struct eeb_client *to, char *err,
+                     size_t errlen);
 
 /*
  * method path with body (NULL: none; not taken): the server's JSON answer
@@ -49,12 +53,18 @@ json_t *eeb_client_declaration(const char *config_json, int official);
 
 struct eeb_rundb;
 
-/* A run's record sent and judged: power log, complete, predictions,
- * score; each step harmless if repeated. */
+/* Sends run's links from *next on, with their records, in requests of a
+ * few thousand records; *next, the server's next link as it answered. */
+int eeb_client_send_links(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
+                          int64_t run, int64_t *next, char *err, size_t errlen);
+
+/* A run's record sent and judged: its chain from the first link the
+ * server lacks, complete, predictions, score; each step harmless if
+ * repeated. */
 int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db, int64_t run,
                         json_t **verdict, char *err, size_t errlen);
 
-/* The whole submission of a finished local run: register, power,
+/* The whole submission of a finished local run: register, its chain,
  * complete, predictions, score.  *server_run: the server's id for it, or
  * if not 0 on entry, the one to resume. */
 int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,

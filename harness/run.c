@@ -76,6 +76,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = r.eval->enroll(&r, err, errlen);
     if (rc == EEB_OK)
         rc = run_create(&r, err, errlen);
+    if (rc == EEB_OK && r.eval->created)
+        rc = r.eval->created(&r, err, errlen);
     if (rc == EEB_OK)
         rc = run_deploy(&r, err, errlen);
     if (rc == EEB_OK)
@@ -98,6 +100,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         else if (rc == EEB_OK)
             rc = eeb_errf(err, errlen, EEB_EDB, "%s", err2);
     }
+    if (r.eval->release)
+        r.eval->release(&r);
     if (r.test_inputs[0])
         unlink(r.test_inputs);
     if (r.private_dir[0]) { /* what the SUT left in its work directory stays */

@@ -58,11 +58,12 @@ struct run {
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
     char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
-    int64_t ft_begin, ft_end; /* the metered window */
-    int abandoned;            /* the worker still holds sut and bt */
-    char test_inputs[4200];   /* official mode: the server's test inputs, downloaded */
-    int submitting;           /* official mode: the record is being sent */
-    int unlogged;             /* fine-tuning stopped: the power log could not be written */
+    int64_t ft_begin, ft_end;  /* the metered window */
+    int abandoned;             /* the worker still holds sut and bt */
+    char test_inputs[4200];    /* official mode: the server's test inputs, downloaded */
+    int submitting;            /* official mode: the record is being sent */
+    int unlogged;              /* fine-tuning stopped: the power log could not be written */
+    struct run_stream *stream; /* official mode: the chain streamed (run_stream.c) */
 };
 
 /*
@@ -77,6 +78,12 @@ struct run_evaluator {
     /* INIT done, before the run is created: the run registered, and the
      * terms it is held to taken.  optional: NULL means nobody to tell */
     int (*enroll)(struct run *r, char *err, size_t errlen);
+    /* The run created: what the evaluator follows of it from here.
+     * optional: NULL means nothing */
+    int (*created)(struct run *r, char *err, size_t errlen);
+    /* The run over, however it ended: what created started, stopped.
+     * optional: NULL means nothing */
+    void (*release)(struct run *r);
     /* The configuration's keys that say who tests: "test", "official". */
     void (*describe)(const struct run *r, json_t *config);
     /* STOPPED: the path of the test inputs, ready to read. */
@@ -96,6 +103,12 @@ int64_t run_event(struct run *r, const char *kind, json_t *payload);
 int run_enter(struct run *r, enum eeb_run_state state, char *err, size_t errlen);
 void run_progress(struct run *r, struct eeb_run_progress *p);
 int run_cancelled(const struct run *r);
+
+/* run_stream.c: official mode's chain sent to the server as it is
+ * written, from start (the run created) to stop (fine-tuning over; every
+ * link written by then sent).  stop is harmless without a start. */
+int run_stream_start(struct run *r, char *err, size_t errlen);
+int run_stream_stop(struct run *r, char *err, size_t errlen);
 
 /* run_prepare.c */
 int run_prepare(struct run *r, char *err, size_t errlen);

@@ -87,15 +87,26 @@ static int enroll(struct run *r, char *err, size_t errlen)
     return rc;
 }
 
-/* Official mode, at STOPPED: the server told fine-tuning is complete,
- * and its test inputs (no labels) downloaded beside the database. */
+/* The stream stopped where the run ended without a test stage (aborted,
+ * or an error); what it did not send, the submission sends. */
+static void stop_stream(struct run *r)
+{
+    char ignored[512];
+    (void)run_stream_stop(r, ignored, sizeof ignored);
+}
+
+/* Official mode, at STOPPED: the fine-tune's chain sent whole, the server
+ * told fine-tuning is complete, and its test inputs (no labels) downloaded
+ * beside the database. */
 static int fetch_test_inputs(struct run *r, const char **inputs, char *err, size_t errlen)
 {
     struct eeb_client *cl = r->hooks->server;
     char path[96];
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)r->out->server_run);
-    int rc = eeb_client_call(cl, "POST", path, NULL, NULL, err, errlen);
+    int rc = run_stream_stop(r, err, errlen);
     if (rc)
+        return rc;
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)r->out->server_run);
+    if ((rc = eeb_client_call(cl, "POST", path, NULL, NULL, err, errlen)))
         return rc;
     snprintf(r->test_inputs, sizeof r->test_inputs, "%.4150s.test-XXXXXX", r->c->db);
     int fd = mkstemp(r->test_inputs);
@@ -159,6 +170,7 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
     int rc = run_enter(r, EEB_RUN_SCORE, err, errlen);
     if (rc)
         return rc;
+    stop_stream(r);
     r->submitting = 1;
     rc =
         eeb_client_send_run(r->hooks->server, out->server_run, r->db, r->id, &verdict, err, errlen);
@@ -191,6 +203,8 @@ static void describe(const struct run *r, json_t *config)
 
 const struct run_evaluator run_official_evaluator = {
     .enroll = enroll,
+    .created = run_stream_start, /* the chain streamed to the server until STOPPED */
+    .release = stop_stream,
     .describe = describe,
     .test_inputs = fetch_test_inputs,
     .judge = submit,

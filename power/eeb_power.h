@@ -179,6 +179,10 @@ int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_con
  * payload_json may be NULL.  Returns its time. */
 int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *payload_json);
 
+/* Returns once everything sampled and marked before the call is
+ * committed (the writer drains at once). */
+void eeb_sampler_sync(struct eeb_sampler *s);
+
 void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out);
 
 /* The results the sampler stores for its run when it stops (provenance

@@ -49,6 +49,8 @@ struct eeb_sampler {
     pthread_mutex_t lock; /* the event queue, and waking the writer */
     pthread_cond_t wake;
     struct event *events, **events_tail;
+    pthread_cond_t synced;         /* sync_done moved */
+    uint64_t sync_want, sync_done; /* eeb_sampler_sync's requests, and the writer's answer */
 
     /* written by the sampler thread, read by anyone */
     _Atomic uint64_t samples, failed, dropped;
@@ -265,7 +267,14 @@ static void *writer_main(void *arg)
     }
     for (;;) {
         int stopping = atomic_load(&s->stop) == 2; /* the sampler has ended */
+        pthread_mutex_lock(&s->lock);
+        uint64_t want = s->sync_want; /* what this drain answers */
+        pthread_mutex_unlock(&s->lock);
         drain(s, buf);
+        pthread_mutex_lock(&s->lock);
+        s->sync_done = stopping ? UINT64_MAX : want;
+        pthread_cond_broadcast(&s->synced);
+        pthread_mutex_unlock(&s->lock);
         if (stopping)
             break;
         struct timespec until;
@@ -273,7 +282,7 @@ static void *writer_main(void *arg)
         until.tv_nsec += WRITE_PERIOD_MS * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L, until.tv_nsec %= 1000000000L;
         pthread_mutex_lock(&s->lock);
-        if (atomic_load(&s->stop) != 2)
+        if (atomic_load(&s->stop) != 2 && s->sync_want == s->sync_done)
             pthread_cond_timedwait(&s->wake, &s->lock, &until);
         pthread_mutex_unlock(&s->lock);
     }
@@ -296,6 +305,7 @@ static void sampler_free(struct eeb_sampler *s)
     eeb_rundb_close(s->db);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->synced);
     free(s->jitter);
     free(s);
 }
@@ -313,6 +323,7 @@ int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_con
     s->events_tail = &s->events;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->synced, NULL);
     s->jitter = calloc(JITTER_BUCKETS, sizeof *s->jitter);
     int rc = power_ring_init(&s->ring, cfg->ring);
     if (rc == EEB_EINVAL)
@@ -339,6 +350,16 @@ int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_con
     }
     *out = s;
     return EEB_OK;
+}
+
+void eeb_sampler_sync(struct eeb_sampler *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t mine = ++s->sync_want;
+    pthread_cond_signal(&s->wake);
+    while (s->sync_done < mine)
+        pthread_cond_wait(&s->synced, &s->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out)

@@ -10,6 +10,7 @@
 #define EEB_RECORD_H
 
 #include "common/eeb_common.h"
+#include "rundb/eeb_rundb.h"
 #include "scoring/eeb_score.h"
 
 #include <stddef.h>
@@ -81,7 +82,8 @@ enum { EEB_CHECK_FIGURES = 8 };
 
 struct eeb_check_figures {
     struct eeb_check_figure f[EEB_CHECK_FIGURES];
-    size_t n; /* 0: the run was not judged (incomplete, aborted, an error) */
+    size_t n;                     /* 0: the run was not judged (incomplete, aborted, an error) */
+    struct eeb_chain_check chain; /* its record's chain, verified */
 };
 
 /* The stored predictions' truth against the test shard at shard_path,
@@ -97,7 +99,8 @@ int eeb_run_check_test_shard(const char *db_path, int64_t run, const char *shard
 
 /* Recomputes every metric and the verdict of run (0: the latest) from the
  * database alone and compares them with what the run stored, each figure
- * into figures (if not NULL). */
+ * into figures (if not NULL), and verifies its chain: a link that breaks,
+ * or no chain at all, makes it invalid. */
 int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
                   struct eeb_run_outcome *out, char *err, size_t errlen);
 

@@ -486,6 +486,21 @@ static int count_sample(void *arg, const char *source, const struct eeb_sample *
     return 0;
 }
 
+/* A chain that breaks, or none, leaves the record unshown to be the one
+ * the run wrote: invalid. */
+static void chain_verdict(const struct eeb_chain_check *c, struct eeb_run_outcome *out)
+{
+    if (!c->broken && c->links)
+        return;
+    out->valid = 0;
+    out->pass = 0;
+    if (c->broken)
+        why(out, "its chain breaks: %s", c->why);
+    else
+        why(out, "it has no chain (written before eeb chained its records, or its links were "
+                 "deleted): nothing shows its record is the one the run wrote");
+}
+
 int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
                   struct eeb_run_outcome *out, char *err, size_t errlen)
 {
@@ -511,6 +526,8 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
                       db_path, (long long)row->id, db_path, (long long)row->id);
         goto out;
     }
+    if ((rc = eeb_rundb_chain_check(sr.db, row->id, &figures->chain, err, errlen)))
+        goto out;
     /* a record that ends without saying why: what it does hold */
     if (!out->complete || (!rec->scored && !rec->error[0] && !rec->abort[0])) {
         uint64_t n = 0;
@@ -572,6 +589,8 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
                 v, *f->unit ? " " : "", f->unit, x, *f->unit ? " " : "", f->unit);
     }
 out:
+    if (rc == EEB_OK && strcmp(row->task, "none"))
+        chain_verdict(&figures->chain, out);
     close_run(&sr);
     return rc;
 }

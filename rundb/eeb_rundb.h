@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EEB_RUNDB_SCHEMA         4          /* the schema version this eeb writes */
+#define EEB_RUNDB_SCHEMA         5          /* the schema version this eeb writes */
 #define EEB_RUNDB_APPLICATION_ID 0x45454231 /* "EEB1" in the SQLite header */
 
 struct eeb_rundb; /* opaque */
@@ -66,9 +66,11 @@ struct eeb_run_new {
     double p_max_w;            /* power budget, watts */
     const char *rules_version; /* scoring rules the run is judged by */
     int power_log;             /* a standalone power log: task 'none', budgets may be NAN */
+    int received;              /* a server's copy: its chain is the sender's (links_add) */
 };
 
-/* Creates a run in state init; fills its row id and a new UUID. */
+/* Creates a run in state init, with the origin of its chain unless it is
+ * received; fills its row id and a new UUID. */
 int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, int64_t *id,
                          char uuid[37], char *err, size_t errlen);
 
@@ -127,7 +129,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 /* complete's reason when fine-tuning was stopped at T_max */
 #define EEB_COMPLETE_TMAX "t_max"
 
-/* Appends an event; payload_json may be NULL, otherwise valid JSON. */
+/* Appends an event and its link; payload_json may be NULL, otherwise valid
+ * JSON.  Inside the caller's transaction if one is open. */
 int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
                         const char *kind, const char *payload_json, char *err, size_t errlen);
 
@@ -144,32 +147,84 @@ struct eeb_sample {
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
                           const struct eeb_sample *samples, size_t n, char *err, size_t errlen);
 
-/* A piece of a run sent over the network: its samples (from one source)
- * and events, numbered by the sender and identified by a digest. */
 struct eeb_rundb_event {
     int64_t t_mono_ns, t_utc_ns;
     const char *kind, *payload; /* payload: JSON or NULL */
 };
-struct eeb_rundb_chunk {
-    int64_t seq; /* >= 0, the sender's numbering */
-    char sha256[EEB_SHA256_HEX];
+
+/* ---- The chain (chain.c; the bytes hashed: docs/check.md) --------------
+ *
+ * Each record a run writes is a link of a hash chain, in the order
+ * written: link 0, the origin, commits to the run's uuid and to its
+ * stored configuration; each later link, one event or one batch of
+ * samples, has as its head the SHA-256 of the head before it and of its
+ * records.  An edit made after the fact, consistent or not, changes the
+ * heads from the edited link on: the heads a server received while the
+ * run went, and the head `eeb check` prints.  Predictions and results are
+ * not links: the server takes predictions only from the run itself, and
+ * results are recomputed.
+ */
+enum eeb_link_kind { EEB_LINK_ORIGIN, EEB_LINK_EVENT, EEB_LINK_SAMPLES, EEB_LINK_KIND_COUNT };
+
+const char *eeb_link_kind_name(enum eeb_link_kind kind); /* origin, event, samples */
+int eeb_link_kind_parse(const char *name, enum eeb_link_kind *out);
+
+struct eeb_rundb_link {
+    int64_t seq;
+    enum eeb_link_kind kind;
+    char head[EEB_SHA256_HEX];
+    int64_t at_utc_ns; /* when it was written; in a server's copy, received */
+    /* origin */
+    char uuid[37], config_sha256[EEB_SHA256_HEX];
+    /* event */
+    struct eeb_rundb_event event;
+    /* samples, from one source */
     const char *source;
     const struct eeb_sample *samples;
     size_t nsamples;
-    const struct eeb_rundb_event *events;
-    size_t nevents;
 };
 
-enum { EEB_CHUNK_HELD = 0, EEB_CHUNK_STORED = 1, EEB_CHUNK_DIFFERS = 2 };
+/* The head l has after prev (the origin has none: NULL). */
+void eeb_rundb_link_head(const char *prev, const struct eeb_rundb_link *l,
+                         char head[EEB_SHA256_HEX]);
+
+/* Calls fn for each link of run from seq from on, with its records as
+ * stored; a non-zero return from fn stops the walk and is returned. */
+int eeb_rundb_links_each(struct eeb_rundb *db, int64_t run, int64_t from,
+                         int (*fn)(void *arg, const struct eeb_rundb_link *l), void *arg, char *err,
+                         size_t errlen);
+
+/* What links_add made of the links it was given. */
+enum eeb_link_verdict {
+    EEB_LINKS_STORED,  /* all stored or held (sent before, the same head) */
+    EEB_LINKS_DIFFERS, /* links[at] is held with another head */
+    EEB_LINKS_GAP,     /* links[at] is not the next: *next is */
+    EEB_LINKS_BREAKS,  /* links[at]'s records do not give its head */
+};
 
 /*
- * Stores a chunk of run in one transaction, unless the run holds chunk seq
- * already: then nothing is written, and the result says whether the chunk
- * held has the same digest (EEB_CHUNK_HELD: a resend, harmless) or not
- * (EEB_CHUNK_DIFFERS).  EEB_CHUNK_STORED, or an error.
+ * A server's copy: stores n links received for run, with their records,
+ * in one transaction, each checked against the chain held so far (the
+ * origin first).  Nothing is stored unless every link is the next, or one
+ * held with the same head.  *next is then the seq the run expects.
+ * Returns EEB_OK with *verdict, or an error.
  */
-int eeb_rundb_chunk_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_chunk *c,
-                        char *err, size_t errlen);
+int eeb_rundb_links_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_link *links,
+                        size_t n, int64_t at_utc_ns, enum eeb_link_verdict *verdict, size_t *at,
+                        int64_t *next, char *err, size_t errlen);
+
+/* A run's chain, verified from its records. */
+struct eeb_chain_check {
+    int64_t links;             /* links stored; 0: a run made before the chain */
+    int64_t events, samples;   /* the records they hold */
+    char head[EEB_SHA256_HEX]; /* the last link's, as recomputed */
+    int received;              /* the origin names another run: a copy received */
+    int broken;                /* the first fault, located, in why */
+    char why[512];
+};
+
+int eeb_rundb_chain_check(struct eeb_rundb *db, int64_t run, struct eeb_chain_check *out, char *err,
+                          size_t errlen);
 
 /*
  * Calls fn for each sample of a run with t0 <= t_mono_ns < t1, in time order.

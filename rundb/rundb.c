@@ -8,6 +8,7 @@
  */
 #include "eeb_rundb.h"
 #include "eeb_rundb_tables.h"
+#include "rundb_int.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -122,6 +123,22 @@ static const char *const migrations[EEB_RUNDB_SCHEMA] = {
     "INSERT INTO results_v4 SELECT * FROM results;"
     "DROP TABLE results;"
     "ALTER TABLE results_v4 RENAME TO results;",
+    /* v4 -> v5: every record a run writes is a link of its hash chain
+     * (chain.c); a server stores the links it receives, which replace the
+     * chunks it recognised resends by. */
+    "CREATE TABLE links ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL CHECK (seq >= 0),"
+    "  kind TEXT NOT NULL CHECK (kind IN ('origin', 'event', 'samples')),"
+    "  count INTEGER NOT NULL CHECK (count >= 0),"
+    "  head TEXT NOT NULL CHECK (length(head) = 64),"
+    "  origin_uuid TEXT CHECK (origin_uuid IS NULL OR length(origin_uuid) = 36),"
+    "  origin_config TEXT CHECK (origin_config IS NULL OR length(origin_config) = 64),"
+    "  at_utc_ns INTEGER NOT NULL,"
+    "  first_row INTEGER,"
+    "  PRIMARY KEY (run_id, seq)"
+    ") STRICT;"
+    "DROP TABLE chunks;",
 };
 
 static const char *const state_names[EEB_RUN_STATE_COUNT] = {
@@ -148,13 +165,7 @@ static const char sets_table[] = "CREATE TABLE IF NOT EXISTS schema_sets ("
                                  "  version INTEGER NOT NULL CHECK (version > 0)"
                                  ") STRICT";
 
-struct eeb_rundb {
-    sqlite3 *h;
-    char *path;
-    sqlite3_stmt *insert_sample; /* the hot path: prepared once */
-};
-
-static int db_error(struct eeb_rundb *db, const char *what, char *err, size_t errlen)
+int rundb_error(struct eeb_rundb *db, const char *what, char *err, size_t errlen)
 {
     return eeb_errf(err, errlen, EEB_EDB, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
 }
@@ -243,7 +254,7 @@ static int migrate_tables(struct eeb_rundb *db, const struct eeb_rundb_tables *t
 {
     char what[192], label[96];
     if (tables_version(db, t, from) != SQLITE_OK)
-        return db_error(db, "reading the schema version", err, errlen);
+        return rundb_error(db, "reading the schema version", err, errlen);
     for (int64_t v = *from; v < t->version; v++) {
         if (sqlite3_exec(db->h, t->migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
             if (t == &run_tables)
@@ -251,10 +262,10 @@ static int migrate_tables(struct eeb_rundb *db, const struct eeb_rundb_tables *t
             else
                 snprintf(what, sizeof what, "migration of the %s to v%lld",
                          tables_label(t, label, sizeof label), (long long)v + 1);
-            return db_error(db, what, err, errlen);
+            return rundb_error(db, what, err, errlen);
         }
         if (record_version(db, t, v + 1) != SQLITE_OK)
-            return db_error(db, "setting the schema version", err, errlen);
+            return rundb_error(db, "setting the schema version", err, errlen);
     }
     return EEB_OK;
 }
@@ -269,7 +280,7 @@ static int migrate(struct eeb_rundb *db, const struct eeb_rundb_tables *tables, 
     /* IMMEDIATE takes the write lock before we re-read the version, so two
      * processes opening a new file at once do not both create tables. */
     if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(db, "cannot lock for migration", err, errlen);
+        return rundb_error(db, "cannot lock for migration", err, errlen);
     int64_t from = 0, tables_from = 0;
     int rc = migrate_tables(db, &run_tables, &from, err, errlen);
     if (rc == EEB_OK && tables)
@@ -282,7 +293,7 @@ static int migrate(struct eeb_rundb *db, const struct eeb_rundb_tables *tables, 
     int64_t broken = 0;
     if (from > 0 && (runs_moved || tables_moved) &&
         query_int(db->h, "SELECT count(*) FROM pragma_foreign_key_check", &broken) != SQLITE_OK) {
-        rc = db_error(db, "checking foreign keys after migrating", err, errlen);
+        rc = rundb_error(db, "checking foreign keys after migrating", err, errlen);
         goto out;
     }
     if (broken) {
@@ -299,7 +310,7 @@ static int migrate(struct eeb_rundb *db, const struct eeb_rundb_tables *tables, 
         goto out;
     }
     if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_error(db, "committing the migration", err, errlen);
+        rc = rundb_error(db, "committing the migration", err, errlen);
 out:
     if (rc)
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
@@ -314,7 +325,7 @@ static int recognize_tables(struct eeb_rundb *db, const struct eeb_rundb_tables 
     int64_t v;
     char label[96];
     if (tables_version(db, t, &v) != SQLITE_OK)
-        return db_error(db, "reading the schema versions", err, errlen);
+        return rundb_error(db, "reading the schema versions", err, errlen);
     if (v > t->version)
         return eeb_errf(err, errlen, EEB_EVERSION,
                         "%s: %s schema v%lld was written by a newer eeb (this eeb reads up to "
@@ -343,7 +354,7 @@ static int recognize(struct eeb_rundb *db, enum eeb_rundb_mode mode,
                         db->path);
     if (rc != SQLITE_OK || query_int(db->h, "PRAGMA user_version", &version) != SQLITE_OK ||
         query_int(db->h, "SELECT count(*) FROM sqlite_schema", &objects) != SQLITE_OK)
-        return db_error(db, "reading the database header", err, errlen);
+        return rundb_error(db, "reading the database header", err, errlen);
 
     if (app_id == 0 && version == 0 && objects == 0) {
         if (mode == EEB_RUNDB_READONLY)
@@ -404,12 +415,12 @@ int eeb_rundb_open_with(const char *path, enum eeb_rundb_mode mode,
         goto fail;
     if (sqlite3_open_v2(path, &db->h, open_flags(path, mode) | SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK) {
-        rc = db_error(db, "cannot open", err, errlen);
+        rc = rundb_error(db, "cannot open", err, errlen);
         goto fail;
     }
     if (mode == EEB_RUNDB_READONLY &&
         sqlite3_exec(db->h, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_error(db, "opening read-only", err, errlen);
+        rc = rundb_error(db, "opening read-only", err, errlen);
         goto fail;
     }
     sqlite3_extended_result_codes(db->h, 0);
@@ -426,7 +437,7 @@ int eeb_rundb_open_with(const char *path, enum eeb_rundb_mode mode,
          * makes each committed batch of samples survive a power cut. */
         if (sqlite3_exec(db->h, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", NULL, NULL,
                          NULL) != SQLITE_OK) {
-            rc = db_error(db, "enabling WAL", err, errlen);
+            rc = rundb_error(db, "enabling WAL", err, errlen);
             goto fail;
         }
         if ((rc = migrate(db, tables, err, errlen)))
@@ -434,7 +445,7 @@ int eeb_rundb_open_with(const char *path, enum eeb_rundb_mode mode,
     }
     /* After migrating: a migration that rebuilds a table needs them off. */
     if (sqlite3_exec(db->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_error(db, "enabling foreign keys", err, errlen);
+        rc = rundb_error(db, "enabling foreign keys", err, errlen);
         goto fail;
     }
     *out = db;
@@ -462,29 +473,29 @@ void eeb_rundb_close(struct eeb_rundb *db)
 /* ---- Writes ----------------------------------------------------------- */
 
 /* Prepares sql, or reports which statement failed. */
-static int prepare(struct eeb_rundb *db, const char *sql, sqlite3_stmt **st, char *err,
-                   size_t errlen)
+int rundb_prepare(struct eeb_rundb *db, const char *sql, sqlite3_stmt **st, char *err,
+                  size_t errlen)
 {
     if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK)
-        return db_error(db, "preparing a statement", err, errlen);
+        return rundb_error(db, "preparing a statement", err, errlen);
     return EEB_OK;
 }
 
 /* Steps a bound write statement once and finalizes it. */
-static int step_done(struct eeb_rundb *db, sqlite3_stmt *st, const char *what, char *err,
-                     size_t errlen)
+int rundb_step_done(struct eeb_rundb *db, sqlite3_stmt *st, const char *what, char *err,
+                    size_t errlen)
 {
-    int rc = sqlite3_step(st) == SQLITE_DONE ? EEB_OK : db_error(db, what, err, errlen);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? EEB_OK : rundb_error(db, what, err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
 
 /* Ends a batch's transaction: commits it if rc is EEB_OK, else (or if the
  * commit fails) rolls it back; returns the batch's status. */
-static int end_batch(struct eeb_rundb *db, int rc, const char *what, char *err, size_t errlen)
+int rundb_end_batch(struct eeb_rundb *db, int rc, const char *what, char *err, size_t errlen)
 {
     if (rc == EEB_OK && sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_error(db, what, err, errlen);
+        rc = rundb_error(db, what, err, errlen);
     if (rc)
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
     return rc;
@@ -508,7 +519,7 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: run task %d is not a task", db->path,
                         (int)run->task);
     if ((rc = eeb_uuid4(u, err, errlen)) ||
-        (rc = prepare(
+        (rc = rundb_prepare(
              db,
              "INSERT INTO runs (uuid, task, backend, config, t_max_s, p_max_w,"
              " rules_version, state, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, 'init', ?)",
@@ -522,9 +533,17 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
     bind_optional(st, 6, run->p_max_w);
     sqlite3_bind_text(st, 7, run->rules_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 8, eeb_utc_ns());
-    if ((rc = step_done(db, st, "creating a run", err, errlen)))
-        return rc;
+    if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return rundb_error(db, "beginning a run", err, errlen);
+    }
+    rc = rundb_step_done(db, st, "creating a run", err, errlen);
     *id = sqlite3_last_insert_rowid(db->h);
+    if (rc == EEB_OK && !run->received)
+        rc =
+            rundb_chain_origin(db, *id, u, run->config_json ? run->config_json : "{}", err, errlen);
+    if ((rc = rundb_end_batch(db, rc, "committing a new run", err, errlen)))
+        return rc;
     memcpy(uuid, u, sizeof u);
     return EEB_OK;
 }
@@ -533,7 +552,7 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
 static int one_row(struct eeb_rundb *db, sqlite3_stmt *st, int64_t run, const char *what, char *err,
                    size_t errlen)
 {
-    int rc = step_done(db, st, what, err, errlen);
+    int rc = rundb_step_done(db, st, what, err, errlen);
     if (rc == EEB_OK && sqlite3_changes(db->h) != 1)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: no run %lld", db->path, what,
                       (long long)run);
@@ -548,8 +567,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
     if ((unsigned)state >= EEB_RUN_STATE_COUNT)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: run state %d is not a state", db->path,
                         (int)state);
-    if ((rc = prepare(db, "UPDATE runs SET state = ?, finished_utc_ns = ? WHERE id = ?", &st, err,
-                      errlen)))
+    if ((rc = rundb_prepare(db, "UPDATE runs SET state = ?, finished_utc_ns = ? WHERE id = ?", &st,
+                            err, errlen)))
         return rc;
     sqlite3_bind_text(st, 1, state_names[state], -1, SQLITE_STATIC);
     if (state == EEB_RUN_DONE || state == EEB_RUN_FAILED)
@@ -560,37 +579,55 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
     return one_row(db, st, run, "setting the run state", err, errlen);
 }
 
-int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
-                        const char *kind, const char *payload_json, char *err, size_t errlen)
+int rundb_insert_event(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_event *e,
+                       int64_t *row, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db,
-                     "INSERT INTO events (run_id, t_mono_ns, t_utc_ns, kind, payload)"
-                     " VALUES (?, ?, ?, ?, ?)",
-                     &st, err, errlen);
+    int rc = rundb_prepare(db,
+                           "INSERT INTO events (run_id, t_mono_ns, t_utc_ns, kind, payload)"
+                           " VALUES (?, ?, ?, ?, ?)",
+                           &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
-    sqlite3_bind_int64(st, 2, t_mono_ns);
-    sqlite3_bind_int64(st, 3, t_utc_ns);
-    sqlite3_bind_text(st, 4, kind, -1, SQLITE_TRANSIENT);
-    if (payload_json)
-        sqlite3_bind_text(st, 5, payload_json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, e->t_mono_ns);
+    sqlite3_bind_int64(st, 3, e->t_utc_ns);
+    sqlite3_bind_text(st, 4, e->kind, -1, SQLITE_TRANSIENT);
+    if (e->payload)
+        sqlite3_bind_text(st, 5, e->payload, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, 5);
-    return step_done(db, st, "adding an event", err, errlen);
+    rc = rundb_step_done(db, st, "adding an event", err, errlen);
+    *row = sqlite3_last_insert_rowid(db->h);
+    return rc;
 }
 
-/* Inserts n samples inside the caller's transaction. */
-static int insert_samples(struct eeb_rundb *db, int64_t run, const char *source,
-                          const struct eeb_sample *s, size_t n, char *err, size_t errlen)
+int eeb_rundb_event_add(struct eeb_rundb *db, int64_t run, int64_t t_mono_ns, int64_t t_utc_ns,
+                        const char *kind, const char *payload_json, char *err, size_t errlen)
+{
+    const struct eeb_rundb_event e = {t_mono_ns, t_utc_ns, kind, payload_json};
+    /* in the caller's transaction if it has one; else IMMEDIATE, so that
+     * the chain's tip is read and extended under the write lock */
+    int own = sqlite3_get_autocommit(db->h);
+    if (own && sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return rundb_error(db, "beginning an event", err, errlen);
+    int64_t row;
+    int rc = rundb_insert_event(db, run, &e, &row, err, errlen);
+    if (rc == EEB_OK)
+        rc = rundb_chain_event(db, run, &e, row, err, errlen);
+    return own ? rundb_end_batch(db, rc, "committing an event", err, errlen) : rc;
+}
+
+int rundb_insert_samples(struct eeb_rundb *db, int64_t run, const char *source,
+                         const struct eeb_sample *s, size_t n, int64_t *first, char *err,
+                         size_t errlen)
 {
     int rc;
     if (!db->insert_sample &&
-        (rc = prepare(db,
-                      "INSERT INTO samples (run_id, source, t_mono_ns, t_utc_ns, volts, amps,"
-                      " watts, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                      &db->insert_sample, err, errlen)))
+        (rc = rundb_prepare(db,
+                            "INSERT INTO samples (run_id, source, t_mono_ns, t_utc_ns, volts, amps,"
+                            " watts, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            &db->insert_sample, err, errlen)))
         return rc;
     sqlite3_stmt *st = db->insert_sample;
     rc = EEB_OK;
@@ -610,7 +647,9 @@ static int insert_samples(struct eeb_rundb *db, int64_t run, const char *source,
         sqlite3_bind_double(st, 7, s[i].watts);
         sqlite3_bind_int64(st, 8, s[i].flags);
         if (sqlite3_step(st) != SQLITE_DONE)
-            rc = db_error(db, "adding a sample", err, errlen);
+            rc = rundb_error(db, "adding a sample", err, errlen);
+        else if (i == 0)
+            *first = sqlite3_last_insert_rowid(db->h);
         sqlite3_reset(st);
     }
     sqlite3_clear_bindings(st);
@@ -620,94 +659,38 @@ static int insert_samples(struct eeb_rundb *db, int64_t run, const char *source,
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
                           const struct eeb_sample *s, size_t n, char *err, size_t errlen)
 {
-    if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(db, "beginning a sample batch", err, errlen);
-    int rc = insert_samples(db, run, source, s, n, err, errlen);
-    return end_batch(db, rc, "committing a sample batch", err, errlen);
-}
-
-/* The digest a chunk (run, seq) was stored with into held ("" if none). */
-static int chunk_digest(struct eeb_rundb *db, int64_t run, int64_t seq, char held[EEB_SHA256_HEX],
-                        char *err, size_t errlen)
-{
-    sqlite3_stmt *st;
-    int rc =
-        prepare(db, "SELECT sha256 FROM chunks WHERE run_id = ? AND seq = ?", &st, err, errlen);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, run);
-    sqlite3_bind_int64(st, 2, seq);
-    held[0] = '\0';
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW)
-        snprintf(held, EEB_SHA256_HEX, "%s", (const char *)sqlite3_column_text(st, 0));
-    else if (step != SQLITE_DONE)
-        rc = db_error(db, "reading a chunk", err, errlen);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int eeb_rundb_chunk_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_chunk *c,
-                        char *err, size_t errlen)
-{
-    if (c->seq < 0)
-        return eeb_errf(err, errlen, EEB_EINVAL, "%s: chunk seq %lld is negative", db->path,
-                        (long long)c->seq);
-    /* IMMEDIATE: no other writer between the look-up and the insert */
     if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(db, "beginning a chunk", err, errlen);
-    char held[EEB_SHA256_HEX];
-    int rc = chunk_digest(db, run, c->seq, held, err, errlen);
-    if (rc == EEB_OK && held[0]) {
-        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-        return strcmp(held, c->sha256) == 0 ? EEB_CHUNK_HELD : EEB_CHUNK_DIFFERS;
-    }
+        return rundb_error(db, "beginning a sample batch", err, errlen);
+    int64_t first;
+    int rc = rundb_insert_samples(db, run, source, s, n, &first, err, errlen);
     if (rc == EEB_OK)
-        rc = insert_samples(db, run, c->source, c->samples, c->nsamples, err, errlen);
-    for (size_t i = 0; rc == EEB_OK && i < c->nevents; i++) {
-        const struct eeb_rundb_event *e = &c->events[i];
-        rc = eeb_rundb_event_add(db, run, e->t_mono_ns, e->t_utc_ns, e->kind, e->payload, err,
-                                 errlen);
-    }
-    sqlite3_stmt *st = NULL;
-    if (rc == EEB_OK && (rc = prepare(db,
-                                      "INSERT INTO chunks (run_id, seq, sha256, samples, events)"
-                                      " VALUES (?, ?, ?, ?, ?)",
-                                      &st, err, errlen)) == EEB_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int64(st, 2, c->seq);
-        sqlite3_bind_text(st, 3, c->sha256, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, (int64_t)c->nsamples);
-        sqlite3_bind_int64(st, 5, (int64_t)c->nevents);
-        rc = step_done(db, st, "recording a chunk", err, errlen);
-    }
-    rc = end_batch(db, rc, "committing a chunk", err, errlen);
-    return rc ? rc : EEB_CHUNK_STORED;
+        rc = rundb_chain_samples(db, run, source, s, n, first, err, errlen);
+    return rundb_end_batch(db, rc, "committing a sample batch", err, errlen);
 }
 
 int eeb_rundb_predictions_add(struct eeb_rundb *db, int64_t run, const int64_t *items,
                               const char *const *payloads, size_t n, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc =
-        prepare(db, "INSERT OR REPLACE INTO predictions (run_id, item, payload) VALUES (?, ?, ?)",
-                &st, err, errlen);
+    int rc = rundb_prepare(
+        db, "INSERT OR REPLACE INTO predictions (run_id, item, payload) VALUES (?, ?, ?)", &st, err,
+        errlen);
     if (rc)
         return rc;
     if (sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
-        return db_error(db, "beginning a prediction batch", err, errlen);
+        return rundb_error(db, "beginning a prediction batch", err, errlen);
     }
     sqlite3_bind_int64(st, 1, run);
     for (size_t i = 0; i < n && rc == EEB_OK; i++) {
         sqlite3_bind_int64(st, 2, items[i]);
         sqlite3_bind_text(st, 3, payloads[i], -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE)
-            rc = db_error(db, "storing a prediction", err, errlen);
+            rc = rundb_error(db, "storing a prediction", err, errlen);
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    return end_batch(db, rc, "committing a prediction batch", err, errlen);
+    return rundb_end_batch(db, rc, "committing a prediction batch", err, errlen);
 }
 
 int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,
@@ -715,8 +698,9 @@ int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,
                                char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db, "SELECT item, payload FROM predictions WHERE run_id = ? ORDER BY item",
-                     &st, err, errlen);
+    int rc =
+        rundb_prepare(db, "SELECT item, payload FROM predictions WHERE run_id = ? ORDER BY item",
+                      &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
@@ -725,7 +709,7 @@ int eeb_rundb_predictions_each(struct eeb_rundb *db, int64_t run,
         if ((rc = fn(arg, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1))))
             break;
     if (!rc && step != SQLITE_DONE)
-        rc = db_error(db, "reading predictions", err, errlen);
+        rc = rundb_error(db, "reading predictions", err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -737,10 +721,10 @@ int eeb_rundb_result_set(struct eeb_rundb *db, int64_t run, const char *name, do
     if (!isfinite(value))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: result '%s' = %g is not finite", db->path,
                         name, value);
-    int rc = prepare(db,
-                     "INSERT OR REPLACE INTO results (run_id, name, value, unit, provenance)"
-                     " VALUES (?, ?, ?, ?, ?)",
-                     &st, err, errlen);
+    int rc = rundb_prepare(db,
+                           "INSERT OR REPLACE INTO results (run_id, name, value, unit, provenance)"
+                           " VALUES (?, ?, ?, ?, ?)",
+                           &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
@@ -748,7 +732,7 @@ int eeb_rundb_result_set(struct eeb_rundb *db, int64_t run, const char *name, do
     sqlite3_bind_double(st, 3, value);
     sqlite3_bind_text(st, 4, unit, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, provenance, -1, SQLITE_TRANSIENT);
-    return step_done(db, st, "storing a result", err, errlen);
+    return rundb_step_done(db, st, "storing a result", err, errlen);
 }
 
 /* ---- Reads ------------------------------------------------------------ */
@@ -763,11 +747,12 @@ int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_
                            void *arg, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db,
-                     "SELECT source, t_mono_ns, t_utc_ns, volts, amps, watts, flags FROM samples"
-                     " WHERE run_id = ? AND t_mono_ns >= ? AND t_mono_ns < ?"
-                     " ORDER BY t_mono_ns, rowid",
-                     &st, err, errlen);
+    int rc =
+        rundb_prepare(db,
+                      "SELECT source, t_mono_ns, t_utc_ns, volts, amps, watts, flags FROM samples"
+                      " WHERE run_id = ? AND t_mono_ns >= ? AND t_mono_ns < ?"
+                      " ORDER BY t_mono_ns, rowid",
+                      &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
@@ -787,7 +772,7 @@ int eeb_rundb_samples_each(struct eeb_rundb *db, int64_t run, int64_t t0, int64_
             break;
     }
     if (!rc && step != SQLITE_DONE)
-        rc = db_error(db, "reading samples", err, errlen);
+        rc = rundb_error(db, "reading samples", err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -803,7 +788,7 @@ int eeb_rundb_run_ids(struct eeb_rundb *db, int64_t **ids, size_t *n, char *err,
     *ids = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    int rc = prepare(db, "SELECT id FROM runs ORDER BY id", &st, err, errlen);
+    int rc = rundb_prepare(db, "SELECT id FROM runs ORDER BY id", &st, err, errlen);
     size_t cap = 0;
     int step = SQLITE_DONE;
     while (rc == EEB_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -818,7 +803,7 @@ int eeb_rundb_run_ids(struct eeb_rundb *db, int64_t **ids, size_t *n, char *err,
         (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
     }
     if (rc == EEB_OK && step != SQLITE_DONE)
-        rc = db_error(db, "listing the runs", err, errlen);
+        rc = rundb_error(db, "listing the runs", err, errlen);
     sqlite3_finalize(st);
     if (rc) {
         free(*ids);
@@ -833,11 +818,12 @@ int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out,
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
-    int rc = prepare(db,
-                     "SELECT id, uuid, task, backend, config, t_max_s, p_max_w, rules_version,"
-                     " state, created_utc_ns, finished_utc_ns FROM runs"
-                     " WHERE id = ?1 OR (?1 = 0 AND id = (SELECT max(id) FROM runs))",
-                     &st, err, errlen);
+    int rc =
+        rundb_prepare(db,
+                      "SELECT id, uuid, task, backend, config, t_max_s, p_max_w, rules_version,"
+                      " state, created_utc_ns, finished_utc_ns FROM runs"
+                      " WHERE id = ?1 OR (?1 = 0 AND id = (SELECT max(id) FROM runs))",
+                      &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, id);
@@ -860,7 +846,7 @@ int eeb_rundb_run_get(struct eeb_rundb *db, int64_t id, struct eeb_run_row *out,
         rc = id ? eeb_errf(err, errlen, EEB_EINVAL, "%s: no run %lld", db->path, (long long)id)
                 : eeb_errf(err, errlen, EEB_EINVAL, "%s: no runs yet", db->path);
     } else {
-        rc = db_error(db, "reading a run", err, errlen);
+        rc = rundb_error(db, "reading a run", err, errlen);
     }
     sqlite3_finalize(st);
     return rc;
@@ -878,10 +864,10 @@ int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,
                           void *arg, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc = prepare(db,
-                     "SELECT t_mono_ns, t_utc_ns, kind, payload FROM events WHERE run_id = ?"
-                     " ORDER BY t_mono_ns, id",
-                     &st, err, errlen);
+    int rc = rundb_prepare(db,
+                           "SELECT t_mono_ns, t_utc_ns, kind, payload FROM events WHERE run_id = ?"
+                           " ORDER BY t_mono_ns, id",
+                           &st, err, errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
@@ -892,7 +878,7 @@ int eeb_rundb_events_each(struct eeb_rundb *db, int64_t run,
                      (const char *)sqlite3_column_text(st, 3))))
             break;
     if (!rc && step != SQLITE_DONE)
-        rc = db_error(db, "reading events", err, errlen);
+        rc = rundb_error(db, "reading events", err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -901,8 +887,8 @@ int eeb_rundb_result_get(struct eeb_rundb *db, int64_t run, const char *name, do
                          char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    int rc =
-        prepare(db, "SELECT value FROM results WHERE run_id = ? AND name = ?", &st, err, errlen);
+    int rc = rundb_prepare(db, "SELECT value FROM results WHERE run_id = ? AND name = ?", &st, err,
+                           errlen);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, run);
@@ -914,7 +900,7 @@ int eeb_rundb_result_get(struct eeb_rundb *db, int64_t run, const char *name, do
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld has no result '%s'", db->path,
                       (long long)run, name);
     else
-        rc = db_error(db, "reading a result", err, errlen);
+        rc = rundb_error(db, "reading a result", err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -935,15 +921,15 @@ int eeb_rundb_info(struct eeb_rundb *db, struct eeb_rundb_info *out, char *err, 
     memset(&info, 0, sizeof info);
     int64_t v;
     if (query_int(db->h, "PRAGMA user_version", &v) != SQLITE_OK)
-        return db_error(db, "reading the schema version", err, errlen);
+        return rundb_error(db, "reading the schema version", err, errlen);
     info.schema = (int)v;
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (query_int(db->h, counts[i].sql, (int64_t *)((char *)&info + counts[i].offset)) !=
             SQLITE_OK)
-            return db_error(db, "counting rows", err, errlen);
+            return rundb_error(db, "counting rows", err, errlen);
 
     sqlite3_stmt *st;
-    int rc = prepare(db, "SELECT state, count(*) FROM runs GROUP BY state", &st, err, errlen);
+    int rc = rundb_prepare(db, "SELECT state, count(*) FROM runs GROUP BY state", &st, err, errlen);
     if (rc)
         return rc;
     while (sqlite3_step(st) == SQLITE_ROW) {

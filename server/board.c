@@ -2,9 +2,10 @@
  * board.c - the leaderboard, open to anyone: as JSON per task, filtered by
  * provenance (measured runs are never ranked among modeled ones unless
  * asked) and device; as an HTML page with a table per task that sorts by
- * any column; and a page per scored run, the run report `eeb report`
- * writes (power trace SVG, verdict, configuration), made from the server's
- * record of it.
+ * any column; and a page per run, the run report `eeb report` writes
+ * (power trace SVG, verdict, configuration) made from the server's record
+ * of it: kept once the run is scored, and while it runs made anew as its
+ * chain arrives, refreshing itself.
  */
 #include "server_int.h"
 
@@ -378,6 +379,50 @@ enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k)
 
 /* GET /runs/{id}: the report of a scored run, made once and kept beside
  * the database (a scored run does not change). */
+/* The report as received so far, with a line saying how the run is going
+ * and a refresh every 2 s: the run's page while it runs.  Made anew each
+ * time, never kept. */
+static enum MHD_Result live_page(struct eeb_srv_call *k, const struct eeb_srv_run *r)
+{
+    const char *db = eeb_srv_store_path(k->s->store);
+    char path[4200], err[512], line[512], ago[64] = "";
+    char *report = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s.live-XXXXXX", db);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return eeb_srv_call_fail(k, 500, NULL, "no room for the run's live page");
+    close(fd);
+    int made = r->links && eeb_run_report(db, r->id, path, err, sizeof err) == EEB_OK &&
+               eeb_read_file(path, 64u << 20, &report, &len, err, sizeof err) == EEB_OK;
+    unlink(path);
+    if (r->last_link_utc_ns)
+        snprintf(ago, sizeof ago, ", the last %.1f s ago",
+                 (double)(eeb_utc_ns() - r->last_link_utc_ns) / 1e9);
+    snprintf(line, sizeof line,
+             "<p class=\"live\"><b>Live:</b> run %lld of team %s is %s; %lld links of its "
+             "chain received%s. This page refreshes every 2 s.</p>",
+             (long long)r->id, r->team_name, r->state, (long long)r->links, ago);
+    /* the line and the refresh after the report's <body> and <head> */
+    const char *head = made ? strstr(report, "<head>") : NULL;
+    const char *body = head ? strstr(head, "<body>") : NULL;
+    char *page = NULL;
+    int n = body ? asprintf(&page, "%.*s<meta http-equiv=\"refresh\" content=\"2\">%.*s%s%s",
+                            (int)(head + 6 - report), report, (int)(body + 6 - (head + 6)),
+                            head + 6, line, body + 6)
+                 : asprintf(&page,
+                            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><meta "
+                            "http-equiv=\"refresh\" content=\"2\"><title>run %lld</title></head>"
+                            "<body>%s</body></html>",
+                            (long long)r->id, line);
+    free(report);
+    if (n < 0)
+        return eeb_srv_call_fail(k, 500, NULL, "out of memory");
+    enum MHD_Result sent = eeb_srv_call_reply(k, 200, "text/html; charset=utf-8", page, (size_t)n);
+    free(page);
+    return sent;
+}
+
 enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
 {
     char err[512], msg[96];
@@ -385,10 +430,12 @@ enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
     int found = eeb_srv_store_run_get(k->s->store, k->id, &r, err, sizeof err);
     if (found < 0)
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (!found || strcmp(r.state, "scored") != 0) {
-        snprintf(msg, sizeof msg, "no scored run %lld", (long long)k->id);
+    if (!found) {
+        snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
         return eeb_srv_call_fail(k, 404, NULL, msg);
     }
+    if (strcmp(r.state, "scored") != 0)
+        return live_page(k, &r);
     char path[4096];
     snprintf(path, sizeof path, "%s.run-%lld.html", eeb_srv_store_path(k->s->store),
              (long long)k->id);

@@ -39,6 +39,10 @@ struct eeb_server_config {
     /* The fine-tune set of each task (NULL: none named).  Registration
      * names it by its SHA-256; a run declaring another one is refused. */
     const char *finetune[EEB_TASK_COUNT];
+    /* An official run's stream: during fine-tuning, the longest a link may
+     * arrive after the run wrote it, and the longest pause between links
+     * (default 10 s).  Past it the run is invalid. */
+    double stream_allowance_s;
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);

@@ -26,7 +26,7 @@
 
 static const char *const route_names[EEB_SRV_R_COUNT] = {
     "healthz",     "metrics",          "whoami",   "runs",        "run",
-    "power",       "complete",         "test",     "predictions", "score",
+    "links",       "complete",         "test",     "predictions", "score",
     "leaderboard", "page_leaderboard", "page_run", "other"};
 static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
 
@@ -38,7 +38,8 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .threads = 2,
                                     .max_body = 1 << 20,
                                     .rate_limit = 200,
-                                    .rate_burst = 400};
+                                    .rate_burst = 400,
+                                    .stream_allowance_s = 10};
 }
 
 /* ---- responses ---- */
@@ -235,7 +236,7 @@ static const struct route_def {
     {"GET", "/api/v1/whoami", EEB_SRV_R_WHOAMI, TEAM, whoami},
     {"POST", "/api/v1/runs", EEB_SRV_R_RUNS, TEAM, eeb_srv_api_register},
     {"GET", "/api/v1/runs/{id}", EEB_SRV_R_RUN, OWNER, eeb_srv_api_run},
-    {"POST", "/api/v1/runs/{id}/power", EEB_SRV_R_POWER, OWNER, eeb_srv_api_power},
+    {"POST", "/api/v1/runs/{id}/links", EEB_SRV_R_LINKS, OWNER, eeb_srv_api_links},
     {"POST", "/api/v1/runs/{id}/complete", EEB_SRV_R_COMPLETE, OWNER, eeb_srv_api_complete},
     {"GET", "/api/v1/runs/{id}/test", EEB_SRV_R_TEST, OWNER, eeb_srv_api_test},
     {"POST", "/api/v1/runs/{id}/predictions", EEB_SRV_R_PREDICTIONS, OWNER,

@@ -1,7 +1,7 @@
 /*
  * runs.c - a run's stages on the server, each a route on the team's own
- * run: register (the budgets and rules it is held to), the power log in
- * numbered chunks (a chunk sent again changes nothing), complete (the end
+ * run: register (the budgets and rules it is held to), its chain of events
+ * and samples link by link (a link sent again changes nothing), complete (the end
  * of fine-tuning), the test inputs without labels, predictions by test
  * item id, and score (with the sampler's counters): the server recounts M_s
  * against the labels it alone holds and judges the run as `eeb check`
@@ -22,8 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHUNK_MAX_EVENTS 4096
 
 /* ---- reading a body ---- */
 
@@ -99,6 +97,8 @@ static json_t *run_json(const struct eeb_srv_run *r)
         "team", r->team_name, "task", eeb_task_name((enum eeb_task)r->task), "state", r->state,
         "t_max_s", r->t_max_s, "p_max_w", r->p_max_w, "rules_version", r->rules_version, "official",
         r->official, "device", r->device, "provenance", r->provenance, "backend", r->backend);
+    if (o) /* the link of its chain it expects next */
+        json_object_set_new(o, "links", json_integer((json_int_t)r->links));
     if (o && strcmp(r->state, "scored") == 0) {
         json_object_set_new(o, "verdict", json_string(r->verdict));
         json_object_set_new(o, "S", eeb_json_number(r->s));
@@ -344,80 +344,194 @@ static int in_state(struct eeb_srv_call *k, const char *a, const char *b, enum M
     return 0;
 }
 
-/* A chunk's arrays into c; the strings stay in body. */
-static int read_chunk(json_t *body, struct eeb_rundb_chunk *c, struct eeb_sample **samples,
-                      struct eeb_rundb_event **events, char ***payloads, struct fault *f)
+/* The links one request may carry; the body's cap bounds their records. */
+#define LINKS_MAX 4096
+
+/* Hex digits of exactly len characters. */
+static int hex_field(json_t *o, const char *key, size_t len, const char *field, const char **out,
+                     struct fault *f)
 {
-    json_t *sa = json_object_get(body, "samples"), *ev = json_object_get(body, "events"), *x;
-    const char *source = "uploaded";
-    char field[96];
-    size_t i;
-    if (int_field(json_object_get(body, "seq"), "seq", 0, INT32_MAX, &c->seq, f) ||
-        text_field(body, "source", 255, &source, f))
-        return -1;
-    c->source = source;
-    if (sa && !json_is_array(sa))
-        return bad(f, "samples", "expected an array of [t_mono_ns, t_utc_ns, watts]");
-    if (ev && !json_is_array(ev))
-        return bad(f, "events", "expected an array of [t_mono_ns, t_utc_ns, kind, payload]");
-    if (json_array_size(ev) > CHUNK_MAX_EVENTS)
-        return bad(f, "events", "more than %d events in one chunk", CHUNK_MAX_EVENTS);
-    c->nsamples = json_array_size(sa), c->nevents = json_array_size(ev);
-    *samples = calloc(c->nsamples + 1, sizeof **samples);
-    *events = calloc(c->nevents + 1, sizeof **events);
-    *payloads = calloc(c->nevents + 1, sizeof **payloads);
-    if (!*samples || !*events || !*payloads)
-        return bad(f, "samples", "out of memory");
-    json_array_foreach(sa, i, x)
-    {
-        struct eeb_sample *s = &(*samples)[i];
-        int64_t t[2];
-        snprintf(field, sizeof field, "samples[%zu]", i);
-        if (json_array_size(x) != 3)
-            return bad(f, field, "expected [t_mono_ns, t_utc_ns, watts]");
-        for (int j = 0; j < 2; j++) {
-            snprintf(field, sizeof field, "samples[%zu][%d]", i, j);
-            if (int_field(json_array_get(x, (size_t)j), field, 0, INT64_MAX, &t[j], f))
-                return -1;
-        }
-        snprintf(field, sizeof field, "samples[%zu][2]", i);
-        if (number_field(json_array_get(x, 2), field, 0, 1e6, &s->watts, f))
-            return -1;
-        s->t_mono_ns = t[0], s->t_utc_ns = t[1], s->volts = s->amps = NAN;
-    }
-    json_array_foreach(ev, i, x)
-    {
-        struct eeb_rundb_event *e = &(*events)[i];
-        json_t *payload = json_array_get(x, 3);
-        snprintf(field, sizeof field, "events[%zu]", i);
-        if (json_array_size(x) != 4)
-            return bad(f, field, "expected [t_mono_ns, t_utc_ns, kind, payload]");
-        int64_t t[2];
-        for (int j = 0; j < 2; j++) {
-            snprintf(field, sizeof field, "events[%zu][%d]", i, j);
-            if (int_field(json_array_get(x, (size_t)j), field, 0, INT64_MAX, &t[j], f))
-                return -1;
-        }
-        e->t_mono_ns = t[0], e->t_utc_ns = t[1];
-        e->kind = json_string_value(json_array_get(x, 2));
-        snprintf(field, sizeof field, "events[%zu][2]", i);
-        if (!e->kind || !*e->kind || strlen(e->kind) > 32)
-            return bad(f, field, "expected a kind of 1 to 32 characters");
-        snprintf(field, sizeof field, "events[%zu][3]", i);
-        if (!json_is_object(payload) && !json_is_null(payload))
-            return bad(f, field, "expected an object or null");
-        if (json_is_object(payload) &&
-            !((*payloads)[i] = json_dumps(payload, JSON_COMPACT | JSON_PRESERVE_ORDER)))
-            return bad(f, field, "out of memory");
-        e->payload = (*payloads)[i];
-    }
-    c->samples = *samples, c->events = *events;
+    const char *v = json_string_value(json_object_get(o, key));
+    if (!v || strlen(v) != len || strspn(v, "0123456789abcdef") != len)
+        return bad(f, field, "expected %zu lowercase hex digits", len);
+    *out = v;
     return 0;
 }
 
-/* POST /api/v1/runs/{id}/power: a numbered chunk of the run's power log,
- * stored whole once; the same chunk again is answered as held. */
-enum MHD_Result eeb_srv_api_power(struct eeb_srv_call *k)
+/* [t_mono_ns, t_utc_ns] of x into t. */
+static int times_field(json_t *x, const char *field, int64_t t[2], struct fault *f)
+{
+    char at[160];
+    for (int j = 0; j < 2; j++) {
+        snprintf(at, sizeof at, "%s[%d]", field, j);
+        if (int_field(json_array_get(x, (size_t)j), at, 0, INT64_MAX, &t[j], f))
+            return -1;
+    }
+    return 0;
+}
+
+/* A number, or null for one the meter does not give (NAN). */
+static int optional_number(json_t *v, const char *field, double *out, struct fault *f)
+{
+    *out = NAN;
+    return json_is_null(v) ? 0 : number_field(v, field, -1e6, 1e6, out, f);
+}
+
+/* An event link's [t_mono_ns, t_utc_ns, kind, payload]: the payload is the
+ * text of a JSON object, as hashed, or null. */
+static int read_event(json_t *x, const char *field, struct eeb_rundb_event *e, struct fault *f)
+{
+    char at[112];
+    int64_t t[2];
+    if (!json_is_array(x) || json_array_size(x) != 4)
+        return bad(f, field, "expected [t_mono_ns, t_utc_ns, kind, payload]");
+    if (times_field(x, field, t, f))
+        return -1;
+    e->t_mono_ns = t[0], e->t_utc_ns = t[1];
+    e->kind = json_string_value(json_array_get(x, 2));
+    snprintf(at, sizeof at, "%s[2]", field);
+    if (!e->kind || !*e->kind || strlen(e->kind) > 32)
+        return bad(f, at, "expected a kind of 1 to 32 characters");
+    json_t *p = json_array_get(x, 3);
+    snprintf(at, sizeof at, "%s[3]", field);
+    e->payload = json_string_value(p);
+    if (!json_is_null(p) && !e->payload)
+        return bad(f, at, "expected the payload's JSON text, or null");
+    json_t *o = e->payload ? json_loads(e->payload, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    int object = json_is_object(o);
+    json_decref(o);
+    if (e->payload && !object)
+        return bad(f, at, "expected the text of a JSON object");
+    return 0;
+}
+
+/* A samples link's [[t_mono_ns, t_utc_ns, watts, volts, amps, flags]...]
+ * into a new array. */
+static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l, struct fault *f)
+{
+    char at[160];
+    size_t i;
+    json_t *x;
+    if (!json_is_array(sa) || !json_array_size(sa))
+        return bad(f, field, "expected a non-empty array of samples");
+    struct eeb_sample *s = calloc(json_array_size(sa), sizeof *s);
+    if (!(l->samples = s))
+        return bad(f, field, "out of memory");
+    json_array_foreach(sa, i, x)
+    {
+        int64_t t[2], flags;
+        snprintf(at, sizeof at, "%s[%zu]", field, i);
+        if (!json_is_array(x) || json_array_size(x) != 6)
+            return bad(f, at, "expected [t_mono_ns, t_utc_ns, watts, volts, amps, flags]");
+        if (times_field(x, at, t, f))
+            return -1;
+        s[i].t_mono_ns = t[0], s[i].t_utc_ns = t[1];
+        snprintf(at, sizeof at, "%s[%zu][2]", field, i);
+        if (number_field(json_array_get(x, 2), at, 0, 1e6, &s[i].watts, f))
+            return -1;
+        snprintf(at, sizeof at, "%s[%zu][3]", field, i);
+        if (optional_number(json_array_get(x, 3), at, &s[i].volts, f))
+            return -1;
+        snprintf(at, sizeof at, "%s[%zu][4]", field, i);
+        if (optional_number(json_array_get(x, 4), at, &s[i].amps, f))
+            return -1;
+        snprintf(at, sizeof at, "%s[%zu][5]", field, i);
+        if (int_field(json_array_get(x, 5), at, 0, UINT32_MAX, &flags, f))
+            return -1;
+        s[i].flags = (uint32_t)flags;
+    }
+    l->nsamples = json_array_size(sa);
+    return 0;
+}
+
+/* One link of the body: {seq, kind, head} and its kind's records. */
+static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct fault *f)
+{
+    char field[64], at[96];
+    const char *kind = json_string_value(json_object_get(x, "kind")), *hex;
+    snprintf(field, sizeof field, "links[%zu]", i);
+    if (!json_is_object(x))
+        return bad(f, field, "expected an object");
+    snprintf(at, sizeof at, "%s.seq", field);
+    if (int_field(json_object_get(x, "seq"), at, 0, INT64_MAX / 2, &l->seq, f))
+        return -1;
+    snprintf(at, sizeof at, "%s.kind", field);
+    if (eeb_link_kind_parse(kind, &l->kind))
+        return bad(f, at, "expected origin, event or samples");
+    snprintf(at, sizeof at, "%s.head", field);
+    if (hex_field(x, "head", 64, at, &hex, f))
+        return -1;
+    snprintf(l->head, sizeof l->head, "%s", hex);
+    if (l->kind == EEB_LINK_ORIGIN) {
+        snprintf(at, sizeof at, "%s.config_sha256", field);
+        if (hex_field(x, "config_sha256", 64, at, &hex, f))
+            return -1;
+        snprintf(l->config_sha256, sizeof l->config_sha256, "%s", hex);
+        const char *uuid = json_string_value(json_object_get(x, "uuid"));
+        snprintf(at, sizeof at, "%s.uuid", field);
+        if (!uuid || strlen(uuid) != 36 || strspn(uuid, "0123456789abcdef-") != 36)
+            return bad(f, at, "expected a uuid of 36 characters");
+        snprintf(l->uuid, sizeof l->uuid, "%s", uuid);
+        return 0;
+    }
+    if (l->kind == EEB_LINK_EVENT) {
+        snprintf(at, sizeof at, "%s.event", field);
+        return read_event(json_object_get(x, "event"), at, &l->event, f);
+    }
+    snprintf(at, sizeof at, "%s.source", field);
+    if (text_field(x, "source", 255, &l->source, f))
+        return -1;
+    if (!l->source)
+        return bad(f, at, "expected the meter that took the samples");
+    snprintf(at, sizeof at, "%s.samples", field);
+    return read_samples(json_object_get(x, "samples"), at, l, f);
+}
+
+/* The body's links into a new array of *n (their strings stay in body). */
+static int read_links(json_t *body, struct eeb_rundb_link **links, size_t *n, struct fault *f)
+{
+    json_t *a = json_object_get(body, "links"), *x;
+    size_t i;
+    if (!json_is_array(a) || !json_array_size(a))
+        return bad(f, "links", "expected a non-empty array of links");
+    if (json_array_size(a) > LINKS_MAX)
+        return bad(f, "links", "more than %d links in one request", LINKS_MAX);
+    if (!(*links = calloc(json_array_size(a), sizeof **links)))
+        return bad(f, "links", "out of memory");
+    json_array_foreach(a, i, x)
+    {
+        *n = i + 1;
+        if (read_link(x, i, &(*links)[i], f))
+            return -1;
+    }
+    return 0;
+}
+
+/* The 409 for links the chain refuses, naming the link. */
+static enum MHD_Result refuse_links(struct eeb_srv_call *k, enum eeb_link_verdict v, size_t at,
+                                    const struct eeb_rundb_link *l, int64_t next)
+{
+    char field[32], msg[256];
+    snprintf(field, sizeof field, "links[%zu]", at);
+    if (v == EEB_LINKS_DIFFERS)
+        snprintf(msg, sizeof msg, "link %lld was received before with another head",
+                 (long long)l->seq);
+    else if (v == EEB_LINKS_GAP)
+        snprintf(msg, sizeof msg, "link %lld is not the next: this run's next link is %lld",
+                 (long long)l->seq, (long long)next);
+    else
+        snprintf(msg, sizeof msg,
+                 "link %lld: its records do not give its head: the chain breaks there",
+                 (long long)l->seq);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I}", "error", msg, "field", field, "next", (json_int_t)next);
+    return eeb_srv_call_json(k, 409, o);
+}
+
+/* POST /api/v1/runs/{id}/links: links of the run's chain with their
+ * records, each checked against the chain held before it is stored, and
+ * stamped with the server's clock; a link sent again is answered as held. */
+enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (!in_state(k, "registered", "complete", &sent))
@@ -425,33 +539,27 @@ enum MHD_Result eeb_srv_api_power(struct eeb_srv_call *k)
     json_t *body = eeb_srv_call_body(k, &sent);
     if (!body)
         return sent;
-    struct eeb_rundb_chunk c = {0};
-    struct eeb_sample *samples = NULL;
-    struct eeb_rundb_event *events = NULL;
-    char **payloads = NULL, err[512], msg[160];
+    struct eeb_rundb_link *links = NULL;
+    size_t n = 0, at = 0;
     struct fault f = {.field = ""};
-    eeb_sha256(k->q->body, k->q->len, c.sha256);
-    if (read_chunk(body, &c, &samples, &events, &payloads, &f)) {
+    char err[512];
+    if (read_links(body, &links, &n, &f)) {
         sent = fail_fault(k, &f);
     } else {
-        int rc = eeb_srv_store_run_power(k->s->store, k->id, &c, err, sizeof err);
-        if (rc == EEB_CHUNK_DIFFERS) {
-            snprintf(msg, sizeof msg, "chunk %lld was received with other contents",
-                     (long long)c.seq);
-            sent = eeb_srv_call_fail(k, 409, "seq", msg);
-        } else if (rc < 0) {
+        enum eeb_link_verdict v;
+        int64_t next = 0;
+        int rc =
+            eeb_srv_store_run_links(k->s->store, k->id, links, n, &v, &at, &next, err, sizeof err);
+        if (rc)
             sent = eeb_srv_call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
-        } else {
-            sent = eeb_srv_call_json(k, rc == EEB_CHUNK_STORED ? 201 : 200,
-                                     json_pack("{s:I, s:b, s:I, s:I}", "seq", (json_int_t)c.seq,
-                                               "stored", rc == EEB_CHUNK_STORED, "samples",
-                                               (json_int_t)c.nsamples, "events",
-                                               (json_int_t)c.nevents));
-        }
+        else if (v != EEB_LINKS_STORED)
+            sent = refuse_links(k, v, at, &links[at], next);
+        else
+            sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "next", (json_int_t)next));
     }
-    for (size_t i = 0; payloads && i < c.nevents; i++)
-        free(payloads[i]);
-    free(payloads), free(events), free(samples);
+    for (size_t i = 0; links && i < n; i++)
+        free((void *)links[i].samples);
+    free(links);
     json_decref(body);
     return sent;
 }
@@ -468,9 +576,20 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
     if (!in_state(k, "registered", "complete", &sent))
         return sent;
     if (strcmp(k->run.state, "registered") == 0) {
-        if (eeb_srv_store_run_complete(k->s->store, k->id, err, sizeof err) < 0)
+        /* an official run's fine-tune is judged from what arrived while it
+         * ran: the whole of it, before it is said to be over */
+        int moved =
+            eeb_srv_store_run_complete(k->s->store, k->id, k->run.official, err, sizeof err);
+        /* not moved: said by a request racing this one, or too early */
+        if (moved == 0 && eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err) < 0)
+            moved = -1;
+        if (moved < 0)
             return eeb_srv_call_fail(k, 500, NULL, err);
-        snprintf(k->run.state, sizeof k->run.state, "complete");
+        if (!moved && strcmp(k->run.state, "registered") == 0)
+            return eeb_srv_call_fail(k, 409, "links",
+                                     "an official run's chain must hold its fine-tune's end "
+                                     "(the finetune_end event) before it is complete");
+        snprintf(k->run.state, sizeof k->run.state, "%s", moved ? "complete" : k->run.state);
     }
     return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
@@ -680,12 +799,36 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
  * sent and the labels the server holds.  Asked again, it answers the same
  * verdict. */
+/* An official run whose stream broke is invalid, saying why: 1 with the
+ * 500 sent if its record cannot be read. */
+static int stream_broke(struct eeb_srv_call *k, struct eeb_run_outcome *o, enum MHD_Result *sent)
+{
+    char why[384], err[512];
+    if (eeb_srv_stream_check(eeb_srv_store_path(k->s->store), k->id, k->s->cfg.stream_allowance_s,
+                             why, sizeof why, err, sizeof err)) {
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
+        return 1;
+    }
+    if (why[0]) {
+        o->valid = 0, o->pass = 0, o->score.s = NAN;
+        size_t n = strlen(o->why);
+        snprintf(o->why + n, sizeof o->why - n, "%s%s", n ? "; " : "", why);
+    }
+    return 0;
+}
+
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     if (strcmp(k->run.state, "scored") == 0)
         return eeb_srv_call_json(k, 200, run_json(&k->run));
-    if (!in_state(k, "complete", NULL, &sent) || !store_counters(k, &sent))
+    if (!in_state(k, "complete", NULL, &sent))
+        return sent;
+    if (!k->run.links)
+        return eeb_srv_call_fail(k, 409, "links",
+                                 "the run sent no chain: the server judges a run from its chain "
+                                 "of events and samples (POST /api/v1/runs/{id}/links)");
+    if (!store_counters(k, &sent))
         return sent;
     struct eeb_run_outcome o = {0};
     char err[512];
@@ -703,6 +846,8 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                  "register and complete (%.3f s)",
                  n ? "; " : "", o.t_s, seen_s);
     }
+    if (k->run.official && o.valid && stream_broke(k, &o, &sent))
+        return sent;
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);

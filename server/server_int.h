@@ -65,7 +65,7 @@ enum eeb_srv_route {
     EEB_SRV_R_WHOAMI,
     EEB_SRV_R_RUNS,
     EEB_SRV_R_RUN,
-    EEB_SRV_R_POWER,
+    EEB_SRV_R_LINKS,
     EEB_SRV_R_COMPLETE,
     EEB_SRV_R_TEST,
     EEB_SRV_R_PREDICTIONS,
@@ -141,11 +141,18 @@ enum MHD_Result eeb_srv_call_file(struct eeb_srv_call *k, const char *type, cons
 json_t *eeb_srv_call_body(struct eeb_srv_call *k, enum MHD_Result *sent);
 /* A query-string argument, or NULL. */
 const char *eeb_srv_call_arg(struct eeb_srv_call *k, const char *name);
+/* stream.c: whether official run's fine-tune reached the server as it
+ * went (each link within allowance_s of when the run wrote it, none
+ * before): "" in why if so, else the reason.  An error only for a
+ * database that cannot be read. */
+int eeb_srv_stream_check(const char *db_path, int64_t run, double allowance_s, char *why,
+                         size_t whylen, char *err, size_t errlen);
+
 /* ---- handlers ---- */
 
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_run(struct eeb_srv_call *k);
-enum MHD_Result eeb_srv_api_power(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k);

@@ -80,6 +80,8 @@ struct eeb_srv_run {
     char verdict[16];                            /* pass, fail, invalid, aborted */
     double s, m_u, m_t, m_p, m_s, t_s, energy_j; /* NAN: none */
     char why[768];
+    int64_t links;            /* of its chain received: the next is this seq */
+    int64_t last_link_utc_ns; /* when the last arrived (0: none yet) */
 };
 
 /* Creates the run (in the run tables, with config_json) and its entry,
@@ -91,14 +93,17 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
 int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
                           size_t errlen);
 
-/* A chunk of run id's power log, stored whole once: EEB_CHUNK_STORED,
- * EEB_CHUNK_HELD (sent before, the same) or EEB_CHUNK_DIFFERS (sent
- * before, not the same), or an error (EEB_EINVAL: the chunk's fault). */
-int eeb_srv_store_run_power(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_chunk *c,
+/* Links of run id's chain received now, with their records: all stored
+ * (or held already) in one transaction, or the verdict that refuses
+ * links[*at]; *next, the link the run expects (eeb_rundb_links_add). */
+int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_link *links,
+                            size_t n, enum eeb_link_verdict *verdict, size_t *at, int64_t *next,
                             char *err, size_t errlen);
 
-/* registered -> complete: 1 if it moved, 0 if it was not registered. */
-int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
+/* registered -> complete, if need_end only once the run's fine-tune_end
+ * event is held: 1 if it moved, 0 if not (not registered, or no end). */
+int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end, char *err,
+                               size_t errlen);
 
 /* Stores (or replaces) the predictions of n test items (JSON, with their
  * truth) in one transaction. */

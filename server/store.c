@@ -244,7 +244,8 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
                                    .config_json = config_json,
                                    .t_max_s = r->t_max_s,
                                    .p_max_w = r->p_max_w,
-                                   .rules_version = r->rules_version};
+                                   .rules_version = r->rules_version,
+                                   .received = 1};
     char uuid[37];
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
@@ -273,7 +274,9 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
 #define ENTRY_COLUMNS                                                                              \
     "e.run_id, e.team_id, t.name, r.task, e.state, r.t_max_s, r.p_max_w, r.rules_version, "        \
     "r.backend, e.official, e.device, e.provenance, e.registered_utc_ns, e.completed_utc_ns, "     \
-    "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why "                        \
+    "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why, "                       \
+    "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
+    "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id) "                            \
     "FROM entries e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
 
 static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
@@ -297,7 +300,9 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .m_p = column_number(st, 18),
                               .m_s = column_number(st, 19),
                               .t_s = column_number(st, 20),
-                              .energy_j = column_number(st, 21)};
+                              .energy_j = column_number(st, 21),
+                              .links = sqlite3_column_int64(st, 23),
+                              .last_link_utc_ns = sqlite3_column_int64(st, 24)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -325,27 +330,34 @@ int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_ru
     return rc ? rc : found;
 }
 
-int eeb_srv_store_run_power(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_chunk *c,
+int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_link *links,
+                            size_t n, enum eeb_link_verdict *verdict, size_t *at, int64_t *next,
                             char *err, size_t errlen)
 {
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
-    return rc ? rc : eeb_rundb_chunk_add(db, id, c, err, errlen);
+    return rc ? rc
+              : eeb_rundb_links_add(db, id, links, n, eeb_utc_ns(), verdict, at, next, err, errlen);
 }
 
-int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end, char *err,
+                               size_t errlen)
 {
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL
-                          : prepare(db,
-                                    "UPDATE entries SET state = 'complete', completed_utc_ns = ? "
-                                    "WHERE run_id = ? AND state = 'registered'",
-                                    err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "UPDATE entries SET state = 'complete', completed_utc_ns = ?1 "
+                     "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
+                     "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END
+                     "'))",
+                     err, errlen);
     if (!st)
         return rc ? rc : EEB_EDB;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_int64(st, 2, id);
+    sqlite3_bind_int(st, 3, need_end);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 

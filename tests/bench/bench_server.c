@@ -1,9 +1,10 @@
 /*
  * bench_server.c - the evaluation server over HTTP on 127.0.0.1: the
  * leaderboard read by wrk (requests a second, p99 latency), and 100
- * clients uploading 1M power samples at once, every one of which must be
- * in the database afterwards.  Targets (issue 8): >= 10k requests/s with
- * p99 under 20 ms on 2 cores; no sample lost.
+ * clients uploading 1M power samples at once as links of their runs'
+ * chains, every one of which must be in the database afterwards.  Targets
+ * (issue 8): >= 10k requests/s with p99 under 20 ms on 2 cores; no sample
+ * lost.
  *
  * Then the soak (issue 9): `eeb serve` as its own process under sustained
  * load -- wrk reading the leaderboard, its page, a run's page, /healthz and
@@ -15,8 +16,10 @@
  */
 #include "bench.h"
 #include "harness/eeb_client.h"
+#include "rundb/eeb_rundb.h"
 #include "server/eeb_server.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -28,7 +31,7 @@
 #define BOARD_RUNS      20
 #define UPLOADERS       100
 #define UPLOAD_SAMPLES  10000 /* per uploader: 1M in all */
-#define SAMPLES_A_CHUNK 1000
+#define SAMPLES_A_CHUNK 1000  /* a samples link's */
 
 static char url[64], token[EEB_TOKEN_HEX];
 static pid_t soak_server; /* the soak's `eeb serve`, stopped by die() */
@@ -63,40 +66,97 @@ static int64_t registered(struct eeb_client *c)
     return id;
 }
 
-/* A chunk of n samples at 10 Hz from sample `from`, with the fine-tune
- * events around the whole upload on chunk 0. */
-static json_t *chunk(int64_t seq, int from, int n, int total)
+/* l appended to the links a with its head: l's after head, the chain's
+ * last head so far (none before the origin), which becomes l's. */
+static void add_link(json_t *a, struct eeb_rundb_link *l, char head[EEB_SHA256_HEX])
 {
-    json_t *samples = json_array(), *events = json_array();
-    for (int i = from; i < from + n; i++)
-        json_array_append_new(samples, json_pack("[I, I, f]", (json_int_t)i * 100000000 + 1,
-                                                 (json_int_t)i, 3.0 + (i % 7) * 0.125));
-    if (seq == 0) {
-        json_array_append_new(events, json_pack("[i, i, s, n]", 1, 0, "finetune_begin"));
-        json_array_append_new(events, json_pack("[I, i, s, n]", (json_int_t)(total - 1) * 100000000,
-                                                0, "finetune_end"));
+    eeb_rundb_link_head(l->kind == EEB_LINK_ORIGIN ? NULL : head, l, l->head);
+    memcpy(head, l->head, EEB_SHA256_HEX);
+    json_t *o = json_pack("{s:I, s:s, s:s}", "seq", (json_int_t)l->seq, "kind",
+                          eeb_link_kind_name(l->kind), "head", l->head);
+    if (l->kind == EEB_LINK_ORIGIN) {
+        json_object_set_new(o, "uuid", json_string(l->uuid));
+        json_object_set_new(o, "config_sha256", json_string(l->config_sha256));
+    } else if (l->kind == EEB_LINK_EVENT) {
+        json_object_set_new(o, "event",
+                            json_pack("[I, I, s, n]", (json_int_t)l->event.t_mono_ns,
+                                      (json_int_t)l->event.t_utc_ns, l->event.kind));
+    } else {
+        json_t *samples = json_array();
+        for (size_t i = 0; i < l->nsamples; i++) {
+            const struct eeb_sample *x = &l->samples[i];
+            json_array_append_new(samples, json_pack("[I, I, f, n, n, I]", (json_int_t)x->t_mono_ns,
+                                                     (json_int_t)x->t_utc_ns, x->watts,
+                                                     (json_int_t)x->flags));
+        }
+        json_object_set_new(o, "source", json_string(l->source));
+        json_object_set_new(o, "samples", samples);
     }
-    return json_pack("{s:I, s:s, s:o, s:o}", "seq", (json_int_t)seq, "source", "sim:", "samples",
-                     samples, "events", events);
+    if (!o || json_array_append_new(a, o))
+        die("links", "out of memory");
+}
+
+/* The links of request k of a power log of total samples at 10 Hz: one
+ * samples link of the n from sample k * SAMPLES_A_CHUNK on (link 3 + k),
+ * after, in request 0, the origin and the fine-tune events around the
+ * whole upload (links 0 to 2).  head is the chain's last head; it moves on. */
+static json_t *links(int k, int n, int total, char head[EEB_SHA256_HEX])
+{
+    int from = k * SAMPLES_A_CHUNK;
+    json_t *a = json_array();
+    struct eeb_sample *s = calloc((size_t)n, sizeof *s);
+    if (!a || !s)
+        die("links", "out of memory");
+    if (k == 0) {
+        char err[512];
+        struct eeb_rundb_link origin = {.seq = 0, .kind = EEB_LINK_ORIGIN},
+                              begin = {.seq = 1,
+                                       .kind = EEB_LINK_EVENT,
+                                       .event = {.t_mono_ns = 1, .kind = "finetune_begin"}},
+                              end = {.seq = 2,
+                                     .kind = EEB_LINK_EVENT,
+                                     .event = {.t_mono_ns = (int64_t)(total - 1) * 100000000,
+                                               .kind = "finetune_end"}};
+        if (eeb_uuid4(origin.uuid, err, sizeof err))
+            die("uuid", err);
+        eeb_sha256("{}", 2, origin.config_sha256);
+        add_link(a, &origin, head);
+        add_link(a, &begin, head);
+        add_link(a, &end, head);
+    }
+    for (int i = 0; i < n; i++)
+        s[i] = (struct eeb_sample){.t_mono_ns = (int64_t)(from + i) * 100000000 + 1,
+                                   .t_utc_ns = from + i,
+                                   .volts = NAN,
+                                   .amps = NAN,
+                                   .watts = 3.0 + ((from + i) % 7) * 0.125};
+    struct eeb_rundb_link l = {.seq = 3 + k,
+                               .kind = EEB_LINK_SAMPLES,
+                               .source = "sim:",
+                               .samples = s,
+                               .nsamples = (size_t)n};
+    add_link(a, &l, head);
+    free(s);
+    return json_pack("{s:o}", "links", a);
 }
 
 /* The test set's item ids, which predictions name. */
 static char (*ids)[EEB_SHARD_MAX_ID + 1];
 static int nids;
 
-/* A cls run registered, its power log of n samples sent in chunks,
+/* A cls run registered, its power log of n samples sent as its chain,
  * complete, its predictions sent (shift moves which of them hit, so runs
  * differ in S) and scored; its id. */
 static int64_t scored_run(struct eeb_client *c, int n, int shift)
 {
-    char path[96];
+    char path[96], head[EEB_SHA256_HEX] = "";
     int64_t id = registered(c);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)id);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/links", (long long)id);
     for (int k = 0; k * SAMPLES_A_CHUNK < n; k++) {
         int from = k * SAMPLES_A_CHUNK;
         json_decref(
             call(c, "POST", path,
-                 chunk(k, from, n - from < SAMPLES_A_CHUNK ? n - from : SAMPLES_A_CHUNK, n)));
+                 links(k, n - from < SAMPLES_A_CHUNK ? n - from : SAMPLES_A_CHUNK, n, head)));
     }
     snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", (long long)id);
     json_decref(call(c, "POST", path, NULL));
@@ -191,19 +251,18 @@ static void *upload(void *arg)
 {
     (void)arg;
     struct eeb_client c;
-    char err[512], path[96];
+    char err[512], path[96], head[EEB_SHA256_HEX] = "";
     if (eeb_client_init(&c, url, token, err, sizeof err))
         die("client", err);
     int64_t id = registered(&c);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/power", (long long)id);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/links", (long long)id);
     for (int k = 0; k * SAMPLES_A_CHUNK < UPLOAD_SAMPLES; k++) {
-        json_t *body = chunk(k, k * SAMPLES_A_CHUNK, SAMPLES_A_CHUNK, UPLOAD_SAMPLES);
-        json_decref(call(&c, "POST", path, body));
-        /* every fifth chunk is sent twice, as a client that lost the answer
-         * would: the server must keep it once */
+        json_t *body = links(k, SAMPLES_A_CHUNK, UPLOAD_SAMPLES, head);
+        /* every fifth request of links is sent twice, as a client that lost
+         * the answer would: the server must keep its links once */
+        json_decref(call(&c, "POST", path, k % 5 == 0 ? json_incref(body) : body));
         if (k % 5 == 0)
-            json_decref(call(&c, "POST", path,
-                             chunk(k, k * SAMPLES_A_CHUNK, SAMPLES_A_CHUNK, UPLOAD_SAMPLES)));
+            json_decref(call(&c, "POST", path, body));
     }
     eeb_client_free(&c);
     return NULL;
@@ -247,7 +306,7 @@ static void bench_uploads(const char *db)
 /* ---- the soak: `eeb serve` under reads and writes ---- */
 
 #define SOAK_WRITERS     4
-#define SOAK_RUN_SAMPLES 2000 /* a run's power log: two chunks */
+#define SOAK_RUN_SAMPLES 2000 /* a run's power log: two samples links */
 #define SOAK_RUN_EVERY_S 0.5  /* each writer's pace */
 
 static atomic_int soak_stop;

@@ -1,8 +1,8 @@
 /*
  * fuzz_server_body.c - every request body the evaluation server reads, sent
  * over real HTTP on 127.0.0.1 to a server in this process: the first byte
- * picks the route (register, a power chunk, predictions, score, or the
- * leaderboard's query), the rest is the body.  Whatever comes in, the
+ * picks the route (register, links of a run's chain, predictions, score,
+ * or the leaderboard's query), the rest is the body.  Whatever comes in, the
  * answer must be JSON with a status under 500, hold no test item's truth
  * (no "label" or "truth" key), and the server must still answer /healthz
  * after it.
@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *method = "POST";
     switch (data[0] % 5) {
     case 0: snprintf(path, sizeof path, "/api/v1/runs"); break;
-    case 1: snprintf(path, sizeof path, "/api/v1/runs/%ld/power", F.registered); break;
+    case 1: snprintf(path, sizeof path, "/api/v1/runs/%ld/links", F.registered); break;
     case 2: snprintf(path, sizeof path, "/api/v1/runs/%ld/predictions", F.completed); break;
     case 3: snprintf(path, sizeof path, "/api/v1/runs/%ld/score", new_run(1)); break;
     default:

@@ -156,7 +156,7 @@ Test(cli, help_and_version)
     r = test_eeb((const char *[]){"--version", NULL});
     cr_assert_eq(r.status, 0);
     assert_has(r.out, "eeb 0.");
-    assert_has(r.out, "run database schema v4");
+    assert_has(r.out, "run database schema v5");
     assert_has(r.out, "accelerator backends: emu kernel fp32");
     assert_has(r.out, "libjpeg-turbo 2.");
     assert_has(r.out, ", FFmpeg ");

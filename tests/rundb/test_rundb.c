@@ -56,7 +56,7 @@ Test(rundb, creates_schema_from_nothing)
     eeb_rundb_close(open_rw());
     cr_assert_eq(sql_int("PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     cr_assert_eq(sql_int("PRAGMA application_id"), EEB_RUNDB_APPLICATION_ID);
-    /* runs, events, samples, predictions, results, chunks */
+    /* runs, events, samples, predictions, results, links */
     cr_assert_eq(sql_int("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 6);
     sqlite3 *h;
     sqlite3_open(path, &h);
@@ -155,41 +155,6 @@ Test(rundb, rejected_batch_is_rolled_back_whole)
     struct eeb_rundb_info info;
     eeb_rundb_info(db, &info, NULL, 0);
     cr_assert_eq(info.samples, 0);
-    eeb_rundb_close(db);
-}
-
-/* A chunk is stored whole or not at all, once: sent again it changes
- * nothing, and other contents under its number are told apart. */
-Test(rundb, chunks_are_stored_once_and_whole)
-{
-    char uuid[37], err[512] = "";
-    struct eeb_rundb *db = open_rw();
-    int64_t run = new_run(db, uuid);
-    const struct eeb_sample s[] = {{10, 1, NAN, NAN, 2.5, 0}, {20, 2, NAN, NAN, 2.75, 0}};
-    const struct eeb_rundb_event ev[] = {{5, 1, "finetune_begin", NULL},
-                                         {25, 2, "finetune_end", "{}"}};
-    struct eeb_rundb_chunk c = {
-        .seq = 0, .source = "sim:", .samples = s, .nsamples = 2, .events = ev, .nevents = 2};
-    memset(c.sha256, 'a', 64);
-    cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_STORED, "%s", err);
-    cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_HELD, "%s", err);
-    c.sha256[0] = 'b';
-    cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_DIFFERS, "%s", err);
-    cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 2);
-    cr_assert_eq(sql_int("SELECT count(*) FROM events"), 2);
-
-    /* a bad sample after good events: the chunk leaves no trace */
-    const struct eeb_sample bad[] = {{30, 3, NAN, NAN, 1.0, 0}, {40, 4, NAN, NAN, NAN, 0}};
-    c = (struct eeb_rundb_chunk){
-        .seq = 1, .source = "sim:", .samples = bad, .nsamples = 2, .events = ev, .nevents = 1};
-    memset(c.sha256, 'c', 64);
-    cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_EINVAL);
-    cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 2);
-    cr_assert_eq(sql_int("SELECT count(*) FROM events"), 2);
-    cr_assert_eq(sql_int("SELECT count(*) FROM chunks"), 1);
-    c.nsamples = 1; /* the good part alone, under the same number */
-    cr_assert_eq(eeb_rundb_chunk_add(db, run, &c, err, sizeof err), EEB_CHUNK_STORED, "%s", err);
-    cr_assert_eq(sql_int("SELECT count(*) FROM samples"), 3);
     eeb_rundb_close(db);
 }
 
@@ -322,7 +287,7 @@ Test(rundb, migrates_a_v1_file_keeping_every_row)
     struct eeb_rundb *db;
     char err[512] = "";
     cr_assert_eq(eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, sizeof err), EEB_EVERSION);
-    cr_assert(strstr(err, "schema v1 needs migrating to v4"), "%s", err);
+    cr_assert(strstr(err, "schema v1 needs migrating to v5"), "%s", err);
     db = open_rw();
     eeb_rundb_close(db);
     cr_assert_eq(sql_int("PRAGMA user_version"), EEB_RUNDB_SCHEMA);

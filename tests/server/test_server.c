@@ -4,11 +4,13 @@
  * the body cap, /healthz and /metrics; and it keeps serving after each.
  */
 #include "fpga/net/eeb_model.h"
+#include "rundb/eeb_rundb.h"
 #include "server/eeb_server.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_task_ops.h"
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"
+#include "tests/server/fault_proxy.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -447,6 +449,34 @@ Test(server, admin_add_team_and_a_busy_port)
 /* An answer of the server's: it must not hold the test's truth, the
  * "label" and "truth" of the predictions it stores (as JSON, or quoted
  * in an HTML page). */
+#define HEX64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+/* A chain of three links (an origin, an event, two samples) as the body
+ * of POST /links: the second sample's watts as sent, the heads those of
+ * 2.75 W; the head of link flip (-1: none) changed. */
+static void chain_body(char *out, size_t n, double watts_sent, int flip)
+{
+    const struct eeb_sample s[2] = {{1000, 5, NAN, NAN, 2.5, 0}, {2000, 6, NAN, NAN, 2.75, 0}};
+    struct eeb_rundb_link l[3] = {
+        {.seq = 0, .kind = EEB_LINK_ORIGIN, .uuid = "0a6f6c8e-9d6e-4c2b-8a51-3f1f7d2c9b10"},
+        {.seq = 1, .kind = EEB_LINK_EVENT, .event = {500, 4, "finetune_begin", NULL}},
+        {.seq = 2, .kind = EEB_LINK_SAMPLES, .source = "sim:", .samples = s, .nsamples = 2}};
+    memset(l[0].config_sha256, 'a', 64);
+    for (int i = 0; i < 3; i++)
+        eeb_rundb_link_head(i ? l[i - 1].head : NULL, &l[i], l[i].head);
+    if (flip >= 0)
+        l[flip].head[0] = l[flip].head[0] == 'a' ? 'b' : 'a';
+    snprintf(
+        out, n,
+        "{\"links\": [{\"seq\": 0, \"kind\": \"origin\", \"uuid\": \"%s\", "
+        "\"config_sha256\": \"%s\", \"head\": \"%s\"}, "
+        "{\"seq\": 1, \"kind\": \"event\", \"event\": [500, 4, \"finetune_begin\", null], "
+        "\"head\": \"%s\"}, "
+        "{\"seq\": 2, \"kind\": \"samples\", \"source\": \"sim:\", \"samples\": "
+        "[[1000, 5, 2.5, null, null, 0], [2000, 6, %.17g, null, null, 0]], \"head\": \"%s\"}]}",
+        l[0].uuid, l[0].config_sha256, l[0].head, l[1].head, watts_sent, l[2].head);
+}
+
 static void expect_no_truth(const struct reply *r, const char *what)
 {
     static const char *const keys[] = {"\"label\":", "\"truth\":", "&quot;label&quot;",
@@ -554,36 +584,78 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     cr_expect(strstr(r.out, "server run 1 (cls, team alpha): pass"), "%s", r.out);
     test_run_free(&r);
 
-    /* chunks: stored once; the same chunk again is held; other contents
-     * under its number are refused; the run keeps what it had */
+    /* links: each checked against the chain before it is stored; sent
+     * again, held; another head under a held number, a gap, or records
+     * that do not give the head sent are refused, naming the link, and
+     * leave nothing */
     struct reply a =
         request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
-    const char *chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 2.5], [2000, 6, 2.75]], "
-                        "\"events\": [[500, 4, \"finetune_begin\", null]]}";
-    const char *other_chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 9.5]]}";
-    struct reply once = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
-    cr_expect_eq(once.code, 201, "%s", once.body);
-    cr_expect(strstr(once.body, "\"stored\":true"), "%s", once.body);
-    free(once.body);
-    struct reply again = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
-    cr_expect_eq(again.code, 200, "%s", again.body);
-    cr_expect(strstr(again.body, "\"stored\":false"), "%s", again.body);
-    free(again.body);
-    expect(port, "POST", "/api/v1/runs/2/power", other_chunk, token, 409, "field", "seq");
+    char chain[2048], differs[2048], tampered[2048];
+    chain_body(chain, sizeof chain, 2.75, -1);
+    chain_body(differs, sizeof differs, 2.75, 1);
+    chain_body(tampered, sizeof tampered, 9.5, -1);
+    for (int i = 0; i < 2; i++) {
+        struct reply sent =
+            request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);
+        cr_expect_eq(sent.code, 200, "%s", sent.body);
+        cr_expect(strstr(sent.body, "\"next\":3"), "%s", sent.body);
+        free(sent.body);
+    }
+    expect(port, "POST", "/api/v1/runs/2/links", differs, token, 409, "error",
+           "link 1 was received before with another head");
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 2"), 2);
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events WHERE run_id = 2"), 1);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM links WHERE run_id = 2"), 3);
+    a = request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
+    free(a.body);
+    expect(port, "POST", "/api/v1/runs/3/links", tampered, token, 409, "error",
+           "link 2: its records do not give its head");
+    expect(port, "POST", "/api/v1/runs/3/links",
+           "{\"links\": [{\"seq\": 1, \"kind\": \"event\", \"event\": [1, 2, \"x\", null], "
+           "\"head\": \"" HEX64 "\"}]}",
+           token, 409, "error", "link 1 is not the next: this run's next link is 0");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM links WHERE run_id = 3"), 0);
+    /* an official run is complete only once its fine-tune's end has
+     * arrived: the server judges what came while it ran */
+    a = request(port, "POST", "/api/v1/runs", REGISTER_WITH("cls", ", \"official\": true"),
+                strlen(REGISTER_WITH("cls", ", \"official\": true")), token);
+    cr_expect_eq(a.code, 201, "%s", a.body);
+    free(a.body);
+    a = request(port, "POST", "/api/v1/runs/4/links", chain, strlen(chain), token);
+    cr_expect_eq(a.code, 200, "%s", a.body);
+    free(a.body);
+    expect(port, "POST", "/api/v1/runs/4/complete", NULL, token, 409, "error",
+           "an official run's chain must hold its fine-tune's end");
+    expect(port, "POST", "/api/v1/runs/4/score", NULL, token, 409, "error",
+           "this needs it complete");
+    /* and no run is judged without a chain */
+    expect(port, "POST", "/api/v1/runs/3/complete", NULL, token, 200, "state", "complete");
+    expect(port, "POST", "/api/v1/runs/3/score", NULL, token, 409, "error",
+           "the run sent no chain");
 
     /* bad input: 4xx naming the field, and the server keeps serving */
-    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": -1}", token, 400, "field", "seq");
-    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"samples\": [[1, 2, \"x\"]]}",
-           token, 400, "field", "samples[0][2]");
-    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"samples\": [[1, 2]]}", token, 400,
-           "field", "samples[0]");
-    expect(port, "POST", "/api/v1/runs/2/power", "{\"seq\": 1, \"events\": [[1, 2, \"x\", [1]]]}",
-           token, 400, "field", "events[0][3]");
-    expect(port, "POST", "/api/v1/runs/2/power", chunk, other, 403, "error", "another team");
+    expect(port, "POST", "/api/v1/runs/2/links", "{\"links\": []}", token, 400, "field", "links");
+    expect(port, "POST", "/api/v1/runs/2/links",
+           "{\"links\": [{\"seq\": -1, \"kind\": \"event\", \"head\": \"" HEX64 "\"}]}", token, 400,
+           "field", "links[0].seq");
+    expect(port, "POST", "/api/v1/runs/2/links",
+           "{\"links\": [{\"seq\": 3, \"kind\": \"samples\", \"head\": \"" HEX64 "\", "
+           "\"source\": \"sim:\", \"samples\": [[1, 2, \"x\", null, null, 0]]}]}",
+           token, 400, "field", "links[0].samples[0][2]");
+    expect(port, "POST", "/api/v1/runs/2/links",
+           "{\"links\": [{\"seq\": 3, \"kind\": \"samples\", \"head\": \"" HEX64 "\", "
+           "\"source\": \"sim:\", \"samples\": [[1, 2]]}]}",
+           token, 400, "field", "links[0].samples[0]");
+    expect(port, "POST", "/api/v1/runs/2/links",
+           "{\"links\": [{\"seq\": 3, \"kind\": \"event\", \"head\": \"" HEX64 "\", "
+           "\"event\": [1, 2, \"x\", \"[1]\"]}]}",
+           token, 400, "field", "links[0].event[3]");
+    expect(port, "POST", "/api/v1/runs/2/links",
+           "{\"links\": [{\"seq\": 3, \"kind\": \"note\", \"head\": \"" HEX64 "\"}]}", token, 400,
+           "field", "links[0].kind");
+    expect(port, "POST", "/api/v1/runs/2/links", chain, other, 403, "error", "another team");
     expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": []}", token, 409, "error",
            "this needs it complete");
     expect(port, "POST", "/api/v1/runs/2/complete", NULL, token, 200, "state", "complete");
@@ -594,7 +666,7 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
            "predictions");
     expect(port, "POST", "/api/v1/runs/2/score", "{\"samples_dropped\": \"many\"}", token, 400,
            "field", "samples_dropped");
-    expect(port, "POST", "/api/v1/runs/1/power", chunk, token, 409, "error", "run 1 is scored");
+    expect(port, "POST", "/api/v1/runs/1/links", chain, token, 409, "error", "run 1 is scored");
     expect(port, "GET", "/healthz", NULL, NULL, 200, "status", "ok");
 
     /* no answer of any route holds the truth */
@@ -639,7 +711,15 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
            "?'");
     expect(port, "GET", "/api/v1/leaderboard?task=cls&device=zc%FF%FE", NULL, NULL, 400, "field",
            "device");
-    expect(port, "GET", "/runs/2", NULL, NULL, 404, "error", "no scored run 2");
+    /* a run not yet scored: its page says how it is going, and refreshes */
+    struct reply live = request(port, "GET", "/runs/2", NULL, 0, NULL);
+    cr_expect_eq(live.code, 200, "%s", live.body);
+    cr_expect(strstr(live.body, "<meta http-equiv=\"refresh\" content=\"2\">"), "%s", live.body);
+    cr_expect(strstr(live.body, "run 2 of team alpha is complete; 3 links of its chain received, "
+                                "the last "),
+              "%s", live.body);
+    free(live.body);
+    expect(port, "GET", "/runs/99", NULL, NULL, 404, "error", "no run 99");
 
     /* the pages, in a browser: the table with the run; the run's page with
      * its power trace (#1f77b4) drawn */
@@ -766,6 +846,11 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
     r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    /* the chain came as the run went, in several requests; and whole: each
+     * side's last link is its own score event */
+    cr_expect_gt(test_sql_int(sdb, "SELECT count(DISTINCT at_utc_ns) FROM links"), 1);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM links"),
+                 test_sql_int(db, "SELECT count(*) FROM links"));
     eeb_server_stop(s);
 }
 
@@ -860,32 +945,39 @@ Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .t
     snprintf(db, sizeof db, "%s/official.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     struct inputs in = make_inputs(dir);
-    /* five requests, then 429 for good: register, complete, the test
-     * inputs and two chunks of the power log get through */
-    struct eeb_server *s = official_server(sdb, &in, 1e-6, 5, url, token);
-    struct test_run r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft,
-                                                  "--model", in.model, "--db", db, "--server", url,
-                                                  "--token", token, "--epochs", "2", NULL});
+    /* the network fails at scoring, and only there, for as long as the
+     * client tries */
+    struct eeb_server *s = official_server(sdb, &in, 0, 1, url, token);
+    char proxied[64];
+    struct fault_proxy *proxy = fault_proxy_start(url, proxied);
+    fault_proxy_fail(proxy, "/score");
+    struct test_run r = test_eeb(
+        (const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--model", in.model, "--db",
+                         db, "--server", proxied, "--token", token, "--epochs", "2", NULL});
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
-    cr_expect(strstr(r.err, "HTTP 429 (after 6 tries)"), "%s", r.err);
-    snprintf(hint, sizeof hint, "eeb submit %s --run 1 --resume 1 --server %s", db, url);
+    cr_expect(strstr(r.err, "HTTP 503 (after 6 tries)"), "%s", r.err);
+    cr_expect_eq(fault_proxy_refused(proxy), 6);
+    snprintf(hint, sizeof hint, "eeb submit %s --run 1 --resume 1 --server %s", db, proxied);
     cr_expect(strstr(r.err, hint), "%s", r.err);
     test_run_free(&r);
     /* the record is whole, and marked as no error of the run's */
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'error'"), 0);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions"), 64);
     expect_no_leftovers(dir);
-    eeb_server_stop(s);
 
-    /* the same server, restarted without the limit: the submission resumed */
-    s = official_server(sdb, &in, 0, 1, url, NULL);
-    r = test_eeb(
-        (const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1", NULL});
+    /* the network back: the submission resumed, from the first link the
+     * server lacked (none: the run had sent them all) */
+    fault_proxy_fail(proxy, NULL);
+    r = test_eeb((const char *[]){"submit", db, "--server", proxied, "--token", token, "--resume",
+                                  "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "server run 1 (cls, team alpha): pass"), "%s", r.out);
-    cr_expect(strstr(r.err, "(2 chunks the server held already)"), "%s", r.err);
+    cr_expect(strstr(r.err, "eeb: chain: the server holds all "), "%s", r.err);
     test_run_free(&r);
-    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM chunks"), 2);
+    fault_proxy_stop(proxy);
+    /* the server holds the run's chain, and its own score event after it */
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM links WHERE run_id = 1"),
+                 test_sql_int(db, "SELECT count(*) FROM links") + 1);
     r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
@@ -1025,19 +1117,20 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
         request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
-    const char *chunk = "{\"seq\": 0, \"samples\": [[1000, 5, 2.5], [2000, 6, 2.75]]}";
-    a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
-    cr_expect_eq(a.code, 201, "%s", a.body);
+    char chain[2048];
+    chain_body(chain, sizeof chain, 2.75, -1);
+    a = request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);
+    cr_expect_eq(a.code, 200, "%s", a.body);
     free(a.body);
     kill_9(pid);
 
     /* restarted on the same database: the scored run, the registration and
-     * the chunk it acknowledged are all there */
+     * the links it acknowledged are all there */
     pid = serve(sdb, test, NULL, port);
     expect(port, "GET", "/api/v1/runs/1", NULL, token, 200, "verdict", "pass");
     expect(port, "GET", "/api/v1/runs/2", NULL, token, 200, "state", "registered");
-    a = request(port, "POST", "/api/v1/runs/2/power", chunk, strlen(chunk), token);
-    cr_expect_eq(a.code, 200, "the chunk was lost: %s", a.body);
+    a = request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);
+    cr_expect(a.code == 200 && strstr(a.body, "\"next\":3"), "the links were lost: %s", a.body);
     free(a.body);
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 2"), 2);
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM pragma_integrity_check WHERE "

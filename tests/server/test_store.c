@@ -95,17 +95,20 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     cr_expect_eq(rows[0].id, 1);
     cr_expect_eq(rows[1].id, 0, "only scored runs are on the board");
     /* the registered run goes on to its next stage */
-    cr_expect_eq(eeb_srv_store_run_complete(s, 2, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(eeb_srv_store_run_complete(s, 2, 0, err, sizeof err), 1, "%s", err);
     eeb_srv_store_close(s);
 
     /* the server's tables are now version 1 of their set; the run tables
      * are at this eeb's version */
     cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 1);
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
-    /* and the scored run reads and judges as ever */
+    /* and the scored run reads and recomputes as ever; written before the
+     * chain, nothing shows its record is unedited: invalid, saying so */
     struct test_run c = test_eeb((const char *[]){"check", path, "--run", "1", NULL});
-    cr_expect_eq(c.status, 0, "%s%s", c.out, c.err);
-    cr_expect(strstr(c.out, "verdict: pass, S = 0.457957"), "%s", c.out);
+    cr_expect_eq(c.status, 4, "%s%s", c.out, c.err); /* invalid */
+    cr_expect(strstr(c.out, "  S        0.457957"), "%s", c.out);
+    cr_expect(strstr(c.out, "verdict: invalid: it has no chain (written before eeb chained"), "%s",
+              c.out);
     test_run_free(&c);
     /* the server starts on it */
     struct eeb_server_config cfg;
@@ -235,8 +238,8 @@ Test(server_store, a_run_goes_through_its_stages)
     cr_expect_str_eq(r.team_name, "ann");
     cr_expect_eq(score(s, a, 0.5), 0, "a run not complete is not scored");
     for (int64_t id = a; id <= c; id++) {
-        cr_expect_eq(eeb_srv_store_run_complete(s, id, err, sizeof err), 1, "%s", err);
-        cr_expect_eq(eeb_srv_store_run_complete(s, id, err, sizeof err), 0);
+        cr_expect_eq(eeb_srv_store_run_complete(s, id, 0, err, sizeof err), 1, "%s", err);
+        cr_expect_eq(eeb_srv_store_run_complete(s, id, 0, err, sizeof err), 0);
         cr_expect_eq(eeb_srv_store_run_counter(s, id, "samples_dropped", 0, err, sizeof err),
                      EEB_OK, "%s", err);
     }

@@ -1,0 +1,93 @@
+/*
+ * stream.c - whether an official run's record reached the server as the
+ * run went: from the fine-tune's first link to its last, each link must
+ * arrive within the stream's allowance of the moment the run's own clock
+ * says it was written, and none arrive before it (a record made first and
+ * sent after).  Both sides' clocks are read as differences from the
+ * fine-tune's first link, so neither needs the other's time of day.
+ */
+#include "server_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What the walk has seen. */
+struct stream_walk {
+    double allowance_s;
+    int64_t begin_at, begin_t; /* the fine-tune_begin link: arrival, the run's time */
+    int64_t last_at, last_seq; /* the link before, in the window */
+    int in_window, ended;
+    char *why;
+    size_t whylen;
+};
+
+/* The run's own time of link l: its event's, or its last sample's. */
+static int64_t written_at(const struct eeb_rundb_link *l)
+{
+    return l->kind == EEB_LINK_EVENT ? l->event.t_mono_ns
+           : l->nsamples             ? l->samples[l->nsamples - 1].t_mono_ns
+                                     : 0;
+}
+
+static int stream_link(void *arg, const struct eeb_rundb_link *l)
+{
+    struct stream_walk *w = arg;
+    if (w->ended || l->kind == EEB_LINK_ORIGIN)
+        return 0;
+    int is = l->kind == EEB_LINK_EVENT;
+    if (!w->in_window) {
+        if (!is || strcmp(l->event.kind, EEB_EVENT_FINETUNE_BEGIN))
+            return 0;
+        w->in_window = 1;
+        w->begin_at = w->last_at = l->at_utc_ns, w->begin_t = l->event.t_mono_ns;
+        w->last_seq = l->seq;
+        return 0;
+    }
+    double arrived = (double)(l->at_utc_ns - w->begin_at) / 1e9;
+    double written = (double)(written_at(l) - w->begin_t) / 1e9;
+    double gap = (double)(l->at_utc_ns - w->last_at) / 1e9;
+    /* the clocks' rates differ by parts per million; a second spares it */
+    if (arrived < written - 1 - 1e-3 * written) {
+        snprintf(w->why, w->whylen,
+                 "link %lld arrived %.3f s into fine-tuning, but the run wrote it at %.3f s: the "
+                 "record was made before it was sent, not streamed as the run went",
+                 (long long)l->seq, arrived, written);
+        return 1;
+    }
+    if (gap > w->allowance_s) {
+        snprintf(w->why, w->whylen,
+                 "the stream stopped for %.3f s during fine-tuning (links %lld to %lld); the "
+                 "server allows %g s",
+                 gap, (long long)w->last_seq, (long long)l->seq, w->allowance_s);
+        return 1;
+    }
+    if (arrived - written > w->allowance_s) {
+        snprintf(w->why, w->whylen,
+                 "link %lld arrived %.3f s after the run wrote it; the server allows %g s",
+                 (long long)l->seq, arrived - written, w->allowance_s);
+        return 1;
+    }
+    w->last_at = l->at_utc_ns, w->last_seq = l->seq;
+    w->ended = is && strcmp(l->event.kind, EEB_EVENT_FINETUNE_END) == 0;
+    return 0;
+}
+
+int eeb_srv_stream_check(const char *db_path, int64_t run, double allowance_s, char *why,
+                         size_t whylen, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    struct stream_walk w = {.allowance_s = allowance_s, .why = why, .whylen = whylen};
+    why[0] = '\0';
+    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
+    if (rc)
+        return rc;
+    rc = eeb_rundb_links_each(db, run, 0, stream_link, &w, err, errlen);
+    eeb_rundb_close(db);
+    if (rc == 1)
+        return EEB_OK; /* why says */
+    if (rc == EEB_OK && !w.ended)
+        snprintf(why, whylen, "the stream holds no whole fine-tune (from %s to %s)",
+                 EEB_EVENT_FINETUNE_BEGIN, EEB_EVENT_FINETUNE_END);
+    return rc;
+}
