@@ -23,6 +23,7 @@ static void help(void)
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
          "                 [--finetune TASK=FILE.eebd ...] [--stream-allowance S]\n"
+         "                 [--station TEAM=METER ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
          "\n"
@@ -81,6 +82,16 @@ static void help(void)
          "                     the TASK fine-tune set runs train on: registration names it\n"
          "                     by its SHA-256 and refuses a run that declares another one,\n"
          "                     or an official run that declares none (repeat per task)\n"
+         "  --station TEAM=METER\n"
+         "                     director mode: the server reads TEAM's power meter itself\n"
+         "                     (a power source URI: ptd://HOST:PORT, scpi://HOST:PORT,\n"
+         "                     hwmon:..., as eeb run --power takes) for each official run\n"
+         "                     of TEAM's on a board, from registration to complete; the\n"
+         "                     run's E and the P_max rule are then the server's samples\n"
+         "                     over the run's fine-tune window, its own log must agree\n"
+         "                     within 5 %, and its provenance is the meter's (repeat per\n"
+         "                     team).  Without a station, a run's own measured log is\n"
+         "                     declared\n"
          "  --stream-allowance S\n"
          "                     an official run's stream: the longest a link of its\n"
          "                     fine-tune may arrive after the run wrote it, and the longest\n"
@@ -153,6 +164,21 @@ static int per_task(const char *option, char *arg, const char *files[EEB_TASK_CO
     return EEB_EXIT_OK;
 }
 
+/* --station TEAM=URI into the next free station. */
+static int station(char *arg, struct eeb_server_config *cfg)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return eeb_cli_usage_error(cmd, "--station: '%s' is not TEAM=URI", arg);
+    *eq = '\0';
+    for (int i = 0; i < EEB_SERVER_STATIONS; i++)
+        if (!cfg->stations[i].team) {
+            cfg->stations[i] = (struct eeb_server_station){arg, eq + 1};
+            return EEB_EXIT_OK;
+        }
+    return eeb_cli_usage_error(cmd, "--station: at most %d stations", EEB_SERVER_STATIONS);
+}
+
 int eeb_cmd_serve(int argc, char **argv)
 {
     enum {
@@ -166,6 +192,7 @@ int eeb_cmd_serve(int argc, char **argv)
         O_TEST,
         O_FINETUNE,
         O_STREAM,
+        O_STATION,
         O_N
     };
     static const struct option options[] = {{"db", 1, 0, O_DB},
@@ -178,6 +205,7 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"test", 1, 0, O_TEST},
                                             {"finetune", 1, 0, O_FINETUNE},
                                             {"stream-allowance", 1, 0, O_STREAM},
+                                            {"station", 1, 0, O_STATION},
                                             {"out", 1, 0, 'o'},
                                             {"n", 1, 0, O_N},
                                             {"help", 0, 0, 'h'},
@@ -203,6 +231,7 @@ int eeb_cmd_serve(int argc, char **argv)
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
         case O_TEST: rc = per_task("--test", optarg, cfg.test); break;
         case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
+        case O_STATION: rc = station(optarg, &cfg); break;
         case O_STREAM:
             rc = eeb_cli_number(cmd, "--stream-allowance", optarg, &cfg.stream_allowance_s);
             if (rc == 0 && !(cfg.stream_allowance_s > 0))

@@ -248,16 +248,40 @@ struct power_judged {
     char p_max_reason[256];
 };
 
+/* How far a run's own log's E may be from the server's meter's. */
+#define METER_TOLERANCE 0.05
+
+/* Director mode: the run's own log, if it has one, against the server's
+ * meter's E over the same window. */
+static void cross_check(const struct stored_run *sr, double server_j, struct eeb_run_outcome *out)
+{
+    struct eeb_power_summary own;
+    char ignored[512];
+    if (eeb_power_summarize(sr->path, sr->row.id, NAN, &own, ignored, sizeof ignored) ||
+        !(server_j > 0))
+        return; /* no log of its own: nothing to compare */
+    double apart = fabs(own.energy.joules - server_j) / server_j;
+    if (apart > METER_TOLERANCE) {
+        why(out,
+            "the run's own log gives E = %.3f J and the server's meter %.3f J over the same "
+            "window: %.1f %% apart, more than the %g %% allowed",
+            own.energy.joules, server_j, 100 * apart, 100 * METER_TOLERANCE);
+        out->valid = 0;
+    }
+}
+
 /* T from the fine-tune window, E, validity and the P_max rule from the
- * samples; whether E is known. */
+ * samples: the run's own, or the server's meter's (its power log, the
+ * window placed there on the server's clock); whether E is known. */
 static int metered_figures(const struct stored_run *sr, const struct eeb_config_record *cfg,
                            struct eeb_run_outcome *out, struct power_judged *pj)
 {
-    (void)cfg;
     out->t_s = (double)(sr->rec.ft_end - sr->rec.ft_begin) / 1e9;
     struct eeb_power_summary ps;
     char perr[512];
-    if (eeb_power_summarize(sr->path, sr->row.id, NAN, &ps, perr, sizeof perr)) {
+    int64_t metered = cfg->meter_run > 0 ? cfg->meter_run : sr->row.id;
+    if (eeb_power_summarize(sr->path, metered, cfg->meter_run > 0 ? sr->row.p_max_w : NAN, &ps,
+                            perr, sizeof perr)) {
         why(out, "power: %s", perr);
         out->valid = 0;
         return 0;
@@ -270,6 +294,8 @@ static int metered_figures(const struct stored_run *sr, const struct eeb_config_
     }
     pj->p_max_pass = ps.p_max_pass;
     snprintf(pj->p_max_reason, sizeof pj->p_max_reason, "%s", ps.p_max_reason);
+    if (cfg->meter_run > 0)
+        cross_check(sr, ps.energy.joules, out);
     return 1;
 }
 

@@ -71,6 +71,11 @@ void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const c
     json_object_set_new(o, "power", power);
 }
 
+void eeb_config_put_meter(json_t *o, int64_t meter_run)
+{
+    json_object_set_new(json_object_get(o, "power"), "meter_run", json_integer(meter_run));
+}
+
 void eeb_config_put_budgets(json_t *o, double t_max_s, double p_max_w, const char *clock,
                             double grace_s, int abort_on_pmax)
 {
@@ -161,6 +166,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->device_step_s = eeb_json_number_at(device, "train_step_s");
     out->device_train_w = eeb_json_number_at(device, "train_w");
     out->official = json_is_object(json_object_get(o, "official"));
+    json_t *meter = json_object_get(power, "meter_run");
+    out->meter_run = json_is_integer(meter) ? json_integer_value(meter) : 0;
     json_decref(o);
     return EEB_OK;
 }

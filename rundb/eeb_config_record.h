@@ -58,6 +58,11 @@ void eeb_config_put_official(json_t *o, const char *server, int64_t run_id);
 void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
                           const char *note);
 
+/* "power"."meter_run": the run (a power log in the same file) holding the
+ * samples of the meter the evaluation server itself read for this run;
+ * after eeb_config_put_power. */
+void eeb_config_put_meter(json_t *o, int64_t meter_run);
+
 /* The clocks T and T_max are read on: the host's (a meter's run), or the
  * modeled device's, steps x its step time (an emulated run's: the same S
  * on any machine at any load). */
@@ -107,7 +112,8 @@ struct eeb_config_record {
     char design[512];          /* the modeled device's design, or "" */
     double device_step_s;      /* its training step's seconds, and watts */
     double device_train_w;
-    int official; /* a server drove the run: its M_s is the server's */
+    int official;      /* a server drove the run: its M_s is the server's */
+    int64_t meter_run; /* the server's meter's samples are this run's (0: its own) */
 };
 
 /* Reads the stored configuration text.  EEB_EFORMAT for text that is not

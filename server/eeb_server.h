@@ -25,6 +25,8 @@ int eeb_server_add_team(const char *db, const char *name, char token[EEB_TOKEN_H
 
 /* ---- the server ---- */
 
+#define EEB_SERVER_STATIONS 16
+
 struct eeb_server_config {
     const char *db;                /* the server's database (created if missing) */
     const char *bind;              /* an IPv4 address (default 127.0.0.1) */
@@ -43,6 +45,13 @@ struct eeb_server_config {
      * arrive after the run wrote it, and the longest pause between links
      * (default 10 s).  Past it the run is invalid. */
     double stream_allowance_s;
+    /* Director mode: the meter the server reads itself for each official
+     * run of a team (its "station"), by URI (ptd://, scpi://, hwmon:, ...);
+     * the run's E and the P_max rule are then the server's measurement. */
+    struct eeb_server_station {
+        const char *team, *uri;
+    } stations[EEB_SERVER_STATIONS];
+    double meter_rate_hz; /* the stations' sampling rate (default 10 Hz) */
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);

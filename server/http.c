@@ -39,7 +39,8 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .max_body = 1 << 20,
                                     .rate_limit = 200,
                                     .rate_burst = 400,
-                                    .stream_allowance_s = 10};
+                                    .stream_allowance_s = 10,
+                                    .meter_rate_hz = 10};
 }
 
 /* ---- responses ---- */
@@ -504,5 +505,6 @@ void eeb_server_stop(struct eeb_server *s)
     if (!s)
         return;
     MHD_stop_daemon(s->daemon);
+    eeb_srv_meters_stop(s);
     server_free(s);
 }

@@ -219,7 +219,8 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
 /* The configuration the server stores for the run: what the judge, the
  * check and the report read from a local run's, with the server's rules. */
 static char *server_config(const struct eeb_server *s, const struct declared *d,
-                           const struct eeb_srv_call *k, const struct eeb_task_profile *p)
+                           const struct eeb_srv_call *k, const struct eeb_task_profile *p,
+                           const struct eeb_srv_meter *m)
 {
     const struct eeb_weights *w = &s->weights[d->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
@@ -232,7 +233,13 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         json_object_set_new(o, "design", d->design ? json_string(d->design) : json_null());
     }
     if (o) {
-        eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
+        if (m) { /* the server's own meter: what the run is judged by */
+            eeb_config_put_power(o, m->src->uri, s->cfg.meter_rate_hz, d->provenance,
+                                 "read by the evaluation server");
+            eeb_config_put_meter(o, m->meter_run);
+        } else {
+            eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
+        }
         eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);
         eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
         eeb_config_put_budgets(o, p->t_max_s, p->p_max_w,
@@ -286,6 +293,29 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
     return -1;
 }
 
+/* Director mode: the meter of the team's station opened for its official
+ * run on a board, whose figures are then the server's measurement (their
+ * provenance the meter's); without one, a run's own "measured" log is
+ * declared.  0, or the 503 sent. */
+static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv_meter *m,
+                      enum MHD_Result *sent)
+{
+    const char *station = eeb_srv_station(k->s, k->team_name);
+    char err[512], msg[640];
+    if (!station || !d->official || d->modeled_clock || eeb_accel_never_on_board(d->backend)) {
+        if (strcmp(d->provenance, "measured") == 0)
+            d->provenance = "declared";
+        return 0;
+    }
+    if (eeb_srv_meter_open(k->s, station, m, err, sizeof err)) {
+        snprintf(msg, sizeof msg, "team %s's station meter does not answer: %s", k->team_name, err);
+        *sent = eeb_srv_call_fail(k, 503, "station", msg);
+        return -1;
+    }
+    d->provenance = eeb_provenance_name(m->src->provenance);
+    return 0;
+}
+
 /* POST /api/v1/runs: a run, with the budgets and rules it is held to. */
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
 {
@@ -295,13 +325,14 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
         return sent;
     struct declared d;
     struct fault f = {.field = ""};
+    struct eeb_srv_meter m = {0};
     char err[256];
     if (read_declared(body, &d, &f)) {
         sent = fail_fault(k, &f);
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = eeb_srv_call_fail(k, 409, "task", err);
-    } else if (finetune_agrees(k, &d, &sent) == 0) {
+    } else if (finetune_agrees(k, &d, &sent) == 0 && read_meter(k, &d, &m, &sent) == 0) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
         struct eeb_srv_run r = {.team = k->team,
                                 .task = (int)d.task,
@@ -314,17 +345,21 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
         snprintf(r.device, sizeof r.device, "%s", d.device);
         snprintf(r.provenance, sizeof r.provenance, "%s", d.provenance);
         snprintf(r.state, sizeof r.state, "registered");
-        char *config = server_config(k->s, &d, k, p);
+        char *config = server_config(k->s, &d, k, p, m.src ? &m : NULL);
         if (!config)
             sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
         else if (eeb_srv_store_run_register(k->s->store, &r, config, err, sizeof err))
             sent = eeb_srv_call_fail(k, 500, NULL, err);
+        else if (m.src && eeb_srv_meter_start(k->s, r.id, &m, err, sizeof err))
+            sent = eeb_srv_call_fail(k, 503, "station", err);
         else {
             json_t *o = run_json(&r);
             add_terms(o, k->s, d.task);
             sent = eeb_srv_call_json(k, 201, o);
         }
         free(config);
+        if (m.src && !m.sampler) /* not started: nothing holds it */
+            eeb_srv_meter_close(k->s, &m);
     }
     json_decref(body);
     return sent;
@@ -589,7 +624,10 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
             return eeb_srv_call_fail(k, 409, "links",
                                      "an official run's chain must hold its fine-tune's end "
                                      "(the finetune_end event) before it is complete");
-        snprintf(k->run.state, sizeof k->run.state, "%s", moved ? "complete" : k->run.state);
+        if (moved) { /* and the server's meter stopped, if it reads one for the run */
+            snprintf(k->run.state, sizeof k->run.state, "complete");
+            eeb_srv_meter_stop(k->s, k->id);
+        }
     }
     return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
@@ -831,9 +869,17 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     if (!store_counters(k, &sent))
         return sent;
     struct eeb_run_outcome o = {0};
-    char err[512];
+    char err[512], unmetered[256] = "";
+    if (k->run.meter_run && eeb_srv_meter_window(k->s, k->id, k->run.meter_run, unmetered,
+                                                 sizeof unmetered, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
     if (eeb_run_judge(eeb_srv_store_path(k->s->store), k->id, NAN, &o, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
+    if (unmetered[0]) {
+        o.valid = 0, o.pass = 0, o.score.s = NAN;
+        size_t n = strlen(o.why);
+        snprintf(o.why + n, sizeof o.why - n, "%s%s", n ? "; " : "", unmetered);
+    }
     o.complete = 1;
     o.device_time_s = o.device_energy_j = NAN; /* the server models no device */
     /* an official run's fine-tuning happened between register and complete */

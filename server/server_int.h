@@ -9,6 +9,7 @@
 #define EEB_SERVER_INT_H
 
 #include "common/eeb_json.h"
+#include "power/eeb_power.h"
 #include "scoring/eeb_score.h"
 #include "eeb_server.h"
 #include "server_store.h"
@@ -79,6 +80,15 @@ enum eeb_srv_route {
 #define EEB_SRV_N_CODES   11   /* the statuses /metrics counts (http.c) */
 #define EEB_SRV_N_BUCKETS 1024 /* teams the rate limit tells apart */
 
+/* Director mode: a meter the server reads for one official run. */
+#define EEB_SRV_METERS 16
+struct eeb_srv_meter {
+    int64_t run;       /* the run it measures (0: a free slot) */
+    int64_t meter_run; /* the power log its samples go to */
+    struct eeb_power_source *src;
+    struct eeb_sampler *sampler;
+};
+
 struct eeb_server {
     struct MHD_Daemon *daemon;
     struct eeb_srv_store *store;
@@ -100,7 +110,8 @@ struct eeb_server {
         size_t len;
     } board_cache[16];
     unsigned board_next;  /* the slot to replace next */
-    pthread_mutex_t lock; /* the buckets */
+    pthread_mutex_t lock; /* the buckets, and the meters */
+    struct eeb_srv_meter meters[EEB_SRV_METERS];
     struct eeb_srv_bucket {
         int64_t team; /* 0: free */
         double tokens;
@@ -141,6 +152,25 @@ enum MHD_Result eeb_srv_call_file(struct eeb_srv_call *k, const char *type, cons
 json_t *eeb_srv_call_body(struct eeb_srv_call *k, enum MHD_Result *sent);
 /* A query-string argument, or NULL. */
 const char *eeb_srv_call_arg(struct eeb_srv_call *k, const char *name);
+/* meter.c: director mode.  The station (meter URI) of team, or NULL. */
+const char *eeb_srv_station(const struct eeb_server *s, const char *team);
+/* The meter at uri opened, and its power log run made, into m. */
+int eeb_srv_meter_open(struct eeb_server *s, const char *uri, struct eeb_srv_meter *m, char *err,
+                       size_t errlen);
+/* m sampling for run, held by the server until eeb_srv_meter_stop; on an
+ * error m is closed. */
+int eeb_srv_meter_start(struct eeb_server *s, int64_t run, struct eeb_srv_meter *m, char *err,
+                        size_t errlen);
+/* An opened meter closed without sampling, its power log done. */
+void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m);
+/* The meter of run stopped (0: any one); nothing if it has none. */
+void eeb_srv_meter_stop(struct eeb_server *s, int64_t run);
+void eeb_srv_meters_stop(struct eeb_server *s);
+/* Run's fine-tune window placed on the server's clock in its meter run:
+ * "" in why, or what is missing. */
+int eeb_srv_meter_window(struct eeb_server *s, int64_t run, int64_t meter_run, char *why,
+                         size_t whylen, char *err, size_t errlen);
+
 /* stream.c: whether official run's fine-tune reached the server as it
  * went (each link within allowance_s of when the run wrote it, none
  * before): "" in why if so, else the reason.  An error only for a

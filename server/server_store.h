@@ -82,6 +82,7 @@ struct eeb_srv_run {
     char why[768];
     int64_t links;            /* of its chain received: the next is this seq */
     int64_t last_link_utc_ns; /* when the last arrived (0: none yet) */
+    int64_t meter_run;        /* director mode: the server's meter's power log (0: none) */
 };
 
 /* Creates the run (in the run tables, with config_json) and its entry,
@@ -138,5 +139,21 @@ struct eeb_srv_board_filter {
 int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filter *f,
                         int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg, char *err,
                         size_t errlen);
+
+/* ---- the server's own meter (director mode, meter.c) ---- */
+
+/* A power log run for the samples of the meter at uri, into *meter_run. */
+int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rate_hz,
+                            const char *provenance, int64_t *meter_run, char *err, size_t errlen);
+/* The meter run over (done); an error is its own record's to show. */
+void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run);
+/* eeb_rundb_links_each on run id. */
+int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,
+                                 int (*fn)(void *arg, const struct eeb_rundb_link *l), void *arg,
+                                 char *err, size_t errlen);
+/* The fine-tune window, in server UTC, marked in the meter run on its
+ * monotonic clock (once); why says what the meter run lacks for it. */
+int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64_t begin_utc,
+                               int64_t end_utc, char *why, size_t whylen, char *err, size_t errlen);
 
 #endif

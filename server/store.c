@@ -12,6 +12,7 @@
  */
 #include "server_store.h"
 
+#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb_tables.h"
 
 #include <math.h>
@@ -276,7 +277,8 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
     "r.backend, e.official, e.device, e.provenance, e.registered_utc_ns, e.completed_utc_ns, "     \
     "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why, "                       \
     "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
-    "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id) "                            \
+    "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
+    "r.config ->> '$.power.meter_run' "                                                            \
     "FROM entries e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
 
 static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
@@ -302,7 +304,8 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .t_s = column_number(st, 20),
                               .energy_j = column_number(st, 21),
                               .links = sqlite3_column_int64(st, 23),
-                              .last_link_utc_ns = sqlite3_column_int64(st, 24)};
+                              .last_link_utc_ns = sqlite3_column_int64(st, 24),
+                              .meter_run = sqlite3_column_int64(st, 25)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -484,4 +487,96 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
         return stop;
     }
     return done(db, st, step, err, errlen);
+}
+
+/* ---- the server's own meter (director mode) ---- */
+
+int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rate_hz,
+                            const char *provenance, int64_t *meter_run, char *err, size_t errlen)
+{
+    json_t *o = json_object();
+    if (o)
+        eeb_config_put_power(o, uri, rate_hz, provenance, "the evaluation server's own meter");
+    char *config = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!config)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "the server's meter: out of memory");
+    const struct eeb_run_new n = {.power_log = 1,
+                                  .backend = "none",
+                                  .config_json = config,
+                                  .t_max_s = NAN,
+                                  .p_max_w = NAN,
+                                  .rules_version = "1"};
+    struct eeb_rundb *db;
+    char uuid[37];
+    int rc = conn(s, &db, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_create(db, &n, meter_run, uuid, err, errlen);
+    free(config);
+    return rc;
+}
+
+void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run)
+{
+    struct eeb_rundb *db;
+    char ignored[256];
+    if (meter_run && conn(s, &db, ignored, sizeof ignored) == EEB_OK)
+        (void)eeb_rundb_run_set_state(db, meter_run, EEB_RUN_DONE, ignored, sizeof ignored);
+}
+
+int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,
+                                 int (*fn)(void *arg, const struct eeb_rundb_link *l), void *arg,
+                                 char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_links_each(db, id, 0, fn, arg, err, errlen);
+}
+
+/* The first sample's two clocks: UTC minus monotonic, on the server;
+ * 1 stops the walk there (errors are negative). */
+static int first_sample(void *arg, const char *source, const struct eeb_sample *x)
+{
+    (void)source;
+    *(int64_t *)arg = x->t_utc_ns - x->t_mono_ns;
+    return 1;
+}
+
+struct window_seen {
+    int found;
+};
+
+static int window_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)t, (void)utc, (void)payload;
+    struct window_seen *w = arg;
+    w->found |= strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0;
+    return 0;
+}
+
+int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64_t begin_utc,
+                               int64_t end_utc, char *why, size_t whylen, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int64_t delta = INT64_MIN;
+    struct window_seen seen = {0};
+    int rc = conn(s, &db, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_events_each(db, meter_run, window_event, &seen, err, errlen);
+    if (rc || seen.found) /* placed already: scoring asked again */
+        return rc;
+    rc = eeb_rundb_samples_each(db, meter_run, INT64_MIN, INT64_MAX, first_sample, &delta, err,
+                                errlen);
+    if (rc < 0)
+        return rc;
+    if (delta == INT64_MIN) {
+        snprintf(why, whylen, "the server's meter took no samples");
+        return EEB_OK;
+    }
+    rc = eeb_rundb_event_add(db, meter_run, begin_utc - delta, begin_utc, EEB_EVENT_FINETUNE_BEGIN,
+                             NULL, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_event_add(db, meter_run, end_utc - delta, end_utc, EEB_EVENT_FINETUNE_END,
+                                 NULL, err, errlen);
+    return rc;
 }

@@ -776,17 +776,19 @@ Test(run, progress_tells_the_age_of_the_last_reading, .timeout = 120)
     cr_expect_geq(oldest_reading_s, 1.0, "the oldest reading was %.3f s old", oldest_reading_s);
 }
 
-/* A disk that fills while the run logs: a 512 KiB tmpfs in a private mount
+/* A disk that fills while the run logs: a 1 MiB tmpfs in a private mount
  * namespace (unshare -m), 10 kHz sampling.  The run ends with an error
  * naming the full disk, says truly whether it could mark the run failed,
- * and the database stays readable with every committed sample. */
+ * and the database stays readable with every committed sample.  (1 MiB:
+ * each event is a commit of its row and its link, pages in the WAL, so a
+ * smaller disk could fill before the first batch of samples.) */
 Test(run, a_full_disk_ends_the_run_with_a_clear_error_and_a_readable_database, .timeout = 120)
 {
     inputs();
     const char *tmp = test_tmpdir();
     char script[4096];
     snprintf(script, sizeof script,
-             "mkdir -p %s/full && mount -t tmpfs -o size=512k tmpfs %s/full || exit 99\n"
+             "mkdir -p %s/full && mount -t tmpfs -o size=1m tmpfs %s/full || exit 99\n"
              "%s run --task cls --finetune %s --test %s --model %s --db %s/full/runs.db "
              "--rate 10000 --epochs 100 --tmax 4 -q > %s/run.out 2> %s/run.err\n"
              "echo $? > %s/run.status\n"

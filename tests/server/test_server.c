@@ -11,6 +11,7 @@
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"
 #include "tests/server/fault_proxy.h"
+#include "tests/power/meter_emu.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -634,6 +635,13 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     expect(port, "POST", "/api/v1/runs/3/complete", NULL, token, 200, "state", "complete");
     expect(port, "POST", "/api/v1/runs/3/score", NULL, token, 409, "error",
            "the run sent no chain");
+    /* the server reads no meter of this team's: a run's own "measured"
+     * log is declared */
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, "
+           "\"dsp\": 0.2}, \"provenance\": \"measured\", \"backend\": \"exec\", "
+           "\"official\": true}",
+           token, 201, "provenance", "declared");
 
     /* bad input: 4xx naming the field, and the server keeps serving */
     expect(port, "POST", "/api/v1/runs/2/links", "{\"links\": []}", token, 400, "field", "links");
@@ -927,6 +935,117 @@ Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeou
 {
     an_official_run_of_a_teams_sut(EEB_SUT_EXAMPLE, "library", "a team&#39;s library",
                                    "4000"); /* about 1.5 s */
+}
+
+/* A team's library run officially under director mode (the server reads
+ * the team's station, a PTDaemon emulator at 12 V x 0.5 A), with the
+ * run's own log at watts: its verdict JSON. */
+static json_t *a_director_run(const char *dir, const char *watts, const char *db, char *sdb_out,
+                              int status)
+{
+    char sdb[300], url[64], token[EEB_TOKEN_HEX], model[300], meter[64], power[32];
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/nm.model", dir);
+    snprintf(power, sizeof power, "sim:watts=%s", watts);
+    test_write_file(model, "nearest-mean 1\n", 15);
+    struct inputs in = make_inputs(dir);
+    struct meter_emu *emu = meter_emu_start(
+        &(struct meter_emu_config){.protocol = METER_PTD, .volts = 12, .amps = 0.5});
+    snprintf(meter, sizeof meter, "ptd://127.0.0.1:%d", meter_emu_port(emu));
+    char err[512];
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    cfg.test[EEB_TASK_CLS] = in.test, cfg.finetune[EEB_TASK_CLS] = in.ft;
+    cfg.stations[0] = (struct eeb_server_station){"alpha", meter};
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
+    json_t *v = test_eeb_json((const char *[]){"run",
+                                               "--task",
+                                               "cls",
+                                               "--finetune",
+                                               in.ft,
+                                               "--model",
+                                               model,
+                                               "--backend",
+                                               EEB_SUT_EXAMPLE,
+                                               "--util",
+                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
+                                               "--power",
+                                               power,
+                                               "--rate",
+                                               "20",
+                                               "--epochs",
+                                               "5000",
+                                               "--db",
+                                               db,
+                                               "--server",
+                                               url,
+                                               "--token",
+                                               token,
+                                               "--json",
+                                               NULL},
+                              status);
+    eeb_server_stop(s);
+    meter_emu_stop(emu);
+    snprintf(sdb_out, 300, "%s", sdb);
+    return v;
+}
+
+/* Director mode: the server's meter, not the run's log, gives E; the
+ * entry is measured; the run's own log must agree with it. */
+Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    json_t *v = a_director_run(dir, "6", db, sdb, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_string_value(json_object_get(v, "why")));
+    /* the meter's power log was made first */
+    char run[24];
+    snprintf(
+        run, sizeof run, "%lld",
+        (long long)json_integer_value(json_object_get(json_object_get(v, "server"), "run_id")));
+    cr_expect_str_eq(run, "2");
+    json_decref(v);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE provenance = 'measured'"),
+                 1);
+    /* the meter run: a power log of the server's, sampled at 6 W, its
+     * window placed on the run's fine-tune */
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM runs WHERE task = 'none' AND "
+                                   "config ->> '$.power.source' LIKE 'ptd://127.0.0.1:%'"),
+                 1);
+    cr_expect_gt(test_sql_int(sdb, "SELECT count(*) FROM samples s JOIN runs r ON r.id = "
+                                   "s.run_id WHERE r.task = 'none' AND s.watts = 6"),
+                 10);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events e JOIN runs r ON r.id = "
+                                   "e.run_id WHERE r.task = 'none' AND e.kind = 'finetune_begin'"),
+                 1);
+    /* E is 6 W over T, to the trapezoid's edges */
+    cr_expect_lt(test_sql_int(sdb, "SELECT abs(e.value - 6 * t.value) * 1000 / e.value FROM "
+                                   "results e, results t WHERE e.run_id = 2 AND t.run_id = 2 AND "
+                                   "e.name = 'energy_j' AND t.name = 't_s'"),
+                 50);
+    struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", run, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+}
+
+Test(server, a_runs_own_log_far_from_the_servers_meter_is_invalid, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    json_t *v = a_director_run(dir, "9", db, sdb, 4);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
+    cr_expect(strstr(json_string_value(json_object_get(v, "why")), "the run's own log gives E = "),
+              "%s", json_string_value(json_object_get(v, "why")));
+    cr_expect(strstr(json_string_value(json_object_get(v, "why")), "50.0 % apart"), "%s",
+              json_string_value(json_object_get(v, "why")));
+    json_decref(v);
 }
 
 /* A command line of spaces and a path longer than the server takes: the
