@@ -294,6 +294,8 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     const struct eeb_run_config *c = r->c;
     struct eeb_run_outcome *out = r->out;
     int rc = run_enter(r, EEB_RUN_FINETUNE, err, errlen);
+    if (rc == EEB_OK && r->eval->begin)
+        rc = r->eval->begin(r, err, errlen);
     if (rc)
         return rc;
     struct worker *w = worker_new(r);

@@ -84,6 +84,9 @@ struct run_evaluator {
     /* The run over, however it ended: what created started, stopped.
      * optional: NULL means nothing */
     void (*release)(struct run *r);
+    /* FINETUNE, just before its begin event: whoever judges told that
+     * fine-tuning starts now.  optional: NULL means nobody to tell */
+    int (*begin)(struct run *r, char *err, size_t errlen);
     /* The configuration's keys that say who tests: "test", "official". */
     void (*describe)(const struct run *r, json_t *config);
     /* STOPPED: the path of the test inputs, ready to read. */

@@ -95,6 +95,16 @@ static void stop_stream(struct run *r)
     (void)run_stream_stop(r, ignored, sizeof ignored);
 }
 
+/* Official mode, FINETUNE: the server told fine-tuning begins, on its
+ * clock, before the run writes so on its own: the server can then place
+ * the run's clock on its own to within the round trip. */
+static int begin(struct run *r, char *err, size_t errlen)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/begin", (long long)r->out->server_run);
+    return eeb_client_call(r->hooks->server, "POST", path, NULL, NULL, err, errlen);
+}
+
 /* Official mode, at STOPPED: the fine-tune's chain sent whole, the server
  * told fine-tuning is complete, and its test inputs (no labels) downloaded
  * beside the database. */
@@ -205,6 +215,7 @@ const struct run_evaluator run_official_evaluator = {
     .enroll = enroll,
     .created = run_stream_start, /* the chain streamed to the server until STOPPED */
     .release = stop_stream,
+    .begin = begin,
     .describe = describe,
     .test_inputs = fetch_test_inputs,
     .judge = submit,

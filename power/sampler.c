@@ -262,6 +262,8 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&s->lock);
         s->write_rc = EEB_ENOMEM;
         snprintf(s->write_err, sizeof s->write_err, "power writer: out of memory");
+        s->sync_done = UINT64_MAX; /* no sync waits on a writer that is gone */
+        pthread_cond_broadcast(&s->synced);
         pthread_mutex_unlock(&s->lock);
         return NULL;
     }

@@ -10,8 +10,8 @@
  *   event:   prev "\0event\0" le64 t_mono le64 t_utc kind "\0" u8 has_payload payload "\0"
  *   samples: prev "\0samples\0" source "\0" le64 n, then per sample
  *            le64 t_mono le64 t_utc f64 watts f64 volts f64 amps le32 flags
- * where prev is the previous head in hex, and a missing volts or amps is
- * the quiet NaN 0x7ff8000000000000.
+ * where prev is the previous head in hex, a missing (or not finite) volts
+ * or amps is the quiet NaN 0x7ff8000000000000, and -0.0 is +0.0.
  */
 #include "rundb_int.h"
 
@@ -22,8 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The most samples one link holds: about 100 KB as the server takes them. */
-#define LINK_SAMPLES_MAX 1024
+/* The most samples a link eeb writes holds: about 100 KB as the server
+ * takes them; and the most a stored link may claim (a server's, received
+ * from another writer) before the file is taken for damaged. */
+#define LINK_SAMPLES_MAX        1024
+#define LINK_SAMPLES_STORED_MAX (1 << 20)
 
 static const char *const kind_names[EEB_LINK_KIND_COUNT] = {"origin", "event", "samples"};
 
@@ -57,10 +60,15 @@ static void put_u64(EVP_MD_CTX *c, uint64_t v)
     EVP_DigestUpdate(c, b, sizeof b);
 }
 
+/* A number as SQLite gives it back: -0.0 is stored as the integer 0 and
+ * read as +0.0, and a figure that is not finite is sent as null, so both
+ * hash as what they come back as. */
 static void put_f64(EVP_MD_CTX *c, double v)
 {
     uint64_t bits = UINT64_C(0x7ff8000000000000);
-    if (!isnan(v))
+    if (v == 0)
+        bits = 0;
+    else if (isfinite(v))
         memcpy(&bits, &v, sizeof bits);
     put_u64(c, bits);
 }
@@ -224,9 +232,9 @@ struct walk {
     sqlite3_stmt *links, *events, *samples;
     struct eeb_sample *buf;
     size_t cap;
-    char source[256];
+    char source[1024];
     int64_t event_id, first_sample; /* the link's records, for messages */
-    int short_of;                   /* records the link holds that are not stored */
+    int64_t short_of;               /* records the link holds that are not stored */
 };
 
 static void walk_close(struct walk *w)
@@ -307,6 +315,9 @@ static double optional_at(sqlite3_stmt *st, int i)
 static int read_samples(struct walk *w, struct eeb_rundb_link *l, int64_t count, char *err,
                         size_t errlen)
 {
+    if (count < 0 || count > LINK_SAMPLES_STORED_MAX)
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: link %lld says it holds %lld samples",
+                        w->db->path, (long long)l->seq, (long long)count);
     if ((size_t)count > w->cap) {
         struct eeb_sample *more = realloc(w->buf, (size_t)count * sizeof *more);
         if (!more)
@@ -338,7 +349,7 @@ static int read_samples(struct walk *w, struct eeb_rundb_link *l, int64_t count,
         };
     }
     l->samples = w->buf, l->source = w->source;
-    w->short_of = (int)(count - (int64_t)l->nsamples);
+    w->short_of = count - (int64_t)l->nsamples;
     return EEB_OK;
 }
 
@@ -413,6 +424,7 @@ struct verify {
     struct eeb_rundb *db;
     struct eeb_chain_check *out;
     struct eeb_run_row row;
+    int keeps_copies; /* the file keeps another set of tables (a server's runs received) */
     int64_t t0;
     char head[EEB_SHA256_HEX];
 };
@@ -465,8 +477,8 @@ static int verify_link(struct verify *v, const struct walk *w, const struct eeb_
     }
     locate(v, w, l, where, sizeof where);
     if (w->short_of) {
-        broken(v, "link %lld: %d of its records are gone (%s)", (long long)l->seq, w->short_of,
-               l->kind == EEB_LINK_EVENT ? "its event" : where);
+        broken(v, "link %lld: %lld of its records are gone (%s)", (long long)l->seq,
+               (long long)w->short_of, l->kind == EEB_LINK_EVENT ? "its event" : where);
         return -1;
     }
     if (l->kind == EEB_LINK_SAMPLES && !l->source[0]) {
@@ -488,6 +500,13 @@ static int verify_link(struct verify *v, const struct walk *w, const struct eeb_
         char config[EEB_SHA256_HEX];
         eeb_sha256(v->row.config, strlen(v->row.config), config);
         v->out->received = strcmp(l->uuid, v->row.uuid) != 0;
+        if (v->out->received && !v->keeps_copies) {
+            broken(v,
+                   "link 0: the run's uuid (%s) is not the one its chain began with (%s), in a "
+                   "file that keeps no received runs: changed after the fact",
+                   v->row.uuid, l->uuid);
+            return -1;
+        }
         if (!v->out->received && strcmp(config, l->config_sha256)) {
             broken(v,
                    "link 0: the run's configuration is not the one it began with (sha256 "
@@ -543,10 +562,24 @@ static int first_event_time(struct eeb_rundb *db, int64_t run, int64_t *t0, char
     return EEB_OK;
 }
 
+/* Whether the file keeps a set of tables beside the run tables: a server's
+ * database, whose runs were received and begun elsewhere. */
+static int keeps_copies(struct eeb_rundb *db)
+{
+    sqlite3_stmt *st;
+    int n = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM schema_sets", -1, &st, NULL) != SQLITE_OK)
+        return 0; /* no such table: no other set */
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n > 0;
+}
+
 int eeb_rundb_chain_check(struct eeb_rundb *db, int64_t run, struct eeb_chain_check *out, char *err,
                           size_t errlen)
 {
-    struct verify v = {.db = db, .out = out};
+    struct verify v = {.db = db, .out = out, .keeps_copies = keeps_copies(db)};
     memset(out, 0, sizeof *out);
     int rc = eeb_rundb_run_get(db, run, &v.row, err, errlen);
     if (rc)
@@ -655,10 +688,10 @@ int eeb_rundb_links_add(struct eeb_rundb *db, int64_t run, const struct eeb_rund
     }
     if (rc == EEB_OK && *verdict != EEB_LINKS_STORED) {
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-        int64_t ignored;
-        char h[EEB_SHA256_HEX];
-        (void)tip(db, run, &ignored, h, err, errlen); /* *next as held, not as rolled back */
-        *next = ignored + 1;
+        int64_t held = -1;
+        char h[EEB_SHA256_HEX], ignored[256];
+        (void)tip(db, run, &held, h, ignored, sizeof ignored); /* *next as held, not rolled back */
+        *next = held + 1;
         return EEB_OK;
     }
     return rundb_end_batch(db, rc, "committing links", err, errlen);

@@ -25,10 +25,11 @@
 #include <unistd.h>
 
 static const char *const route_names[EEB_SRV_R_COUNT] = {
-    "healthz",     "metrics",          "whoami",   "runs",        "run",
-    "links",       "complete",         "test",     "predictions", "score",
-    "leaderboard", "page_leaderboard", "page_run", "other"};
-static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 500};
+    "healthz", "metrics",     "whoami",           "runs",     "run",
+    "links",   "begin",       "complete",         "test",     "predictions",
+    "score",   "leaderboard", "page_leaderboard", "page_run", "other"};
+static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404,
+                                           405, 409, 413, 429, 500, 503};
 
 void eeb_server_config_default(struct eeb_server_config *c)
 {
@@ -238,6 +239,7 @@ static const struct route_def {
     {"POST", "/api/v1/runs", EEB_SRV_R_RUNS, TEAM, eeb_srv_api_register},
     {"GET", "/api/v1/runs/{id}", EEB_SRV_R_RUN, OWNER, eeb_srv_api_run},
     {"POST", "/api/v1/runs/{id}/links", EEB_SRV_R_LINKS, OWNER, eeb_srv_api_links},
+    {"POST", "/api/v1/runs/{id}/begin", EEB_SRV_R_BEGIN, OWNER, eeb_srv_api_begin},
     {"POST", "/api/v1/runs/{id}/complete", EEB_SRV_R_COMPLETE, OWNER, eeb_srv_api_complete},
     {"GET", "/api/v1/runs/{id}/test", EEB_SRV_R_TEST, OWNER, eeb_srv_api_test},
     {"POST", "/api/v1/runs/{id}/predictions", EEB_SRV_R_PREDICTIONS, OWNER,

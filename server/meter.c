@@ -111,18 +111,23 @@ struct offset_walk {
     int have_begin, have_end;
 };
 
+/* Only the fine-tune's links count: the stream check holds each of them
+ * to arriving after it was written (within a second), so no link can
+ * pull the window earlier by claiming a later time than it had. */
 static int offset_link(void *arg, const struct eeb_rundb_link *l)
 {
     struct offset_walk *w = arg;
-    if (l->kind == EEB_LINK_ORIGIN)
+    int event = l->kind == EEB_LINK_EVENT;
+    if (l->kind == EEB_LINK_ORIGIN || w->have_end)
         return 0;
-    int64_t written =
-        l->kind == EEB_LINK_EVENT ? l->event.t_mono_ns : l->samples[l->nsamples - 1].t_mono_ns;
+    if (event && strcmp(l->event.kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
+        w->begin = l->event.t_mono_ns, w->have_begin = 1;
+    if (!w->have_begin)
+        return 0;
+    int64_t written = event ? l->event.t_mono_ns : l->samples[l->nsamples - 1].t_mono_ns;
     if (l->at_utc_ns - written < w->offset)
         w->offset = l->at_utc_ns - written;
-    if (l->kind == EEB_LINK_EVENT && strcmp(l->event.kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
-        w->begin = l->event.t_mono_ns, w->have_begin = 1;
-    if (l->kind == EEB_LINK_EVENT && strcmp(l->event.kind, EEB_EVENT_FINETUNE_END) == 0)
+    if (event && strcmp(l->event.kind, EEB_EVENT_FINETUNE_END) == 0)
         w->end = l->event.t_mono_ns, w->have_end = 1;
     return 0;
 }

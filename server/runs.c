@@ -409,7 +409,7 @@ static int times_field(json_t *x, const char *field, int64_t t[2], struct fault 
 static int optional_number(json_t *v, const char *field, double *out, struct fault *f)
 {
     *out = NAN;
-    return json_is_null(v) ? 0 : number_field(v, field, -1e6, 1e6, out, f);
+    return json_is_null(v) ? 0 : number_field(v, field, -1e9, 1e9, out, f);
 }
 
 /* An event link's [t_mono_ns, t_utc_ns, kind, payload]: the payload is the
@@ -462,7 +462,7 @@ static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l,
             return -1;
         s[i].t_mono_ns = t[0], s[i].t_utc_ns = t[1];
         snprintf(at, sizeof at, "%s[%zu][2]", field, i);
-        if (number_field(json_array_get(x, 2), at, 0, 1e6, &s[i].watts, f))
+        if (number_field(json_array_get(x, 2), at, -1e9, 1e9, &s[i].watts, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][3]", field, i);
         if (optional_number(json_array_get(x, 3), at, &s[i].volts, f))
@@ -513,11 +513,12 @@ static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct fault
         snprintf(at, sizeof at, "%s.event", field);
         return read_event(json_object_get(x, "event"), at, &l->event, f);
     }
+    /* the meter's URI as the run wrote it: its head covers it, so only
+     * its length is the server's to bound */
     snprintf(at, sizeof at, "%s.source", field);
-    if (text_field(x, "source", 255, &l->source, f))
-        return -1;
-    if (!l->source)
-        return bad(f, at, "expected the meter that took the samples");
+    l->source = json_string_value(json_object_get(x, "source"));
+    if (!l->source || !*l->source || strlen(l->source) > 1023)
+        return bad(f, at, "expected the meter's URI, 1 to 1023 characters");
     snprintf(at, sizeof at, "%s.samples", field);
     return read_samples(json_object_get(x, "samples"), at, l, f);
 }
@@ -599,7 +600,21 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
     return sent;
 }
 
-/* ---- complete, and the test inputs ---- */
+/* ---- begin, complete, and the test inputs ---- */
+
+/* POST /api/v1/runs/{id}/begin: the run is about to write its fine-tune's
+ * begin; the server keeps when it said so, the first time, on its clock. */
+enum MHD_Result eeb_srv_api_begin(struct eeb_srv_call *k)
+{
+    enum MHD_Result sent;
+    char err[512];
+    if (!in_state(k, "registered", NULL, &sent))
+        return sent;
+    if (eeb_srv_store_run_begin(k->s->store, k->id, err, sizeof err) < 0 ||
+        eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err) < 0)
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    return eeb_srv_call_json(k, 200, run_json(&k->run));
+}
 
 /* POST /api/v1/runs/{id}/complete: fine-tuning is over; the test inputs
  * may be fetched.  Saying it again is harmless; of a scored run, a
@@ -842,8 +857,8 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
 static int stream_broke(struct eeb_srv_call *k, struct eeb_run_outcome *o, enum MHD_Result *sent)
 {
     char why[384], err[512];
-    if (eeb_srv_stream_check(eeb_srv_store_path(k->s->store), k->id, k->s->cfg.stream_allowance_s,
-                             why, sizeof why, err, sizeof err)) {
+    if (eeb_srv_stream_check(eeb_srv_store_path(k->s->store), k->id, k->run.begun_utc_ns,
+                             k->s->cfg.stream_allowance_s, why, sizeof why, err, sizeof err)) {
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
         return 1;
     }

@@ -67,6 +67,7 @@ enum eeb_srv_route {
     EEB_SRV_R_RUNS,
     EEB_SRV_R_RUN,
     EEB_SRV_R_LINKS,
+    EEB_SRV_R_BEGIN,
     EEB_SRV_R_COMPLETE,
     EEB_SRV_R_TEST,
     EEB_SRV_R_PREDICTIONS,
@@ -77,7 +78,7 @@ enum eeb_srv_route {
     EEB_SRV_R_OTHER,
     EEB_SRV_R_COUNT
 };
-#define EEB_SRV_N_CODES   11   /* the statuses /metrics counts (http.c) */
+#define EEB_SRV_N_CODES   12   /* the statuses /metrics counts (http.c) */
 #define EEB_SRV_N_BUCKETS 1024 /* teams the rate limit tells apart */
 
 /* Director mode: a meter the server reads for one official run. */
@@ -173,16 +174,18 @@ int eeb_srv_meter_window(struct eeb_server *s, int64_t run, int64_t meter_run, c
 
 /* stream.c: whether official run's fine-tune reached the server as it
  * went (each link within allowance_s of when the run wrote it, none
- * before): "" in why if so, else the reason.  An error only for a
+ * before, and the whole not held back from the begin the server gave at
+ * begun_utc_ns): "" in why if so, else the reason.  An error only for a
  * database that cannot be read. */
-int eeb_srv_stream_check(const char *db_path, int64_t run, double allowance_s, char *why,
-                         size_t whylen, char *err, size_t errlen);
+int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
+                         char *why, size_t whylen, char *err, size_t errlen);
 
 /* ---- handlers ---- */
 
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_run(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_begin(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k);

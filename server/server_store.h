@@ -83,6 +83,7 @@ struct eeb_srv_run {
     int64_t links;            /* of its chain received: the next is this seq */
     int64_t last_link_utc_ns; /* when the last arrived (0: none yet) */
     int64_t meter_run;        /* director mode: the server's meter's power log (0: none) */
+    int64_t begun_utc_ns;     /* when the server told it to begin fine-tuning (0: not yet) */
 };
 
 /* Creates the run (in the run tables, with config_json) and its entry,
@@ -100,6 +101,10 @@ int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_ru
 int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_link *links,
                             size_t n, enum eeb_link_verdict *verdict, size_t *at, int64_t *next,
                             char *err, size_t errlen);
+
+/* The server's time the run is told to begin fine-tuning, the first time
+ * it asks: 1 if set now, 0 if set before (or not registered). */
+int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
 
 /* registered -> complete, if need_end only once the run's fine-tune_end
  * event is held: 1 if it moved, 0 if not (not registered, or no end). */

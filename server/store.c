@@ -49,6 +49,8 @@ static const char *const migrations[] = {
     /* the leaderboard reads scored entries by S, best first, and stops at
      * its limit: this index is that order, so no read sorts them all */
     "CREATE INDEX IF NOT EXISTS entries_by_score ON entries(state, s, run_id);",
+    /* v1 -> v2: when the server told an official run to begin fine-tuning */
+    "ALTER TABLE entries ADD COLUMN begun_utc_ns INTEGER;",
 };
 
 static const struct eeb_rundb_tables server_tables = {
@@ -278,7 +280,7 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
     "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why, "                       \
     "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
     "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
-    "r.config ->> '$.power.meter_run' "                                                            \
+    "r.config ->> '$.power.meter_run', e.begun_utc_ns "                                            \
     "FROM entries e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
 
 static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
@@ -305,7 +307,8 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .energy_j = column_number(st, 21),
                               .links = sqlite3_column_int64(st, 23),
                               .last_link_utc_ns = sqlite3_column_int64(st, 24),
-                              .meter_run = sqlite3_column_int64(st, 25)};
+                              .meter_run = sqlite3_column_int64(st, 25),
+                              .begun_utc_ns = sqlite3_column_int64(st, 26)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -361,6 +364,23 @@ int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_int64(st, 2, id);
     sqlite3_bind_int(st, 3, need_end);
+    return changed(db, done(db, st, sqlite3_step(st), err, errlen));
+}
+
+int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "UPDATE entries SET begun_utc_ns = ? WHERE run_id = ? AND state = "
+                     "'registered' AND begun_utc_ns IS NULL",
+                     err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, eeb_utc_ns());
+    sqlite3_bind_int64(st, 2, id);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 
@@ -561,22 +581,30 @@ int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64
     int64_t delta = INT64_MIN;
     struct window_seen seen = {0};
     int rc = conn(s, &db, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_rundb_events_each(db, meter_run, window_event, &seen, err, errlen);
-    if (rc || seen.found) /* placed already: scoring asked again */
+    if (rc)
         return rc;
-    rc = eeb_rundb_samples_each(db, meter_run, INT64_MIN, INT64_MAX, first_sample, &delta, err,
-                                errlen);
-    if (rc < 0)
-        return rc;
-    if (delta == INT64_MIN) {
-        snprintf(why, whylen, "the server's meter took no samples");
-        return EEB_OK;
+    /* one transaction: placed once, whole, whoever asks to score at once */
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return eeb_errf(err, errlen, EEB_EDB, "%s: placing the meter's window: %s",
+                        eeb_rundb_path(db), sqlite3_errmsg(h));
+    rc = eeb_rundb_events_each(db, meter_run, window_event, &seen, err, errlen);
+    if (rc == EEB_OK && !seen.found) { /* else placed already: scoring asked again */
+        rc = eeb_rundb_samples_each(db, meter_run, INT64_MIN, INT64_MAX, first_sample, &delta, err,
+                                    errlen);
+        rc = rc < 0 ? rc : EEB_OK;
+        if (rc == EEB_OK && delta == INT64_MIN)
+            snprintf(why, whylen, "the server's meter took no samples");
+        else if (rc == EEB_OK)
+            rc = eeb_rundb_event_add(db, meter_run, begin_utc - delta, begin_utc,
+                                     EEB_EVENT_FINETUNE_BEGIN, NULL, err, errlen);
+        if (rc == EEB_OK && delta != INT64_MIN)
+            rc = eeb_rundb_event_add(db, meter_run, end_utc - delta, end_utc,
+                                     EEB_EVENT_FINETUNE_END, NULL, err, errlen);
     }
-    rc = eeb_rundb_event_add(db, meter_run, begin_utc - delta, begin_utc, EEB_EVENT_FINETUNE_BEGIN,
-                             NULL, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_rundb_event_add(db, meter_run, end_utc - delta, end_utc, EEB_EVENT_FINETUNE_END,
-                                 NULL, err, errlen);
+    if (sqlite3_exec(h, rc == EEB_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+        rc == EEB_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: placing the meter's window: %s",
+                      eeb_rundb_path(db), sqlite3_errmsg(h));
     return rc;
 }

@@ -5,16 +5,27 @@
  * says it was written, and none arrive before it (a record made first and
  * sent after).  Both sides' clocks are read as differences from the
  * fine-tune's first link, so neither needs the other's time of day.
+ *
+ * And the stream may not be held back as a whole: the server told the run
+ * to begin (POST /begin) at a time of its clock, before the run wrote its
+ * begin, and each link arrives after it was written.  The run's clock is
+ * thus placed on the server's between two bounds, the begin's and the
+ * least delay of any link; a stream held back by D seconds moves the
+ * second by D, and more than SYNC_S apart the run is invalid.
  */
 #include "server_int.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#define SYNC_S 2.0 /* the most the two bounds of the run's clock may be apart */
 
 /* What the walk has seen. */
 struct stream_walk {
     double allowance_s;
+    int64_t least_delay;       /* least (arrival - written) over the fine-tune's links */
     int64_t begin_at, begin_t; /* the fine-tune_begin link: arrival, the run's time */
     int64_t last_at, last_seq; /* the link before, in the window */
     int in_window, ended;
@@ -41,9 +52,12 @@ static int stream_link(void *arg, const struct eeb_rundb_link *l)
             return 0;
         w->in_window = 1;
         w->begin_at = w->last_at = l->at_utc_ns, w->begin_t = l->event.t_mono_ns;
+        w->least_delay = l->at_utc_ns - l->event.t_mono_ns;
         w->last_seq = l->seq;
         return 0;
     }
+    if (l->at_utc_ns - written_at(l) < w->least_delay)
+        w->least_delay = l->at_utc_ns - written_at(l);
     double arrived = (double)(l->at_utc_ns - w->begin_at) / 1e9;
     double written = (double)(written_at(l) - w->begin_t) / 1e9;
     double gap = (double)(l->at_utc_ns - w->last_at) / 1e9;
@@ -73,8 +87,28 @@ static int stream_link(void *arg, const struct eeb_rundb_link *l)
     return 0;
 }
 
-int eeb_srv_stream_check(const char *db_path, int64_t run, double allowance_s, char *why,
-                         size_t whylen, char *err, size_t errlen)
+/* The run's clock against the server's: the begin the server gave and the
+ * least delay of the fine-tune's links, each a bound of the offset. */
+static void placed(const struct stream_walk *w, int64_t begun_utc_ns, char *why, size_t whylen)
+{
+    if (!begun_utc_ns) {
+        snprintf(why, whylen,
+                 "the run never asked the server to begin its fine-tune (POST /begin)");
+        return;
+    }
+    double apart = (double)(w->least_delay - (begun_utc_ns - w->begin_t)) / 1e9;
+    if (apart > SYNC_S)
+        snprintf(why, whylen,
+                 "the stream was held back: every link of the fine-tune arrived at least %.3f s "
+                 "after the server said begin and the run wrote it; the server allows %g s",
+                 apart, SYNC_S);
+    else if (apart < -SYNC_S)
+        snprintf(why, whylen,
+                 "the run wrote its fine-tune's begin %.3f s before the server said begin", -apart);
+}
+
+int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
+                         char *why, size_t whylen, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
     struct stream_walk w = {.allowance_s = allowance_s, .why = why, .whylen = whylen};
@@ -89,5 +123,7 @@ int eeb_srv_stream_check(const char *db_path, int64_t run, double allowance_s, c
     if (rc == EEB_OK && !w.ended)
         snprintf(why, whylen, "the stream holds no whole fine-tune (from %s to %s)",
                  EEB_EVENT_FINETUNE_BEGIN, EEB_EVENT_FINETUNE_END);
+    else if (rc == EEB_OK)
+        placed(&w, begun_utc_ns, why, whylen);
     return rc;
 }

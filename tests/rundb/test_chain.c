@@ -4,6 +4,7 @@
  * copy received link by link that refuses what does not chain.
  */
 #include "rundb/eeb_rundb.h"
+#include "rundb/eeb_rundb_tables.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -122,15 +123,43 @@ Test(chain, an_edit_after_the_fact_is_found_and_located)
     expect_break("UPDATE runs SET config = json_set(config, '$.budgets.p_max_w', 99)",
                  "link 0: the run's configuration is not the one it began with");
     expect_break("DELETE FROM links WHERE seq = 3", "link 3 is missing");
-    /* a consistent edit: the link's head rewritten to match its records
-     * breaks the next link, which committed to the old head */
+    /* passing the run off as one received, to escape the configuration's check */
+    expect_break("UPDATE runs SET uuid = '00000000-0000-4000-8000-000000000000', config = "
+                 "json_set(config, '$.budgets.p_max_w', 99)",
+                 "link 0: the run's uuid (00000000-0000-4000-8000-000000000000) is not the one");
+    /* a figure the meter did not give is not 0 */
+    expect_break("UPDATE samples SET amps = 0.0 WHERE rowid = 1", "link 2 (samples 1 to 4");
+    /* a head rewritten breaks its own link */
     expect_break("UPDATE links SET head = 'ab' || substr(head, 3) WHERE seq = 4",
                  "link 4 (samples 5 to 8");
 }
 
+/* SQLite keeps -0.0 as the integer 0 and reads it back as +0.0; a figure
+ * that is not finite is sent as null: neither is an edit. */
+Test(chain, negative_zero_and_infinity_read_back_are_no_edit)
+{
+    struct eeb_rundb *db = open_rw(path);
+    int64_t run = new_run(db, 0);
+    const struct eeb_sample s[2] = {{1, 1, -0.0, INFINITY, -0.0, 0}, {2, 2, 12, -0.0, 3, 0}};
+    char err[512] = "";
+    cr_assert_eq(eeb_rundb_samples_add(db, run, "sim:", s, 2, err, sizeof err), EEB_OK, "%s", err);
+    eeb_rundb_close(db);
+    struct eeb_chain_check c = check(path, run);
+    cr_expect(!c.broken, "%s", c.why);
+}
+
+/* A server's file keeps a set of tables of its own beside the run tables:
+ * its runs were received, begun elsewhere. */
+static const char *const copies_migrations[] = {"CREATE TABLE copies (run_id INTEGER)"};
+static const struct eeb_rundb_tables copies = {
+    .name = "copies", .version = 1, .migrations = copies_migrations};
+
 static int64_t received_run(void)
 {
-    struct eeb_rundb *db = open_rw(copy_path);
+    struct eeb_rundb *db;
+    char err[512] = "";
+    cr_assert_eq(eeb_rundb_open_with(copy_path, EEB_RUNDB_READWRITE, &copies, &db, err, sizeof err),
+                 EEB_OK, "%s", err);
     int64_t run = new_run(db, 1);
     eeb_rundb_close(db);
     return run;
@@ -319,4 +348,22 @@ Test(chain, a_copy_begins_with_the_origin)
     late.seq = 1;
     cr_assert_eq(receive(copy, all.l, 1, &at, &next), EEB_LINKS_STORED);
     cr_assert_eq(receive(copy, &late, 1, &at, &next), EEB_LINKS_GAP);
+}
+
+/* A consistent edit: samples halved and their link's head made again
+ * from the edited records, as a forger with this code would.  The link
+ * holds; the next one, which committed to the old head, breaks. */
+Test(chain, an_edit_with_its_head_made_again_breaks_the_next_link)
+{
+    int64_t run = write_run();
+    test_sql_exec(path, "UPDATE samples SET watts = watts / 2 WHERE rowid BETWEEN 5 AND 8");
+    static struct links k;
+    read_links(run, 0, &k);
+    char head[EEB_SHA256_HEX], sql[200];
+    eeb_rundb_link_head(k.l[3].head, &k.l[4], head);
+    snprintf(sql, sizeof sql, "UPDATE links SET head = '%s' WHERE seq = 4", head);
+    test_sql_exec(path, sql);
+    struct eeb_chain_check c = check(path, run);
+    cr_expect(c.broken);
+    cr_expect(strstr(c.why, "link 5 (event 3 (complete at 8.000 s))"), "%s", c.why);
 }

@@ -98,9 +98,9 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     cr_expect_eq(eeb_srv_store_run_complete(s, 2, 0, err, sizeof err), 1, "%s", err);
     eeb_srv_store_close(s);
 
-    /* the server's tables are now version 1 of their set; the run tables
-     * are at this eeb's version */
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 1);
+    /* the server's tables are now version 2 of their set (v2: when an
+     * official run was told to begin); the run tables at this eeb's */
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 2);
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     /* and the scored run reads and recomputes as ever; written before the
      * chain, nothing shows its record is unedited: invalid, saying so */
@@ -125,7 +125,7 @@ Test(server_store, a_new_file_holds_the_server_tables_as_a_set_of_rundb)
 {
     eeb_srv_store_close(open_store());
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 1);
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 2);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('teams', "
                                     "'entries', 'entries_by_score')"),
                  3);
@@ -135,14 +135,14 @@ Test(server_store, newer_server_tables_are_refused_and_left_untouched)
 {
     eeb_srv_store_close(open_store());
     test_sql_exec(path,
-                  "UPDATE schema_sets SET version = 2 WHERE name = 'server'"); /* an eeb to come */
+                  "UPDATE schema_sets SET version = 3 WHERE name = 'server'"); /* an eeb to come */
     size_t before_len, after_len;
     char *before = test_read_file(path, &before_len);
     struct eeb_srv_store *s = NULL;
     char err[512] = "";
     cr_assert_eq(eeb_srv_store_open(path, &s, err, sizeof err), EEB_EVERSION, "%s", err);
     cr_assert_null(s);
-    cr_expect(strstr(err, "server tables schema v2 was written by a newer eeb"), "%s", err);
+    cr_expect(strstr(err, "server tables schema v3 was written by a newer eeb"), "%s", err);
     struct test_run r =
         test_eeb((const char *[]){"serve", "admin", "add-team", "zed", "--db", path, NULL});
     cr_expect_eq(r.status, 1);

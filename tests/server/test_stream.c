@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define S 1000000000LL /* a second, in ns */
+#define S    1000000000LL       /* a second, in ns */
+#define BASE (1700000000LL * S) /* the server's time of the run's 0 */
 
 static char path[256];
 
@@ -62,7 +63,7 @@ static int64_t received(double (*arrive)(int i, double written))
     }
     l[12] =
         (struct eeb_rundb_link){.kind = EEB_LINK_EVENT, .event = {10 * S, 7, "finetune_end", NULL}};
-    const int64_t base = 1700000000LL * S;
+    const int64_t base = BASE;
     double at = 0;
     for (int i = 0; i < 13; i++) {
         l[i].seq = i;
@@ -82,16 +83,25 @@ static int64_t received(double (*arrive)(int i, double written))
     return run;
 }
 
-static void judged(double (*arrive)(int i, double written), const char *expected)
+/* The stream judged with an allowance of 5 s, the server having said
+ * begin at begun (its time; 0: never). */
+static void judged_begun(double (*arrive)(int i, double written), int64_t begun,
+                         const char *expected)
 {
     int64_t run = received(arrive);
     char why[384], err[512] = "";
-    cr_assert_eq(eeb_srv_stream_check(path, run, 5, why, sizeof why, err, sizeof err), EEB_OK, "%s",
-                 err);
+    cr_assert_eq(eeb_srv_stream_check(path, run, begun, 5, why, sizeof why, err, sizeof err),
+                 EEB_OK, "%s", err);
     if (!expected)
         cr_expect_str_empty(why);
     else
         cr_expect(strstr(why, expected), "'%s' lacks '%s'", why, expected);
+}
+
+/* The same, the server having said begin 50 ms before the run wrote it. */
+static void judged(double (*arrive)(int i, double written), const char *expected)
+{
+    judged_begun(arrive, BASE - S / 20, expected);
 }
 
 static double live(int i, double written)
@@ -160,7 +170,26 @@ Test(stream, a_stream_without_the_fine_tunes_end_is_found)
     int64_t run = received(never_ends);
     test_sql_exec(path, "DELETE FROM links WHERE seq = 12");
     char why[384], err[512] = "";
-    cr_assert_eq(eeb_srv_stream_check(path, run, 5, why, sizeof why, err, sizeof err), EEB_OK, "%s",
-                 err);
+    cr_assert_eq(eeb_srv_stream_check(path, run, BASE, 5, why, sizeof why, err, sizeof err), EEB_OK,
+                 "%s", err);
     cr_expect(strstr(why, "the stream holds no whole fine-tune"), "%s", why);
+}
+
+static double held_back(int i, double written)
+{
+    (void)i;
+    return written + 4; /* every link 4 s late: no pause, none falling behind */
+}
+
+/* A stream held back as a whole keeps every link's place relative to the
+ * others; the begin the server gave shows it. */
+Test(stream, a_stream_held_back_as_a_whole_is_found)
+{
+    judged(held_back, "the stream was held back: every link of the fine-tune arrived at least "
+                      "4.050 s after the server said begin");
+    remove(path);
+    judged_begun(live, 0, "the run never asked the server to begin its fine-tune");
+    remove(path);
+    judged_begun(live, BASE + 3 * S,
+                 "the run wrote its fine-tune's begin 2.700 s before the server said begin");
 }
