@@ -3,10 +3,9 @@
  * for the team's official runs.  The meter ("--station TEAM=URI") is
  * opened when such a run registers, sampled into a power log of the
  * server's own (the run's "meter run") until the run says complete, and
- * the run's fine-tune window is then placed on the server's clock: the
- * offset of the run's clock from the server's is the least delay between
- * a link being written and its arrival (each arrives after it was written,
- * and the stream's final links arrive at once).  The judge then takes E,
+ * the run's fine-tune window is then placed on the server's clock, by the
+ * stream's check of the same links (stream.c: the least delay between a
+ * fine-tune link being written and its arrival).  The judge then takes E,
  * validity and the P_max rule from the server's samples in that window.
  */
 #include "server_int.h"
@@ -101,51 +100,4 @@ void eeb_srv_meters_stop(struct eeb_server *s)
 {
     for (int i = 0; i < EEB_SRV_METERS; i++)
         eeb_srv_meter_stop(s, 0);
-}
-
-/* ---- the window on the server's clock ---- */
-
-struct offset_walk {
-    int64_t offset;     /* least (arrival - written): server UTC - the run's clock */
-    int64_t begin, end; /* the fine-tune's events, on the run's clock */
-    int have_begin, have_end;
-};
-
-/* Only the fine-tune's links count: the stream check holds each of them
- * to arriving after it was written (within a second), so no link can
- * pull the window earlier by claiming a later time than it had. */
-static int offset_link(void *arg, const struct eeb_rundb_link *l)
-{
-    struct offset_walk *w = arg;
-    int event = l->kind == EEB_LINK_EVENT;
-    if (l->kind == EEB_LINK_ORIGIN || w->have_end)
-        return 0;
-    if (event && strcmp(l->event.kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
-        w->begin = l->event.t_mono_ns, w->have_begin = 1;
-    if (!w->have_begin)
-        return 0;
-    int64_t written = event ? l->event.t_mono_ns : l->samples[l->nsamples - 1].t_mono_ns;
-    if (l->at_utc_ns - written < w->offset)
-        w->offset = l->at_utc_ns - written;
-    if (event && strcmp(l->event.kind, EEB_EVENT_FINETUNE_END) == 0)
-        w->end = l->event.t_mono_ns, w->have_end = 1;
-    return 0;
-}
-
-int eeb_srv_meter_window(struct eeb_server *s, int64_t run, int64_t meter_run, char *why,
-                         size_t whylen, char *err, size_t errlen)
-{
-    struct offset_walk w = {.offset = INT64_MAX};
-    why[0] = '\0';
-    int rc = eeb_srv_store_run_links_each(s->store, run, offset_link, &w, err, errlen);
-    if (rc)
-        return rc;
-    if (!w.have_begin || !w.have_end) {
-        snprintf(why, whylen,
-                 "the server's meter has no fine-tune window: the run's chain "
-                 "holds no finetune_begin and finetune_end");
-        return EEB_OK;
-    }
-    return eeb_srv_store_meter_window(s->store, meter_run, w.begin + w.offset, w.end + w.offset,
-                                      why, whylen, err, errlen);
 }

@@ -849,27 +849,23 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
     return 1;
 }
 
+/* o made invalid, for the reason fmt says after those it has. */
+__attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outcome *o,
+                                                             const char *fmt, ...)
+{
+    o->valid = 0, o->pass = 0, o->score.s = NAN;
+    size_t n = strlen(o->why);
+    if (n && n + 2 < sizeof o->why)
+        memcpy(o->why + n, "; ", 3), n += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->why + n, sizeof o->why - n, fmt, ap);
+    va_end(ap);
+}
+
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
  * sent and the labels the server holds.  Asked again, it answers the same
  * verdict. */
-/* An official run whose stream broke is invalid, saying why: 1 with the
- * 500 sent if its record cannot be read. */
-static int stream_broke(struct eeb_srv_call *k, struct eeb_run_outcome *o, enum MHD_Result *sent)
-{
-    char why[384], err[512];
-    if (eeb_srv_stream_check(eeb_srv_store_path(k->s->store), k->id, k->run.begun_utc_ns,
-                             k->s->cfg.stream_allowance_s, why, sizeof why, err, sizeof err)) {
-        *sent = eeb_srv_call_fail(k, 500, NULL, err);
-        return 1;
-    }
-    if (why[0]) {
-        o->valid = 0, o->pass = 0, o->score.s = NAN;
-        size_t n = strlen(o->why);
-        snprintf(o->why + n, sizeof o->why - n, "%s%s", n ? "; " : "", why);
-    }
-    return 0;
-}
-
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
@@ -883,32 +879,40 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                                  "of events and samples (POST /api/v1/runs/{id}/links)");
     if (!store_counters(k, &sent))
         return sent;
+    const char *path = eeb_srv_store_path(k->s->store);
     struct eeb_run_outcome o = {0};
-    char err[512], unmetered[256] = "";
-    if (k->run.meter_run && eeb_srv_meter_window(k->s, k->id, k->run.meter_run, unmetered,
-                                                 sizeof unmetered, err, sizeof err))
+    struct eeb_srv_window window = {0};
+    char err[512], stream[384] = "", unmetered[256] = "";
+    /* an official run's stream, and with it the window the server's meter
+     * (director mode) is read over, before the judge reads the meter */
+    if (k->run.official &&
+        eeb_srv_stream_check(path, k->id, k->run.begun_utc_ns, k->s->cfg.stream_allowance_s,
+                             &window, stream, sizeof stream, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (eeb_run_judge(eeb_srv_store_path(k->s->store), k->id, NAN, &o, err, sizeof err))
+    if (k->run.meter_run && !window.whole)
+        snprintf(unmetered, sizeof unmetered,
+                 "the server's meter has no fine-tune window: the run's chain holds no "
+                 "finetune_begin and finetune_end");
+    else if (k->run.meter_run &&
+             eeb_srv_store_meter_window(k->s->store, k->run.meter_run, window.begin_utc_ns,
+                                        window.end_utc_ns, unmetered, sizeof unmetered, err,
+                                        sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (unmetered[0]) {
-        o.valid = 0, o.pass = 0, o.score.s = NAN;
-        size_t n = strlen(o.why);
-        snprintf(o.why + n, sizeof o.why - n, "%s%s", n ? "; " : "", unmetered);
-    }
+    if (eeb_run_judge(path, k->id, NAN, &o, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    if (unmetered[0])
+        invalidate(&o, "%s", unmetered);
     o.complete = 1;
     o.device_time_s = o.device_energy_j = NAN; /* the server models no device */
     /* an official run's fine-tuning happened between register and complete */
     double seen_s = (double)(k->run.completed_utc_ns - k->run.registered_utc_ns) / 1e9;
-    if (k->run.official && !o.modeled_clock && o.valid && o.t_s > seen_s + 1) {
-        o.valid = 0, o.pass = 0, o.score.s = NAN;
-        size_t n = strlen(o.why);
-        snprintf(o.why + n, sizeof o.why - n,
-                 "%sthe fine-tune window (%.3f s) is longer than the server saw between "
-                 "register and complete (%.3f s)",
-                 n ? "; " : "", o.t_s, seen_s);
-    }
-    if (k->run.official && o.valid && stream_broke(k, &o, &sent))
-        return sent;
+    if (k->run.official && !o.modeled_clock && o.valid && o.t_s > seen_s + 1)
+        invalidate(&o,
+                   "the fine-tune window (%.3f s) is longer than the server saw between register "
+                   "and complete (%.3f s)",
+                   o.t_s, seen_s);
+    if (k->run.official && o.valid && stream[0])
+        invalidate(&o, "%s", stream);
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);

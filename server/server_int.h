@@ -167,18 +167,23 @@ void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m);
 /* The meter of run stopped (0: any one); nothing if it has none. */
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run);
 void eeb_srv_meters_stop(struct eeb_server *s);
-/* Run's fine-tune window placed on the server's clock in its meter run:
- * "" in why, or what is missing. */
-int eeb_srv_meter_window(struct eeb_server *s, int64_t run, int64_t meter_run, char *why,
-                         size_t whylen, char *err, size_t errlen);
 
-/* stream.c: whether official run's fine-tune reached the server as it
- * went (each link within allowance_s of when the run wrote it, none
- * before, and the whole not held back from the begin the server gave at
- * begun_utc_ns): "" in why if so, else the reason.  An error only for a
- * database that cannot be read. */
+/* stream.c: an official run's fine-tune as it reached the server: its
+ * window on the server's clock (the run's placed by the least delay of
+ * its links), whole if the chain holds its begin and end. */
+struct eeb_srv_window {
+    int whole;
+    int64_t begin_utc_ns, end_utc_ns;
+};
+
+/* Whether official run's fine-tune reached the server as it went (each
+ * link within allowance_s of when the run wrote it, none before, and the
+ * whole not held back from the begin the server gave at begun_utc_ns): ""
+ * in why if so, else the reason; its window into *window.  An error only
+ * for a database that cannot be read. */
 int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
-                         char *why, size_t whylen, char *err, size_t errlen);
+                         struct eeb_srv_window *window, char *why, size_t whylen, char *err,
+                         size_t errlen);
 
 /* ---- handlers ---- */
 

@@ -562,16 +562,11 @@ static int first_sample(void *arg, const char *source, const struct eeb_sample *
     return 1;
 }
 
-struct window_seen {
-    int found;
-};
-
+/* Whether the meter run's window is placed already: 1 stops the walk. */
 static int window_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
     (void)t, (void)utc, (void)payload;
-    struct window_seen *w = arg;
-    w->found |= strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0;
-    return 0;
+    return *(int *)arg = strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0;
 }
 
 int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64_t begin_utc,
@@ -579,7 +574,7 @@ int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64
 {
     struct eeb_rundb *db;
     int64_t delta = INT64_MIN;
-    struct window_seen seen = {0};
+    int seen = 0;
     int rc = conn(s, &db, err, errlen);
     if (rc)
         return rc;
@@ -589,7 +584,8 @@ int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64
         return eeb_errf(err, errlen, EEB_EDB, "%s: placing the meter's window: %s",
                         eeb_rundb_path(db), sqlite3_errmsg(h));
     rc = eeb_rundb_events_each(db, meter_run, window_event, &seen, err, errlen);
-    if (rc == EEB_OK && !seen.found) { /* else placed already: scoring asked again */
+    rc = rc < 0 ? rc : EEB_OK;
+    if (rc == EEB_OK && !seen) { /* else placed already: scoring asked again */
         rc = eeb_rundb_samples_each(db, meter_run, INT64_MIN, INT64_MAX, first_sample, &delta, err,
                                     errlen);
         rc = rc < 0 ? rc : EEB_OK;

@@ -16,6 +16,7 @@
 #include "server_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,11 +28,24 @@ struct stream_walk {
     double allowance_s;
     int64_t least_delay;       /* least (arrival - written) over the fine-tune's links */
     int64_t begin_at, begin_t; /* the fine-tune_begin link: arrival, the run's time */
+    int64_t end_t;             /* the finetune_end link's, the run's time */
     int64_t last_at, last_seq; /* the link before, in the window */
     int in_window, ended;
-    char *why;
+    char *why; /* the first fault, "" while none */
     size_t whylen;
 };
+
+/* The first fault is the one said; the walk goes on to the window's end,
+ * which the server's meter needs whatever the verdict. */
+__attribute__((format(printf, 2, 3))) static void fault(struct stream_walk *w, const char *fmt, ...)
+{
+    if (w->why[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->why, w->whylen, fmt, ap);
+    va_end(ap);
+}
 
 /* The run's own time of link l: its event's, or its last sample's. */
 static int64_t written_at(const struct eeb_rundb_link *l)
@@ -62,28 +76,23 @@ static int stream_link(void *arg, const struct eeb_rundb_link *l)
     double written = (double)(written_at(l) - w->begin_t) / 1e9;
     double gap = (double)(l->at_utc_ns - w->last_at) / 1e9;
     /* the clocks' rates differ by parts per million; a second spares it */
-    if (arrived < written - 1 - 1e-3 * written) {
-        snprintf(w->why, w->whylen,
-                 "link %lld arrived %.3f s into fine-tuning, but the run wrote it at %.3f s: the "
-                 "record was made before it was sent, not streamed as the run went",
-                 (long long)l->seq, arrived, written);
-        return 1;
-    }
-    if (gap > w->allowance_s) {
-        snprintf(w->why, w->whylen,
-                 "the stream stopped for %.3f s during fine-tuning (links %lld to %lld); the "
-                 "server allows %g s",
-                 gap, (long long)w->last_seq, (long long)l->seq, w->allowance_s);
-        return 1;
-    }
-    if (arrived - written > w->allowance_s) {
-        snprintf(w->why, w->whylen,
-                 "link %lld arrived %.3f s after the run wrote it; the server allows %g s",
-                 (long long)l->seq, arrived - written, w->allowance_s);
-        return 1;
-    }
+    if (arrived < written - 1 - 1e-3 * written)
+        fault(w,
+              "link %lld arrived %.3f s into fine-tuning, but the run wrote it at %.3f s: the "
+              "record was made before it was sent, not streamed as the run went",
+              (long long)l->seq, arrived, written);
+    else if (gap > w->allowance_s)
+        fault(w,
+              "the stream stopped for %.3f s during fine-tuning (links %lld to %lld); the "
+              "server allows %g s",
+              gap, (long long)w->last_seq, (long long)l->seq, w->allowance_s);
+    else if (arrived - written > w->allowance_s)
+        fault(w, "link %lld arrived %.3f s after the run wrote it; the server allows %g s",
+              (long long)l->seq, arrived - written, w->allowance_s);
     w->last_at = l->at_utc_ns, w->last_seq = l->seq;
     w->ended = is && strcmp(l->event.kind, EEB_EVENT_FINETUNE_END) == 0;
+    if (w->ended)
+        w->end_t = l->event.t_mono_ns;
     return 0;
 }
 
@@ -108,22 +117,28 @@ static void placed(const struct stream_walk *w, int64_t begun_utc_ns, char *why,
 }
 
 int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
-                         char *why, size_t whylen, char *err, size_t errlen)
+                         struct eeb_srv_window *window, char *why, size_t whylen, char *err,
+                         size_t errlen)
 {
     struct eeb_rundb *db;
     struct stream_walk w = {.allowance_s = allowance_s, .why = why, .whylen = whylen};
     why[0] = '\0';
+    *window = (struct eeb_srv_window){0};
     int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
     if (rc)
         return rc;
     rc = eeb_rundb_links_each(db, run, 0, stream_link, &w, err, errlen);
     eeb_rundb_close(db);
-    if (rc == 1)
-        return EEB_OK; /* why says */
-    if (rc == EEB_OK && !w.ended)
-        snprintf(why, whylen, "the stream holds no whole fine-tune (from %s to %s)",
-                 EEB_EVENT_FINETUNE_BEGIN, EEB_EVENT_FINETUNE_END);
-    else if (rc == EEB_OK)
+    if (rc)
+        return rc;
+    if (w.ended) /* the run's clock placed on the server's: the least delay */
+        *window = (struct eeb_srv_window){.whole = 1,
+                                          .begin_utc_ns = w.begin_t + w.least_delay,
+                                          .end_utc_ns = w.end_t + w.least_delay};
+    if (!w.ended)
+        fault(&w, "the stream holds no whole fine-tune (from %s to %s)", EEB_EVENT_FINETUNE_BEGIN,
+              EEB_EVENT_FINETUNE_END);
+    else if (!why[0])
         placed(&w, begun_utc_ns, why, whylen);
-    return rc;
+    return EEB_OK;
 }

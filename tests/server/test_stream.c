@@ -90,8 +90,10 @@ static void judged_begun(double (*arrive)(int i, double written), int64_t begun,
 {
     int64_t run = received(arrive);
     char why[384], err[512] = "";
-    cr_assert_eq(eeb_srv_stream_check(path, run, begun, 5, why, sizeof why, err, sizeof err),
-                 EEB_OK, "%s", err);
+    struct eeb_srv_window window;
+    cr_assert_eq(
+        eeb_srv_stream_check(path, run, begun, 5, &window, why, sizeof why, err, sizeof err),
+        EEB_OK, "%s", err);
     if (!expected)
         cr_expect_str_empty(why);
     else
@@ -170,8 +172,10 @@ Test(stream, a_stream_without_the_fine_tunes_end_is_found)
     int64_t run = received(never_ends);
     test_sql_exec(path, "DELETE FROM links WHERE seq = 12");
     char why[384], err[512] = "";
-    cr_assert_eq(eeb_srv_stream_check(path, run, BASE, 5, why, sizeof why, err, sizeof err), EEB_OK,
-                 "%s", err);
+    struct eeb_srv_window window;
+    cr_assert_eq(
+        eeb_srv_stream_check(path, run, BASE, 5, &window, why, sizeof why, err, sizeof err), EEB_OK,
+        "%s", err);
     cr_expect(strstr(why, "the stream holds no whole fine-tune"), "%s", why);
 }
 
