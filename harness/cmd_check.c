@@ -93,6 +93,14 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
         else
             printf("  budgets  T_max %g s, P_max %g W; worst%s window %s\n", o->t_max_s, o->p_max_w,
                    window, worst);
+        const struct eeb_meter_offset *mo = &o->meter_offset;
+        if (mo->sought && mo->determinable)
+            printf("  offset   the run's own log is %s%.3f s %s the server's meter (correlation "
+                   "%.3f)\n",
+                   mo->at_least ? "at least " : "", fabs(mo->s), mo->s >= 0 ? "behind" : "ahead of",
+                   mo->correlation);
+        else if (mo->sought)
+            printf("  offset   not determinable: %s\n", mo->note);
     }
     const struct eeb_chain_check *c = &figs->chain;
     if (c->broken)
@@ -140,6 +148,13 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
     json_object_set_new(j, "p_max_w", eeb_json_number(figs->n ? o->p_max_w : NAN));
     json_object_set_new(j, "worst_window_w", eeb_json_number(figs->n ? o->worst_w : NAN));
     json_object_set_new(j, "window_s", eeb_json_number(figs->n ? o->window_s : NAN));
+    const struct eeb_meter_offset *mo = &o->meter_offset;
+    json_object_set_new(j, "meter_offset",
+                        figs->n && mo->sought
+                            ? json_pack("{s:o, s:o, s:b, s:s?}", "s", eeb_json_number(mo->s),
+                                        "correlation", eeb_json_number(mo->correlation), "at_least",
+                                        mo->at_least, "note", mo->determinable ? NULL : mo->note)
+                            : json_null());
     const struct eeb_chain_check *c = &figs->chain;
     json_object_set_new(j, "chain",
                         json_pack("{s:I, s:I, s:I, s:s?, s:b, s:s?}", "links", (json_int_t)c->links,

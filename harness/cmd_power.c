@@ -1,9 +1,12 @@
 /*
- * cmd_power.c - `eeb power list|log|summary|export`: the power sources
- * this build has, a standalone logger into a run database, and a logged
- * run's energy, validity and P_max verdict, or its samples as CSV or JSON.
+ * cmd_power.c - `eeb power list|log|agent|summary|export`: the power
+ * sources this build has, a standalone logger into a run database (and,
+ * as a station's agent, to the evaluation server as it logs), and a
+ * logged run's energy, validity and P_max verdict, or its samples as CSV
+ * or JSON.
  */
 #include "eeb_cli.h"
+#include "eeb_client.h"
 #include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 
@@ -23,6 +26,8 @@ static void help(void)
 {
     puts("Usage: eeb power list\n"
          "       eeb power log --source URI --db FILE [--rate HZ] [--duration S] [--pmax W]\n"
+         "       eeb power agent --source URI --db FILE --server URL --key FILE [--rate HZ]\n"
+         "                       [--duration S]\n"
          "       eeb power summary FILE [--run ID] [--pmax W] [--json]\n"
          "       eeb power export FILE [--run ID] --csv|--json\n"
          "\n"
@@ -32,6 +37,13 @@ static void help(void)
          "           or Ctrl-C; every committed sample stays readable whatever\n"
          "           happens to the process.  On a terminal a live line shows\n"
          "           watts now, the mean and the joules so far\n"
+         "  agent    a station's agent, for director mode when the evaluation server\n"
+         "           cannot reach the meter: logs as `log` does, and sends the samples\n"
+         "           to the server twice a second, signed with the station's key\n"
+         "           (eeb serve admin station-key; the server runs with --station\n"
+         "           TEAM=agent:KEYFILE).  While one of TEAM's official runs is\n"
+         "           registered the server keeps them as its measurement of the run.\n"
+         "           What does not reach the server is sent again; the log keeps all\n"
          "  summary  a run's energy, mean and peak power, samples, drops, gaps,\n"
          "           achieved rate, provenance, whether the measurement is valid\n"
          "           and, given a budget, the P_max verdict (exit 4 if the\n"
@@ -56,6 +68,8 @@ static void help(void)
          "  --db FILE       the run database (created if missing)\n"
          "  --rate HZ       samples per second, 1..10000 (default 100)\n"
          "  --duration S    seconds to log (default: until Ctrl-C)\n"
+         "  --server URL    agent: the evaluation server (http://HOST:PORT)\n"
+         "  --key FILE      agent: the station's key\n"
          "  --pmax W        the power budget to judge by\n"
          "  --run ID        the run (default: the latest)\n"
          "  --csv, --json   the export format; --json also for summary\n"
@@ -98,6 +112,7 @@ static void on_signal(int sig)
 
 struct log_args {
     const char *source, *db;
+    const char *server, *key; /* a station's agent: where its samples go */
     double rate, duration, pmax;
     int quiet;
 };
@@ -131,6 +146,45 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* A station agent's samples sent on (every call past its time), its news
+ * said when it changes: the server answering or not, the run it measures. */
+struct agent_link {
+    struct eeb_client_agent *to; /* NULL: a log of its own */
+    int64_t next_ns;             /* the next send */
+    int failing;                 /* the last send failed */
+    uint64_t sent;               /* samples the server took */
+    int64_t measuring;
+    char line[96]; /* for the live line */
+};
+
+static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, int final)
+{
+    char err[512];
+    if (!g->to || (!final && eeb_mono_ns() < g->next_ns))
+        return;
+    g->next_ns = eeb_mono_ns() + 500000000; /* twice a second */
+    int rc = eeb_client_agent_send(g->to, l->failed, l->dropped, err, sizeof err);
+    struct eeb_client_agent_status st;
+    eeb_client_agent_status(g->to, &st);
+    if (rc && !g->failing)
+        fprintf(stderr,
+                "\neeb power: the server does not take the samples (sent again until it "
+                "does): %s\n",
+                err);
+    else if (!rc && g->failing)
+        fprintf(stderr, "\neeb power: the server takes the samples again\n");
+    else if (!rc && st.measuring != g->measuring && st.measuring)
+        fprintf(stderr, "\neeb power: the server measures run %lld of team %s with them\n",
+                (long long)st.measuring, st.team);
+    g->failing = rc != 0;
+    g->sent = st.sent;
+    g->measuring = rc ? g->measuring : st.measuring;
+    snprintf(g->line, sizeof g->line, "  %llu sent%s", (unsigned long long)st.sent,
+             g->failing     ? " SERVER UNREACHABLE"
+             : g->measuring ? " (measuring)"
+                            : "");
+}
+
 static int log_power(const struct log_args *a)
 {
     char err[512];
@@ -146,9 +200,14 @@ static int log_power(const struct log_args *a)
     eeb_sampler_config_default(&cfg);
     cfg.db_path = a->db;
     cfg.rate_hz = a->rate;
+    struct agent_link agent = {0};
     if (eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, sizeof err) ||
         create_log_run(db, a, src, &run, err, sizeof err) ||
+        (a->server && eeb_client_agent_open(a->server, a->key, a->db, run, src->uri,
+                                            eeb_provenance_name(src->provenance), a->rate,
+                                            &agent.to, err, sizeof err)) ||
         (cfg.run = run, eeb_sampler_start(src, &cfg, &s, err, sizeof err))) {
+        eeb_client_agent_close(agent.to);
         eeb_rundb_close(db);
         eeb_power_close(src);
         return eeb_cli_error(cmd, "%s", err);
@@ -157,8 +216,9 @@ static int log_power(const struct log_args *a)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(2) && !a->quiet;
-    fprintf(stderr, "eeb power: logging %s (%s) at %g Hz into %s, run %lld%s\n", src->uri,
+    fprintf(stderr, "eeb power: logging %s (%s) at %g Hz into %s, run %lld%s%s%s\n", src->uri,
             eeb_provenance_name(src->provenance), a->rate, a->db, (long long)run,
+            a->server ? ", sending to " : "", a->server ? a->server : "",
             a->duration > 0 ? "" : "; Ctrl-C stops");
     if (src->note)
         fprintf(stderr, "eeb power: %s\n", src->note);
@@ -174,14 +234,15 @@ static int log_power(const struct log_args *a)
     for (int64_t shown = 0; !interrupted && !l.write_failed && eeb_mono_ns() < until;) {
         sleep_ms(50);
         eeb_sampler_live(s, &l);
+        agent_tick(&agent, &l, 0);
         int64_t now = eeb_mono_ns();
         if (now - shown < (tty ? 250000000 : 10000000000LL) || a->quiet)
             continue;
         shown = now;
-        fprintf(stderr, "%s%7.1f s  %8.3f W now  %8.3f W mean  %10.3f J  %llu samples%s%s",
+        fprintf(stderr, "%s%7.1f s  %8.3f W now  %8.3f W mean  %10.3f J  %llu samples%s%s%s",
                 tty ? "\r" : "", l.seconds, l.watts, l.seconds > 0 ? l.joules / l.seconds : 0,
                 l.joules, (unsigned long long)l.samples,
-                l.dropped || l.failed ? "  DROPS/FAULTS" : "", tty ? "   " : "\n");
+                l.dropped || l.failed ? "  DROPS/FAULTS" : "", agent.line, tty ? "   " : "\n");
     }
     if (tty)
         fputc('\n', stderr);
@@ -189,6 +250,12 @@ static int log_power(const struct log_args *a)
     struct eeb_sampler_stats st;
     int rc = eeb_sampler_stop(s, &st, err, sizeof err);
     eeb_power_close(src);
+    /* the rest of the log, while the server takes it */
+    for (uint64_t sent = UINT64_MAX; agent.to && agent.sent != sent && !agent.failing;) {
+        sent = agent.sent;
+        agent_tick(&agent, &l, 1);
+    }
+    eeb_client_agent_close(agent.to);
     char err2[512];
     if (eeb_rundb_run_set_state(db, run, rc == EEB_OK ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,
                                 sizeof err2) &&
@@ -335,7 +402,18 @@ static int export_run(const char *path, int64_t run, int as_json)
 
 int eeb_cmd_power(int argc, char **argv)
 {
-    enum { O_SOURCE = 256, O_DB, O_RATE, O_DURATION, O_PMAX, O_RUN, O_CSV, O_JSON };
+    enum {
+        O_SOURCE = 256,
+        O_DB,
+        O_RATE,
+        O_DURATION,
+        O_PMAX,
+        O_RUN,
+        O_CSV,
+        O_JSON,
+        O_SERVER,
+        O_KEY
+    };
     static const struct option options[] = {
         {"source", required_argument, NULL, O_SOURCE},
         {"db", required_argument, NULL, O_DB},
@@ -343,6 +421,8 @@ int eeb_cmd_power(int argc, char **argv)
         {"duration", required_argument, NULL, O_DURATION},
         {"pmax", required_argument, NULL, O_PMAX},
         {"run", required_argument, NULL, O_RUN},
+        {"server", required_argument, NULL, O_SERVER},
+        {"key", required_argument, NULL, O_KEY},
         {"csv", no_argument, NULL, O_CSV},
         {"json", no_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, 'q'},
@@ -358,6 +438,8 @@ int eeb_cmd_power(int argc, char **argv)
         switch (c) {
         case O_SOURCE: a.source = optarg; break;
         case O_DB: a.db = optarg; break;
+        case O_SERVER: a.server = optarg; break;
+        case O_KEY: a.key = optarg; break;
         case O_RATE: rc = eeb_cli_number(cmd, "--rate", optarg, &a.rate); break;
         case O_DURATION: rc = eeb_cli_number(cmd, "--duration", optarg, &a.duration); break;
         case O_PMAX: rc = eeb_cli_number(cmd, "--pmax", optarg, &a.pmax); break;
@@ -378,7 +460,7 @@ int eeb_cmd_power(int argc, char **argv)
     if (!isnan(a.pmax) && a.pmax <= 0)
         return eeb_cli_usage_error(cmd, "--pmax: %g (watts, > 0)", a.pmax);
     if (optind >= argc)
-        return eeb_cli_usage_error(cmd, "expected list, log, summary or export");
+        return eeb_cli_usage_error(cmd, "expected list, log, agent, summary or export");
     const char *action = argv[optind++];
     int nargs = argc - optind;
     if (strcmp(action, "list") == 0)
@@ -386,6 +468,14 @@ int eeb_cmd_power(int argc, char **argv)
     if (strcmp(action, "log") == 0) {
         if (nargs || !a.source || !a.db)
             return eeb_cli_usage_error(cmd, "'log' takes --source and --db, no arguments");
+        if (a.server || a.key)
+            return eeb_cli_usage_error(cmd, "--server and --key go with 'agent'");
+        return log_power(&a);
+    }
+    if (strcmp(action, "agent") == 0) {
+        if (nargs || !a.source || !a.db || !a.server || !a.key)
+            return eeb_cli_usage_error(cmd, "'agent' takes --source, --db, --server and --key, "
+                                            "no arguments");
         return log_power(&a);
     }
     if (strcmp(action, "summary") == 0) {
@@ -398,6 +488,6 @@ int eeb_cmd_power(int argc, char **argv)
             return eeb_cli_usage_error(cmd, "'export' takes one FILE and --csv or --json");
         return export_run(argv[optind], (int64_t)run, json);
     }
-    return eeb_cli_usage_error(cmd, "unknown action '%s' (expected list, log, summary or export)",
-                               action);
+    return eeb_cli_usage_error(
+        cmd, "unknown action '%s' (expected list, log, agent, summary or export)", action);
 }

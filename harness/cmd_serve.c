@@ -2,7 +2,8 @@
  * cmd_serve.c - `eeb serve`: run the evaluation and leaderboard server
  * until SIGINT or SIGTERM; `eeb serve admin add-team NAME`: make a team and
  * show its token, once; `eeb serve admin make-test TASK -o FILE`: a private
- * test set from a secret seed.
+ * test set from a secret seed; `eeb serve admin station-key -o FILE`: the
+ * key of a station's agent.
  */
 #include "eeb_cli.h"
 #include "server/eeb_server.h"
@@ -26,6 +27,7 @@ static void help(void)
          "                 [--station TEAM=METER ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
+         "       eeb serve admin station-key -o FILE\n"
          "\n"
          "Serves the benchmark's evaluation server over HTTP (libmicrohttpd, a thread\n"
          "pool) from one SQLite database, until SIGINT or SIGTERM; requests in flight\n"
@@ -68,6 +70,11 @@ static void help(void)
          "again, unlike the public seed's; the file (mode 0600, labels inside) stays\n"
          "with the server.  It prints the file's SHA-256.\n"
          "\n"
+         "admin station-key writes a new key to FILE (mode 0600, never over a file):\n"
+         "give it to the server as --station TEAM=agent:FILE and to the station's\n"
+         "agent (eeb power agent --key FILE) on the meter's host; it is the\n"
+         "organizer's, not the team's.\n"
+         "\n"
          "Options:\n"
          "  --db FILE          the server's database (default eeb-server.db)\n"
          "  --bind ADDR        the IPv4 address to listen on (default 127.0.0.1)\n"
@@ -85,7 +92,9 @@ static void help(void)
          "  --station TEAM=METER\n"
          "                     director mode: the server reads TEAM's power meter itself\n"
          "                     (a power source URI: ptd://HOST:PORT, scpi://HOST:PORT,\n"
-         "                     hwmon:..., as eeb run --power takes) for each official run\n"
+         "                     hwmon:..., as eeb run --power takes), or agent:KEYFILE\n"
+         "                     for a meter read by a station agent (eeb power agent)\n"
+         "                     holding that key, for each official run\n"
          "                     of TEAM's on a board, from registration to complete; the\n"
          "                     run's E and the P_max rule are then the server's samples\n"
          "                     over the run's fine-tune window, its own log must agree\n"
@@ -108,6 +117,20 @@ static int add_team(const char *db, int argc, char **argv)
         return eeb_cli_error(cmd, "%s", err);
     printf("team %s added to %s\ntoken %s\n(shown once: the server keeps only its hash)\n", argv[0],
            db, token);
+    return EEB_EXIT_OK;
+}
+
+/* A station agent's key, in a file of the organizer's. */
+static int station_key(int argc, const char *out)
+{
+    if (argc != 0 || !out)
+        return eeb_cli_usage_error(cmd, "admin station-key takes -o FILE alone");
+    char err[512];
+    if (eeb_server_station_key(out, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("station key written to %s (mode 0600): give the server --station TEAM=agent:%s,\n"
+           "and the agent on the meter's host --key %s\n",
+           out, out, out);
     return EEB_EXIT_OK;
 }
 
@@ -251,10 +274,12 @@ int eeb_cmd_serve(int argc, char **argv)
             return add_team(cfg.db, argc - optind - 2, argv + optind + 2);
         if (admin && strcmp(argv[optind + 1], "make-test") == 0)
             return make_test(argc - optind - 2, argv + optind + 2, out, n);
+        if (admin && strcmp(argv[optind + 1], "station-key") == 0)
+            return station_key(argc - optind - 2, out);
         return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     }
     if (out || n)
-        return eeb_cli_usage_error(cmd, "-o and --n go with admin make-test");
+        return eeb_cli_usage_error(cmd, "-o and --n go with admin make-test or station-key");
     cfg.port = (int)port, cfg.threads = (int)threads, cfg.max_body = (size_t)max_body;
     /* the pool's threads inherit the blocked signals; this one waits for them */
     sigset_t stop;

@@ -70,4 +70,30 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
 int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,
                       json_t **verdict, char *err, size_t errlen);
 
+/*
+ * A station's agent (eeb power agent): the samples a power log (run of the
+ * database at db_path) commits, sent to the server as they come, signed
+ * with the station's key, each batch saying the agent's clock now so that
+ * the server places them on its own.  A batch that does not arrive is
+ * sent again with the next; none is lost while the log keeps it.
+ */
+struct eeb_client_agent;
+
+int eeb_client_agent_open(const char *url, const char *key_file, const char *db_path, int64_t run,
+                          const char *source, const char *provenance, double rate_hz,
+                          struct eeb_client_agent **out, char *err, size_t errlen);
+/* Sends what the log committed since the last call (a few requests at
+ * most; the rest next time), with the meter's counts of failed reads and
+ * dropped samples: EEB_OK, or the error that kept it from the server. */
+int eeb_client_agent_send(struct eeb_client_agent *a, uint64_t failed, uint64_t dropped, char *err,
+                          size_t errlen);
+
+struct eeb_client_agent_status {
+    uint64_t sent;     /* samples the server has taken */
+    int64_t measuring; /* the run the server measures with them (0: none) */
+    char team[65];     /* the station's, as the server says */
+};
+void eeb_client_agent_status(const struct eeb_client_agent *a, struct eeb_client_agent_status *out);
+void eeb_client_agent_close(struct eeb_client_agent *a);
+
 #endif

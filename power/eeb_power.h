@@ -239,6 +239,80 @@ void eeb_power_validity_default(struct eeb_power_validity *v);
 int eeb_power_valid(const struct eeb_energy *e, uint64_t dropped, uint64_t failed,
                     const struct eeb_power_validity *v, char *why, size_t whylen);
 
+/* ---- the time shift between two traces ---- */
+
+/*
+ * How far in time two meters' traces of one load are apart: A, the
+ * reference (the evaluation server's meter), and B (the run's own log).
+ * Both are resampled on one grid over the window by linear interpolation,
+ * B at each candidate shift, and the shift whose mean-removed series
+ * correlate best (normalized cross-correlation, -1..1) is the estimate.
+ * The correlation ignores scale and level, so two meters on different
+ * rails of one board, or a wall meter and a board's, still agree on when
+ * the load changed.
+ *
+ * A constant load says nothing of time, and the estimate is then not
+ * determinable, never a figure:
+ *   - flat: A's standard deviation over the window is at most
+ *     EEB_ALIGN_FLAT_FRACTION (1 %) of its mean, or under
+ *     EEB_ALIGN_FLAT_FLOOR_W (1 mW).  A laboratory meter reads a steady
+ *     load to 0.1-0.5 % and a board's INA sensor to about 1 %, so what
+ *     varies less than that is the meters' own noise;
+ *   - weak: the best correlation is under EEB_ALIGN_MIN_CORRELATION
+ *     (0.5).  For two independently noisy copies of one signal the peak
+ *     correlation is S / (S + N), signal over signal-and-noise variance:
+ *     under 0.5 the meters' noise is larger than what the load did;
+ *   - unlocated: the correlation does not fall by EEB_ALIGN_MARGIN (0.05)
+ *     on both sides of its best (a load that changes too slowly over the
+ *     window to time, a ramp), or climbs back within that margin of the
+ *     best after falling by it (a load that repeats: its period makes
+ *     shifts a period apart match alike);
+ *   - a window of fewer than EEB_ALIGN_MIN_POINTS (10) grid points, or a
+ *     B that covers the window at no shift searched.
+ * B must cover the window moved by every shift searched; where its ends
+ * do not, only the shifts they cover are searched (lo_s..hi_s).  A best
+ * match at an end of those says the shift is at least that far (at_edge):
+ * a larger one lies outside what was searched.
+ */
+#define EEB_ALIGN_FLAT_FRACTION   0.01
+#define EEB_ALIGN_FLAT_FLOOR_W    0.001
+#define EEB_ALIGN_MIN_CORRELATION 0.5
+#define EEB_ALIGN_MARGIN          0.05
+#define EEB_ALIGN_MIN_POINTS      10
+
+/* Where to look for the shift. */
+struct eeb_power_align_query {
+    int64_t a0_ns, a1_ns; /* the window, on A's clock (clipped to A's samples) */
+    int64_t b_to_a_ns;    /* B's times plus this are on A's clock */
+    double range_s;       /* the shifts searched: -range_s .. +range_s */
+    double step_s;        /* the grid's spacing and the search's step, > 0 */
+};
+
+/* What the traces say of the shift. */
+struct eeb_power_shift {
+    int determinable;    /* 1: shift_s is the estimate; 0: why says why not */
+    int at_edge;         /* the best match is at an end of the shifts searched: the shift
+                          * is at least shift_s (in its sign) */
+    double shift_s;      /* how much later B shows what A shows, on A's clock (> 0: B lags);
+                          * the best match even when not determinable, NAN if none */
+    double correlation;  /* there, or NAN */
+    double lo_s, hi_s;   /* the shifts searched */
+    double mean_w, sd_w; /* A over the window */
+    size_t points;       /* the grid's */
+    char why[200];       /* why not determinable, "" when it is */
+};
+
+/*
+ * The shift between a (na samples) and b (nb), each time-ordered, over the
+ * window q gives (above): EEB_OK with out filled, determinable or not; or
+ * EEB_EINVAL naming the field for a query or trace that cannot be
+ * searched (an empty window, a step <= 0, fewer than two samples, times
+ * that do not increase), EEB_ENOMEM.
+ */
+int eeb_power_align(const struct eeb_sample *a, size_t na, const struct eeb_sample *b, size_t nb,
+                    const struct eeb_power_align_query *q, struct eeb_power_shift *out, char *err,
+                    size_t errlen);
+
 /* ---- a run's power, from the database alone ---- */
 
 struct eeb_power_summary {
@@ -268,5 +342,11 @@ struct eeb_power_summary {
  */
 int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
                         struct eeb_power_summary *out, char *err, size_t errlen);
+
+/* The samples of run's first source in db, in time order: *out newly
+ * allocated (free it; NULL when there are none), *n of them; EEB_ENOMEM or
+ * the database's error (then *out is NULL). */
+int eeb_power_samples_read(struct eeb_rundb *db, int64_t run, struct eeb_sample **out, size_t *n,
+                           char *err, size_t errlen);
 
 #endif

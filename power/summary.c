@@ -1,7 +1,8 @@
 /*
  * summary.c - a run's power from its database alone: the stage window from
  * its events, energy and validity, the sampler's counts, and the P_max
- * rule of scoring/ (eeb_power.h).
+ * rule of scoring/ (eeb_power.h); and its samples as read for that, for
+ * whoever compares them with another run's (the judge's meter offset).
  */
 #include "eeb_power.h"
 #include "rundb/eeb_config_record.h"
@@ -34,6 +35,22 @@ static int gather_sample(void *arg, const char *source, const struct eeb_sample 
     }
     g->s[g->n++] = *x;
     return 0;
+}
+
+int eeb_power_samples_read(struct eeb_rundb *db, int64_t run, struct eeb_sample **out, size_t *n,
+                           char *err, size_t errlen)
+{
+    struct gather g = {0};
+    int rc = eeb_rundb_samples_each(db, run, INT64_MIN, INT64_MAX, gather_sample, &g, err, errlen);
+    if (rc == EEB_ENOMEM)
+        rc = eeb_errf(err, errlen, rc, "%s: run %lld's samples: out of memory", eeb_rundb_path(db),
+                      (long long)run);
+    if (rc != EEB_OK) {
+        free(g.s);
+        g.s = NULL, g.n = 0;
+    }
+    *out = g.s, *n = g.n;
+    return rc;
 }
 
 struct window {

@@ -16,6 +16,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Director mode: the run's own power log against the server's meter in
+ * time (eeb_power_align over the fine-tune window). */
+struct eeb_meter_offset {
+    int sought;         /* the run has its own log and a meter run with its window */
+    int determinable;   /* s is the offset; else note says why there is none */
+    int at_least;       /* the best match lay at the end of the shifts searched: the
+                         * offset is at least s */
+    double s;           /* how much later the run's log shows the load than the meter
+                         * does (> 0: behind it), or NAN */
+    double correlation; /* of the two traces there, or NAN */
+    char note[200];     /* why not determinable, "" when it is */
+};
+
 /* The run's end, as eeb_run_execute and eeb_run_check compute it. */
 struct eeb_run_outcome {
     int64_t run;
@@ -39,8 +52,9 @@ struct eeb_run_outcome {
     double device_time_s;    /* its modeled time for the steps run; NAN without one */
     double device_energy_j;  /* and energy */
     uint64_t steps, test_items;
-    int64_t server_run; /* official mode: the run's id on the server */
-    char why[768];      /* every reason it failed or is invalid ("; "-separated) */
+    int64_t server_run;                   /* official mode: the run's id on the server */
+    struct eeb_meter_offset meter_offset; /* director mode (the judge's) */
+    char why[768]; /* every reason it failed or is invalid ("; "-separated) */
 };
 
 /* The verdict in a word: incomplete, aborted, invalid, pass or fail (in
@@ -55,8 +69,11 @@ const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
  * M_u, the weights and the budgets from its stored configuration, and
  * M_s as given, or, if m_s is NAN, recounted from its stored predictions
  * (which hold the truth).  An abort or error event in the record makes the
- * run aborted or invalid.  Fills out's verdict fields; returns an error
- * only for a database that cannot be read.
+ * run aborted or invalid.  In director mode E is the server's meter's, and
+ * the run's own log must agree with it, in E to 5 % and in time to 0.5 s
+ * where the load gives its timing (out->meter_offset).  Fills out's
+ * verdict fields; returns an error only for a database that cannot be
+ * read.
  */
 int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
                   char *err, size_t errlen);

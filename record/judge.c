@@ -221,6 +221,7 @@ static void figures_unknown(struct eeb_run_outcome *out)
     struct eeb_score *s = &out->score;
     s->m_u = s->m_t = s->m_p = s->m_s = s->s = s->mean_power_w = NAN;
     out->t_s = out->energy_j = out->worst_w = out->window_s = NAN;
+    out->meter_offset = (struct eeb_meter_offset){.s = NAN, .correlation = NAN};
 }
 
 /* The score event's verdict and S must be what the record gives: a record
@@ -250,13 +251,97 @@ struct power_judged {
 
 /* How far a run's own log's E may be from the server's meter's. */
 #define METER_TOLERANCE 0.05
+/* And how far in time, in seconds.  The server places the run's clock on
+ * its own by the least delay of the fine-tune's links, a few milliseconds
+ * on a network, and its meter reads at 10 Hz: an honest log agrees with
+ * it to a tenth of a second, and 0.5 s is five of the meter's samples past
+ * that.  The stream check holds a run's clock within SYNC_S = 2 s of the
+ * server's (server/stream.c), so the shifts searched are those, at steps
+ * of 0.05 s or the coarser trace's sampling interval. */
+#define METER_OFFSET_TOLERANCE_S 0.5
+#define METER_OFFSET_RANGE_S     2.0
+#define METER_OFFSET_STEP_S      0.05
+
+/* A trace's sampling interval: its summary's nominal one, else its mean. */
+static double interval_of(const struct eeb_power_summary *ps, const struct eeb_sample *s, size_t n)
+{
+    if (ps->rate_hz > 0)
+        return 1 / ps->rate_hz;
+    return n > 1 ? (double)(s[n - 1].t_mono_ns - s[0].t_mono_ns) / 1e9 / (double)(n - 1) : 0;
+}
+
+/* The run's own log against the server's meter in time: where the load
+ * changed, both must show it at once, the log's clock placed on the
+ * meter's by the fine-tune's begin (the meter run's finetune_begin is the
+ * run's, placed there by the server).  A load that gives no timing (flat,
+ * repeating, too slow) leaves a note, never a figure. */
+static void offset_check(const struct stored_run *sr, const struct eeb_config_record *cfg,
+                         const struct eeb_power_summary *meter, const struct eeb_power_summary *own,
+                         struct eeb_run_outcome *out)
+{
+    struct eeb_meter_offset *mo = &out->meter_offset;
+    if (strcmp(meter->window, "finetune") || strcmp(own->window, "finetune"))
+        return; /* no window placed in the meter run: server/runs.c says so */
+    mo->sought = 1;
+    struct eeb_sample *a = NULL, *b = NULL;
+    size_t na, nb;
+    char err[sizeof mo->note];
+    struct eeb_power_shift shift;
+    if (eeb_power_samples_read(sr->db, cfg->meter_run, &a, &na, err, sizeof err) ||
+        eeb_power_samples_read(sr->db, sr->row.id, &b, &nb, err, sizeof err)) {
+        snprintf(mo->note, sizeof mo->note, "%s", err);
+        goto out;
+    }
+    struct eeb_power_align_query q = {
+        .a0_ns = meter->t0_ns,
+        .a1_ns = meter->t1_ns,
+        .b_to_a_ns = meter->t0_ns - sr->rec.ft_begin,
+        .range_s = METER_OFFSET_RANGE_S,
+        .step_s =
+            fmax(METER_OFFSET_STEP_S, fmax(interval_of(meter, a, na), interval_of(own, b, nb)))};
+    if (eeb_power_align(a, na, b, nb, &q, &shift, err, sizeof err)) {
+        snprintf(mo->note, sizeof mo->note, "%s", err);
+        goto out;
+    }
+    /* a bound within the tolerance, where the traces' ends cut the search
+     * short, says nothing */
+    int bound_only = shift.at_edge && fabs(shift.shift_s) <= METER_OFFSET_TOLERANCE_S;
+    mo->determinable = shift.determinable && !bound_only;
+    if (!shift.determinable)
+        snprintf(mo->note, sizeof mo->note, "%s", shift.why);
+    else if (bound_only)
+        snprintf(mo->note, sizeof mo->note,
+                 "the best match is at the end of the shifts the traces cover (%+.2f s): the "
+                 "offset may be larger",
+                 shift.shift_s);
+    if (!mo->determinable)
+        goto out;
+    mo->s = shift.shift_s, mo->correlation = shift.correlation, mo->at_least = shift.at_edge;
+    if (fabs(mo->s) > METER_OFFSET_TOLERANCE_S) {
+        char searched[48] = "";
+        if (mo->at_least)
+            snprintf(searched, sizeof searched, " at the end of the %.2f to %.2f s searched",
+                     shift.lo_s, shift.hi_s);
+        why(out,
+            "the run's own log is %s%.2f s %s the server's meter (correlation %.2f%s), more than "
+            "the %g s allowed",
+            mo->at_least ? "at least " : "", fabs(mo->s), mo->s > 0 ? "behind" : "ahead of",
+            mo->correlation, searched, METER_OFFSET_TOLERANCE_S);
+        out->valid = 0;
+    }
+out:
+    free(a);
+    free(b);
+}
 
 /* Director mode: the run's own log, if it has one, against the server's
- * meter's E over the same window. */
-static void cross_check(const struct stored_run *sr, double server_j, struct eeb_run_outcome *out)
+ * meter over the same window: its E, and when it shows the load. */
+static void cross_check(const struct stored_run *sr, const struct eeb_config_record *cfg,
+                        const struct eeb_power_summary *meter, struct eeb_run_outcome *out)
 {
     struct eeb_power_summary own;
     char ignored[512];
+    double server_j = meter->energy.joules;
     if (eeb_power_summarize(sr->path, sr->row.id, NAN, &own, ignored, sizeof ignored) ||
         !(server_j > 0))
         return; /* no log of its own: nothing to compare */
@@ -268,6 +353,7 @@ static void cross_check(const struct stored_run *sr, double server_j, struct eeb
             own.energy.joules, server_j, 100 * apart, 100 * METER_TOLERANCE);
         out->valid = 0;
     }
+    offset_check(sr, cfg, meter, &own, out);
 }
 
 /* T from the fine-tune window, E, validity and the P_max rule from the
@@ -295,7 +381,7 @@ static int metered_figures(const struct stored_run *sr, const struct eeb_config_
     pj->p_max_pass = ps.p_max_pass;
     snprintf(pj->p_max_reason, sizeof pj->p_max_reason, "%s", ps.p_max_reason);
     if (cfg->meter_run > 0)
-        cross_check(sr, ps.energy.joules, out);
+        cross_check(sr, cfg, &ps, out);
     return 1;
 }
 

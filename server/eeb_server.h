@@ -46,8 +46,10 @@ struct eeb_server_config {
      * (default 10 s).  Past it the run is invalid. */
     double stream_allowance_s;
     /* Director mode: the meter the server reads itself for each official
-     * run of a team (its "station"), by URI (ptd://, scpi://, hwmon:, ...);
-     * the run's E and the P_max rule are then the server's measurement. */
+     * run of a team (its "station"), by URI (ptd://, scpi://, hwmon:, ...),
+     * or "agent:KEYFILE": the meter a station agent (eeb power agent) with
+     * that key reads and sends; the run's E and the P_max rule are then
+     * the server's measurement. */
     struct eeb_server_station {
         const char *team, *uri;
     } stations[EEB_SERVER_STATIONS];
@@ -55,6 +57,15 @@ struct eeb_server_config {
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);
+
+/* A new station key written to path (never over a file there), readable
+ * by its owner alone: "--station TEAM=agent:PATH" on the server, and the
+ * key of the agent on the meter's host. */
+int eeb_server_station_key(const char *path, char *err, size_t errlen);
+/* The station key in the file at path (64 hex digits, a line end
+ * allowed) into key. */
+int eeb_server_station_key_read(const char *path, char key[EEB_TOKEN_HEX], char *err,
+                                size_t errlen);
 
 struct eeb_server;
 

@@ -27,7 +27,8 @@
 static const char *const route_names[EEB_SRV_R_COUNT] = {
     "healthz", "metrics",     "whoami",           "runs",     "run",
     "links",   "begin",       "complete",         "test",     "predictions",
-    "score",   "leaderboard", "page_leaderboard", "page_run", "other"};
+    "score",   "leaderboard", "page_leaderboard", "page_run", "station",
+    "other"};
 static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404,
                                            405, 409, 413, 429, 500, 503};
 
@@ -223,9 +224,10 @@ static enum MHD_Result whoami(struct eeb_srv_call *k)
         k, 200, json_pack("{s:s, s:I}", "team", k->team_name, "id", (json_int_t)k->team));
 }
 
-/* Who may call a route: anyone; a team (its bearer token); or the team
- * whose run {id} is (the handler finds the run in the call). */
-enum access { ANYONE, TEAM, OWNER };
+/* Who may call a route: anyone; a team (its bearer token); the team
+ * whose run {id} is (the handler finds the run in the call); or a
+ * station's agent (its station's key). */
+enum access { ANYONE, TEAM, OWNER, STATION };
 
 static const struct route_def {
     const char *method, *pattern; /* "{id}": a run id */
@@ -249,6 +251,7 @@ static const struct route_def {
     {"GET", "/", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
     {"GET", "/leaderboard", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
     {"GET", "/runs/{id}", EEB_SRV_R_PAGE_RUN, ANYONE, eeb_srv_page_run},
+    {"POST", "/api/v1/station/samples", EEB_SRV_R_STATION, STATION, eeb_srv_api_station},
 };
 
 /* url against pattern: 1 on a match, with {id} in *id (0 if it has none). */
@@ -290,15 +293,20 @@ static int own_run(struct eeb_srv_call *k, enum MHD_Result *sent)
     return found > 0;
 }
 
-/* The bearer token's team into k (1), or the 401 sent (0). */
-static int authenticate(struct eeb_srv_call *k, enum MHD_Result *sent)
+/* The bearer token's team (a station's key: its station) into k (1), or
+ * the 401 sent (0). */
+static int authenticate(struct eeb_srv_call *k, enum access access, enum MHD_Result *sent)
 {
     const char *auth = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Authorization");
     char err[256];
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != EEB_TOKEN_HEX - 1)
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != EEB_TOKEN_HEX - 1) {
         *sent = eeb_srv_call_fail(k, 401, "Authorization", "a bearer token is required");
-    else if (eeb_srv_store_team_by_token(k->s->store, auth + 7, &k->team, k->team_name, err,
-                                         sizeof err))
+    } else if (access == STATION) {
+        if ((k->station = eeb_srv_agent_by_key(k->s, auth + 7)) < 0)
+            *sent = eeb_srv_call_fail(k, 401, "Authorization", "unknown station key");
+        return k->station >= 0;
+    } else if (eeb_srv_store_team_by_token(k->s->store, auth + 7, &k->team, k->team_name, err,
+                                           sizeof err))
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
     else if (!k->team)
         *sent = eeb_srv_call_fail(k, 401, "Authorization", "unknown token");
@@ -327,9 +335,9 @@ static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, 
     if (eeb_srv_store_ready(s->store, err, sizeof err))
         return eeb_srv_call_fail(&k, 500, NULL, err);
     enum MHD_Result sent = MHD_NO;
-    if (def->access != ANYONE && !authenticate(&k, &sent))
+    if (def->access != ANYONE && !authenticate(&k, def->access, &sent))
         return sent;
-    if (def->access != ANYONE && !allowed(s, k.team))
+    if ((def->access == TEAM || def->access == OWNER) && !allowed(s, k.team))
         return eeb_srv_call_fail(&k, 429, NULL,
                                  "too many requests: slow down (per-team rate limit)");
     if (def->access == OWNER && !own_run(&k, &sent))
@@ -475,6 +483,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = load_tests(s, err, errlen);
     if (rc == EEB_OK)
         rc = name_finetune_sets(s, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_srv_agents_load(s, err, errlen);
     if (rc) {
         server_free(s);
         return rc;

@@ -7,6 +7,11 @@
  * stream's check of the same links (stream.c: the least delay between a
  * fine-tune link being written and its arrival).  The judge then takes E,
  * validity and the P_max rule from the server's samples in that window.
+ *
+ * A meter the server cannot reach is read by the station's agent
+ * ("--station TEAM=agent:KEYFILE", agent.c), which sends its samples as
+ * it takes them; its slot then keeps those of the run's time, and is held
+ * past complete until the agent's samples up to it have arrived.
  */
 #include "server_int.h"
 
@@ -15,24 +20,68 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-const char *eeb_srv_station(const struct eeb_server *s, const char *team)
+/* An agent heard from longer ago than this does not answer: it sends
+ * twice a second. */
+#define AGENT_SILENT_NS 3000000000LL
+/* How long scoring waits for an agent's last samples. */
+#define AGENT_SETTLE_NS 5000000000LL
+
+int eeb_srv_station(const struct eeb_server *s, const char *team)
 {
     for (int i = 0; i < EEB_SERVER_STATIONS && s->cfg.stations[i].team; i++)
         if (strcmp(s->cfg.stations[i].team, team) == 0)
-            return s->cfg.stations[i].uri;
-    return NULL;
+            return i;
+    return -1;
 }
 
-int eeb_srv_meter_open(struct eeb_server *s, const char *uri, struct eeb_srv_meter *m, char *err,
+/* The agent of station, heard from lately and free: what it reads into m. */
+static int agent_open(struct eeb_server *s, int station, struct eeb_srv_meter *m, char *err,
+                      size_t errlen)
+{
+    const struct eeb_srv_agent *a = &s->agents[station];
+    int64_t now = eeb_mono_ns();
+    pthread_mutex_lock(&s->lock);
+    int64_t heard = a->heard_ns;
+    snprintf(m->source, sizeof m->source, "%s", a->source);
+    snprintf(m->provenance, sizeof m->provenance, "%s", a->provenance);
+    m->rate_hz = a->rate_hz;
+    m->failed0 = a->failed, m->dropped0 = a->dropped;
+    int busy = eeb_srv_agent_measuring(s, station);
+    int64_t other = busy >= 0 ? s->meters[busy].run : 0;
+    pthread_mutex_unlock(&s->lock);
+    m->agent = station + 1;
+    if (busy >= 0)
+        return eeb_errf(err, errlen, EEB_EDEVICE, "its agent is measuring run %lld",
+                        (long long)other);
+    if (!heard)
+        return eeb_errf(err, errlen, EEB_ETIMEOUT,
+                        "its agent (eeb power agent) has not been heard from since the server "
+                        "started");
+    if (now - heard > AGENT_SILENT_NS)
+        return eeb_errf(err, errlen, EEB_ETIMEOUT,
+                        "its agent (eeb power agent) was last heard from %.1f s ago",
+                        (double)(now - heard) / 1e9);
+    return EEB_OK;
+}
+
+int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *m, char *err,
                        size_t errlen)
 {
-    *m = (struct eeb_srv_meter){0};
-    int rc = eeb_power_open(uri, &m->src, err, errlen);
+    *m = (struct eeb_srv_meter){.rate_hz = s->cfg.meter_rate_hz};
+    int rc;
+    if (s->agents[station].key_sha256[0]) {
+        rc = agent_open(s, station, m, err, errlen);
+    } else if ((rc = eeb_power_open(s->cfg.stations[station].uri, &m->src, err, errlen)) ==
+               EEB_OK) {
+        snprintf(m->source, sizeof m->source, "%s", m->src->uri);
+        snprintf(m->provenance, sizeof m->provenance, "%s",
+                 eeb_provenance_name(m->src->provenance));
+    }
     if (rc == EEB_OK)
-        rc = eeb_srv_store_meter_run(s->store, m->src->uri, s->cfg.meter_rate_hz,
-                                     eeb_provenance_name(m->src->provenance), &m->meter_run, err,
-                                     errlen);
+        rc = eeb_srv_store_meter_run(s->store, m->source, m->rate_hz, m->provenance, &m->meter_run,
+                                     err, errlen);
     if (rc) {
         eeb_power_close(m->src);
         m->src = NULL;
@@ -40,34 +89,72 @@ int eeb_srv_meter_open(struct eeb_server *s, const char *uri, struct eeb_srv_met
     return rc;
 }
 
-int eeb_srv_meter_start(struct eeb_server *s, int64_t run, struct eeb_srv_meter *m, char *err,
-                        size_t errlen)
+/* An agent's meter begins now: the log's begin is marked on the server's
+ * clock, the samples it keeps from then. */
+static int agent_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen)
+{
+    m->from_ns = eeb_mono_ns();
+    return eeb_srv_store_meter_event(s->store, m->meter_run, EEB_EVENT_LOG_BEGIN, m->from_ns,
+                                     eeb_utc_ns(), err, errlen);
+}
+
+int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen)
 {
     struct eeb_sampler_config cfg;
     eeb_sampler_config_default(&cfg);
     cfg.db_path = eeb_srv_store_path(s->store);
     cfg.run = m->meter_run;
     cfg.rate_hz = s->cfg.meter_rate_hz;
-    m->run = run;
-    int rc = eeb_sampler_start(m->src, &cfg, &m->sampler, err, errlen);
+    int rc = m->agent ? agent_start(s, m, err, errlen)
+                      : eeb_sampler_start(m->src, &cfg, &m->sampler, err, errlen);
     pthread_mutex_lock(&s->lock);
     int slot = -1;
     for (int i = 0; rc == EEB_OK && i < EEB_SRV_METERS && slot < 0; i++)
-        if (!s->meters[i].run)
+        if (!s->meters[i].meter_run)
             s->meters[slot = i] = *m;
     pthread_mutex_unlock(&s->lock);
     if (rc == EEB_OK && slot < 0) {
-        char ignored[256];
-        struct eeb_sampler_stats st;
-        (void)eeb_sampler_stop(m->sampler, &st, ignored, sizeof ignored);
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "the server reads %d meters at once at most",
-                      EEB_SRV_METERS);
+        eeb_srv_meter_release(s, m);
+        return eeb_errf(err, errlen, EEB_EINVAL, "the server reads %d meters at once at most",
+                        EEB_SRV_METERS);
     }
-    if (rc == EEB_OK)
+    if (rc == EEB_OK && m->sampler)
         eeb_sampler_mark(m->sampler, EEB_EVENT_LOG_BEGIN, NULL);
-    else
+    else if (rc)
         eeb_srv_meter_close(s, m);
     return rc;
+}
+
+/* The slot whose meter run is meter_run, or -1; s->lock held. */
+static int slot_of_log(struct eeb_server *s, int64_t meter_run)
+{
+    for (int i = 0; i < EEB_SRV_METERS; i++)
+        if (s->meters[i].meter_run == meter_run)
+            return i;
+    return -1;
+}
+
+void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run)
+{
+    pthread_mutex_lock(&s->lock);
+    int i = slot_of_log(s, meter_run);
+    if (i >= 0)
+        s->meters[i].run = run;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void eeb_srv_meter_drop(struct eeb_server *s, int64_t meter_run)
+{
+    struct eeb_srv_meter m = {0};
+    pthread_mutex_lock(&s->lock);
+    int i = slot_of_log(s, meter_run);
+    if (i >= 0) {
+        m = s->meters[i];
+        s->meters[i] = (struct eeb_srv_meter){0};
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (m.meter_run)
+        eeb_srv_meter_release(s, &m);
 }
 
 void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m)
@@ -77,27 +164,83 @@ void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m)
     *m = (struct eeb_srv_meter){0};
 }
 
+void eeb_srv_meter_release(struct eeb_server *s, struct eeb_srv_meter *m)
+{
+    if (m->sampler) {
+        eeb_sampler_mark(m->sampler, EEB_EVENT_LOG_END, NULL);
+        struct eeb_sampler_stats st;
+        char ignored[512];
+        (void)eeb_sampler_stop(m->sampler, &st, ignored, sizeof ignored); /* its faults are
+                                                                             recorded */
+    } else if (m->agent) {
+        const struct eeb_srv_agent *a = &s->agents[m->agent - 1];
+        pthread_mutex_lock(&s->lock);
+        uint64_t failed = a->failed - m->failed0, dropped = a->dropped - m->dropped0;
+        pthread_mutex_unlock(&s->lock);
+        eeb_srv_store_meter_counts(s->store, m->meter_run, m->kept, failed, dropped);
+    }
+    eeb_srv_meter_close(s, m);
+}
+
+/* The slot measuring run, or -1; s->lock held. */
+static int slot_of(struct eeb_server *s, int64_t run)
+{
+    for (int i = 0; i < EEB_SRV_METERS; i++)
+        if (s->meters[i].meter_run && s->meters[i].run == run)
+            return i;
+    return -1;
+}
+
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run)
 {
     struct eeb_srv_meter m = {0};
+    int64_t until = 0;
+    char ignored[256];
     pthread_mutex_lock(&s->lock);
-    for (int i = 0; i < EEB_SRV_METERS && !m.run; i++)
-        if (s->meters[i].run == run || (run == 0 && s->meters[i].run)) {
+    int i = slot_of(s, run);
+    if (i >= 0 && s->meters[i].agent && !s->meters[i].until_ns) {
+        until = s->meters[i].until_ns = eeb_mono_ns(); /* held for the agent's last samples */
+        m.meter_run = s->meters[i].meter_run;
+    } else if (i >= 0 && !s->meters[i].agent) {
+        m = s->meters[i];
+        s->meters[i] = (struct eeb_srv_meter){0};
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (until)
+        (void)eeb_srv_store_meter_event(s->store, m.meter_run, EEB_EVENT_LOG_END, until,
+                                        eeb_utc_ns(), ignored, sizeof ignored);
+    else if (m.meter_run)
+        eeb_srv_meter_release(s, &m);
+}
+
+void eeb_srv_meter_settle(struct eeb_server *s, int64_t run)
+{
+    struct eeb_srv_meter m = {0};
+    for (int64_t t0 = eeb_mono_ns(); !m.meter_run;) {
+        pthread_mutex_lock(&s->lock);
+        int i = slot_of(s, run);
+        int late = eeb_mono_ns() - t0 > AGENT_SETTLE_NS;
+        if (i >= 0 && (late || !s->meters[i].agent)) {
             m = s->meters[i];
             s->meters[i] = (struct eeb_srv_meter){0};
         }
-    pthread_mutex_unlock(&s->lock);
-    if (!m.run)
-        return;
-    eeb_sampler_mark(m.sampler, EEB_EVENT_LOG_END, NULL);
-    struct eeb_sampler_stats st;
-    char ignored[512];
-    (void)eeb_sampler_stop(m.sampler, &st, ignored, sizeof ignored); /* its faults are recorded */
-    eeb_srv_meter_close(s, &m);
+        pthread_mutex_unlock(&s->lock);
+        if (i < 0)
+            return; /* let go already: the agent sent past the stop */
+        if (!m.meter_run)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    eeb_srv_meter_release(s, &m);
 }
 
 void eeb_srv_meters_stop(struct eeb_server *s)
 {
-    for (int i = 0; i < EEB_SRV_METERS; i++)
-        eeb_srv_meter_stop(s, 0);
+    for (int i = 0; i < EEB_SRV_METERS; i++) {
+        pthread_mutex_lock(&s->lock);
+        struct eeb_srv_meter m = s->meters[i];
+        s->meters[i] = (struct eeb_srv_meter){0};
+        pthread_mutex_unlock(&s->lock);
+        if (m.meter_run)
+            eeb_srv_meter_release(s, &m);
+    }
 }

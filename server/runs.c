@@ -25,67 +25,20 @@
 
 /* ---- reading a body ---- */
 
-/* A body's fault: the field and what is wrong with it. */
-struct fault {
-    char field[96], message[160];
-};
-
-__attribute__((format(printf, 3, 4))) static int bad(struct fault *f, const char *field,
-                                                     const char *fmt, ...)
-{
-    snprintf(f->field, sizeof f->field, "%s", field);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(f->message, sizeof f->message, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* An optional string of 1..max characters of [A-Za-z0-9_.:=,/+-]; *out
  * keeps dflt when absent. */
-static int text_field(json_t *o, const char *key, size_t max, const char **out, struct fault *f)
+static int text_field(json_t *o, const char *key, size_t max, const char **out,
+                      struct eeb_srv_fault *f)
 {
     json_t *v = json_object_get(o, key);
     if (!v)
         return 0;
     const char *s = json_string_value(v);
     if (!s || !eeb_text_ok(s, max, EEB_DECLARED_PUNCT))
-        return bad(f, key,
-                   "expected 1 to %zu letters, digits and characters of " EEB_DECLARED_PUNCT, max);
+        return eeb_srv_bad(
+            f, key, "expected 1 to %zu letters, digits and characters of " EEB_DECLARED_PUNCT, max);
     *out = s;
     return 0;
-}
-
-/* An integer field within [lo, hi]. */
-static int int_field(json_t *v, const char *field, int64_t lo, int64_t hi, int64_t *out,
-                     struct fault *f)
-{
-    if (!json_is_integer(v))
-        return bad(f, field, "expected an integer");
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return bad(f, field, "%lld is outside [%lld, %lld]", (long long)x, (long long)lo,
-                   (long long)hi);
-    *out = x;
-    return 0;
-}
-
-/* A finite number field within [lo, hi]. */
-static int number_field(json_t *v, const char *field, double lo, double hi, double *out,
-                        struct fault *f)
-{
-    if (!json_is_number(v))
-        return bad(f, field, "expected a number");
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < lo || x > hi)
-        return bad(f, field, "%g is outside [%g, %g]", x, lo, hi);
-    *out = x;
-    return 0;
-}
-
-static enum MHD_Result fail_fault(struct eeb_srv_call *k, const struct fault *f)
-{
-    return eeb_srv_call_fail(k, 400, f->field, f->message);
 }
 
 /* ---- the run as JSON ---- */
@@ -134,59 +87,59 @@ struct declared {
 
 /* "clock": {"kind": "modeled", "train_step_s", "train_w"} (a run timed by
  * its modeled device, whose figures are modeled) or {"kind": "wall"}. */
-static int read_clock(const json_t *clock, struct declared *d, struct fault *f)
+static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fault *f)
 {
     if (!clock)
         return 0;
     const char *kind = json_string_value(json_object_get(clock, "kind"));
     if (!json_is_object(clock) || !kind ||
         (strcmp(kind, EEB_CLOCK_MODELED) && strcmp(kind, EEB_CLOCK_WALL)))
-        return bad(f, "clock",
-                   "expected {\"kind\": \"wall\"} or {\"kind\": \"modeled\", "
-                   "\"train_step_s\": S, \"train_w\": W}");
+        return eeb_srv_bad(f, "clock",
+                           "expected {\"kind\": \"wall\"} or {\"kind\": \"modeled\", "
+                           "\"train_step_s\": S, \"train_w\": W}");
     d->modeled_clock = strcmp(kind, EEB_CLOCK_MODELED) == 0;
     if (!d->modeled_clock)
         return 0;
     if (strcmp(d->provenance, "modeled"))
-        return bad(f, "clock", "a run on the modeled clock has modeled figures, not %s",
-                   d->provenance);
-    return number_field(json_object_get(clock, "train_step_s"), "clock.train_step_s", 1e-12, 1e6,
-                        &d->step_s, f) ||
-                   number_field(json_object_get(clock, "train_w"), "clock.train_w", 0, 1e6,
-                                &d->train_w, f)
+        return eeb_srv_bad(f, "clock", "a run on the modeled clock has modeled figures, not %s",
+                           d->provenance);
+    return eeb_srv_number_field(json_object_get(clock, "train_step_s"), "clock.train_step_s", 1e-12,
+                                1e6, &d->step_s, f) ||
+                   eeb_srv_number_field(json_object_get(clock, "train_w"), "clock.train_w", 0, 1e6,
+                                        &d->train_w, f)
                ? -1
                : 0;
 }
 
-static int read_declared(json_t *body, struct declared *d, struct fault *f)
+static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault *f)
 {
     char why[128];
     json_t *task = json_object_get(body, "task"), *util = json_object_get(body, "util");
     *d = (struct declared){.device = "unknown", .backend = "unknown", .design = NULL};
     if (!json_is_string(task))
-        return bad(f, "task", "expected a string: cls, det or video");
+        return eeb_srv_bad(f, "task", "expected a string: cls, det or video");
     if (eeb_task_parse(json_string_value(task), &d->task, why, sizeof why))
-        return bad(f, "task", "%s", why);
+        return eeb_srv_bad(f, "task", "%s", why);
     if (!json_is_object(util))
-        return bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
+        return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
     for (int u = 0; u < EEB_UTIL_COUNT; u++) {
         char field[32];
         snprintf(field, sizeof field, "util.%s", eeb_score_util_name((enum eeb_util_kind)u));
-        if (number_field(json_object_get(util, eeb_score_util_name((enum eeb_util_kind)u)), field,
-                         0, 1, &d->util[u], f))
+        if (eeb_srv_number_field(json_object_get(util, eeb_score_util_name((enum eeb_util_kind)u)),
+                                 field, 0, 1, &d->util[u], f))
             return -1;
     }
     json_t *prov = json_object_get(body, "provenance");
     const char *p = json_string_value(prov);
     enum eeb_provenance known_prov;
     if (!p || eeb_provenance_parse(p, &known_prov))
-        return bad(f, "provenance", "expected measured, counter, declared or modeled");
+        return eeb_srv_bad(f, "provenance", "expected measured, counter, declared or modeled");
     d->provenance = p;
     json_t *rate = json_object_get(body, "rate_hz"), *official = json_object_get(body, "official");
-    if (rate && number_field(rate, "rate_hz", 0.001, 1e6, &d->rate_hz, f))
+    if (rate && eeb_srv_number_field(rate, "rate_hz", 0.001, 1e6, &d->rate_hz, f))
         return -1;
     if (official && !json_is_boolean(official))
-        return bad(f, "official", "expected true or false");
+        return eeb_srv_bad(f, "official", "expected true or false");
     d->official = json_is_true(official);
     if (text_field(body, "device", EEB_DECLARED_MAX, &d->device, f) ||
         text_field(body, "backend", EEB_DECLARED_MAX, &d->backend, f) ||
@@ -194,11 +147,12 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
         text_field(body, "finetune", 64, &d->finetune, f))
         return -1;
     if (d->finetune && (strlen(d->finetune) != 64 || strspn(d->finetune, "0123456789abcdef") != 64))
-        return bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
+        return eeb_srv_bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
     if (known_prov != EEB_MODELED && eeb_accel_never_on_board(d->backend))
-        return bad(f, "provenance",
-                   "%s: backend %s runs on a CPU, not a board: its time and power are modeled", p,
-                   d->backend);
+        return eeb_srv_bad(
+            f, "provenance",
+            "%s: backend %s runs on a CPU, not a board: its time and power are modeled", p,
+            d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f))
         return -1;
     static const char *const known[] = {"task",   "util",    "provenance", "rate_hz",  "official",
@@ -211,7 +165,7 @@ static int read_declared(json_t *body, struct declared *d, struct fault *f)
         while (i < sizeof known / sizeof *known && strcmp(known[i], key))
             i++;
         if (i == sizeof known / sizeof *known)
-            return bad(f, key, "unknown field");
+            return eeb_srv_bad(f, key, "unknown field");
     }
     return 0;
 }
@@ -234,7 +188,7 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
     }
     if (o) {
         if (m) { /* the server's own meter: what the run is judged by */
-            eeb_config_put_power(o, m->src->uri, s->cfg.meter_rate_hz, d->provenance,
+            eeb_config_put_power(o, m->source, m->rate_hz, d->provenance,
                                  "read by the evaluation server");
             eeb_config_put_meter(o, m->meter_run);
         } else {
@@ -300,9 +254,9 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
 static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv_meter *m,
                       enum MHD_Result *sent)
 {
-    const char *station = eeb_srv_station(k->s, k->team_name);
+    int station = eeb_srv_station(k->s, k->team_name);
     char err[512], msg[640];
-    if (!station || !d->official || d->modeled_clock || eeb_accel_never_on_board(d->backend)) {
+    if (station < 0 || !d->official || d->modeled_clock || eeb_accel_never_on_board(d->backend)) {
         if (strcmp(d->provenance, "measured") == 0)
             d->provenance = "declared";
         return 0;
@@ -312,7 +266,7 @@ static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv
         *sent = eeb_srv_call_fail(k, 503, "station", msg);
         return -1;
     }
-    d->provenance = eeb_provenance_name(m->src->provenance);
+    d->provenance = m->provenance;
     return 0;
 }
 
@@ -324,11 +278,11 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
     if (!body)
         return sent;
     struct declared d;
-    struct fault f = {.field = ""};
+    struct eeb_srv_fault f = {.field = ""};
     struct eeb_srv_meter m = {0};
     char err[256];
     if (read_declared(body, &d, &f)) {
-        sent = fail_fault(k, &f);
+        sent = eeb_srv_fail_fault(k, &f);
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = eeb_srv_call_fail(k, 409, "task", err);
@@ -345,21 +299,29 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
         snprintf(r.device, sizeof r.device, "%s", d.device);
         snprintf(r.provenance, sizeof r.provenance, "%s", d.provenance);
         snprintf(r.state, sizeof r.state, "registered");
-        char *config = server_config(k->s, &d, k, p, m.src ? &m : NULL);
+        /* the meter measures from before the run is registered, so that
+         * no run is registered that it does not measure */
+        char *config = server_config(k->s, &d, k, p, m.meter_run ? &m : NULL);
+        int started = 0, registered = 0;
         if (!config)
             sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
+        else if (m.meter_run && !(started = !eeb_srv_meter_start(k->s, &m, err, sizeof err)))
+            sent = eeb_srv_call_fail(k, 503, "station", err);
         else if (eeb_srv_store_run_register(k->s->store, &r, config, err, sizeof err))
             sent = eeb_srv_call_fail(k, 500, NULL, err);
-        else if (m.src && eeb_srv_meter_start(k->s, r.id, &m, err, sizeof err))
-            sent = eeb_srv_call_fail(k, 503, "station", err);
         else {
+            registered = 1;
+            if (started)
+                eeb_srv_meter_bind(k->s, m.meter_run, r.id);
             json_t *o = run_json(&r);
             add_terms(o, k->s, d.task);
             sent = eeb_srv_call_json(k, 201, o);
         }
-        free(config);
-        if (m.src && !m.sampler) /* not started: nothing holds it */
+        if (started && !registered) /* held, but for no run */
+            eeb_srv_meter_drop(k->s, m.meter_run);
+        else if (!started && m.meter_run) /* opened, never held */
             eeb_srv_meter_close(k->s, &m);
+        free(config);
     }
     json_decref(body);
     return sent;
@@ -384,94 +346,89 @@ static int in_state(struct eeb_srv_call *k, const char *a, const char *b, enum M
 
 /* Hex digits of exactly len characters. */
 static int hex_field(json_t *o, const char *key, size_t len, const char *field, const char **out,
-                     struct fault *f)
+                     struct eeb_srv_fault *f)
 {
     const char *v = json_string_value(json_object_get(o, key));
     if (!v || strlen(v) != len || strspn(v, "0123456789abcdef") != len)
-        return bad(f, field, "expected %zu lowercase hex digits", len);
+        return eeb_srv_bad(f, field, "expected %zu lowercase hex digits", len);
     *out = v;
     return 0;
 }
 
 /* [t_mono_ns, t_utc_ns] of x into t. */
-static int times_field(json_t *x, const char *field, int64_t t[2], struct fault *f)
+static int times_field(json_t *x, const char *field, int64_t t[2], struct eeb_srv_fault *f)
 {
     char at[160];
     for (int j = 0; j < 2; j++) {
         snprintf(at, sizeof at, "%s[%d]", field, j);
-        if (int_field(json_array_get(x, (size_t)j), at, 0, INT64_MAX, &t[j], f))
+        if (eeb_srv_int_field(json_array_get(x, (size_t)j), at, 0, INT64_MAX, &t[j], f))
             return -1;
     }
     return 0;
 }
 
-/* A number, or null for one the meter does not give (NAN). */
-static int optional_number(json_t *v, const char *field, double *out, struct fault *f)
-{
-    *out = NAN;
-    return json_is_null(v) ? 0 : number_field(v, field, -1e9, 1e9, out, f);
-}
-
 /* An event link's [t_mono_ns, t_utc_ns, kind, payload]: the payload is the
  * text of a JSON object, as hashed, or null. */
-static int read_event(json_t *x, const char *field, struct eeb_rundb_event *e, struct fault *f)
+static int read_event(json_t *x, const char *field, struct eeb_rundb_event *e,
+                      struct eeb_srv_fault *f)
 {
     char at[112];
     int64_t t[2];
     if (!json_is_array(x) || json_array_size(x) != 4)
-        return bad(f, field, "expected [t_mono_ns, t_utc_ns, kind, payload]");
+        return eeb_srv_bad(f, field, "expected [t_mono_ns, t_utc_ns, kind, payload]");
     if (times_field(x, field, t, f))
         return -1;
     e->t_mono_ns = t[0], e->t_utc_ns = t[1];
     e->kind = json_string_value(json_array_get(x, 2));
     snprintf(at, sizeof at, "%s[2]", field);
     if (!e->kind || !*e->kind || strlen(e->kind) > 32)
-        return bad(f, at, "expected a kind of 1 to 32 characters");
+        return eeb_srv_bad(f, at, "expected a kind of 1 to 32 characters");
     json_t *p = json_array_get(x, 3);
     snprintf(at, sizeof at, "%s[3]", field);
     e->payload = json_string_value(p);
     if (!json_is_null(p) && !e->payload)
-        return bad(f, at, "expected the payload's JSON text, or null");
+        return eeb_srv_bad(f, at, "expected the payload's JSON text, or null");
     json_t *o = e->payload ? json_loads(e->payload, JSON_REJECT_DUPLICATES, NULL) : NULL;
     int object = json_is_object(o);
     json_decref(o);
     if (e->payload && !object)
-        return bad(f, at, "expected the text of a JSON object");
+        return eeb_srv_bad(f, at, "expected the text of a JSON object");
     return 0;
 }
 
 /* A samples link's [[t_mono_ns, t_utc_ns, watts, volts, amps, flags]...]
  * into a new array. */
-static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l, struct fault *f)
+static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l,
+                        struct eeb_srv_fault *f)
 {
     char at[160];
     size_t i;
     json_t *x;
     if (!json_is_array(sa) || !json_array_size(sa))
-        return bad(f, field, "expected a non-empty array of samples");
+        return eeb_srv_bad(f, field, "expected a non-empty array of samples");
     struct eeb_sample *s = calloc(json_array_size(sa), sizeof *s);
     if (!(l->samples = s))
-        return bad(f, field, "out of memory");
+        return eeb_srv_bad(f, field, "out of memory");
     json_array_foreach(sa, i, x)
     {
         int64_t t[2], flags;
         snprintf(at, sizeof at, "%s[%zu]", field, i);
         if (!json_is_array(x) || json_array_size(x) != 6)
-            return bad(f, at, "expected [t_mono_ns, t_utc_ns, watts, volts, amps, flags]");
+            return eeb_srv_bad(f, at, "expected [t_mono_ns, t_utc_ns, watts, volts, amps, flags]");
         if (times_field(x, at, t, f))
             return -1;
         s[i].t_mono_ns = t[0], s[i].t_utc_ns = t[1];
         snprintf(at, sizeof at, "%s[%zu][2]", field, i);
-        if (number_field(json_array_get(x, 2), at, -1e9, 1e9, &s[i].watts, f))
+        if (eeb_srv_number_field(json_array_get(x, 2), at, -1e9, 1e9, &s[i].watts, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][3]", field, i);
-        if (optional_number(json_array_get(x, 3), at, &s[i].volts, f))
+        if (eeb_srv_optional_number(json_array_get(x, 3), at, &s[i].volts, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][4]", field, i);
-        if (optional_number(json_array_get(x, 4), at, &s[i].amps, f))
+        if (eeb_srv_optional_number(json_array_get(x, 4), at, &s[i].amps, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][5]", field, i);
-        if (int_field(json_array_get(x, 5), at, 0, UINT32_MAX, &flags, f))
+        if (eeb_srv_int_field(json_array_get(x, 5), at, 0, UINT32_MAX, &flags, f))
             return -1;
         s[i].flags = (uint32_t)flags;
     }
@@ -480,19 +437,19 @@ static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l,
 }
 
 /* One link of the body: {seq, kind, head} and its kind's records. */
-static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct fault *f)
+static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct eeb_srv_fault *f)
 {
     char field[64], at[96];
     const char *kind = json_string_value(json_object_get(x, "kind")), *hex;
     snprintf(field, sizeof field, "links[%zu]", i);
     if (!json_is_object(x))
-        return bad(f, field, "expected an object");
+        return eeb_srv_bad(f, field, "expected an object");
     snprintf(at, sizeof at, "%s.seq", field);
-    if (int_field(json_object_get(x, "seq"), at, 0, INT64_MAX / 2, &l->seq, f))
+    if (eeb_srv_int_field(json_object_get(x, "seq"), at, 0, INT64_MAX / 2, &l->seq, f))
         return -1;
     snprintf(at, sizeof at, "%s.kind", field);
     if (eeb_link_kind_parse(kind, &l->kind))
-        return bad(f, at, "expected origin, event or samples");
+        return eeb_srv_bad(f, at, "expected origin, event or samples");
     snprintf(at, sizeof at, "%s.head", field);
     if (hex_field(x, "head", 64, at, &hex, f))
         return -1;
@@ -505,7 +462,7 @@ static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct fault
         const char *uuid = json_string_value(json_object_get(x, "uuid"));
         snprintf(at, sizeof at, "%s.uuid", field);
         if (!uuid || strlen(uuid) != 36 || strspn(uuid, "0123456789abcdef-") != 36)
-            return bad(f, at, "expected a uuid of 36 characters");
+            return eeb_srv_bad(f, at, "expected a uuid of 36 characters");
         snprintf(l->uuid, sizeof l->uuid, "%s", uuid);
         return 0;
     }
@@ -518,22 +475,23 @@ static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct fault
     snprintf(at, sizeof at, "%s.source", field);
     l->source = json_string_value(json_object_get(x, "source"));
     if (!l->source || !*l->source || strlen(l->source) > 1023)
-        return bad(f, at, "expected the meter's URI, 1 to 1023 characters");
+        return eeb_srv_bad(f, at, "expected the meter's URI, 1 to 1023 characters");
     snprintf(at, sizeof at, "%s.samples", field);
     return read_samples(json_object_get(x, "samples"), at, l, f);
 }
 
 /* The body's links into a new array of *n (their strings stay in body). */
-static int read_links(json_t *body, struct eeb_rundb_link **links, size_t *n, struct fault *f)
+static int read_links(json_t *body, struct eeb_rundb_link **links, size_t *n,
+                      struct eeb_srv_fault *f)
 {
     json_t *a = json_object_get(body, "links"), *x;
     size_t i;
     if (!json_is_array(a) || !json_array_size(a))
-        return bad(f, "links", "expected a non-empty array of links");
+        return eeb_srv_bad(f, "links", "expected a non-empty array of links");
     if (json_array_size(a) > LINKS_MAX)
-        return bad(f, "links", "more than %d links in one request", LINKS_MAX);
+        return eeb_srv_bad(f, "links", "more than %d links in one request", LINKS_MAX);
     if (!(*links = calloc(json_array_size(a), sizeof **links)))
-        return bad(f, "links", "out of memory");
+        return eeb_srv_bad(f, "links", "out of memory");
     json_array_foreach(a, i, x)
     {
         *n = i + 1;
@@ -577,10 +535,10 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
         return sent;
     struct eeb_rundb_link *links = NULL;
     size_t n = 0, at = 0;
-    struct fault f = {.field = ""};
+    struct eeb_srv_fault f = {.field = ""};
     char err[512];
     if (read_links(body, &links, &n, &f)) {
-        sent = fail_fault(k, &f);
+        sent = eeb_srv_fail_fault(k, &f);
     } else {
         enum eeb_link_verdict v;
         int64_t next = 0;
@@ -662,7 +620,7 @@ enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k)
 /* A classifier's ranked classes into the record, with the true label. */
 static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
                           const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
-                          struct fault *f)
+                          struct eeb_srv_fault *f)
 {
     char field[96];
     json_t *top = json_object_get(p, EEB_PREDICTION_KEY_TOP), *x;
@@ -670,12 +628,12 @@ static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
     snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP, i);
     rec->label = item->label;
     if (!json_is_array(top) || json_array_size(top) < 1 || json_array_size(top) > EEB_TOPK_MAX)
-        return bad(f, field, "expected 1 to %d classes, best first", EEB_TOPK_MAX);
+        return eeb_srv_bad(f, field, "expected 1 to %d classes, best first", EEB_TOPK_MAX);
     json_array_foreach(top, j, x)
     {
         int64_t cls;
         snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP "[%zu]", i, j);
-        if (int_field(x, field, 0, t->classes - 1, &cls, f))
+        if (eeb_srv_int_field(x, field, 0, t->classes - 1, &cls, f))
             return -1;
         rec->ranked[rec->nranked++] = (int)cls;
     }
@@ -685,34 +643,34 @@ static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
 /* A detector's boxes into the record, with the true ones. */
 static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
                           const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
-                          struct fault *f)
+                          struct eeb_srv_fault *f)
 {
     char field[96];
     json_t *boxes = json_object_get(p, EEB_PREDICTION_KEY_BOXES), *x;
     size_t j;
     snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES, i);
     if (!json_is_array(boxes) || json_array_size(boxes) > EEB_SHARD_MAX_BOXES)
-        return bad(f, field, "expected up to %d [class, score, x0, y0, x1, y1]",
-                   EEB_SHARD_MAX_BOXES);
+        return eeb_srv_bad(f, field, "expected up to %d [class, score, x0, y0, x1, y1]",
+                           EEB_SHARD_MAX_BOXES);
     rec->boxes = calloc(json_array_size(boxes) + 1, sizeof *rec->boxes);
     rec->truth = calloc((size_t)item->nboxes + 1, sizeof *rec->truth);
     if (!rec->boxes || !rec->truth)
-        return bad(f, field, "out of memory");
+        return eeb_srv_bad(f, field, "out of memory");
     json_array_foreach(boxes, j, x)
     {
         double v[6];
         snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES "[%zu]", i, j);
         if (json_array_size(x) != 6)
-            return bad(f, field, "expected [class, score, x0, y0, x1, y1]");
+            return eeb_srv_bad(f, field, "expected [class, score, x0, y0, x1, y1]");
         for (size_t c = 0; c < 6; c++) {
             snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_BOXES "[%zu][%zu]",
                      i, j, c);
             double hi = c == 0 ? t->classes - 1 : c == 1 ? 1 : 1e5;
-            if (number_field(json_array_get(x, c), field, 0, hi, &v[c], f))
+            if (eeb_srv_number_field(json_array_get(x, c), field, 0, hi, &v[c], f))
                 return -1;
         }
         if (v[0] != floor(v[0]))
-            return bad(f, field, "the class is not an integer");
+            return eeb_srv_bad(f, field, "the class is not an integer");
         rec->boxes[rec->nboxes++] =
             (struct eeb_prediction_box){(int)v[0], v[1], v[2], v[3], v[4], v[5]};
     }
@@ -727,24 +685,25 @@ static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
 /* One prediction, checked, as the payload `eeb run` stores: with the truth,
  * so that `eeb check` recounts M_s from the server's database alone. */
 static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset *t,
-                              const struct eeb_srv_held_item **item, char **text, struct fault *f)
+                              const struct eeb_srv_held_item **item, char **text,
+                              struct eeb_srv_fault *f)
 {
     char field[96];
     snprintf(field, sizeof field, "predictions[%zu]", i);
     if (!json_is_object(p))
-        return bad(f, field, "expected an object");
+        return eeb_srv_bad(f, field, "expected an object");
     snprintf(field, sizeof field, "predictions[%zu].id", i);
     const char *id = json_string_value(json_object_get(p, EEB_PREDICTION_KEY_ID));
     if (!id)
-        return bad(f, field, "expected a string");
+        return eeb_srv_bad(f, field, "expected a string");
     if (!(*item = eeb_srv_testset_find(t, id)))
-        return bad(f, field, "no test item has this id");
+        return eeb_srv_bad(f, field, "no test item has this id");
     struct eeb_prediction rec = {
         .kind = eeb_task_get(t->task)->prediction, .id = id, .has_truth = 1};
     int rc = rec.kind == EEB_PREDICTION_BOXES ? detected_boxes(p, i, t, *item, &rec, f)
                                               : ranked_classes(p, i, t, *item, &rec, f);
     if (rc == 0 && !(*text = eeb_prediction_write(&rec)))
-        rc = bad(f, field, "out of memory");
+        rc = eeb_srv_bad(f, field, "out of memory");
     eeb_prediction_free(&rec);
     return rc;
 }
@@ -765,7 +724,7 @@ enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
     size_t n = json_array_size(list);
     int64_t *items = calloc(n + 1, sizeof *items);
     char **payloads = calloc(n + 1, sizeof *payloads), err[512];
-    struct fault f = {.field = ""};
+    struct eeb_srv_fault f = {.field = ""};
     if (!json_is_array(list)) {
         sent = eeb_srv_call_fail(k, 400, "predictions", "expected an array");
     } else if (!items || !payloads) {
@@ -781,7 +740,7 @@ enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
             items[i] = (int64_t)item->index;
         }
         if (f.field[0])
-            sent = fail_fault(k, &f);
+            sent = eeb_srv_fail_fault(k, &f);
         else if (eeb_srv_store_run_predictions(k->s->store, k->id, items,
                                                (const char *const *)payloads, n, err, sizeof err))
             sent = eeb_srv_call_fail(k, 500, NULL, err);
@@ -817,7 +776,7 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
     static const char *const counters[] = {EEB_RESULT_DROPPED, EEB_RESULT_FAILED,
                                            EEB_RESULT_MISSED};
     int64_t n[3] = {0, 0, 0};
-    struct fault f = {.field = ""};
+    struct eeb_srv_fault f = {.field = ""};
     char err[512];
     if (k->q->len) {
         json_t *body = eeb_srv_call_body(k, sent);
@@ -831,13 +790,14 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
             int i = 0;
             while (i < 3 && strcmp(key, counters[i]))
                 i++;
-            rc = i < 3 ? int_field(v, key, 0, INT32_MAX, &n[i], &f) : bad(&f, key, "unknown field");
+            rc = i < 3 ? eeb_srv_int_field(v, key, 0, INT32_MAX, &n[i], &f)
+                       : eeb_srv_bad(&f, key, "unknown field");
             if (rc)
                 break;
         }
         json_decref(body);
         if (rc) {
-            *sent = fail_fault(k, &f);
+            *sent = eeb_srv_fail_fault(k, &f);
             return 0;
         }
     }
@@ -884,7 +844,10 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     struct eeb_srv_window window = {0};
     char err[512], stream[384] = "", unmetered[256] = "";
     /* an official run's stream, and with it the window the server's meter
-     * (director mode) is read over, before the judge reads the meter */
+     * (director mode) is read over, before the judge reads the meter: a
+     * station agent's samples up to complete in */
+    if (k->run.meter_run)
+        eeb_srv_meter_settle(k->s, k->id);
     if (k->run.official &&
         eeb_srv_stream_check(path, k->id, k->run.begun_utc_ns, k->s->cfg.stream_allowance_s,
                              &window, stream, sizeof stream, err, sizeof err))

@@ -75,19 +75,40 @@ enum eeb_srv_route {
     EEB_SRV_R_BOARD,
     EEB_SRV_R_PAGE_BOARD,
     EEB_SRV_R_PAGE_RUN,
+    EEB_SRV_R_STATION,
     EEB_SRV_R_OTHER,
     EEB_SRV_R_COUNT
 };
 #define EEB_SRV_N_CODES   12   /* the statuses /metrics counts (http.c) */
 #define EEB_SRV_N_BUCKETS 1024 /* teams the rate limit tells apart */
 
-/* Director mode: a meter the server reads for one official run. */
+/* Director mode: a meter the server reads for one official run, itself
+ * (src, sampled by sampler) or through its station's agent. */
 #define EEB_SRV_METERS 16
 struct eeb_srv_meter {
-    int64_t run;       /* the run it measures (0: a free slot) */
-    int64_t meter_run; /* the power log its samples go to */
+    int64_t meter_run; /* the power log its samples go to (0: a free slot) */
+    int64_t run;       /* the run it measures (0: not registered yet) */
+    char source[256];  /* the meter's URI */
+    double rate_hz;
+    char provenance[16];
     struct eeb_power_source *src;
     struct eeb_sampler *sampler;
+    /* through an agent: */
+    int agent;                  /* its station's index + 1 (0: none) */
+    int64_t from_ns, until_ns;  /* the samples it keeps, on the server's monotonic clock
+                                 * (until 0: to now, the run not complete yet) */
+    uint64_t kept;              /* samples stored */
+    uint64_t failed0, dropped0; /* the agent's counts at the start */
+};
+
+/* A station's agent (`eeb power agent`), as the server last heard it. */
+struct eeb_srv_agent {
+    char key_sha256[EEB_SHA256_HEX]; /* of its key; "" for a station the server reads */
+    int64_t heard_ns;                /* the server's monotonic time of its last batch (0: never) */
+    int64_t last_t_ns;               /* the agent's clock: its last sample taken in */
+    char source[256], provenance[16];
+    double rate_hz;
+    uint64_t failed, dropped; /* its meter's reads failed and samples dropped so far */
 };
 
 struct eeb_server {
@@ -111,8 +132,9 @@ struct eeb_server {
         size_t len;
     } board_cache[16];
     unsigned board_next;  /* the slot to replace next */
-    pthread_mutex_t lock; /* the buckets, and the meters */
+    pthread_mutex_t lock; /* the buckets, the meters and the agents */
     struct eeb_srv_meter meters[EEB_SRV_METERS];
+    struct eeb_srv_agent agents[EEB_SERVER_STATIONS]; /* by station */
     struct eeb_srv_bucket {
         int64_t team; /* 0: free */
         double tokens;
@@ -136,6 +158,7 @@ struct eeb_srv_call {
     int64_t id; /* the {id} in the path */
     int64_t team;
     char team_name[EEB_SRV_TEAM_NAME];
+    int station;            /* a station's agent calling: its index */
     struct eeb_srv_run run; /* routes on a run: the team's own run {id} */
 };
 
@@ -153,20 +176,58 @@ enum MHD_Result eeb_srv_call_file(struct eeb_srv_call *k, const char *type, cons
 json_t *eeb_srv_call_body(struct eeb_srv_call *k, enum MHD_Result *sent);
 /* A query-string argument, or NULL. */
 const char *eeb_srv_call_arg(struct eeb_srv_call *k, const char *name);
-/* meter.c: director mode.  The station (meter URI) of team, or NULL. */
-const char *eeb_srv_station(const struct eeb_server *s, const char *team);
-/* The meter at uri opened, and its power log run made, into m. */
-int eeb_srv_meter_open(struct eeb_server *s, const char *uri, struct eeb_srv_meter *m, char *err,
+/* fields.c: a body's fields read.  A fault names the field and what is
+ * wrong with it; each reader returns 0, or -1 with the fault written. */
+struct eeb_srv_fault {
+    char field[96], message[160];
+};
+__attribute__((format(printf, 3, 4))) int eeb_srv_bad(struct eeb_srv_fault *f, const char *field,
+                                                      const char *fmt, ...);
+/* An integer within [lo, hi]. */
+int eeb_srv_int_field(json_t *v, const char *field, int64_t lo, int64_t hi, int64_t *out,
+                      struct eeb_srv_fault *f);
+/* A finite number within [lo, hi]. */
+int eeb_srv_number_field(json_t *v, const char *field, double lo, double hi, double *out,
+                         struct eeb_srv_fault *f);
+/* A number, or null for one a meter does not give (NAN). */
+int eeb_srv_optional_number(json_t *v, const char *field, double *out, struct eeb_srv_fault *f);
+/* Answers the fault with a 400 naming its field. */
+enum MHD_Result eeb_srv_fail_fault(struct eeb_srv_call *k, const struct eeb_srv_fault *f);
+
+/* meter.c: director mode.  The index of team's station, or -1. */
+int eeb_srv_station(const struct eeb_server *s, const char *team);
+/* The meter of station opened (its agent heard from lately), and its
+ * power log run made, into m. */
+int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *m, char *err,
                        size_t errlen);
-/* m sampling for run, held by the server until eeb_srv_meter_stop; on an
- * error m is closed. */
-int eeb_srv_meter_start(struct eeb_server *s, int64_t run, struct eeb_srv_meter *m, char *err,
-                        size_t errlen);
+/* m measuring, held by the server in a slot of its own until
+ * eeb_srv_meter_stop (or _drop); on an error m is closed. */
+int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen);
+/* The meter of meter_run measures run: the run is registered. */
+void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run);
+/* The meter of meter_run let go at once: its run was not registered. */
+void eeb_srv_meter_drop(struct eeb_server *s, int64_t meter_run);
 /* An opened meter closed without sampling, its power log done. */
 void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m);
-/* The meter of run stopped (0: any one); nothing if it has none. */
+/* The meter of run stopped now; nothing if it has none.  An
+ * agent's is held until its samples up to now have arrived. */
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run);
+/* Waits (a few seconds at most) for the agent measuring run to send its
+ * samples up to the stop, then lets its meter go. */
+void eeb_srv_meter_settle(struct eeb_server *s, int64_t run);
+/* Every meter let go: the server stops. */
 void eeb_srv_meters_stop(struct eeb_server *s);
+/* A meter taken out of its slot let go: its sampler stopped, or an
+ * agent's counts stored; its power log done. */
+void eeb_srv_meter_release(struct eeb_server *s, struct eeb_srv_meter *m);
+
+/* agent.c: director mode through a station's agent.  Each agent station's
+ * key read from its file ("agent:FILE"), kept as its SHA-256. */
+int eeb_srv_agents_load(struct eeb_server *s, char *err, size_t errlen);
+/* The station whose agent's key this is, or -1. */
+int eeb_srv_agent_by_key(struct eeb_server *s, const char *key);
+/* The meter slot of the run station's agent measures, or -1; s->lock held. */
+int eeb_srv_agent_measuring(const struct eeb_server *s, int station);
 
 /* stream.c: an official run's fine-tune as it reached the server: its
  * window on the server's clock (the run's placed by the least delay of
@@ -198,6 +259,7 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k);
 void eeb_srv_board_cache_free(struct eeb_server *s);
 
 #endif

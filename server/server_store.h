@@ -152,6 +152,16 @@ int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rat
                             const char *provenance, int64_t *meter_run, char *err, size_t errlen);
 /* The meter run over (done); an error is its own record's to show. */
 void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run);
+/* A station agent's: an event of the meter run at the server's times. */
+int eeb_srv_store_meter_event(struct eeb_srv_store *s, int64_t meter_run, const char *kind,
+                              int64_t t_mono_ns, int64_t t_utc_ns, char *err, size_t errlen);
+/* A station agent's: samples of source, on the server's clock. */
+int eeb_srv_store_meter_samples(struct eeb_srv_store *s, int64_t meter_run, const char *source,
+                                const struct eeb_sample *x, size_t n, char *err, size_t errlen);
+/* A station agent's: the counts a sampler stores when it stops (samples,
+ * reads failed, samples dropped), which its validity is judged by. */
+void eeb_srv_store_meter_counts(struct eeb_srv_store *s, int64_t meter_run, uint64_t samples,
+                                uint64_t failed, uint64_t dropped);
 /* eeb_rundb_links_each on run id. */
 int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,
                                  int (*fn)(void *arg, const struct eeb_rundb_link *l), void *arg,

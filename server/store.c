@@ -12,6 +12,7 @@
  */
 #include "server_store.h"
 
+#include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb_tables.h"
 
@@ -542,6 +543,39 @@ void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run)
     char ignored[256];
     if (meter_run && conn(s, &db, ignored, sizeof ignored) == EEB_OK)
         (void)eeb_rundb_run_set_state(db, meter_run, EEB_RUN_DONE, ignored, sizeof ignored);
+}
+
+int eeb_srv_store_meter_event(struct eeb_srv_store *s, int64_t meter_run, const char *kind,
+                              int64_t t_mono_ns, int64_t t_utc_ns, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc
+              : eeb_rundb_event_add(db, meter_run, t_mono_ns, t_utc_ns, kind, NULL, err, errlen);
+}
+
+int eeb_srv_store_meter_samples(struct eeb_srv_store *s, int64_t meter_run, const char *source,
+                                const struct eeb_sample *x, size_t n, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_samples_add(db, meter_run, source, x, n, err, errlen);
+}
+
+void eeb_srv_store_meter_counts(struct eeb_srv_store *s, int64_t meter_run, uint64_t samples,
+                                uint64_t failed, uint64_t dropped)
+{
+    const struct {
+        const char *name;
+        uint64_t n;
+    } counts[] = {
+        {EEB_RESULT_SAMPLES, samples}, {EEB_RESULT_FAILED, failed}, {EEB_RESULT_DROPPED, dropped}};
+    struct eeb_rundb *db;
+    char ignored[256]; /* a count not stored is missing from the record, which says so */
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+        if (conn(s, &db, ignored, sizeof ignored) == EEB_OK)
+            (void)eeb_rundb_result_set(db, meter_run, counts[i].name, (double)counts[i].n, "count",
+                                       "computed", ignored, sizeof ignored);
 }
 
 int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -937,13 +938,48 @@ Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeou
                                    "4000"); /* about 1.5 s */
 }
 
+/* Whether the agent's log at path has begun (0 while it is being made). */
+static int log_begun(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int begun = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+                sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE kind = 'log_begin'", -1, &st,
+                                   NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return begun;
+}
+
+/* `eeb power agent` reading meter for the server at url with the station
+ * key at key, until killed; started once its log has begun. */
+static pid_t station_agent(const char *dir, const char *meter, const char *url, const char *key)
+{
+    char adb[300];
+    snprintf(adb, sizeof adb, "%s/agent.db", dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(EEB_BIN, EEB_BIN, "power", "agent", "--source", meter, "--db", adb, "--server", url,
+              "--key", key, "--rate", "20", "-q", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && !log_begun(adb); i++)
+        usleep(10000);
+    return pid;
+}
+
 /* A team's library run officially under director mode (the server reads
- * the team's station, a PTDaemon emulator at 12 V x 0.5 A), with the
+ * the team's station, a PTDaemon emulator at 12 V x 0.5 A, itself or, if
+ * key is not NULL, through a station agent holding that key), with the
  * run's own log at watts: its verdict JSON. */
 static json_t *a_director_run(const char *dir, const char *watts, const char *db, char *sdb_out,
-                              int status)
+                              int status, const char *key)
 {
-    char sdb[300], url[64], token[EEB_TOKEN_HEX], model[300], meter[64], power[32];
+    char sdb[300], url[64], token[EEB_TOKEN_HEX], model[300], meter[64], power[32], agent[300];
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     snprintf(model, sizeof model, "%s/nm.model", dir);
     snprintf(power, sizeof power, "sim:watts=%s", watts);
@@ -958,10 +994,16 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0;
     cfg.test[EEB_TASK_CLS] = in.test, cfg.finetune[EEB_TASK_CLS] = in.ft;
-    cfg.stations[0] = (struct eeb_server_station){"alpha", meter};
+    /* the meter is under test here, not the stream's pace (stream.c's
+     * tests are): a loaded machine's fsyncs may hold a link back longer
+     * than the default allows */
+    cfg.stream_allowance_s = 60;
+    snprintf(agent, sizeof agent, "agent:%s", key ? key : "");
+    cfg.stations[0] = (struct eeb_server_station){"alpha", key ? agent : meter};
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
+    pid_t pid = key ? station_agent(dir, meter, url, key) : 0;
     json_t *v = test_eeb_json((const char *[]){"run",
                                                "--task",
                                                "cls",
@@ -988,6 +1030,12 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
                                                "--json",
                                                NULL},
                               status);
+    if (pid) { /* the agent ends its log on SIGTERM, and exits 0 */
+        int st;
+        kill(pid, SIGTERM);
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the agent's status %d", st);
+    }
     eeb_server_stop(s);
     meter_emu_stop(emu);
     snprintf(sdb_out, 300, "%s", sdb);
@@ -996,12 +1044,14 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
 
 /* Director mode: the server's meter, not the run's log, gives E; the
  * entry is measured; the run's own log must agree with it. */
-Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
+/* A director-mode run measured by the station's meter at 6 W, read by the
+ * server itself or (key not NULL) through its agent. */
+static void a_run_measured_by_the_station(const char *key)
 {
     char dir[256], db[300], sdb[300];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(db, sizeof db, "%s/official.db", dir);
-    json_t *v = a_director_run(dir, "6", db, sdb, 0);
+    json_t *v = a_director_run(dir, "6", db, sdb, 0, key);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
                      json_string_value(json_object_get(v, "why")));
     /* the meter's power log was made first */
@@ -1034,12 +1084,117 @@ Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
     test_run_free(&r);
 }
 
+Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
+{
+    a_run_measured_by_the_station(NULL);
+}
+
+/* The meter on a host the server cannot reach: the station's agent reads
+ * it and sends its samples, and the run is measured as if the server read
+ * it itself. */
+Test(server, a_station_agent_measures_an_official_run, .timeout = 120)
+{
+    char key[300], err[512];
+    snprintf(key, sizeof key, "%s/station.key", test_tmpdir());
+    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    a_run_measured_by_the_station(key);
+}
+
+#define HEARTBEAT(source, provenance)                                                              \
+    "{\"source\": \"" source "\", \"provenance\": \"" provenance "\", \"rate_hz\": 10, "           \
+    "\"now_ns\": 5000000000, \"failed\": 0, \"dropped\": 0, \"samples\": []}"
+
+/* A station agent's key is the organizer's: a team's token is not one; the
+ * agent must be heard before a run is registered, measures one run at a
+ * time, and what it sends is checked field by field. */
+Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
+{
+    char dir[256], sdb[300], key[300], keytext[EEB_TOKEN_HEX], station[310], err[512];
+    char token[EEB_TOKEN_HEX];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(key, sizeof key, "%s/station.key", dir);
+    snprintf(station, sizeof station, "agent:%s", key);
+    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_neq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "a key overwritten");
+    cr_expect(strstr(err, "never overwritten"), "%s", err);
+    struct stat st;
+    cr_assert_eq(stat(key, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600);
+    cr_assert_eq(eeb_server_station_key_read(key, keytext, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    cfg.test[EEB_TASK_CLS] = in.test;
+    cfg.stations[0] = (struct eeb_server_station){"alpha", station};
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    const char *official = REGISTER_WITH("cls", ", \"official\": true, \"backend\": \"exec\"");
+    /* no agent yet: no run it would measure is registered */
+    expect(port, "POST", "/api/v1/runs", official, token, 503, "error",
+           "its agent (eeb power agent) has not been heard from");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries"), 0);
+    /* the team's token is no station's key */
+    expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("ptd://meter:8888", "measured"),
+           token, 401, "error", "unknown station key");
+    /* a replayed trace is declared whatever the agent says */
+    expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("replay:run.csv", "measured"),
+           keytext, 400, "error", "reads declared figures, not measured");
+    expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("ptd://meter:8888", "measured"),
+           keytext, 200, "team", "alpha");
+    /* heard: the run registers, measured by the agent's meter */
+    expect(port, "POST", "/api/v1/runs", official, token, 201, "provenance", "measured");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM runs WHERE task = 'none' AND config ->> "
+                                   "'$.power.source' = 'ptd://meter:8888'"),
+                 1);
+    expect(port, "POST", "/api/v1/runs", official, token, 503, "error",
+           "its agent is measuring run 2");
+    /* samples in order, none after the agent's now */
+    expect(port, "POST", "/api/v1/station/samples",
+           "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+           "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
+           "[[8000000000, 6, 12, 0.5], [7000000000, 6, 12, 0.5]]}",
+           keytext, 400, "field", "samples[1]");
+    expect(port, "POST", "/api/v1/station/samples",
+           "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+           "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
+           "[[9500000000, 6, 12, 0.5]]}",
+           keytext, 400, "field", "samples[0]");
+    /* taken in on the server's clock, once: sent again, nothing more (the
+     * first sample, 0.1 s before the agent's now, after the meter began) */
+    usleep(200000);
+    const char *batch =
+        "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+        "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
+        "[[8900000000, 6, 12, 0.5], [9000000000, 6, 12, null]]}";
+    for (int i = 0; i < 2; i++) {
+        struct reply r =
+            request(port, "POST", "/api/v1/station/samples", batch, strlen(batch), keytext);
+        cr_expect_eq(r.code, 200, "%s", r.body);
+        json_t *o = json_loads(r.body, 0, NULL);
+        cr_expect_eq(json_integer_value(json_object_get(o, "measuring")), 2, "%s", r.body);
+        cr_expect_eq(json_integer_value(json_object_get(o, "kept")), i ? 0 : 2, "%s", r.body);
+        json_decref(o);
+        free(r.body);
+    }
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1 AND watts = 6"),
+                 2);
+    /* the second sample is placed 0.1 s after the first, on the server's clock */
+    cr_expect_eq(test_sql_int(sdb, "SELECT max(t_mono_ns) - min(t_mono_ns) FROM samples WHERE "
+                                   "run_id = 1"),
+                 100000000);
+    eeb_server_stop(s);
+}
+
 Test(server, a_runs_own_log_far_from_the_servers_meter_is_invalid, .timeout = 120)
 {
     char dir[256], db[300], sdb[300];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(db, sizeof db, "%s/official.db", dir);
-    json_t *v = a_director_run(dir, "9", db, sdb, 4);
+    json_t *v = a_director_run(dir, "9", db, sdb, 4, NULL);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
     cr_expect(strstr(json_string_value(json_object_get(v, "why")), "the run's own log gives E = "),
               "%s", json_string_value(json_object_get(v, "why")));

@@ -1,0 +1,134 @@
+/*
+ * client_agent.c - a station's agent's side of director mode: the samples
+ * its power log commits, read back from the log's database and sent to
+ * the server (POST /api/v1/station/samples) in order, each request saying
+ * the agent's monotonic clock as it is sent.  The log is the agent's own
+ * record; what the server has not taken stays in it and goes next time.
+ */
+#include "eeb_client.h"
+
+#include "common/eeb_json.h"
+#include "rundb/eeb_rundb.h"
+#include "server/eeb_server.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH    4096 /* samples a request */
+#define REQUESTS 4    /* a call's requests at most: a backlog is caught up over calls */
+
+struct eeb_client_agent {
+    struct eeb_client c;
+    struct eeb_rundb *db;
+    int64_t run;
+    char source[256], provenance[16];
+    double rate_hz;
+    int64_t last_t_ns; /* the last sample the server took */
+    struct eeb_client_agent_status st;
+};
+
+int eeb_client_agent_open(const char *url, const char *key_file, const char *db_path, int64_t run,
+                          const char *source, const char *provenance, double rate_hz,
+                          struct eeb_client_agent **out, char *err, size_t errlen)
+{
+    char key[EEB_TOKEN_HEX];
+    struct eeb_client_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    int rc = eeb_server_station_key_read(key_file, key, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_client_init(&a->c, url, key, err, errlen);
+    memset(key, 0, sizeof key);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &a->db, err, errlen);
+    if (rc) {
+        eeb_client_agent_close(a);
+        return rc;
+    }
+    /* the next tick sends again what did not arrive, with its clock then */
+    a->c.tries = 1, a->c.timeout_s = 5;
+    a->run = run, a->rate_hz = rate_hz;
+    snprintf(a->source, sizeof a->source, "%s", source);
+    snprintf(a->provenance, sizeof a->provenance, "%s", provenance);
+    *out = a;
+    return EEB_OK;
+}
+
+struct gather {
+    json_t *samples;
+    int64_t last_t_ns;
+};
+
+static int add_sample(void *arg, const char *source, const struct eeb_sample *x)
+{
+    (void)source;
+    struct gather *g = arg;
+    json_t *v = json_pack("[I, o, o, o]", (json_int_t)x->t_mono_ns, eeb_json_number(x->watts),
+                          eeb_json_number(x->volts), eeb_json_number(x->amps));
+    if (!v || json_array_append_new(g->samples, v))
+        return EEB_ENOMEM;
+    g->last_t_ns = x->t_mono_ns;
+    return json_array_size(g->samples) >= BATCH; /* 1: this request is full */
+}
+
+/* One request of the samples after the last taken: how many it sent, or
+ * an error.  With none new it still says the agent is there, and its
+ * meter's counts (a meter whose reads all fail gives no samples). */
+static int send_batch(struct eeb_client_agent *a, uint64_t failed, uint64_t dropped, char *err,
+                      size_t errlen)
+{
+    struct gather g = {json_array(), a->last_t_ns};
+    if (!g.samples)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    int rc = eeb_rundb_samples_each(a->db, a->run, a->last_t_ns + 1, INT64_MAX, add_sample, &g, err,
+                                    errlen);
+    size_t n = json_array_size(g.samples);
+    if (rc < 0) {
+        json_decref(g.samples);
+        return rc;
+    }
+    json_t *body = json_pack("{s:s, s:s, s:f, s:I, s:I, s:I, s:o}", "source", a->source,
+                             "provenance", a->provenance, "rate_hz", a->rate_hz, "now_ns",
+                             (json_int_t)eeb_mono_ns(), "failed", (json_int_t)failed, "dropped",
+                             (json_int_t)dropped, "samples", g.samples);
+    if (!body)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    json_t *reply = NULL;
+    rc = eeb_client_call(&a->c, "POST", "/api/v1/station/samples", body, &reply, err, errlen);
+    json_decref(body);
+    if (rc == EEB_OK) {
+        a->last_t_ns = g.last_t_ns;
+        a->st.sent += n;
+        a->st.measuring = json_integer_value(json_object_get(reply, "measuring"));
+        const char *team = json_string_value(json_object_get(reply, "team"));
+        snprintf(a->st.team, sizeof a->st.team, "%s", team ? team : "");
+    }
+    json_decref(reply);
+    return rc ? rc : (int)n;
+}
+
+int eeb_client_agent_send(struct eeb_client_agent *a, uint64_t failed, uint64_t dropped, char *err,
+                          size_t errlen)
+{
+    int n = BATCH;
+    for (int i = 0; i < REQUESTS && n == BATCH; i++)
+        if ((n = send_batch(a, failed, dropped, err, errlen)) < 0)
+            return n;
+    return EEB_OK;
+}
+
+void eeb_client_agent_status(const struct eeb_client_agent *a, struct eeb_client_agent_status *out)
+{
+    *out = a->st;
+}
+
+void eeb_client_agent_close(struct eeb_client_agent *a)
+{
+    if (!a)
+        return;
+    eeb_rundb_close(a->db);
+    eeb_client_free(&a->c);
+    free(a);
+}

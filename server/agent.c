@@ -1,0 +1,251 @@
+/*
+ * agent.c - director mode through a station's agent: for a meter the
+ * server cannot reach, `eeb power agent` on the meter's host reads it and
+ * sends its samples here as it takes them (POST /api/v1/station/samples),
+ * with its station's key ("--station TEAM=agent:KEYFILE", made by `eeb
+ * serve admin station-key`): the organizer's, not the team's.  Each batch
+ * says the agent's clock now, so that its samples are placed on the
+ * server's clock as they arrive (late by the network's delay, never
+ * early); those of a run's time go to the run's meter run (meter.c).
+ */
+#include "server_int.h"
+
+#include "power/eeb_power.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AGENT_URI   "agent:"
+#define SAMPLES_MAX 20000 /* a batch: the agent sends a few thousand at most */
+
+int eeb_server_station_key(const char *path, char *err, size_t errlen)
+{
+    unsigned char raw[32];
+    char key[EEB_TOKEN_HEX + 1];
+    int rc = eeb_random_bytes(raw, sizeof raw, err, errlen);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(key + 2 * i, 3, "%02x", raw[i]);
+    strcat(key, "\n");
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path,
+                      errno == EEXIST ? "exists (a station's key is never overwritten)"
+                                      : strerror(errno));
+    else if (write(fd, key, strlen(key)) != (ssize_t)strlen(key) || close(fd) != 0)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    memset(raw, 0, sizeof raw), memset(key, 0, sizeof key);
+    return rc;
+}
+
+int eeb_server_station_key_read(const char *path, char key[EEB_TOKEN_HEX], char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return eeb_errf(err, errlen, EEB_EIO, "station key %s: %s", path, strerror(errno));
+    char line[EEB_TOKEN_HEX + 8] = "";
+    int ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = '\0';
+    ok = ok && strlen(line) == EEB_TOKEN_HEX - 1 &&
+         strspn(line, "0123456789abcdef") == EEB_TOKEN_HEX - 1;
+    if (ok)
+        memcpy(key, line, EEB_TOKEN_HEX);
+    memset(line, 0, sizeof line);
+    return ok ? EEB_OK
+              : eeb_errf(err, errlen, EEB_EFORMAT,
+                         "station key %s: expected one line of 64 lowercase hex digits "
+                         "(eeb serve admin station-key makes one)",
+                         path);
+}
+
+int eeb_srv_agents_load(struct eeb_server *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < EEB_SERVER_STATIONS && s->cfg.stations[i].team; i++) {
+        const char *uri = s->cfg.stations[i].uri;
+        if (strncmp(uri, AGENT_URI, strlen(AGENT_URI)) != 0)
+            continue;
+        char key[EEB_TOKEN_HEX];
+        int rc = eeb_server_station_key_read(uri + strlen(AGENT_URI), key, err, errlen);
+        if (rc)
+            return rc;
+        eeb_sha256(key, strlen(key), s->agents[i].key_sha256);
+        memset(key, 0, sizeof key);
+    }
+    return EEB_OK;
+}
+
+int eeb_srv_agent_by_key(struct eeb_server *s, const char *key)
+{
+    char sha[EEB_SHA256_HEX];
+    eeb_sha256(key, strlen(key), sha);
+    int found = -1;
+    for (int i = 0; i < EEB_SERVER_STATIONS; i++) {
+        unsigned char diff = s->agents[i].key_sha256[0] == '\0';
+        for (size_t j = 0; j < sizeof sha; j++) /* in constant time */
+            diff |= (unsigned char)(sha[j] ^ s->agents[i].key_sha256[j]);
+        if (!diff)
+            found = i;
+    }
+    return found;
+}
+
+/* A batch as the agent sent it. */
+struct batch {
+    const char *source, *provenance;
+    double rate_hz;
+    int64_t now_ns, failed, dropped;
+    struct eeb_sample *x; /* t_mono_ns on the agent's clock */
+    size_t n;
+};
+
+/* [t_ns, watts, volts, amps] of each sample, in time order, none after now. */
+static int read_samples(json_t *a, struct batch *b, struct eeb_srv_fault *f)
+{
+    if (!json_is_array(a) || json_array_size(a) > SAMPLES_MAX)
+        return eeb_srv_bad(f, "samples", "expected an array of at most %d samples", SAMPLES_MAX);
+    if (!(b->x = calloc(json_array_size(a) + 1, sizeof *b->x)))
+        return eeb_srv_bad(f, "samples", "out of memory");
+    size_t i;
+    json_t *v;
+    char at[64];
+    json_array_foreach(a, i, v)
+    {
+        struct eeb_sample *x = &b->x[i];
+        snprintf(at, sizeof at, "samples[%zu]", i);
+        if (!json_is_array(v) || json_array_size(v) != 4)
+            return eeb_srv_bad(f, at, "expected [t_ns, watts, volts, amps]");
+        int64_t before = i ? b->x[i - 1].t_mono_ns : 0;
+        if (eeb_srv_int_field(json_array_get(v, 0), at, before + 1, b->now_ns, &x->t_mono_ns, f))
+            return eeb_srv_bad(f, at,
+                               "expected its time t_ns, an integer after the one before "
+                               "and not after now_ns");
+        snprintf(at, sizeof at, "samples[%zu][1]", i);
+        if (eeb_srv_number_field(json_array_get(v, 1), at, -1e6, 1e6, &x->watts, f))
+            return -1;
+        snprintf(at, sizeof at, "samples[%zu][2]", i);
+        if (eeb_srv_optional_number(json_array_get(v, 2), at, &x->volts, f))
+            return -1;
+        snprintf(at, sizeof at, "samples[%zu][3]", i);
+        if (eeb_srv_optional_number(json_array_get(v, 3), at, &x->amps, f))
+            return -1;
+    }
+    b->n = json_array_size(a);
+    return 0;
+}
+
+static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
+{
+    b->source = json_string_value(json_object_get(body, "source"));
+    b->provenance = json_string_value(json_object_get(body, "provenance"));
+    enum eeb_provenance p;
+    if (!b->source || !*b->source || strlen(b->source) > 255)
+        return eeb_srv_bad(f, "source", "expected the meter's URI, 1 to 255 characters");
+    if (!b->provenance || eeb_provenance_parse(b->provenance, &p))
+        return eeb_srv_bad(f, "provenance", "expected measured, counter, modeled or declared");
+    int fixed = eeb_power_uri_provenance(b->source); /* sim: is modeled, replay: declared */
+    if (fixed >= 0 && fixed != (int)p)
+        return eeb_srv_bad(f, "provenance", "%s reads %s figures, not %s", b->source,
+                           eeb_provenance_name((enum eeb_provenance)fixed), b->provenance);
+    if (eeb_srv_number_field(json_object_get(body, "rate_hz"), "rate_hz", 1, 10000, &b->rate_hz,
+                             f) ||
+        eeb_srv_int_field(json_object_get(body, "now_ns"), "now_ns", 1, INT64_MAX, &b->now_ns, f) ||
+        eeb_srv_int_field(json_object_get(body, "failed"), "failed", 0, INT64_MAX, &b->failed, f) ||
+        eeb_srv_int_field(json_object_get(body, "dropped"), "dropped", 0, INT64_MAX, &b->dropped,
+                          f))
+        return -1;
+    return read_samples(json_object_get(body, "samples"), b, f);
+}
+
+/* The batch's samples new to the server and of its meter's time, moved
+ * onto the server's clock (mono and utc now) to the front of b->x; how
+ * many.  s->lock held. */
+static size_t take_in(const struct eeb_srv_agent *a, const struct eeb_srv_meter *m, struct batch *b,
+                      int64_t mono, int64_t utc)
+{
+    size_t n = 0;
+    for (size_t i = 0; m && i < b->n; i++) {
+        int64_t ago = b->now_ns - b->x[i].t_mono_ns, t = mono - ago;
+        if (b->x[i].t_mono_ns <= a->last_t_ns || t < m->from_ns || (m->until_ns && t > m->until_ns))
+            continue;
+        b->x[n] = b->x[i];
+        b->x[n].t_mono_ns = t, b->x[n].t_utc_ns = utc - ago;
+        n++;
+    }
+    return n;
+}
+
+int eeb_srv_agent_measuring(const struct eeb_server *s, int station)
+{
+    for (int i = 0; i < EEB_SRV_METERS; i++)
+        if (s->meters[i].meter_run && s->meters[i].agent == station + 1)
+            return i;
+    return -1;
+}
+
+/* POST /api/v1/station/samples: a batch of the station agent's samples. */
+enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
+{
+    enum MHD_Result sent;
+    json_t *body = eeb_srv_call_body(k, &sent);
+    if (!body)
+        return sent;
+    struct batch b = {0};
+    struct eeb_srv_fault f = {.field = ""};
+    struct eeb_server *s = k->s;
+    struct eeb_srv_agent *a = &s->agents[k->station];
+    if (read_batch(body, &b, &f)) {
+        sent = eeb_srv_fail_fault(k, &f);
+        goto out;
+    }
+    int64_t mono = eeb_mono_ns(), utc = eeb_utc_ns(), run = 0, meter_run = 0;
+    int64_t newest = b.n ? b.x[b.n - 1].t_mono_ns : 0; /* on the agent's clock */
+    pthread_mutex_lock(&s->lock);
+    snprintf(a->source, sizeof a->source, "%s", b.source);
+    snprintf(a->provenance, sizeof a->provenance, "%s", b.provenance);
+    a->rate_hz = b.rate_hz;
+    a->failed = (uint64_t)b.failed, a->dropped = (uint64_t)b.dropped;
+    a->heard_ns = mono;
+    int slot = eeb_srv_agent_measuring(s, k->station);
+    size_t n = take_in(a, slot >= 0 ? &s->meters[slot] : NULL, &b, mono, utc);
+    if (slot >= 0)
+        run = s->meters[slot].run, meter_run = s->meters[slot].meter_run;
+    pthread_mutex_unlock(&s->lock);
+
+    char err[512];
+    if (n && eeb_srv_store_meter_samples(s->store, meter_run, b.source, b.x, n, err, sizeof err)) {
+        sent = eeb_srv_call_fail(k, 500, NULL, err); /* sent again, it is taken in then */
+        goto out;
+    }
+    /* taken in, so not again; a meter stopped is let go once a sample
+     * past its stop has come (they come in order: all before it have) */
+    struct eeb_srv_meter done = {0};
+    pthread_mutex_lock(&s->lock);
+    if (newest > a->last_t_ns)
+        a->last_t_ns = newest;
+    slot = eeb_srv_agent_measuring(s, k->station);
+    if (slot >= 0 && s->meters[slot].meter_run == meter_run) {
+        struct eeb_srv_meter *m = &s->meters[slot];
+        m->kept += n;
+        if (m->until_ns && newest && mono - (b.now_ns - newest) >= m->until_ns) {
+            done = *m;
+            *m = (struct eeb_srv_meter){0};
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (done.meter_run)
+        eeb_srv_meter_release(s, &done);
+    sent = eeb_srv_call_json(k, 200,
+                             json_pack("{s:s, s:I, s:I}", "team", s->cfg.stations[k->station].team,
+                                       "measuring", (json_int_t)run, "kept", (json_int_t)n));
+out:
+    free(b.x);
+    json_decref(body);
+    return sent;
+}

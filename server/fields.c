@@ -1,0 +1,55 @@
+/*
+ * fields.c - reading a request body's fields: each one checked, a fault
+ * naming the field and what is wrong with it, answered as a 400.
+ */
+#include "server_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int eeb_srv_bad(struct eeb_srv_fault *f, const char *field, const char *fmt, ...)
+{
+    snprintf(f->field, sizeof f->field, "%s", field);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int eeb_srv_int_field(json_t *v, const char *field, int64_t lo, int64_t hi, int64_t *out,
+                      struct eeb_srv_fault *f)
+{
+    if (!json_is_integer(v))
+        return eeb_srv_bad(f, field, "expected an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return eeb_srv_bad(f, field, "%lld is outside [%lld, %lld]", (long long)x, (long long)lo,
+                           (long long)hi);
+    *out = x;
+    return 0;
+}
+
+int eeb_srv_number_field(json_t *v, const char *field, double lo, double hi, double *out,
+                         struct eeb_srv_fault *f)
+{
+    if (!json_is_number(v))
+        return eeb_srv_bad(f, field, "expected a number");
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return eeb_srv_bad(f, field, "%g is outside [%g, %g]", x, lo, hi);
+    *out = x;
+    return 0;
+}
+
+int eeb_srv_optional_number(json_t *v, const char *field, double *out, struct eeb_srv_fault *f)
+{
+    *out = NAN;
+    return json_is_null(v) ? 0 : eeb_srv_number_field(v, field, -1e9, 1e9, out, f);
+}
+
+enum MHD_Result eeb_srv_fail_fault(struct eeb_srv_call *k, const struct eeb_srv_fault *f)
+{
+    return eeb_srv_call_fail(k, 400, f->field, f->message);
+}
