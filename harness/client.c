@@ -241,6 +241,12 @@ static const char *declared_backend(const char *backend, char out[EEB_DECLARED_M
                                                                       : "unknown";
 }
 
+/* A count the configuration records, or null when it records none. */
+static json_t *count_json(double v)
+{
+    return isfinite(v) ? json_integer((json_int_t)v) : json_null();
+}
+
 json_t *eeb_client_declaration(const char *config_json, int official)
 {
     struct eeb_config_record cfg;
@@ -269,11 +275,15 @@ json_t *eeb_client_declaration(const char *config_json, int official)
         json_object_set_new(o, "rate_hz", json_real(cfg.rate_hz));
     if (o && cfg.finetune_sha256[0])
         json_object_set_new(o, "finetune", json_string(cfg.finetune_sha256));
-    if (o && strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0) /* what the server times it by */
+    if (o && cfg.model_sha256[0])
+        json_object_set_new(o, "model", json_string(cfg.model_sha256));
+    if (o && strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0) /* what the server times it by, and
+                                                         * what it was modeled for */
         json_object_set_new(o, "clock",
-                            json_pack("{s:s, s:o, s:o}", "kind", EEB_CLOCK_MODELED, "train_step_s",
-                                      eeb_json_number(cfg.device_step_s), "train_w",
-                                      eeb_json_number(cfg.device_train_w)));
+                            json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind", EEB_CLOCK_MODELED,
+                                      "train_step_s", eeb_json_number(cfg.device_step_s), "train_w",
+                                      eeb_json_number(cfg.device_train_w), "batch",
+                                      count_json(cfg.batch), "frozen", count_json(cfg.frozen)));
     return o;
 }
 

@@ -23,15 +23,15 @@ struct eeb_client_agent {
     struct eeb_client c;
     struct eeb_rundb *db;
     int64_t run;
-    char source[256], provenance[16];
+    char uuid[40], source[256], provenance[16];
     double rate_hz;
     int64_t last_t_ns; /* the last sample the server took */
     struct eeb_client_agent_status st;
 };
 
 int eeb_client_agent_open(const char *url, const char *key_file, const char *db_path, int64_t run,
-                          const char *source, const char *provenance, double rate_hz,
-                          struct eeb_client_agent **out, char *err, size_t errlen)
+                          const char *uuid, const char *source, const char *provenance,
+                          double rate_hz, struct eeb_client_agent **out, char *err, size_t errlen)
 {
     char key[EEB_TOKEN_HEX];
     struct eeb_client_agent *a = calloc(1, sizeof *a);
@@ -50,6 +50,7 @@ int eeb_client_agent_open(const char *url, const char *key_file, const char *db_
     /* the next tick sends again what did not arrive, with its clock then */
     a->c.tries = 1, a->c.timeout_s = 5;
     a->run = run, a->rate_hz = rate_hz;
+    snprintf(a->uuid, sizeof a->uuid, "%s", uuid);
     snprintf(a->source, sizeof a->source, "%s", source);
     snprintf(a->provenance, sizeof a->provenance, "%s", provenance);
     *out = a;
@@ -89,10 +90,10 @@ static int send_batch(struct eeb_client_agent *a, uint64_t failed, uint64_t drop
         json_decref(g.samples);
         return rc;
     }
-    json_t *body = json_pack("{s:s, s:s, s:f, s:I, s:I, s:I, s:o}", "source", a->source,
-                             "provenance", a->provenance, "rate_hz", a->rate_hz, "now_ns",
-                             (json_int_t)eeb_mono_ns(), "failed", (json_int_t)failed, "dropped",
-                             (json_int_t)dropped, "samples", g.samples);
+    json_t *body = json_pack(
+        "{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:o}", "session", a->uuid, "source", a->source,
+        "provenance", a->provenance, "rate_hz", a->rate_hz, "now_ns", (json_int_t)eeb_mono_ns(),
+        "failed", (json_int_t)failed, "dropped", (json_int_t)dropped, "samples", g.samples);
     if (!body)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     json_t *reply = NULL;
@@ -101,6 +102,7 @@ static int send_batch(struct eeb_client_agent *a, uint64_t failed, uint64_t drop
     if (rc == EEB_OK) {
         a->last_t_ns = g.last_t_ns;
         a->st.sent += n;
+        a->st.kept += (uint64_t)json_integer_value(json_object_get(reply, "kept"));
         a->st.measuring = json_integer_value(json_object_get(reply, "measuring"));
         const char *team = json_string_value(json_object_get(reply, "team"));
         snprintf(a->st.team, sizeof a->st.team, "%s", team ? team : "");

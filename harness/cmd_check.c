@@ -19,14 +19,18 @@ static const char *const cmd = "check";
 
 static void help(void)
 {
-    puts("Usage: eeb check FILE.db [--run ID | --all] [--test SHARD.eebd] [--json]\n"
+    puts("Usage: eeb check FILE.db [--run ID | --all] [--test SHARD.eebd] [--model FILE]\n"
+         "                 [--json]\n"
          "\n"
          "Recomputes every metric of a run and its verdict from the run database\n"
          "alone: T from the fine-tune events, E and the P_max rule from the power\n"
          "samples, M_s from the stored predictions, M_u, the weights and the budgets\n"
          "from the stored configuration; then compares each with the figure the run\n"
          "stored and says whether they agree.  A figure the run does not have (a\n"
-         "killed run's M_s, a failed run's S) is n/a.\n"
+         "killed run's M_s, a failed run's S) is n/a.  A run timed by a modeled\n"
+         "device has its step time and training power modeled again from its\n"
+         "recorded design, model file, batch and frozen layers; they must be the\n"
+         "recorded ones exactly.\n"
          "\n"
          "Options:\n"
          "  --run ID     the run (default: the latest)\n"
@@ -36,6 +40,10 @@ static void help(void)
          "               prediction's truth (label, boxes) the shard's; the truth is\n"
          "               stored beside each prediction, so only the shard shows it\n"
          "               was not edited\n"
+         "  --model FILE the model file the run started from, if it is not at the\n"
+         "               path the run recorded (one run): its SHA-256 must be the\n"
+         "               run's recorded one; without it, a modeled device's figures\n"
+         "               are recomputed only when the recorded file is at hand\n"
          "  --json       every figure as JSON (one object; an array with --all)\n"
          "  -h, --help   show this help\n"
          "\n"
@@ -66,8 +74,28 @@ static const char *figure_text(const struct eeb_check_figure *f, double v, char 
     return buf;
 }
 
+/* The modeled device's line: its figures recomputed and agreeing (in the
+ * units a reviewer reads), both sides in full where they do not, or why
+ * they were not recomputed. */
+static void print_device(const struct eeb_device_check *dev)
+{
+    if (!dev->modeled)
+        return;
+    if (!dev->recomputed)
+        printf("  device   %s\n", dev->note[0] ? dev->note : "modeled figures not recomputed");
+    else if (dev->agree)
+        printf("  device   modeled step %.3f ms and %.3f W recomputed from its design, model and "
+               "batch: agree\n",
+               dev->train_step_s * 1e3, dev->train_w);
+    else
+        printf("  device   modeled step %.17g s and %.17g W recorded, %.17g s and %.17g W "
+               "recomputed from its design, model and batch: DISAGREE\n",
+               dev->stored_step_s, dev->stored_w, dev->train_step_s, dev->train_w);
+}
+
 static void print_text(const char *path, const struct eeb_run_outcome *o,
-                       const struct eeb_check_figures *figs, const char *test_note)
+                       const struct eeb_check_figures *figs, const struct eeb_device_check *dev,
+                       const char *test_note)
 {
     printf("run %lld (%s) in %s", (long long)o->run, o->uuid, path);
     if (o->provenance[0])
@@ -111,6 +139,7 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
                c->received ? "; begun by the run that sent it" : "", c->head);
     else
         printf("  chain    none\n");
+    print_device(dev);
     if (test_note[0])
         printf("  test     %s\n", test_note);
     printf("verdict: %s", eeb_run_verdict(o, 0));
@@ -124,7 +153,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
 /* ---- JSON ---- */
 
 static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
-                            const struct eeb_check_figures *figs, const char *test_shard,
+                            const struct eeb_check_figures *figs,
+                            const struct eeb_device_check *dev, const char *test_shard,
                             uint64_t agreed)
 {
     json_t *j = json_pack(
@@ -161,6 +191,16 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
                                   "events", (json_int_t)c->events, "samples",
                                   (json_int_t)c->samples, "head", c->links ? c->head : NULL,
                                   "received", c->received, "breaks", c->broken ? c->why : NULL));
+    json_object_set_new(j, "device_model",
+                        dev->modeled
+                            ? json_pack("{s:b, s:b, s:o, s:o, s:o, s:o, s:s, s:s?}", "recomputed",
+                                        dev->recomputed, "agree", dev->agree, "train_step_s",
+                                        eeb_json_number(dev->train_step_s), "train_w",
+                                        eeb_json_number(dev->train_w), "stored_train_step_s",
+                                        eeb_json_number(dev->stored_step_s), "stored_train_w",
+                                        eeb_json_number(dev->stored_w), "model", dev->model, "note",
+                                        dev->note[0] ? dev->note : NULL)
+                            : json_null());
     if (test_shard)
         json_object_set_new(
             j, "test", json_pack("{s:s, s:I}", "shard", test_shard, "agreed", (json_int_t)agreed));
@@ -181,14 +221,18 @@ static int worse(int a, int b)
     return rank[a] >= rank[b] ? a : b;
 }
 
-/* Checks one run, and its predictions' truth against test_shard if not
- * NULL; its exit status.  list (--json) gets its object. */
-static int check_one(const char *path, int64_t run, const char *test_shard, json_t *list)
+/* Checks one run, its modeled device's figures (from model, else the
+ * recorded model file if at hand), and its predictions' truth against
+ * test_shard if not NULL; its exit status.  list (--json) gets its object. */
+static int check_one(const char *path, int64_t run, const char *test_shard, const char *model,
+                     json_t *list)
 {
     char err[1024], test_note[512] = "";
     struct eeb_run_outcome o;
     struct eeb_check_figures figs;
-    if (eeb_run_check(path, run, &figs, &o, err, sizeof err))
+    struct eeb_device_check dev;
+    if (eeb_run_check(path, run, &figs, &o, err, sizeof err) ||
+        eeb_run_check_device(path, o.run, model, &o, &dev, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     uint64_t agreed = 0;
     if (test_shard &&
@@ -198,8 +242,8 @@ static int check_one(const char *path, int64_t run, const char *test_shard, json
         snprintf(test_note, sizeof test_note, "%llu predictions' truth agrees with %s",
                  (unsigned long long)agreed, test_shard);
     if (!list)
-        print_text(path, &o, &figs, test_note);
-    else if (json_array_append_new(list, outcome_json(path, &o, &figs, test_shard, agreed)))
+        print_text(path, &o, &figs, &dev, test_note);
+    else if (json_array_append_new(list, outcome_json(path, &o, &figs, &dev, test_shard, agreed)))
         return eeb_cli_error(cmd, "building the JSON output failed");
     return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 }
@@ -243,7 +287,7 @@ static int check_all(const char *path, json_t *list)
         }
         int power_log = strcmp(row.task, "none") == 0;
         rc = worse(rc, power_log ? list_power_log(path, &row, list)
-                                 : check_one(path, ids[i], NULL, list));
+                                 : check_one(path, ids[i], NULL, NULL, list));
         eeb_rundb_run_row_free(&row);
     }
     eeb_rundb_close(db);
@@ -254,12 +298,16 @@ static int check_all(const char *path, json_t *list)
 int eeb_cmd_check(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"run", required_argument, NULL, 'r'}, {"all", no_argument, NULL, 'a'},
-        {"json", no_argument, NULL, 'j'},      {"test", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
+        {"run", required_argument, NULL, 'r'},
+        {"all", no_argument, NULL, 'a'},
+        {"json", no_argument, NULL, 'j'},
+        {"test", required_argument, NULL, 't'},
+        {"model", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     double run = 0;
-    const char *test_shard = NULL;
+    const char *test_shard = NULL, *model = NULL;
     int as_json = 0, all = 0, c, rc;
     opterr = 0;
     optind = 1;
@@ -272,6 +320,7 @@ int eeb_cmd_check(int argc, char **argv)
         case 'a': all = 1; break;
         case 'j': as_json = 1; break;
         case 't': test_shard = optarg; break;
+        case 'm': model = optarg; break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
@@ -283,11 +332,13 @@ int eeb_cmd_check(int argc, char **argv)
     if (all && test_shard)
         return eeb_cli_usage_error(cmd,
                                    "--test checks one run's predictions: give --run, not --all");
+    if (all && model)
+        return eeb_cli_usage_error(cmd, "--model is one run's model file: give --run, not --all");
     const char *path = argv[optind];
     json_t *list = as_json ? json_array() : NULL;
     if (as_json && !list)
         return eeb_cli_error(cmd, "out of memory");
-    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, test_shard, list);
+    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, test_shard, model, list);
     if (list && json_array_size(list)) {
         json_t *whole = all ? json_incref(list) : json_incref(json_array_get(list, 0));
         rc = worse(rc, eeb_cli_print_json(cmd, whole));

@@ -39,7 +39,8 @@ static void help(void)
          "           watts now, the mean and the joules so far\n"
          "  agent    a station's agent, for director mode when the evaluation server\n"
          "           cannot reach the meter: logs as `log` does, and sends the samples\n"
-         "           to the server twice a second, signed with the station's key\n"
+         "           to the server twice a second with the station's key (a secret:\n"
+         "           use https:// across a network)\n"
          "           (eeb serve admin station-key; the server runs with --station\n"
          "           TEAM=agent:KEYFILE).  While one of TEAM's official runs is\n"
          "           registered the server keeps them as its measurement of the run.\n"
@@ -119,8 +120,8 @@ struct log_args {
 
 /* Creates the power-log run and records what it measures with. */
 static int create_log_run(struct eeb_rundb *db, const struct log_args *a,
-                          const struct eeb_power_source *src, int64_t *run, char *err,
-                          size_t errlen)
+                          const struct eeb_power_source *src, int64_t *run, char uuid[37],
+                          char *err, size_t errlen)
 {
     json_t *cfg = json_object();
     eeb_config_put_power(cfg, src->uri, a->rate, eeb_provenance_name(src->provenance), NULL);
@@ -134,7 +135,6 @@ static int create_log_run(struct eeb_rundb *db, const struct log_args *a,
                               .t_max_s = a->duration > 0 ? a->duration : NAN,
                               .p_max_w = a->pmax > 0 ? a->pmax : NAN,
                               .rules_version = "1"};
-    char uuid[37];
     int rc = eeb_rundb_run_create(db, &log, run, uuid, err, errlen);
     free(config);
     return rc;
@@ -185,9 +185,27 @@ static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, i
                             : "");
 }
 
+/* Whether url names this host: a station key sent over plain HTTP to any
+ * other can be read on the way. */
+static int on_this_host(const char *url)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    static const char *const here[] = {"127.", "localhost", "[::1]"};
+    for (size_t i = 0; i < sizeof here / sizeof *here; i++)
+        if (strncmp(host, here[i], strlen(here[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static int log_power(const struct log_args *a)
 {
     char err[512];
+    if (a->server && strncmp(a->server, "http://", 7) == 0 && !on_this_host(a->server))
+        fprintf(stderr,
+                "eeb power: warning: %s is plain HTTP: the station's key crosses the "
+                "network readable; put the server behind TLS (https://)\n",
+                a->server);
     struct eeb_power_source *src;
     if (eeb_power_open(a->source, &src, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
@@ -201,9 +219,10 @@ static int log_power(const struct log_args *a)
     cfg.db_path = a->db;
     cfg.rate_hz = a->rate;
     struct agent_link agent = {0};
+    char uuid[37];
     if (eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, sizeof err) ||
-        create_log_run(db, a, src, &run, err, sizeof err) ||
-        (a->server && eeb_client_agent_open(a->server, a->key, a->db, run, src->uri,
+        create_log_run(db, a, src, &run, uuid, err, sizeof err) ||
+        (a->server && eeb_client_agent_open(a->server, a->key, a->db, run, uuid, src->uri,
                                             eeb_provenance_name(src->provenance), a->rate,
                                             &agent.to, err, sizeof err)) ||
         (cfg.run = run, eeb_sampler_start(src, &cfg, &s, err, sizeof err))) {

@@ -23,7 +23,8 @@ static void help(void)
 {
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
-         "                 [--finetune TASK=FILE.eebd ...] [--stream-allowance S]\n"
+         "                 [--finetune TASK=FILE.eebd ...] [--model TASK=FILE.eebm ...]\n"
+         "                 [--stream-allowance S]\n"
          "                 [--station TEAM=METER ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
@@ -85,6 +86,12 @@ static void help(void)
          "  --burst N          and at once (default 400)\n"
          "  --test TASK=FILE   the TASK (cls, det, video) test set the server holds; its\n"
          "                     inputs are served without labels (repeat per task)\n"
+         "  --model TASK=FILE  the TASK base model runs start from: registration names it\n"
+         "                     by its SHA-256 and refuses a run that declares another one,\n"
+         "                     or an official run that declares none; a run on the modeled\n"
+         "                     clock must declare the step time and power the analytical\n"
+         "                     model gives for its design, batch and frozen layers on it\n"
+         "                     (repeat per task)\n"
          "  --finetune TASK=FILE\n"
          "                     the TASK fine-tune set runs train on: registration names it\n"
          "                     by its SHA-256 and refuses a run that declares another one,\n"
@@ -214,6 +221,7 @@ int eeb_cmd_serve(int argc, char **argv)
         O_BURST,
         O_TEST,
         O_FINETUNE,
+        O_MODEL,
         O_STREAM,
         O_STATION,
         O_N
@@ -227,6 +235,7 @@ int eeb_cmd_serve(int argc, char **argv)
                                             {"burst", 1, 0, O_BURST},
                                             {"test", 1, 0, O_TEST},
                                             {"finetune", 1, 0, O_FINETUNE},
+                                            {"model", 1, 0, O_MODEL},
                                             {"stream-allowance", 1, 0, O_STREAM},
                                             {"station", 1, 0, O_STATION},
                                             {"out", 1, 0, 'o'},
@@ -254,6 +263,7 @@ int eeb_cmd_serve(int argc, char **argv)
         case O_BURST: rc = eeb_cli_count(cmd, "--burst", optarg, 1, 1e6, &cfg.rate_burst); break;
         case O_TEST: rc = per_task("--test", optarg, cfg.test); break;
         case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
+        case O_MODEL: rc = per_task("--model", optarg, cfg.model); break;
         case O_STATION: rc = station(optarg, &cfg); break;
         case O_STREAM:
             rc = eeb_cli_number(cmd, "--stream-allowance", optarg, &cfg.stream_allowance_s);

@@ -72,16 +72,16 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
 
 /*
  * A station's agent (eeb power agent): the samples a power log (run of the
- * database at db_path) commits, sent to the server as they come, signed
- * with the station's key, each batch saying the agent's clock now so that
- * the server places them on its own.  A batch that does not arrive is
+ * database at db_path, its uuid naming the agent's session) commits, sent
+ * to the server as they come with the station's key, each batch saying
+ * the agent's clock now so that the server places them on its own.  A batch that does not arrive is
  * sent again with the next; none is lost while the log keeps it.
  */
 struct eeb_client_agent;
 
 int eeb_client_agent_open(const char *url, const char *key_file, const char *db_path, int64_t run,
-                          const char *source, const char *provenance, double rate_hz,
-                          struct eeb_client_agent **out, char *err, size_t errlen);
+                          const char *uuid, const char *source, const char *provenance,
+                          double rate_hz, struct eeb_client_agent **out, char *err, size_t errlen);
 /* Sends what the log committed since the last call (a few requests at
  * most; the rest next time), with the meter's counts of failed reads and
  * dropped samples: EEB_OK, or the error that kept it from the server. */
@@ -90,6 +90,7 @@ int eeb_client_agent_send(struct eeb_client_agent *a, uint64_t failed, uint64_t 
 
 struct eeb_client_agent_status {
     uint64_t sent;     /* samples the server has taken */
+    uint64_t kept;     /* of them, those it kept as a run's measurement */
     int64_t measuring; /* the run the server measures with them (0: none) */
     char team[65];     /* the station's, as the server says */
 };

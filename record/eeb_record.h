@@ -114,6 +114,35 @@ int eeb_run_check_test_shard(const char *db_path, int64_t run, const char *shard
                              struct eeb_run_outcome *out, uint64_t *agreed, char *err,
                              size_t errlen);
 
+/* The modeled device's figures a run was timed by, recomputed. */
+struct eeb_device_check {
+    int modeled;                    /* the run records a modeled device (design non-empty) */
+    int recomputed;                 /* the figures below were recomputed; else note says why not */
+    int agree;                      /* both equal the recorded ones, bit for bit */
+    double train_step_s, train_w;   /* the analytical model's, or NAN */
+    double stored_step_s, stored_w; /* the configuration's */
+    char model[1024];               /* the model file read (or sought) */
+    char note[1400];                /* why not recomputed, or "" */
+};
+
+/*
+ * The modeled device of run (its configuration's device_model) recomputed
+ * by the analytical model (eeb_perf_model) from what the record names: the
+ * recorded design, the model file the run started from (model_path, else
+ * the path its configuration records), and the training's batch and frozen
+ * layers.  The figures are pure arithmetic of those, so train_step_s and
+ * train_w must equal the recorded ones exactly; a disagreement, or a
+ * design, batch or frozen count the model cannot take, is added to
+ * out->why and makes out invalid.  A model file that is not at the
+ * recorded path, or another file there, is no fault of the run: dev->note
+ * says why nothing was recomputed.  An error for a model_path whose
+ * SHA-256 is not the recorded one (naming both), a model file or database
+ * that cannot be read.  A run without a modeled device: dev->modeled 0.
+ */
+int eeb_run_check_device(const char *db_path, int64_t run, const char *model_path,
+                         struct eeb_run_outcome *out, struct eeb_device_check *dev, char *err,
+                         size_t errlen);
+
 /* Recomputes every metric and the verdict of run (0: the latest) from the
  * database alone and compares them with what the run stored, each figure
  * into figures (if not NULL), and verifies its chain: a link that breaks,

@@ -126,8 +126,12 @@ static void text_at(const json_t *o, const char *key, char *buf, size_t n)
 
 int eeb_config_record_read(const char *text, struct eeb_config_record *out)
 {
-    *out = (struct eeb_config_record){
-        .window_s = NAN, .min_rate_hz = NAN, .rate_hz = NAN, .test_items = NAN};
+    *out = (struct eeb_config_record){.window_s = NAN,
+                                      .min_rate_hz = NAN,
+                                      .rate_hz = NAN,
+                                      .test_items = NAN,
+                                      .batch = NAN,
+                                      .frozen = NAN};
     for (int i = 0; i < 4; i++)
         out->util[i] = out->weights[i] = NAN;
     json_t *o = text ? json_loads(text, 0, NULL) : NULL;
@@ -159,12 +163,15 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->test_items = eeb_json_number_at(json_object_get(o, "test"), "items");
     text_at(json_object_get(o, "finetune"), "sha256", out->finetune_sha256,
             sizeof out->finetune_sha256);
+    text_at(json_object_get(o, "model"), "path", out->model_path, sizeof out->model_path);
     text_at(json_object_get(o, "model"), "sha256", out->model_sha256, sizeof out->model_sha256);
     text_at(json_object_get(o, "xclbin"), "sha256", out->xclbin_sha256, sizeof out->xclbin_sha256);
     text_at(json_object_get(o, "test"), "sha256", out->test_sha256, sizeof out->test_sha256);
     text_at(device, "design", out->design, sizeof out->design);
     out->device_step_s = eeb_json_number_at(device, "train_step_s");
     out->device_train_w = eeb_json_number_at(device, "train_w");
+    out->batch = eeb_json_number_at(json_object_get(o, "training"), "batch");
+    out->frozen = eeb_json_number_at(json_object_get(o, "training"), "frozen");
     out->official = json_is_object(json_object_get(o, "official"));
     json_t *meter = json_object_get(power, "meter_run");
     out->meter_run = json_is_integer(meter) ? json_integer_value(meter) : 0;

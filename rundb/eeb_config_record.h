@@ -105,15 +105,17 @@ struct eeb_config_record {
     char power_source[512];    /* the meter's URI as given */
     double test_items;         /* NAN: not recorded */
     char finetune_sha256[65];  /* the fine-tune set trained on */
-    char model_sha256[65];     /* the model file the run started from */
+    char model_path[1024];     /* the model file the run started from, as given */
+    char model_sha256[65];     /* and its SHA-256 */
     char xclbin_sha256[65];    /* the xclbin given (--xclbin), or "" */
     char test_sha256[65];      /* the test inputs a local run read, or "" */
     char clock[8];             /* EEB_CLOCK_*; "": the wall's */
     char design[512];          /* the modeled device's design, or "" */
     double device_step_s;      /* its training step's seconds, and watts */
     double device_train_w;
-    int official;      /* a server drove the run: its M_s is the server's */
-    int64_t meter_run; /* the server's meter's samples are this run's (0: its own) */
+    double batch, frozen; /* the training's items per step and frozen layers */
+    int official;         /* a server drove the run: its M_s is the server's */
+    int64_t meter_run;    /* the server's meter's samples are this run's (0: its own) */
 };
 
 /* Reads the stored configuration text.  EEB_EFORMAT for text that is not

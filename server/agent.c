@@ -38,8 +38,13 @@ int eeb_server_station_key(const char *path, char *err, size_t errlen)
         rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path,
                       errno == EEXIST ? "exists (a station's key is never overwritten)"
                                       : strerror(errno));
-    else if (write(fd, key, strlen(key)) != (ssize_t)strlen(key) || close(fd) != 0)
-        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    else {
+        int wrote = write(fd, key, strlen(key)) == (ssize_t)strlen(key);
+        if (close(fd) != 0 || !wrote) {
+            rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+            unlink(path); /* half a key would block the next try as "exists" */
+        }
+    }
     memset(raw, 0, sizeof raw), memset(key, 0, sizeof key);
     return rc;
 }
@@ -77,6 +82,12 @@ int eeb_srv_agents_load(struct eeb_server *s, char *err, size_t errlen)
             return rc;
         eeb_sha256(key, strlen(key), s->agents[i].key_sha256);
         memset(key, 0, sizeof key);
+        s->agents[i].offset_ns = INT64_MAX;
+        for (int j = 0; j < i; j++) /* one agent's samples would measure the other's runs */
+            if (strcmp(s->agents[j].key_sha256, s->agents[i].key_sha256) == 0)
+                return eeb_errf(err, errlen, EEB_EINVAL,
+                                "--station: teams %s and %s have the same station key",
+                                s->cfg.stations[j].team, s->cfg.stations[i].team);
     }
     return EEB_OK;
 }
@@ -98,6 +109,7 @@ int eeb_srv_agent_by_key(struct eeb_server *s, const char *key)
 
 /* A batch as the agent sent it. */
 struct batch {
+    const char *session; /* the agent's log, its clock's */
     const char *source, *provenance;
     double rate_hz;
     int64_t now_ns, failed, dropped;
@@ -122,6 +134,7 @@ static int read_samples(json_t *a, struct batch *b, struct eeb_srv_fault *f)
         if (!json_is_array(v) || json_array_size(v) != 4)
             return eeb_srv_bad(f, at, "expected [t_ns, watts, volts, amps]");
         int64_t before = i ? b->x[i - 1].t_mono_ns : 0;
+        snprintf(at, sizeof at, "samples[%zu][0]", i);
         if (eeb_srv_int_field(json_array_get(v, 0), at, before + 1, b->now_ns, &x->t_mono_ns, f))
             return eeb_srv_bad(f, at,
                                "expected its time t_ns, an integer after the one before "
@@ -142,6 +155,10 @@ static int read_samples(json_t *a, struct batch *b, struct eeb_srv_fault *f)
 
 static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
 {
+    b->session = json_string_value(json_object_get(body, "session"));
+    if (!b->session || !*b->session || strlen(b->session) > 39 ||
+        strspn(b->session, "0123456789abcdef-") != strlen(b->session))
+        return eeb_srv_bad(f, "session", "expected the agent's log's uuid");
     b->source = json_string_value(json_object_get(body, "source"));
     b->provenance = json_string_value(json_object_get(body, "provenance"));
     enum eeb_provenance p;
@@ -155,7 +172,8 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
                            eeb_provenance_name((enum eeb_provenance)fixed), b->provenance);
     if (eeb_srv_number_field(json_object_get(body, "rate_hz"), "rate_hz", 1, 10000, &b->rate_hz,
                              f) ||
-        eeb_srv_int_field(json_object_get(body, "now_ns"), "now_ns", 1, INT64_MAX, &b->now_ns, f) ||
+        eeb_srv_int_field(json_object_get(body, "now_ns"), "now_ns", 1, INT64_MAX / 4, &b->now_ns,
+                          f) ||
         eeb_srv_int_field(json_object_get(body, "failed"), "failed", 0, INT64_MAX, &b->failed, f) ||
         eeb_srv_int_field(json_object_get(body, "dropped"), "dropped", 0, INT64_MAX, &b->dropped,
                           f))
@@ -163,19 +181,46 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
     return read_samples(json_object_get(body, "samples"), b, f);
 }
 
-/* The batch's samples new to the server and of its meter's time, moved
- * onto the server's clock (mono and utc now) to the front of b->x; how
- * many.  s->lock held. */
+/* The agent's clock to the server's, from a batch it said was sent at
+ * now_ns and arrived at mono: the least difference seen is the one with
+ * the least delay, so samples are placed late by that delay at most,
+ * never early.  A new session (the agent started again) is a new clock,
+ * and its counts start again from 0.  s->lock held. */
+static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, uint64_t *failed,
+                 uint64_t *dropped)
+{
+    if (strcmp(a->session, b->session)) {
+        snprintf(a->session, sizeof a->session, "%s", b->session);
+        a->offset_ns = INT64_MAX, a->last_t_ns = 0, a->failed = a->dropped = 0;
+    }
+    if (mono - b->now_ns < a->offset_ns)
+        a->offset_ns = mono - b->now_ns;
+    /* what the meter failed or dropped since the batch before */
+    *failed = (uint64_t)b->failed > a->failed ? (uint64_t)b->failed - a->failed : 0;
+    *dropped = (uint64_t)b->dropped > a->dropped ? (uint64_t)b->dropped - a->dropped : 0;
+    a->failed = (uint64_t)b->failed, a->dropped = (uint64_t)b->dropped;
+    snprintf(a->source, sizeof a->source, "%s", b->source);
+    snprintf(a->provenance, sizeof a->provenance, "%s", b->provenance);
+    a->rate_hz = b->rate_hz;
+    a->heard_ns = mono;
+}
+
+/* The batch's samples new to the server and within its meter's time,
+ * moved onto the server's clocks (utc_mono: UTC minus monotonic there) to
+ * the front of b->x, each after the meter's last; how many.  s->lock
+ * held. */
 static size_t take_in(const struct eeb_srv_agent *a, const struct eeb_srv_meter *m, struct batch *b,
-                      int64_t mono, int64_t utc)
+                      int64_t utc_mono)
 {
     size_t n = 0;
-    for (size_t i = 0; m && i < b->n; i++) {
-        int64_t ago = b->now_ns - b->x[i].t_mono_ns, t = mono - ago;
-        if (b->x[i].t_mono_ns <= a->last_t_ns || t < m->from_ns || (m->until_ns && t > m->until_ns))
+    int64_t last = m->last_ns;
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t t = b->x[i].t_mono_ns + a->offset_ns;
+        if (b->x[i].t_mono_ns <= a->last_t_ns || t <= last || t < m->from_ns ||
+            (m->until_ns && t > m->until_ns))
             continue;
         b->x[n] = b->x[i];
-        b->x[n].t_mono_ns = t, b->x[n].t_utc_ns = utc - ago;
+        b->x[n].t_mono_ns = last = t, b->x[n].t_utc_ns = t + utc_mono;
         n++;
     }
     return n;
@@ -184,7 +229,7 @@ static size_t take_in(const struct eeb_srv_agent *a, const struct eeb_srv_meter 
 int eeb_srv_agent_measuring(const struct eeb_server *s, int station)
 {
     for (int i = 0; i < EEB_SRV_METERS; i++)
-        if (s->meters[i].meter_run && s->meters[i].agent == station + 1)
+        if (s->meters[i].meter_run && !s->meters[i].closing && s->meters[i].agent == station + 1)
             return i;
     return -1;
 }
@@ -204,46 +249,58 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
         sent = eeb_srv_fail_fault(k, &f);
         goto out;
     }
-    int64_t mono = eeb_mono_ns(), utc = eeb_utc_ns(), run = 0, meter_run = 0;
+    int64_t mono = eeb_mono_ns(), utc_mono = eeb_utc_ns() - mono, run = 0, meter_run = 0;
     int64_t newest = b.n ? b.x[b.n - 1].t_mono_ns : 0; /* on the agent's clock */
+    uint64_t failed, dropped;
+    size_t n = 0;
+    /* taken in here, so that a batch sent again while this one is stored
+     * is not taken twice; given back if it cannot be stored */
     pthread_mutex_lock(&s->lock);
-    snprintf(a->source, sizeof a->source, "%s", b.source);
-    snprintf(a->provenance, sizeof a->provenance, "%s", b.provenance);
-    a->rate_hz = b.rate_hz;
-    a->failed = (uint64_t)b.failed, a->dropped = (uint64_t)b.dropped;
-    a->heard_ns = mono;
+    hear(a, &b, mono, &failed, &dropped);
     int slot = eeb_srv_agent_measuring(s, k->station);
-    size_t n = take_in(a, slot >= 0 ? &s->meters[slot] : NULL, &b, mono, utc);
-    if (slot >= 0)
-        run = s->meters[slot].run, meter_run = s->meters[slot].meter_run;
+    int64_t before = a->last_t_ns, last_was = 0, last_utc_was = 0;
+    if (slot >= 0) {
+        struct eeb_srv_meter *m = &s->meters[slot];
+        last_was = m->last_ns, last_utc_was = m->last_utc_ns;
+        n = take_in(a, m, &b, utc_mono);
+        run = m->run, meter_run = m->meter_run;
+        m->failed += failed, m->dropped += dropped;
+        m->inflight++;
+        if (n)
+            m->last_ns = b.x[n - 1].t_mono_ns, m->last_utc_ns = b.x[n - 1].t_utc_ns;
+    }
+    if (newest > a->last_t_ns)
+        a->last_t_ns = newest;
     pthread_mutex_unlock(&s->lock);
 
     char err[512];
-    if (n && eeb_srv_store_meter_samples(s->store, meter_run, b.source, b.x, n, err, sizeof err)) {
-        sent = eeb_srv_call_fail(k, 500, NULL, err); /* sent again, it is taken in then */
-        goto out;
-    }
-    /* taken in, so not again; a meter stopped is let go once a sample
-     * past its stop has come (they come in order: all before it have) */
-    struct eeb_srv_meter done = {0};
+    int rc = n ? eeb_srv_store_meter_samples(s->store, meter_run, b.source, b.x, n, err, sizeof err)
+               : EEB_OK;
+    /* a meter stopped is let go once a sample past its stop has come (they
+     * come in order: all before it have) */
     pthread_mutex_lock(&s->lock);
-    if (newest > a->last_t_ns)
-        a->last_t_ns = newest;
-    slot = eeb_srv_agent_measuring(s, k->station);
-    if (slot >= 0 && s->meters[slot].meter_run == meter_run) {
+    int mine = 0;
+    if (rc && a->last_t_ns == newest)
+        a->last_t_ns = before;
+    if (slot >= 0) {
         struct eeb_srv_meter *m = &s->meters[slot];
-        m->kept += n;
-        if (m->until_ns && newest && mono - (b.now_ns - newest) >= m->until_ns) {
-            done = *m;
-            *m = (struct eeb_srv_meter){0};
-        }
+        m->kept += rc ? 0 : n;
+        if (rc && n && m->last_ns == b.x[n - 1].t_mono_ns)
+            m->last_ns = last_was, m->last_utc_ns = last_utc_was;
+        m->inflight--;
+        if (m->closing || (m->until_ns && newest && newest + a->offset_ns >= m->until_ns))
+            mine = eeb_srv_meter_close_slot(s, slot);
     }
     pthread_mutex_unlock(&s->lock);
-    if (done.meter_run)
-        eeb_srv_meter_release(s, &done);
-    sent = eeb_srv_call_json(k, 200,
-                             json_pack("{s:s, s:I, s:I}", "team", s->cfg.stations[k->station].team,
-                                       "measuring", (json_int_t)run, "kept", (json_int_t)n));
+    if (mine)
+        eeb_srv_meter_finish(s, slot);
+    if (rc)
+        sent = eeb_srv_call_fail(k, 500, NULL, err); /* sent again, it is taken in then */
+    else
+        sent =
+            eeb_srv_call_json(k, 200,
+                              json_pack("{s:s, s:I, s:I}", "team", s->cfg.stations[k->station].team,
+                                        "measuring", (json_int_t)run, "kept", (json_int_t)n));
 out:
     free(b.x);
     json_decref(body);

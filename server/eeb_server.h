@@ -41,6 +41,12 @@ struct eeb_server_config {
     /* The fine-tune set of each task (NULL: none named).  Registration
      * names it by its SHA-256; a run declaring another one is refused. */
     const char *finetune[EEB_TASK_COUNT];
+    /* The base model of each task (NULL: none named): registration names it
+     * by its SHA-256 and refuses a run that declares another one (an
+     * official run must declare it); a run on the modeled clock is held to
+     * the step time and power the analytical model gives for its design,
+     * batch and frozen layers on it. */
+    const char *model[EEB_TASK_COUNT];
     /* An official run's stream: during fine-tuning, the longest a link may
      * arrive after the run wrote it, and the longest pause between links
      * (default 10 s).  Past it the run is invalid. */

@@ -8,6 +8,8 @@
  */
 #include "server_int.h"
 
+#include "fpga/net/eeb_net.h"
+
 #include "record/eeb_record.h"
 #include "scoring/eeb_score.h"
 
@@ -437,6 +439,17 @@ static int load_tests(struct eeb_server *s, char *err, size_t errlen)
     return EEB_OK;
 }
 
+/* Each base model given, named by its SHA-256, its network kept. */
+static int load_models(struct eeb_server *s, char *err, size_t errlen)
+{
+    int rc = EEB_OK;
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++)
+        if (s->cfg.model[t])
+            rc = eeb_srv_base_model_load(&s->model[t], (enum eeb_task)t, s->cfg.model[t], err,
+                                         errlen);
+    return rc;
+}
+
 /* Each fine-tune set given, named by its SHA-256 and size. */
 static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
 {
@@ -453,6 +466,8 @@ static void server_free(struct eeb_server *s)
     eeb_srv_store_close(s->store);
     free_tests(s);
     eeb_srv_board_cache_free(s);
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        eeb_net_free(s->model[t].net);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->board_lock);
     free(s);
@@ -483,6 +498,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = load_tests(s, err, errlen);
     if (rc == EEB_OK)
         rc = name_finetune_sets(s, err, errlen);
+    if (rc == EEB_OK)
+        rc = load_models(s, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_srv_agents_load(s, err, errlen);
     if (rc) {

@@ -12,6 +12,10 @@
  * ("--station TEAM=agent:KEYFILE", agent.c), which sends its samples as
  * it takes them; its slot then keeps those of the run's time, and is held
  * past complete until the agent's samples up to it have arrived.
+ *
+ * A run that stops sending links for longer than the stream's allowance
+ * is invalid whatever follows (stream.c), so its meter is let go then: a
+ * run abandoned midway does not hold a meter, or its station, for ever.
  */
 #include "server_int.h"
 
@@ -47,7 +51,6 @@ static int agent_open(struct eeb_server *s, int station, struct eeb_srv_meter *m
     snprintf(m->source, sizeof m->source, "%s", a->source);
     snprintf(m->provenance, sizeof m->provenance, "%s", a->provenance);
     m->rate_hz = a->rate_hz;
-    m->failed0 = a->failed, m->dropped0 = a->dropped;
     int busy = eeb_srv_agent_measuring(s, station);
     int64_t other = busy >= 0 ? s->meters[busy].run : 0;
     pthread_mutex_unlock(&s->lock);
@@ -66,9 +69,26 @@ static int agent_open(struct eeb_server *s, int station, struct eeb_srv_meter *m
     return EEB_OK;
 }
 
+/* Every meter whose run has been silent past the stream's allowance, let
+ * go (an agent's held past complete is settled by scoring instead). */
+static void let_go_silent(struct eeb_server *s)
+{
+    int64_t now = eeb_mono_ns(), allowance = (int64_t)(s->cfg.stream_allowance_s * 1e9);
+    for (int i = 0; i < EEB_SRV_METERS; i++) {
+        pthread_mutex_lock(&s->lock);
+        const struct eeb_srv_meter *x = &s->meters[i];
+        int mine = x->meter_run && x->run && !x->until_ns && !x->closing &&
+                   now - x->heard_ns > allowance && eeb_srv_meter_close_slot(s, i);
+        pthread_mutex_unlock(&s->lock);
+        if (mine)
+            eeb_srv_meter_finish(s, i);
+    }
+}
+
 int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *m, char *err,
                        size_t errlen)
 {
+    let_go_silent(s);
     *m = (struct eeb_srv_meter){.rate_hz = s->cfg.meter_rate_hz};
     int rc;
     if (s->agents[station].key_sha256[0]) {
@@ -105,18 +125,25 @@ int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err
     cfg.db_path = eeb_srv_store_path(s->store);
     cfg.run = m->meter_run;
     cfg.rate_hz = s->cfg.meter_rate_hz;
+    m->heard_ns = eeb_mono_ns();
     int rc = m->agent ? agent_start(s, m, err, errlen)
                       : eeb_sampler_start(m->src, &cfg, &m->sampler, err, errlen);
     pthread_mutex_lock(&s->lock);
-    int slot = -1;
-    for (int i = 0; rc == EEB_OK && i < EEB_SRV_METERS && slot < 0; i++)
+    int slot = -1, busy = m->agent && eeb_srv_agent_measuring(s, m->agent - 1) >= 0;
+    for (int i = 0; rc == EEB_OK && !busy && i < EEB_SRV_METERS && slot < 0; i++)
         if (!s->meters[i].meter_run)
             s->meters[slot = i] = *m;
     pthread_mutex_unlock(&s->lock);
     if (rc == EEB_OK && slot < 0) {
-        eeb_srv_meter_release(s, m);
-        return eeb_errf(err, errlen, EEB_EINVAL, "the server reads %d meters at once at most",
-                        EEB_SRV_METERS);
+        if (m->sampler) {
+            struct eeb_sampler_stats st;
+            char ignored[512];
+            (void)eeb_sampler_stop(m->sampler, &st, ignored, sizeof ignored);
+        }
+        eeb_srv_meter_close(s, m);
+        return busy ? eeb_errf(err, errlen, EEB_EDEVICE, "its agent is measuring another run")
+                    : eeb_errf(err, errlen, EEB_EINVAL,
+                               "the server reads %d meters at once at most", EEB_SRV_METERS);
     }
     if (rc == EEB_OK && m->sampler)
         eeb_sampler_mark(m->sampler, EEB_EVENT_LOG_BEGIN, NULL);
@@ -143,18 +170,23 @@ void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run)
     pthread_mutex_unlock(&s->lock);
 }
 
+void eeb_srv_meter_heard(struct eeb_server *s, int64_t run)
+{
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < EEB_SRV_METERS; i++)
+        if (s->meters[i].meter_run && s->meters[i].run == run)
+            s->meters[i].heard_ns = eeb_mono_ns();
+    pthread_mutex_unlock(&s->lock);
+}
+
 void eeb_srv_meter_drop(struct eeb_server *s, int64_t meter_run)
 {
-    struct eeb_srv_meter m = {0};
     pthread_mutex_lock(&s->lock);
     int i = slot_of_log(s, meter_run);
-    if (i >= 0) {
-        m = s->meters[i];
-        s->meters[i] = (struct eeb_srv_meter){0};
-    }
+    int mine = i >= 0 && eeb_srv_meter_close_slot(s, i);
     pthread_mutex_unlock(&s->lock);
-    if (m.meter_run)
-        eeb_srv_meter_release(s, &m);
+    if (mine)
+        eeb_srv_meter_finish(s, i);
 }
 
 void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m)
@@ -164,22 +196,35 @@ void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m)
     *m = (struct eeb_srv_meter){0};
 }
 
-void eeb_srv_meter_release(struct eeb_server *s, struct eeb_srv_meter *m)
+int eeb_srv_meter_close_slot(struct eeb_server *s, int i)
 {
-    if (m->sampler) {
-        eeb_sampler_mark(m->sampler, EEB_EVENT_LOG_END, NULL);
+    struct eeb_srv_meter *x = &s->meters[i];
+    if (!x->closing)
+        x->closing = 1;
+    if (x->closing != 1 || x->inflight)
+        return 0;
+    x->closing = 2;
+    return 1;
+}
+
+void eeb_srv_meter_finish(struct eeb_server *s, int i)
+{
+    pthread_mutex_lock(&s->lock);
+    struct eeb_srv_meter m = s->meters[i]; /* none changes it while it closes */
+    pthread_mutex_unlock(&s->lock);
+    if (m.sampler) {
+        eeb_sampler_mark(m.sampler, EEB_EVENT_LOG_END, NULL);
         struct eeb_sampler_stats st;
         char ignored[512];
-        (void)eeb_sampler_stop(m->sampler, &st, ignored, sizeof ignored); /* its faults are
-                                                                             recorded */
-    } else if (m->agent) {
-        const struct eeb_srv_agent *a = &s->agents[m->agent - 1];
-        pthread_mutex_lock(&s->lock);
-        uint64_t failed = a->failed - m->failed0, dropped = a->dropped - m->dropped0;
-        pthread_mutex_unlock(&s->lock);
-        eeb_srv_store_meter_counts(s->store, m->meter_run, m->kept, failed, dropped);
+        (void)eeb_sampler_stop(m.sampler, &st, ignored, sizeof ignored); /* its faults are
+                                                                            recorded */
+    } else if (m.agent) {
+        eeb_srv_store_meter_counts(s->store, m.meter_run, m.kept, m.failed, m.dropped);
     }
-    eeb_srv_meter_close(s, m);
+    eeb_srv_meter_close(s, &m);
+    pthread_mutex_lock(&s->lock);
+    s->meters[i] = (struct eeb_srv_meter){0};
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* The slot measuring run, or -1; s->lock held. */
@@ -193,54 +238,52 @@ static int slot_of(struct eeb_server *s, int64_t run)
 
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run)
 {
-    struct eeb_srv_meter m = {0};
-    int64_t until = 0;
+    int64_t until = 0, meter_run = 0;
     char ignored[256];
     pthread_mutex_lock(&s->lock);
-    int i = slot_of(s, run);
+    int i = slot_of(s, run), mine = 0;
     if (i >= 0 && s->meters[i].agent && !s->meters[i].until_ns) {
         until = s->meters[i].until_ns = eeb_mono_ns(); /* held for the agent's last samples */
-        m.meter_run = s->meters[i].meter_run;
+        meter_run = s->meters[i].meter_run;
     } else if (i >= 0 && !s->meters[i].agent) {
-        m = s->meters[i];
-        s->meters[i] = (struct eeb_srv_meter){0};
+        mine = eeb_srv_meter_close_slot(s, i);
     }
     pthread_mutex_unlock(&s->lock);
     if (until)
-        (void)eeb_srv_store_meter_event(s->store, m.meter_run, EEB_EVENT_LOG_END, until,
-                                        eeb_utc_ns(), ignored, sizeof ignored);
-    else if (m.meter_run)
-        eeb_srv_meter_release(s, &m);
+        (void)eeb_srv_store_meter_event(s->store, meter_run, EEB_EVENT_LOG_END, until, eeb_utc_ns(),
+                                        ignored, sizeof ignored);
+    else if (mine)
+        eeb_srv_meter_finish(s, i);
 }
 
-void eeb_srv_meter_settle(struct eeb_server *s, int64_t run)
+void eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns)
 {
-    struct eeb_srv_meter m = {0};
-    for (int64_t t0 = eeb_mono_ns(); !m.meter_run;) {
+    for (int64_t t0 = eeb_mono_ns();; nanosleep(&(struct timespec){0, 50000000}, NULL)) {
         pthread_mutex_lock(&s->lock);
-        int i = slot_of(s, run);
-        int late = eeb_mono_ns() - t0 > AGENT_SETTLE_NS;
-        if (i >= 0 && (late || !s->meters[i].agent)) {
-            m = s->meters[i];
-            s->meters[i] = (struct eeb_srv_meter){0};
+        int i = slot_of(s, run), mine = 0;
+        if (i >= 0 && !s->meters[i].closing) {
+            const struct eeb_srv_meter *x = &s->meters[i];
+            int covered = !x->agent || x->last_utc_ns >= need_utc_ns;
+            if (covered || eeb_mono_ns() - t0 > AGENT_SETTLE_NS)
+                mine = eeb_srv_meter_close_slot(s, i);
+        } else if (i >= 0 && s->meters[i].closing == 1 && !s->meters[i].inflight) {
+            mine = eeb_srv_meter_close_slot(s, i);
         }
         pthread_mutex_unlock(&s->lock);
-        if (i < 0)
-            return; /* let go already: the agent sent past the stop */
-        if (!m.meter_run)
-            nanosleep(&(struct timespec){0, 50000000}, NULL);
+        if (mine)
+            eeb_srv_meter_finish(s, i);
+        if (i < 0 || mine)
+            return; /* let go, by this call or before it */
     }
-    eeb_srv_meter_release(s, &m);
 }
 
 void eeb_srv_meters_stop(struct eeb_server *s)
 {
     for (int i = 0; i < EEB_SRV_METERS; i++) {
         pthread_mutex_lock(&s->lock);
-        struct eeb_srv_meter m = s->meters[i];
-        s->meters[i] = (struct eeb_srv_meter){0};
+        int mine = s->meters[i].meter_run && eeb_srv_meter_close_slot(s, i);
         pthread_mutex_unlock(&s->lock);
-        if (m.meter_run)
-            eeb_srv_meter_release(s, &m);
+        if (mine)
+            eeb_srv_meter_finish(s, i);
     }
 }

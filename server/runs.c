@@ -12,6 +12,7 @@
 #include "tasks/eeb_metrics.h"
 #include "tasks/eeb_prediction.h"
 #include "fpga/accel/eeb_accel.h"
+#include "fpga/model/eeb_perf.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
 #include "rundb/eeb_config_record.h"
@@ -79,14 +80,17 @@ struct declared {
     double util[EEB_UTIL_COUNT];
     const char *provenance, *device, *backend, *design;
     const char *finetune; /* the fine-tune set's SHA-256, or NULL */
+    const char *model;    /* the base model's SHA-256, or NULL */
     double rate_hz;
     int official;
     int modeled_clock;      /* T is steps x step_s, E that at train_w */
     double step_s, train_w; /* the modeled device's, declared */
+    int64_t batch, frozen;  /* what its device was modeled for */
 };
 
-/* "clock": {"kind": "modeled", "train_step_s", "train_w"} (a run timed by
- * its modeled device, whose figures are modeled) or {"kind": "wall"}. */
+/* "clock": {"kind": "modeled", "train_step_s", "train_w", "batch",
+ * "frozen"} (a run timed by its modeled device, whose figures are modeled,
+ * and what they were modeled for) or {"kind": "wall"}. */
 static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fault *f)
 {
     if (!clock)
@@ -106,7 +110,11 @@ static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fa
     return eeb_srv_number_field(json_object_get(clock, "train_step_s"), "clock.train_step_s", 1e-12,
                                 1e6, &d->step_s, f) ||
                    eeb_srv_number_field(json_object_get(clock, "train_w"), "clock.train_w", 0, 1e6,
-                                        &d->train_w, f)
+                                        &d->train_w, f) ||
+                   eeb_srv_int_field(json_object_get(clock, "batch"), "clock.batch", 1, 65535,
+                                     &d->batch, f) ||
+                   eeb_srv_int_field(json_object_get(clock, "frozen"), "clock.frozen", 0, 4096,
+                                     &d->frozen, f)
                ? -1
                : 0;
 }
@@ -144,10 +152,13 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
     if (text_field(body, "device", EEB_DECLARED_MAX, &d->device, f) ||
         text_field(body, "backend", EEB_DECLARED_MAX, &d->backend, f) ||
         text_field(body, "design", 255, &d->design, f) ||
-        text_field(body, "finetune", 64, &d->finetune, f))
+        text_field(body, "finetune", 64, &d->finetune, f) ||
+        text_field(body, "model", 64, &d->model, f))
         return -1;
     if (d->finetune && (strlen(d->finetune) != 64 || strspn(d->finetune, "0123456789abcdef") != 64))
         return eeb_srv_bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
+    if (d->model && (strlen(d->model) != 64 || strspn(d->model, "0123456789abcdef") != 64))
+        return eeb_srv_bad(f, "model", "expected the base model's SHA-256, 64 hex digits");
     if (known_prov != EEB_MODELED && eeb_accel_never_on_board(d->backend))
         return eeb_srv_bad(
             f, "provenance",
@@ -155,8 +166,9 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f))
         return -1;
-    static const char *const known[] = {"task",   "util",    "provenance", "rate_hz",  "official",
-                                        "device", "backend", "design",     "finetune", "clock"};
+    static const char *const known[] = {"task",     "util",   "provenance", "rate_hz",
+                                        "official", "device", "backend",    "design",
+                                        "finetune", "model",  "clock"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -198,10 +210,17 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
         eeb_config_put_budgets(o, p->t_max_s, p->p_max_w,
                                d->modeled_clock ? EEB_CLOCK_MODELED : EEB_CLOCK_WALL, NAN, -1);
-        if (d->modeled_clock) /* what the judge times the run by */
-            json_object_set_new(
-                o, "device_model",
-                json_pack("{s:f, s:f}", "train_step_s", d->step_s, "train_w", d->train_w));
+        if (d->modeled_clock) { /* what the judge times the run by, and what it was
+                                 * modeled for: eeb check --model recomputes it */
+            json_object_set_new(o, "device_model",
+                                json_pack("{s:s?, s:f, s:f}", "design", d->design, "train_step_s",
+                                          d->step_s, "train_w", d->train_w));
+            json_object_set_new(o, "training",
+                                json_pack("{s:I, s:I}", "batch", (json_int_t)d->batch, "frozen",
+                                          (json_int_t)d->frozen));
+        }
+        if (d->model)
+            eeb_config_put_input(o, "model", NULL, d->model, 0);
         eeb_config_put_rules(o, s->rules_version, NULL, weights, s->power_rule.window_s,
                              s->power_rule.min_rate_hz);
         if (d->finetune)
@@ -247,6 +266,51 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
     return -1;
 }
 
+/* The base model a run declares must be the one the server names, if it
+ * names one (an official run must declare it); and a run on the modeled
+ * clock must declare the step time and power the analytical model gives
+ * for its design, batch and frozen layers on it, bit for bit (the same
+ * arithmetic, eeb check's too).  0, or the 409 sent. */
+static int model_agrees(struct eeb_srv_call *k, const struct declared *d, enum MHD_Result *sent)
+{
+    const struct eeb_srv_base_model *bm = &k->s->model[d->task];
+    char msg[1024], err[256];
+    if (!bm->sha256[0])
+        return 0;
+    if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official) {
+        snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s",
+                 eeb_task_name(d->task), bm->sha256,
+                 d->model ? "" : "; an official run declares it");
+        *sent = eeb_srv_call_fail(k, 409, "model", msg);
+        return -1;
+    }
+    if (!d->modeled_clock)
+        return 0;
+    struct eeb_design design;
+    struct eeb_perf perf = {0};
+    const char *field = "design";
+    if (!d->design)
+        snprintf(msg, sizeof msg, "a run on the modeled clock declares the design it modeled");
+    else if (eeb_design_for(&design, d->design, bm->net, err, sizeof err) ||
+             eeb_perf_model(&design, bm->net, (int)d->batch, (int)d->frozen, &perf, err,
+                            sizeof err))
+        snprintf(msg, sizeof msg, "its device cannot be modeled: %s", err);
+    else if (perf.train_step_s != d->step_s || perf.train_power_w != d->train_w)
+        snprintf(msg, sizeof msg,
+                 "the analytical model gives %.17g s and %.17g W a training step for design %s, "
+                 "batch %lld and %lld frozen layers on the base model, not the %.17g s and %.17g "
+                 "W declared",
+                 perf.train_step_s, perf.train_power_w, d->design, (long long)d->batch,
+                 (long long)d->frozen, d->step_s, d->train_w),
+            field = "clock";
+    else
+        msg[0] = '\0';
+    eeb_perf_free(&perf);
+    if (msg[0])
+        *sent = eeb_srv_call_fail(k, 409, field, msg);
+    return msg[0] ? -1 : 0;
+}
+
 /* Director mode: the meter of the team's station opened for its official
  * run on a board, whose figures are then the server's measurement (their
  * provenance the meter's); without one, a run's own "measured" log is
@@ -286,7 +350,8 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = eeb_srv_call_fail(k, 409, "task", err);
-    } else if (finetune_agrees(k, &d, &sent) == 0 && read_meter(k, &d, &m, &sent) == 0) {
+    } else if (finetune_agrees(k, &d, &sent) == 0 && model_agrees(k, &d, &sent) == 0 &&
+               read_meter(k, &d, &m, &sent) == 0) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
         struct eeb_srv_run r = {.team = k->team,
                                 .task = (int)d.task,
@@ -548,8 +613,10 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
             sent = eeb_srv_call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
         else if (v != EEB_LINKS_STORED)
             sent = refuse_links(k, v, at, &links[at], next);
-        else
+        else {
+            eeb_srv_meter_heard(k->s, k->id);
             sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "next", (json_int_t)next));
+        }
     }
     for (size_t i = 0; links && i < n; i++)
         free((void *)links[i].samples);
@@ -845,13 +912,13 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     char err[512], stream[384] = "", unmetered[256] = "";
     /* an official run's stream, and with it the window the server's meter
      * (director mode) is read over, before the judge reads the meter: a
-     * station agent's samples up to complete in */
-    if (k->run.meter_run)
-        eeb_srv_meter_settle(k->s, k->id);
+     * station agent's samples to the window's end in */
     if (k->run.official &&
         eeb_srv_stream_check(path, k->id, k->run.begun_utc_ns, k->s->cfg.stream_allowance_s,
                              &window, stream, sizeof stream, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
+    if (k->run.meter_run)
+        eeb_srv_meter_settle(k->s, k->id, window.end_utc_ns);
     if (k->run.meter_run && !window.whole)
         snprintf(unmetered, sizeof unmetered,
                  "the server's meter has no fine-tune window: the run's chain holds no "

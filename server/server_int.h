@@ -54,6 +54,17 @@ struct eeb_srv_finetune_set {
     uint64_t items;
 };
 
+/* A base model, as the server holds it: its SHA-256 and its network,
+ * which a modeled run's device is modeled on. */
+struct eeb_srv_base_model {
+    char sha256[EEB_SHA256_HEX];
+    struct eeb_net *net;
+};
+
+/* Reads the base model at path, which must be task's. */
+int eeb_srv_base_model_load(struct eeb_srv_base_model *m, enum eeb_task task, const char *path,
+                            char *err, size_t errlen);
+
 /* Names the fine-tune set at path, which must hold task's data. */
 int eeb_srv_finetune_set_name(struct eeb_srv_finetune_set *ft, enum eeb_task task, const char *path,
                               char *err, size_t errlen);
@@ -91,24 +102,30 @@ struct eeb_srv_meter {
     char source[256];  /* the meter's URI */
     double rate_hz;
     char provenance[16];
+    int64_t heard_ns; /* the server's monotonic time its run last sent links */
     struct eeb_power_source *src;
     struct eeb_sampler *sampler;
     /* through an agent: */
-    int agent;                  /* its station's index + 1 (0: none) */
-    int64_t from_ns, until_ns;  /* the samples it keeps, on the server's monotonic clock
-                                 * (until 0: to now, the run not complete yet) */
-    uint64_t kept;              /* samples stored */
-    uint64_t failed0, dropped0; /* the agent's counts at the start */
+    int agent;                      /* its station's index + 1 (0: none) */
+    int64_t from_ns, until_ns;      /* the samples it keeps, on the server's monotonic clock
+                                     * (until 0: to now, the run not complete yet) */
+    int64_t last_ns, last_utc_ns;   /* the last sample kept, on the server's clocks */
+    uint64_t kept, failed, dropped; /* samples stored; the meter's failed reads and dropped
+                                     * samples while it measured */
+    int inflight;                   /* the agent's batches being stored into it */
+    int closing;                    /* 1: it takes no more samples; 2: being let go */
 };
 
 /* A station's agent (`eeb power agent`), as the server last heard it. */
 struct eeb_srv_agent {
     char key_sha256[EEB_SHA256_HEX]; /* of its key; "" for a station the server reads */
+    char session[40];                /* its log's uuid: a new one is a new agent clock */
     int64_t heard_ns;                /* the server's monotonic time of its last batch (0: never) */
-    int64_t last_t_ns;               /* the agent's clock: its last sample taken in */
+    int64_t offset_ns;               /* the agent's clock to the server's: the least seen */
+    int64_t last_t_ns;               /* on the agent's clock: its last sample taken in */
     char source[256], provenance[16];
     double rate_hz;
-    uint64_t failed, dropped; /* its meter's reads failed and samples dropped so far */
+    uint64_t failed, dropped; /* its meter's counts, as its session last said */
 };
 
 struct eeb_server {
@@ -120,6 +137,7 @@ struct eeb_server {
     struct eeb_power_rule power_rule;
     struct eeb_srv_testset *test[EEB_TASK_COUNT];         /* the held test sets, or NULL */
     struct eeb_srv_finetune_set finetune[EEB_TASK_COUNT]; /* sha256 "": none named */
+    struct eeb_srv_base_model model[EEB_TASK_COUNT];      /* sha256 "": none named */
     atomic_ullong requests[EEB_SRV_R_COUNT][EEB_SRV_N_CODES];
     /* the leaderboard's answers and pages, kept until a run is scored (board.c) */
     atomic_ulong scored; /* runs scored since start */
@@ -205,6 +223,8 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
 int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen);
 /* The meter of meter_run measures run: the run is registered. */
 void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run);
+/* Run sent links now: its meter is not idle. */
+void eeb_srv_meter_heard(struct eeb_server *s, int64_t run);
 /* The meter of meter_run let go at once: its run was not registered. */
 void eeb_srv_meter_drop(struct eeb_server *s, int64_t meter_run);
 /* An opened meter closed without sampling, its power log done. */
@@ -213,13 +233,18 @@ void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m);
  * agent's is held until its samples up to now have arrived. */
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run);
 /* Waits (a few seconds at most) for the agent measuring run to send its
- * samples up to the stop, then lets its meter go. */
-void eeb_srv_meter_settle(struct eeb_server *s, int64_t run);
+ * samples up to need_utc_ns (the server's clock), then lets its meter go. */
+void eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns);
 /* Every meter let go: the server stops. */
 void eeb_srv_meters_stop(struct eeb_server *s);
-/* A meter taken out of its slot let go: its sampler stopped, or an
- * agent's counts stored; its power log done. */
-void eeb_srv_meter_release(struct eeb_server *s, struct eeb_srv_meter *m);
+/* s->lock held: slot i takes no more samples; 1 if the caller is to let
+ * it go now (eeb_srv_meter_finish), 0 if the last batch in it, or whoever
+ * is letting it go, does. */
+int eeb_srv_meter_close_slot(struct eeb_server *s, int i);
+/* Slot i let go (s->lock not held): its sampler stopped, or an agent's
+ * counts stored, its power log done; then the slot freed, so that whoever
+ * waits for it to be gone finds its record whole. */
+void eeb_srv_meter_finish(struct eeb_server *s, int i);
 
 /* agent.c: director mode through a station's agent.  Each agent station's
  * key read from its file ("agent:FILE"), kept as its SHA-256. */

@@ -2,9 +2,12 @@
  * testset.c - the data sets the server holds.  At start each test set is
  * read once: its truth (labels, boxes) kept in memory by record id, to
  * judge predictions with, and its inputs copied without that truth, to
- * serve.  A fine-tune set is only named, by its digest.
+ * serve.  A fine-tune set is only named, by its digest; a base model is
+ * named so too, and its network kept, to model a modeled run's device on.
  */
 #include "server_int.h"
+
+#include "fpga/net/eeb_model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +120,21 @@ int eeb_srv_finetune_set_name(struct eeb_srv_finetune_set *ft, enum eeb_task tas
                       path, eeb_task_name(in->task), eeb_task_name(task));
     eeb_shard_close(sh);
     return rc ? rc : eeb_sha256_file(path, ft->sha256, err, errlen);
+}
+
+int eeb_srv_base_model_load(struct eeb_srv_base_model *m, enum eeb_task task, const char *path,
+                            char *err, size_t errlen)
+{
+    char *bytes = NULL;
+    size_t len = 0;
+    int rc = eeb_read_file(path, EEB_MODEL_MAX_BYTES, &bytes, &len, err, errlen), of = -1;
+    if (rc == EEB_OK) /* the bytes hashed are the bytes decoded */
+        rc = eeb_model_decode((const uint8_t *)bytes, len, path, &m->net, &of, err, errlen);
+    if (rc == EEB_OK && of != (int)task)
+        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s is a %s model, given as the %s base model", path,
+                      eeb_task_name((enum eeb_task)of), eeb_task_name(task));
+    if (rc == EEB_OK)
+        eeb_sha256(bytes, len, m->sha256);
+    free(bytes);
+    return rc;
 }

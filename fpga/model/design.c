@@ -146,12 +146,27 @@ int eeb_design_parse(struct eeb_design *d, const char *spec, char *err, size_t e
     return rc;
 }
 
+/* The clock as the shortest text strtod reads back to the same double: a
+ * run records its design as text and eeb check models it again from that
+ * text, so %g's six digits (233.333 for 233.3333333) would time another
+ * design. */
+static void clock_text(double mhz, char *buf, size_t len)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, mhz);
+        if (strtod(buf, NULL) == mhz)
+            return;
+    }
+}
+
 void eeb_design_format(const struct eeb_design *d, char *buf, size_t len)
 {
+    char clock[32];
+    clock_text(d->clock_mhz, clock, sizeof clock);
     snprintf(buf, len,
-             "device=%s,pes=%d,macs=%d,clock_mhz=%g,ddr=%d,act_bits=%d,weight_bits=%d,"
+             "device=%s,pes=%d,macs=%d,clock_mhz=%s,ddr=%d,act_bits=%d,weight_bits=%d,"
              "acc_bits=%d,mult=%s,acc_depth=%d,act_kib=%d,weight_kib=%d",
-             d->device->name, d->pes, d->macs, d->clock_mhz, d->ddr, d->act_bits, d->weight_bits,
+             d->device->name, d->pes, d->macs, clock, d->ddr, d->act_bits, d->weight_bits,
              d->acc_bits, mult_names[d->mult], d->acc_depth, d->act_kib, d->weight_kib);
 }
 

@@ -517,3 +517,144 @@ Test(check_cli, labels_replaced_by_predictions_are_found_by_the_test_shard, .tim
     cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
     test_run_free(&r);
 }
+
+/* The device line of eeb check's words: from "  device   " to its end. */
+static const char *device_line(const char *out, char *buf, size_t n)
+{
+    const char *at = strstr(out, "\n  device   ");
+    cr_assert(at, "no device line in:\n%s", out);
+    snprintf(buf, n, "%.*s", (int)strcspn(at + 1, "\n"), at + 1);
+    return buf;
+}
+
+/* A run on the modeled clock is timed by its configuration's step time
+ * and power, which the analytical model gives from its design, model file,
+ * batch and frozen layers: eeb check models the device again and requires
+ * the recorded figures bit for bit.  An edit of them (the chain breaks too:
+ * the device line and JSON say which figure), the model file moved away (a
+ * note, not a fault of the run; --model finds it), and another model file
+ * (its SHA-256 is not the run's). */
+Test(check_cli, a_modeled_devices_figures_are_recomputed_from_its_design_model_and_batch,
+     .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(run_modeled("10"), 0);
+    char line[1024], model_sha[EEB_SHA256_HEX], err[256];
+    cr_assert_eq(eeb_sha256_file(model, model_sha, err, sizeof err), EEB_OK, "%s", err);
+
+    /* (a) recomputed and agreeing */
+    struct test_run r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    device_line(r.out, line, sizeof line);
+    assert_has(line, "device   modeled step ");
+    assert_has(line, " recomputed from its design, model and batch: agree");
+    test_run_free(&r);
+    json_t *o = test_eeb_json((const char *[]){"check", db, "--json", NULL}, 0);
+    json_t *dev = json_object_get(o, "device_model");
+    cr_assert(json_is_object(dev), "no device_model");
+    cr_expect(json_is_true(json_object_get(dev, "recomputed")));
+    cr_expect(json_is_true(json_object_get(dev, "agree")));
+    double step_s = test_json_num(dev, "train_step_s"), watts = test_json_num(dev, "train_w");
+    cr_expect_gt(step_s, 0);
+    cr_expect_gt(watts, 0);
+    cr_expect_eq(step_s, test_json_num(dev, "stored_train_step_s"));
+    cr_expect_eq(watts, test_json_num(dev, "stored_train_w"));
+    cr_expect_str_eq(json_string_value(json_object_get(dev, "model")), model);
+    cr_expect(json_is_null(json_object_get(dev, "note")));
+    json_decref(o);
+
+    /* (b) the step time halved in the configuration: T halves with it and
+     * the chain breaks, and the device check says which figure, with both */
+    char copy[320], cmd_line[1100];
+    snprintf(copy, sizeof copy, "%s.orig", db);
+    snprintf(cmd_line, sizeof cmd_line, "cp %s %s", db, copy);
+    cr_assert_eq(system(cmd_line), 0);
+    test_sql_exec(db, "UPDATE runs SET config = json_set(config, '$.device_model.train_step_s', "
+                      "(config ->> '$.device_model.train_step_s') / 2)");
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    device_line(r.out, line, sizeof line);
+    assert_has(line, "DISAGREE");
+    /* both sides in full (--json's 15 digits are the CLI's, so compared
+     * to 1e-12 here; the check itself compares bit for bit) */
+    double rec_s, rec_w, got_s, got_w;
+    cr_assert_eq(sscanf(line,
+                        "  device   modeled step %lf s and %lf W recorded, %lf s and %lf W "
+                        "recomputed from its design, model and batch",
+                        &rec_s, &rec_w, &got_s, &got_w),
+                 4, "%s", line);
+    cr_expect_float_eq(got_s, step_s, step_s * 1e-12, "%s", line);
+    cr_expect_float_eq(rec_s, step_s / 2, step_s * 1e-12, "%s", line);
+    cr_expect_eq(rec_w, got_w, "%s", line);
+    cr_expect_float_eq(got_w, watts, watts * 1e-12, "%s", line);
+    /* the reason, after T's, E's and the chain's (which may fill the
+     * verdict line: the batch edit below shows it whole) */
+    char says[600];
+    snprintf(says, sizeof says, "; its modeled step time is %.17g s", rec_s);
+    assert_has(r.out, says);
+    test_run_free(&r);
+    o = test_eeb_json((const char *[]){"check", db, "--json", NULL}, 4);
+    dev = json_object_get(o, "device_model");
+    cr_expect(json_is_true(json_object_get(dev, "recomputed")));
+    cr_expect(json_is_false(json_object_get(dev, "agree")));
+    cr_expect_eq(test_json_num(dev, "train_step_s"), step_s);
+    cr_expect_float_eq(test_json_num(dev, "stored_train_step_s"), step_s / 2, step_s * 1e-12);
+    json_decref(o);
+    snprintf(cmd_line, sizeof cmd_line, "cp %s %s", copy, db);
+    cr_assert_eq(system(cmd_line), 0);
+
+    /* the batch edited: T and E are the recorded step time's still, but
+     * the design at this batch is another device */
+    test_sql_exec(db, "UPDATE runs SET config = json_set(config, '$.training.batch', 16)");
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    assert_has(device_line(r.out, line, sizeof line), "DISAGREE");
+    assert_has(r.out, "; its modeled step time");
+    assert_has(r.out, ", but the analytical model gives ");
+    assert_has(r.out, " for its design, model and batch\n");
+    test_run_free(&r);
+    cr_assert_eq(system(cmd_line), 0);
+
+    /* (c) the model file moved away: a note, and the run still passes;
+     * --model with the moved file recomputes */
+    char moved[320];
+    snprintf(moved, sizeof moved, "%s/moved.eebm", dir);
+    cr_assert_eq(rename(model, moved), 0);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    snprintf(says, sizeof says,
+             "  device   modeled figures not recomputed: the model file %s is not here (eeb "
+             "check --model FILE)",
+             model);
+    cr_expect_str_eq(device_line(r.out, line, sizeof line), says);
+    test_run_free(&r);
+    o = test_eeb_json((const char *[]){"check", db, "--json", NULL}, 0);
+    dev = json_object_get(o, "device_model");
+    cr_expect(json_is_false(json_object_get(dev, "recomputed")));
+    cr_expect(json_is_null(json_object_get(dev, "train_step_s")));
+    assert_has(json_string_value(json_object_get(dev, "note")), "is not here");
+    json_decref(o);
+    r = test_eeb((const char *[]){"check", db, "--model", moved, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    assert_has(device_line(r.out, line, sizeof line), ": agree");
+    test_run_free(&r);
+
+    /* (d) another model file: its SHA-256 is not the run's, an error naming
+     * both; --model is one run's */
+    char other[320], other_sha[EEB_SHA256_HEX];
+    snprintf(other, sizeof other, "%s/other.eebm", dir);
+    snprintf(cmd_line, sizeof cmd_line, "cp %s %s && printf x >> %s", moved, other, other);
+    cr_assert_eq(system(cmd_line), 0);
+    cr_assert_eq(eeb_sha256_file(other, other_sha, err, sizeof err), EEB_OK, "%s", err);
+    r = test_eeb((const char *[]){"check", db, "--model", other, NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    assert_has(r.err, other);
+    snprintf(says, sizeof says, "its SHA-256 is %s", other_sha);
+    assert_has(r.err, says);
+    snprintf(says, sizeof says, "model file whose SHA-256 is %s", model_sha);
+    assert_has(r.err, says);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, "--all", "--model", moved, NULL});
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    test_run_free(&r);
+}

@@ -43,6 +43,9 @@ Test(config_record, a_local_runs_sections_read_back)
                                           .train_w = 6.5,
                                           .resources = {1000, 2000, 30, 40}};
     json_object_set_new(o, "device_model", eeb_config_device_model(&dev));
+    /* as harness/run_record.c writes it: the device is modeled at this
+     * batch and these frozen layers */
+    json_object_set_new(o, "training", json_pack("{s:f, s:f}", "batch", 16.0, "frozen", 2.0));
     eeb_config_put_rules(o, "1", NULL, w, 1, 10);
     struct eeb_config_record c = read_back(o);
     cr_assert_str_eq(c.task, "det");
@@ -61,6 +64,9 @@ Test(config_record, a_local_runs_sections_read_back)
     cr_assert_float_eq(c.test_items, 300, 0);
     cr_assert_str_eq(c.finetune_sha256, "ab12");
     cr_assert_str_eq(c.model_sha256, "ef78");
+    cr_assert_str_eq(c.model_path, "/d/team.model");
+    cr_assert_float_eq(c.batch, 16, 0);
+    cr_assert_float_eq(c.frozen, 2, 0);
     cr_assert_str_eq(c.xclbin_sha256, "9a0b");
     cr_assert_str_eq(c.design, "device=zcu104,pe=16");
     cr_assert_str_eq(c.clock, EEB_CLOCK_MODELED);

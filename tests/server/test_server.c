@@ -526,6 +526,65 @@ static const char *local_run(const char *dir, const char *db)
     return in.test;
 }
 
+/* A registration of a modeled cls run: design, model SHA-256, step time,
+ * watts, batch and frozen layers. */
+#define MODELED_FORM                                                                               \
+    "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "           \
+    "\"provenance\": \"modeled\", \"backend\": \"emu\", \"design\": \"%s\", \"model\": "           \
+    "\"%s\", \"clock\": {\"kind\": \"modeled\", \"train_step_s\": %.17g, \"train_w\": "            \
+    "%.17g, \"batch\": %lld, \"frozen\": %lld}}"
+
+/* The server holding the base model models a modeled run's device again
+ * at registration: the figures the run declares must be the analytical
+ * model's for its design, batch and frozen layers on that model. */
+Test(server, a_modeled_runs_device_is_modeled_again_by_the_server, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], model[300], url[64], token[EEB_TOKEN_HEX], err[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/m.eebm", dir);
+    const char *test = local_run(dir, db);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test, cfg.model[EEB_TASK_CLS] = model;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    /* what the local run declares agrees: it passes, and the server's copy
+     * names what its device was modeled for, so eeb check models it again */
+    struct test_run r =
+        test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", sdb, "--run", "1", "--model", model, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "recomputed from its design, model and batch: agree"), "%s", r.out);
+    test_run_free(&r);
+    /* a step time of the team's own choosing is refused, with the model's */
+    char *design = NULL, *sha = NULL, body[2048];
+    cr_assert_eq(test_sql_text(db, "SELECT config ->> '$.device_model.design' FROM runs", &design),
+                 0);
+    cr_assert_eq(test_sql_text(db, "SELECT config ->> '$.model.sha256' FROM runs", &sha), 0);
+    double step = test_sql_double(db, "SELECT config ->> '$.device_model.train_step_s' FROM runs");
+    double watts = test_sql_double(db, "SELECT config ->> '$.device_model.train_w' FROM runs");
+    long long batch = test_sql_int(db, "SELECT config ->> '$.training.batch' FROM runs");
+    long long frozen = test_sql_int(db, "SELECT config ->> '$.training.frozen' FROM runs");
+
+    snprintf(body, sizeof body, MODELED_FORM, design, sha, step / 2, watts, batch, frozen);
+    expect(port, "POST", "/api/v1/runs", body, token, 409, "error", "the analytical model gives");
+    expect(port, "POST", "/api/v1/runs", body, token, 409, "field", "clock");
+    snprintf(body, sizeof body, MODELED_FORM, design, sha, step, watts, batch, frozen);
+    expect(port, "POST", "/api/v1/runs", body, token, 201, "provenance", "modeled");
+    /* nor another base model */
+    snprintf(body, sizeof body, MODELED_FORM, design, HEX64, step, watts, batch, frozen);
+    expect(port, "POST", "/api/v1/runs", body, token, 409, "field", "model");
+    free(design), free(sha);
+    eeb_server_stop(s);
+}
+
 Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], other[EEB_TOKEN_HEX], err[512];
@@ -1074,6 +1133,13 @@ static void a_run_measured_by_the_station(const char *key)
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events e JOIN runs r ON r.id = "
                                    "e.run_id WHERE r.task = 'none' AND e.kind = 'finetune_begin'"),
                  1);
+    /* the meter's counts, which the validity rules read, are stored with it */
+    cr_expect_eq(test_sql_int(sdb, "SELECT value FROM results WHERE run_id = 1 AND name = "
+                                   "'samples'"),
+                 test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1"));
+    cr_expect_eq(test_sql_int(sdb, "SELECT value FROM results WHERE run_id = 1 AND name = "
+                                   "'samples_dropped'"),
+                 0);
     /* E is 6 W over T, to the trapezoid's edges */
     cr_expect_lt(test_sql_int(sdb, "SELECT abs(e.value - 6 * t.value) * 1000 / e.value FROM "
                                    "results e, results t WHERE e.run_id = 2 AND t.run_id = 2 AND "
@@ -1101,8 +1167,8 @@ Test(server, a_station_agent_measures_an_official_run, .timeout = 120)
 }
 
 #define HEARTBEAT(source, provenance)                                                              \
-    "{\"source\": \"" source "\", \"provenance\": \"" provenance "\", \"rate_hz\": 10, "           \
-    "\"now_ns\": 5000000000, \"failed\": 0, \"dropped\": 0, \"samples\": []}"
+    "{\"session\": \"a1\", \"source\": \"" source "\", \"provenance\": \"" provenance              \
+    "\", \"rate_hz\": 10, \"now_ns\": 5000000000, \"failed\": 0, \"dropped\": 0, \"samples\": []}"
 
 /* A station agent's key is the organizer's: a team's token is not one; the
  * agent must be heard before a run is registered, measures one run at a
@@ -1128,6 +1194,7 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0;
     cfg.test[EEB_TASK_CLS] = in.test;
+    cfg.stream_allowance_s = 1;
     cfg.stations[0] = (struct eeb_server_station){"alpha", station};
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
@@ -1154,12 +1221,14 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
            "its agent is measuring run 2");
     /* samples in order, none after the agent's now */
     expect(port, "POST", "/api/v1/station/samples",
-           "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+           "{\"session\": \"a1\", \"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", "
+           "\"rate_hz\": 10, "
            "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
            "[[8000000000, 6, 12, 0.5], [7000000000, 6, 12, 0.5]]}",
            keytext, 400, "field", "samples[1]");
     expect(port, "POST", "/api/v1/station/samples",
-           "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+           "{\"session\": \"a1\", \"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", "
+           "\"rate_hz\": 10, "
            "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
            "[[9500000000, 6, 12, 0.5]]}",
            keytext, 400, "field", "samples[0]");
@@ -1167,7 +1236,8 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
      * first sample, 0.1 s before the agent's now, after the meter began) */
     usleep(200000);
     const char *batch =
-        "{\"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", \"rate_hz\": 10, "
+        "{\"session\": \"a1\", \"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", "
+        "\"rate_hz\": 10, "
         "\"now_ns\": 9000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
         "[[8900000000, 6, 12, 0.5], [9000000000, 6, 12, null]]}";
     for (int i = 0; i < 2; i++) {
@@ -1186,7 +1256,31 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     cr_expect_eq(test_sql_int(sdb, "SELECT max(t_mono_ns) - min(t_mono_ns) FROM samples WHERE "
                                    "run_id = 1"),
                  100000000);
+    /* an agent started again (a new session) has a new clock: its samples
+     * are not taken for ones sent before (its sample, 0.1 s before its
+     * now, after the last one kept) */
+    usleep(200000);
+    const char *again =
+        "{\"session\": \"b2\", \"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", "
+        "\"rate_hz\": 10, \"now_ns\": 1000000000, \"failed\": 0, \"dropped\": 0, \"samples\": "
+        "[[900000000, 6, 12, 0.5]]}";
+    expect(port, "POST", "/api/v1/station/samples", again, keytext, 200, "team", "alpha");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1"), 3);
+    /* a run silent past the stream's allowance does not hold the meter:
+     * the next run of the team's is measured */
+    usleep(1200000);
+    expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("ptd://meter:8888", "measured"),
+           keytext, 200, "team", "alpha");
+    expect(port, "POST", "/api/v1/runs", official, token, 201, "provenance", "measured");
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM runs WHERE id = 1 AND state = 'done'"), 1);
+    cr_expect_eq(test_sql_int(sdb, "SELECT value FROM results WHERE run_id = 1 AND name = "
+                                   "'samples'"),
+                 3);
     eeb_server_stop(s);
+    /* one key for two stations would let one agent measure both teams' runs */
+    cfg.stations[1] = (struct eeb_server_station){"beta", station};
+    cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
+    cr_expect(strstr(err, "teams alpha and beta have the same station key"), "%s", err);
 }
 
 Test(server, a_runs_own_log_far_from_the_servers_meter_is_invalid, .timeout = 120)
