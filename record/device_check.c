@@ -139,8 +139,8 @@ int eeb_run_check_device(const char *db_path, int64_t run, const char *model_pat
         goto out;
     char why[768] = "";
     recompute(&cfg, net, dev, why, sizeof why);
-    /* pure arithmetic of the same inputs, built -std=c11 (no contraction
-     * into FMAs), and the record's figures written with 17 digits: equal
+    /* pure arithmetic of the same inputs, built -ffp-contract=off (no
+     * fused multiply-adds), and the record's figures written with 17 digits: equal
      * bit for bit, so any difference at all is an edit */
     dev->agree =
         dev->recomputed && dev->train_step_s == dev->stored_step_s && dev->train_w == dev->stored_w;

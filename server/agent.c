@@ -181,11 +181,17 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
     return read_samples(json_object_get(body, "samples"), b, f);
 }
 
+/* How long the least difference between the agent's clock and the
+ * server's stands: the two clocks drift apart by parts per million, a
+ * millisecond a minute at 20 ppm, so an old least would place samples
+ * early by the drift since. */
+#define OFFSET_AGE_NS 60000000000LL
+
 /* The agent's clock to the server's, from a batch it said was sent at
- * now_ns and arrived at mono: the least difference seen is the one with
- * the least delay, so samples are placed late by that delay at most,
- * never early.  A new session (the agent started again) is a new clock,
- * and its counts start again from 0.  s->lock held. */
+ * now_ns and arrived at mono: the least difference seen lately is the one
+ * with the least delay, so samples are placed late by that delay at most.
+ * A new session (the agent started again) is a new clock, and its counts
+ * start again from 0.  s->lock held. */
 static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, uint64_t *failed,
                  uint64_t *dropped)
 {
@@ -193,8 +199,8 @@ static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, u
         snprintf(a->session, sizeof a->session, "%s", b->session);
         a->offset_ns = INT64_MAX, a->last_t_ns = 0, a->failed = a->dropped = 0;
     }
-    if (mono - b->now_ns < a->offset_ns)
-        a->offset_ns = mono - b->now_ns;
+    if (mono - b->now_ns < a->offset_ns || mono - a->offset_at_ns > OFFSET_AGE_NS)
+        a->offset_ns = mono - b->now_ns, a->offset_at_ns = mono;
     /* what the meter failed or dropped since the batch before */
     *failed = (uint64_t)b->failed > a->failed ? (uint64_t)b->failed - a->failed : 0;
     *dropped = (uint64_t)b->dropped > a->dropped ? (uint64_t)b->dropped - a->dropped : 0;
@@ -207,18 +213,21 @@ static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, u
 
 /* The batch's samples new to the server and within its meter's time,
  * moved onto the server's clocks (utc_mono: UTC minus monotonic there) to
- * the front of b->x, each after the meter's last; how many.  s->lock
- * held. */
-static size_t take_in(const struct eeb_srv_agent *a, const struct eeb_srv_meter *m, struct batch *b,
+ * the front of b->x, each after the meter's last (one the offset's fall
+ * would place before it is counted dropped); how many.  s->lock held. */
+static size_t take_in(const struct eeb_srv_agent *a, struct eeb_srv_meter *m, struct batch *b,
                       int64_t utc_mono)
 {
     size_t n = 0;
     int64_t last = m->last_ns;
     for (size_t i = 0; i < b->n; i++) {
         int64_t t = b->x[i].t_mono_ns + a->offset_ns;
-        if (b->x[i].t_mono_ns <= a->last_t_ns || t <= last || t < m->from_ns ||
-            (m->until_ns && t > m->until_ns))
+        if (b->x[i].t_mono_ns <= a->last_t_ns || t < m->from_ns || (m->until_ns && t > m->until_ns))
             continue;
+        if (t <= last) {
+            m->dropped++;
+            continue;
+        }
         b->x[n] = b->x[i];
         b->x[n].t_mono_ns = last = t, b->x[n].t_utc_ns = t + utc_mono;
         n++;
@@ -253,9 +262,16 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
     int64_t newest = b.n ? b.x[b.n - 1].t_mono_ns : 0; /* on the agent's clock */
     uint64_t failed, dropped;
     size_t n = 0;
-    /* taken in here, so that a batch sent again while this one is stored
-     * is not taken twice; given back if it cannot be stored */
+    /* taken in here, so that a batch sent again is not taken twice; given
+     * back if it cannot be stored */
     pthread_mutex_lock(&s->lock);
+    if (a->busy) { /* a resend while the first try is stored: one at a time, so that a
+                    * batch that cannot be stored is given back whole */
+        pthread_mutex_unlock(&s->lock);
+        sent = eeb_srv_call_fail(k, 503, NULL, "a batch of this agent's is being taken in");
+        goto out;
+    }
+    a->busy = 1;
     hear(a, &b, mono, &failed, &dropped);
     int slot = eeb_srv_agent_measuring(s, k->station);
     int64_t before = a->last_t_ns, last_was = 0, last_utc_was = 0;
@@ -280,12 +296,13 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
      * come in order: all before it have) */
     pthread_mutex_lock(&s->lock);
     int mine = 0;
-    if (rc && a->last_t_ns == newest)
+    if (rc)
         a->last_t_ns = before;
+    a->busy = 0;
     if (slot >= 0) {
         struct eeb_srv_meter *m = &s->meters[slot];
         m->kept += rc ? 0 : n;
-        if (rc && n && m->last_ns == b.x[n - 1].t_mono_ns)
+        if (rc)
             m->last_ns = last_was, m->last_utc_ns = last_utc_was;
         m->inflight--;
         if (m->closing || (m->until_ns && newest && newest + a->offset_ns >= m->until_ns))

@@ -13,9 +13,11 @@
  * it takes them; its slot then keeps those of the run's time, and is held
  * past complete until the agent's samples up to it have arrived.
  *
- * A run that stops sending links for longer than the stream's allowance
- * is invalid whatever follows (stream.c), so its meter is let go then: a
- * run abandoned midway does not hold a meter, or its station, for ever.
+ * A run that began its fine-tune and then sends no link for longer than
+ * the stream's allowance is invalid whatever follows (stream.c), so its
+ * meter is let go then; one that never begins, after PRE_BEGIN_NS (its
+ * deploy may program a board): a run abandoned midway does not hold a
+ * meter, or its station, for ever.
  */
 #include "server_int.h"
 
@@ -29,6 +31,8 @@
 /* An agent heard from longer ago than this does not answer: it sends
  * twice a second. */
 #define AGENT_SILENT_NS 3000000000LL
+/* How long a registered run may take to begin its fine-tune. */
+#define PRE_BEGIN_NS 600000000000LL
 /* How long scoring waits for an agent's last samples. */
 #define AGENT_SETTLE_NS 5000000000LL
 
@@ -78,7 +82,8 @@ static void let_go_silent(struct eeb_server *s)
         pthread_mutex_lock(&s->lock);
         const struct eeb_srv_meter *x = &s->meters[i];
         int mine = x->meter_run && x->run && !x->until_ns && !x->closing &&
-                   now - x->heard_ns > allowance && eeb_srv_meter_close_slot(s, i);
+                   now - x->heard_ns > (x->begun ? allowance : PRE_BEGIN_NS) &&
+                   eeb_srv_meter_close_slot(s, i);
         pthread_mutex_unlock(&s->lock);
         if (mine)
             eeb_srv_meter_finish(s, i);
@@ -170,12 +175,14 @@ void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run)
     pthread_mutex_unlock(&s->lock);
 }
 
-void eeb_srv_meter_heard(struct eeb_server *s, int64_t run)
+void eeb_srv_meter_heard(struct eeb_server *s, int64_t run, int begun)
 {
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < EEB_SRV_METERS; i++)
-        if (s->meters[i].meter_run && s->meters[i].run == run)
+        if (s->meters[i].meter_run && s->meters[i].run == run) {
             s->meters[i].heard_ns = eeb_mono_ns();
+            s->meters[i].begun |= begun;
+        }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -242,10 +249,10 @@ void eeb_srv_meter_stop(struct eeb_server *s, int64_t run)
     char ignored[256];
     pthread_mutex_lock(&s->lock);
     int i = slot_of(s, run), mine = 0;
-    if (i >= 0 && s->meters[i].agent && !s->meters[i].until_ns) {
+    if (i >= 0 && s->meters[i].agent && !s->meters[i].until_ns && !s->meters[i].closing) {
         until = s->meters[i].until_ns = eeb_mono_ns(); /* held for the agent's last samples */
         meter_run = s->meters[i].meter_run;
-    } else if (i >= 0 && !s->meters[i].agent) {
+    } else if (i >= 0 && !s->meters[i].agent && !s->meters[i].closing) {
         mine = eeb_srv_meter_close_slot(s, i);
     }
     pthread_mutex_unlock(&s->lock);

@@ -219,8 +219,11 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
                                 json_pack("{s:I, s:I}", "batch", (json_int_t)d->batch, "frozen",
                                           (json_int_t)d->frozen));
         }
-        if (d->model)
-            eeb_config_put_input(o, "model", NULL, d->model, 0);
+        if (d->model) /* the server's file, if it is the one: eeb check finds it there */
+            eeb_config_put_input(o, "model",
+                                 strcmp(d->model, s->model[d->task].sha256) ? NULL
+                                                                            : s->cfg.model[d->task],
+                                 d->model, 0);
         eeb_config_put_rules(o, s->rules_version, NULL, weights, s->power_rule.window_s,
                              s->power_rule.min_rate_hz);
         if (d->finetune)
@@ -284,7 +287,7 @@ static int model_agrees(struct eeb_srv_call *k, const struct declared *d, enum M
         *sent = eeb_srv_call_fail(k, 409, "model", msg);
         return -1;
     }
-    if (!d->modeled_clock)
+    if (!d->modeled_clock || !d->model) /* started from another model: not the server's to model */
         return 0;
     struct eeb_design design;
     struct eeb_perf perf = {0};
@@ -614,7 +617,7 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
         else if (v != EEB_LINKS_STORED)
             sent = refuse_links(k, v, at, &links[at], next);
         else {
-            eeb_srv_meter_heard(k->s, k->id);
+            eeb_srv_meter_heard(k->s, k->id, 0);
             sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "next", (json_int_t)next));
         }
     }
@@ -638,6 +641,7 @@ enum MHD_Result eeb_srv_api_begin(struct eeb_srv_call *k)
     if (eeb_srv_store_run_begin(k->s->store, k->id, err, sizeof err) < 0 ||
         eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err) < 0)
         return eeb_srv_call_fail(k, 500, NULL, err);
+    eeb_srv_meter_heard(k->s, k->id, 1);
     return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
 

@@ -103,6 +103,7 @@ struct eeb_srv_meter {
     double rate_hz;
     char provenance[16];
     int64_t heard_ns; /* the server's monotonic time its run last sent links */
+    int begun;        /* its run asked to begin its fine-tune */
     struct eeb_power_source *src;
     struct eeb_sampler *sampler;
     /* through an agent: */
@@ -121,7 +122,9 @@ struct eeb_srv_agent {
     char key_sha256[EEB_SHA256_HEX]; /* of its key; "" for a station the server reads */
     char session[40];                /* its log's uuid: a new one is a new agent clock */
     int64_t heard_ns;                /* the server's monotonic time of its last batch (0: never) */
-    int64_t offset_ns;               /* the agent's clock to the server's: the least seen */
+    int64_t offset_ns, offset_at_ns; /* the agent's clock to the server's: the least seen
+                                      * lately, and when it was seen */
+    int busy;                        /* a batch of its is being taken in */
     int64_t last_t_ns;               /* on the agent's clock: its last sample taken in */
     char source[256], provenance[16];
     double rate_hz;
@@ -223,8 +226,9 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
 int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen);
 /* The meter of meter_run measures run: the run is registered. */
 void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run);
-/* Run sent links now: its meter is not idle. */
-void eeb_srv_meter_heard(struct eeb_server *s, int64_t run);
+/* Run sent links now, or (begun) asked to begin its fine-tune: its meter
+ * is not idle. */
+void eeb_srv_meter_heard(struct eeb_server *s, int64_t run, int begun);
 /* The meter of meter_run let go at once: its run was not registered. */
 void eeb_srv_meter_drop(struct eeb_server *s, int64_t meter_run);
 /* An opened meter closed without sampling, its power log done. */

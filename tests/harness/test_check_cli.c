@@ -273,6 +273,39 @@ Test(check_cli, a_copy_with_its_log_is_read_as_it_is, .timeout = 120)
               "eeb check folded or removed the copy's log");
 }
 
+/* A run made on one machine passes its check on another: eeb check
+ * recomputes from the record alone, and nothing it recomputes hangs on
+ * the CPU.  The machines here are OpenBLAS's kernels for two CPUs (the
+ * fp32 backend fine-tunes and predicts with OpenBLAS), and the file a
+ * copy in another folder, without the model file beside it. */
+Test(check_cli, a_run_made_on_one_machine_passes_its_check_on_another, .timeout = 120)
+{
+    inputs();
+    cr_assert_eq(setenv("OPENBLAS_CORETYPE", "Prescott", 1), 0); /* SSE3 */
+    struct test_run r = test_eeb(
+        (const char *[]){"run", "--task", "cls", "--finetune", ft, "--test", test, "--model", model,
+                         "--db", db, "--backend", "fp32", "--epochs", "2", "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    char elsewhere[300], copy[320];
+    snprintf(elsewhere, sizeof elsewhere, "%s", test_tmpdir());
+    snprintf(copy, sizeof copy, "%s/received.db", elsewhere);
+    copy_file(db, copy);
+    char away[320];
+    snprintf(away, sizeof away, "%s/m.eebm", elsewhere);
+    cr_assert_eq(rename(model, away), 0);                       /* not where the record says */
+    cr_assert_eq(setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0); /* AVX2 and FMA */
+    json_t *o = test_eeb_json((const char *[]){"check", copy, "--json", NULL}, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "verdict")), "pass");
+    json_decref(o);
+    /* and the modeled device, given the model file where it is now */
+    r = test_eeb((const char *[]){"check", copy, "--model", away, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "recomputed from its design, model and batch: agree"), "%s", r.out);
+    test_run_free(&r);
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 /* A power log (eeb power log) may share the file with benchmark runs:
  * --all lists it without judging it, and --run on it says what it is. */
 Test(check_cli, power_logs_are_listed_not_judged, .timeout = 120)

@@ -1219,6 +1219,7 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
                  1);
     expect(port, "POST", "/api/v1/runs", official, token, 503, "error",
            "its agent is measuring run 2");
+    expect(port, "POST", "/api/v1/runs/2/begin", NULL, token, 200, "state", "registered");
     /* samples in order, none after the agent's now */
     expect(port, "POST", "/api/v1/station/samples",
            "{\"session\": \"a1\", \"source\": \"ptd://meter:8888\", \"provenance\": \"measured\", "
@@ -1266,8 +1267,8 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
         "[[900000000, 6, 12, 0.5]]}";
     expect(port, "POST", "/api/v1/station/samples", again, keytext, 200, "team", "alpha");
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1"), 3);
-    /* a run silent past the stream's allowance does not hold the meter:
-     * the next run of the team's is measured */
+    /* a run silent past the stream's allowance once it has begun does not
+     * hold the meter: the next run of the team's is measured */
     usleep(1200000);
     expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("ptd://meter:8888", "measured"),
            keytext, 200, "team", "alpha");
