@@ -223,7 +223,10 @@ Test(check_cli, read_only_commands_leave_no_wal_or_shm_files, .timeout = 120)
     };
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         struct test_run r = test_eeb(commands[i]);
-        cr_expect_eq(r.status, 0, "eeb %s: %s", commands[i][0], r.err);
+        /* each does its job; power summary's verdict is on the host's own
+         * trace, which a loaded machine may leave with a gap (exit 4) */
+        int judged = r.status == 0 || (i == 3 && r.status == 4);
+        cr_expect(judged, "eeb %s: exit %d: %s%s", commands[i][0], r.status, r.out, r.err);
         cr_expect(!exists("-wal") && !exists("-shm"), "eeb %s left -wal or -shm", commands[i][0]);
         test_run_free(&r);
     }
