@@ -30,7 +30,7 @@ CFLAGS  += -std=c11 -ffp-contract=off $(OPT) $(WARN) -fPIC
 CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -lz -lpthread -ldl -lm
+           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -larchive -lz -lpthread -ldl -lm
 
 # Every package the project builds, tests or runs against.
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -39,7 +39,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libxrt-dev libturbojpeg0-dev libjpeg62-turbo-dev libexpat1-dev \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
-    libpng-dev chromium wrk valgrind python3 \
+    libpng-dev libarchive-dev chromium wrk valgrind python3 \
     clang-format cppcheck
 
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
@@ -50,7 +50,7 @@ LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpg
                        fpga/model/*.c sut/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c tests/sut/sut_data.c \
-             tests/server/fault_proxy.c \
+             tests/server/fault_proxy.c tests/server/http_client.c \
              tests/tasks/task_data.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)

@@ -28,7 +28,7 @@ enum eeb_status {
     EEB_EDB = -6,      /* SQLite reported an error */
     EEB_EDEVICE = -7,  /* accelerator or meter failed */
     EEB_ETIMEOUT = -8, /* a deadline passed */
-    EEB_ENODATA = -9,  /* a recorded source has no reading for that time (its trace's gap) */
+    EEB_ENODATA = -9,  /* nothing there: a recorded source's gap, a round the server lacks */
     EEB_ENOTSUP = -10, /* the backend cannot do that: an optional slot it leaves NULL, or
                         * a build without the library it needs (XRT) */
 };

@@ -277,6 +277,14 @@ json_t *eeb_client_declaration(const char *config_json, int official)
         json_object_set_new(o, "finetune", json_string(cfg.finetune_sha256));
     if (o && cfg.model_sha256[0])
         json_object_set_new(o, "model", json_string(cfg.model_sha256));
+    /* in a round: the entry it is a run of, its division and P_max tier, if
+     * the run named them (else the server's defaults) */
+    if (o && cfg.entry[0])
+        json_object_set_new(o, "entry", json_string(cfg.entry));
+    if (o && cfg.division[0])
+        json_object_set_new(o, "division", json_string(cfg.division));
+    if (o && cfg.tier_w > 0)
+        json_object_set_new(o, "p_max_w", json_real(cfg.tier_w));
     if (o && strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0) /* what the server times it by, and
                                                          * what it was modeled for */
         json_object_set_new(o, "clock",
@@ -285,6 +293,21 @@ json_t *eeb_client_declaration(const char *config_json, int official)
                                       eeb_json_number(cfg.device_train_w), "batch",
                                       count_json(cfg.batch), "frozen", count_json(cfg.frozen)));
     return o;
+}
+
+int eeb_client_round_line(const json_t *reply, char *out, size_t n)
+{
+    const json_t *round = json_object_get(reply, "round");
+    const char *name = json_string_value(json_object_get(round, "name")),
+               *entry = json_string_value(json_object_get(round, "entry")),
+               *division = json_string_value(json_object_get(round, "division"));
+    json_t *run = json_object_get(round, "run"), *of = json_object_get(round, "of");
+    if (!name || !entry || !division || !json_is_integer(run) || !json_is_integer(of))
+        return 0;
+    snprintf(out, n, "run %lld of %lld of entry %s (%s division) in round %s",
+             (long long)json_integer_value(run), (long long)json_integer_value(of), entry, division,
+             name);
+    return 1;
 }
 
 /* The links of one request being gathered. */

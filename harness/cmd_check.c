@@ -6,6 +6,7 @@
 #include "eeb_cli.h"
 #include "common/eeb_json.h"
 #include "eeb_run.h"
+#include "record/eeb_package.h"
 #include "rundb/eeb_rundb.h"
 
 #include <getopt.h>
@@ -21,6 +22,7 @@ static void help(void)
 {
     puts("Usage: eeb check FILE.db [--run ID | --all] [--test SHARD.eebd] [--model FILE]\n"
          "                 [--json]\n"
+         "       eeb check --package PACKAGE.tar [--test SHARD.eebd] [--model FILE] [--json]\n"
          "\n"
          "Recomputes every metric of a run and its verdict from the run database\n"
          "alone: T from the fine-tune events, E and the P_max rule from the power\n"
@@ -44,13 +46,19 @@ static void help(void)
          "               path the run recorded (one run): its SHA-256 must be the\n"
          "               run's recorded one; without it, a modeled device's figures\n"
          "               are recomputed only when the recorded file is at hand\n"
+         "  --package FILE  a submission package (eeb pack): every member against its\n"
+         "               manifest, the xclbin and the utilization report against the\n"
+         "               run's record, the system description against its schema, the\n"
+         "               rules against the run's; then the packaged run, checked as\n"
+         "               above from a private copy removed afterwards (docs/package.md)\n"
          "  --json       every figure as JSON (one object; an array with --all)\n"
          "  -h, --help   show this help\n"
          "\n"
          "The verdict: pass, fail (over P_max), aborted (stopped by the harness),\n"
          "invalid (an invalid power measurement, or stored figures the record does\n"
          "not give), incomplete (the run never ended).  With --all the exit status\n"
-         "is the worst run's.\n"
+         "is the worst run's.  A package whose checks fail is invalid (4), one that\n"
+         "cannot be read or holds an unsafe member an error (1).\n"
          "\n" EEB_CLI_EXIT_HELP);
 }
 
@@ -223,9 +231,11 @@ static int worse(int a, int b)
 
 /* Checks one run, its modeled device's figures (from model, else the
  * recorded model file if at hand), and its predictions' truth against
- * test_shard if not NULL; its exit status.  list (--json) gets its object. */
-static int check_one(const char *path, int64_t run, const char *test_shard, const char *model,
-                     json_t *list)
+ * test_shard if not NULL; its exit status.  list (--json) gets its object.
+ * shown names the file in the output (a package's member: not its
+ * temporary copy). */
+static int check_one(const char *path, const char *shown, int64_t run, const char *test_shard,
+                     const char *model, json_t *list)
 {
     char err[1024], test_note[512] = "";
     struct eeb_run_outcome o;
@@ -242,8 +252,8 @@ static int check_one(const char *path, int64_t run, const char *test_shard, cons
         snprintf(test_note, sizeof test_note, "%llu predictions' truth agrees with %s",
                  (unsigned long long)agreed, test_shard);
     if (!list)
-        print_text(path, &o, &figs, &dev, test_note);
-    else if (json_array_append_new(list, outcome_json(path, &o, &figs, &dev, test_shard, agreed)))
+        print_text(shown, &o, &figs, &dev, test_note);
+    else if (json_array_append_new(list, outcome_json(shown, &o, &figs, &dev, test_shard, agreed)))
         return eeb_cli_error(cmd, "building the JSON output failed");
     return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 }
@@ -287,7 +297,7 @@ static int check_all(const char *path, json_t *list)
         }
         int power_log = strcmp(row.task, "none") == 0;
         rc = worse(rc, power_log ? list_power_log(path, &row, list)
-                                 : check_one(path, ids[i], NULL, NULL, list));
+                                 : check_one(path, path, ids[i], NULL, NULL, list));
         eeb_rundb_run_row_free(&row);
     }
     eeb_rundb_close(db);
@@ -295,19 +305,59 @@ static int check_all(const char *path, json_t *list)
     return rc;
 }
 
+/* ---- a submission package ---- */
+
+/* A package's checks, each a line, then the packaged run's check; the
+ * worse of the two exit statuses (a failed package check: invalid). */
+static int check_package(const char *pkg, const char *test_shard, const char *model, int as_json)
+{
+    char err[1024], shown[1200];
+    struct eeb_package_check *c;
+    if (eeb_package_check_open(pkg, &c, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    int rc = c->failed ? EEB_EXIT_INVALID : EEB_EXIT_OK;
+    if (!as_json) {
+        printf("package %s\n", pkg);
+        for (size_t i = 0; i < c->n; i++)
+            printf("  %-4s  %-22s %s\n", c->steps[i].pass ? "pass" : "FAIL", c->steps[i].what,
+                   c->steps[i].detail);
+        if (c->failed)
+            printf("package: %d of %zu checks FAILED\n\n", c->failed, c->n);
+        else
+            printf("package: all %zu checks pass\n\n", c->n);
+    }
+    json_t *list = as_json ? json_array() : NULL;
+    snprintf(shown, sizeof shown, "%s:run.db", pkg);
+    if (c->db_path[0] && c->run)
+        rc = worse(rc, check_one(c->db_path, shown, c->run, test_shard, model, list));
+    else if (!as_json)
+        printf("the packaged run was not checked\n");
+    if (as_json) {
+        json_t *checks = json_array();
+        for (size_t i = 0; i < c->n; i++)
+            json_array_append_new(checks,
+                                  json_pack("{s:s, s:b, s:s}", "what", c->steps[i].what, "pass",
+                                            c->steps[i].pass, "detail", c->steps[i].detail));
+        json_t *run = json_array_size(list) ? json_incref(json_array_get(list, 0)) : json_null();
+        rc = worse(rc,
+                   eeb_cli_print_json(cmd, json_pack("{s:s, s:b, s:o, s:o}", "package", pkg, "pass",
+                                                     !c->failed, "checks", checks, "run", run)));
+    }
+    json_decref(list);
+    eeb_package_check_free(c);
+    return rc;
+}
+
 int eeb_cmd_check(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"run", required_argument, NULL, 'r'},
-        {"all", no_argument, NULL, 'a'},
-        {"json", no_argument, NULL, 'j'},
-        {"test", required_argument, NULL, 't'},
-        {"model", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"run", required_argument, NULL, 'r'},   {"all", no_argument, NULL, 'a'},
+        {"json", no_argument, NULL, 'j'},        {"test", required_argument, NULL, 't'},
+        {"model", required_argument, NULL, 'm'}, {"package", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     double run = 0;
-    const char *test_shard = NULL, *model = NULL;
+    const char *test_shard = NULL, *model = NULL, *package = NULL;
     int as_json = 0, all = 0, c, rc;
     opterr = 0;
     optind = 1;
@@ -321,10 +371,16 @@ int eeb_cmd_check(int argc, char **argv)
         case 'j': as_json = 1; break;
         case 't': test_shard = optarg; break;
         case 'm': model = optarg; break;
+        case 'p': package = optarg; break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (package && (argc - optind != 0 || run || all))
+        return eeb_cli_usage_error(cmd, "--package checks the one run it holds: give no FILE.db, "
+                                        "--run or --all");
+    if (package)
+        return check_package(package, test_shard, model, as_json);
     if (argc - optind != 1)
         return eeb_cli_usage_error(cmd, "expected one FILE.db");
     if (all && run)
@@ -338,7 +394,7 @@ int eeb_cmd_check(int argc, char **argv)
     json_t *list = as_json ? json_array() : NULL;
     if (as_json && !list)
         return eeb_cli_error(cmd, "out of memory");
-    rc = all ? check_all(path, list) : check_one(path, (int64_t)run, test_shard, model, list);
+    rc = all ? check_all(path, list) : check_one(path, path, (int64_t)run, test_shard, model, list);
     if (list && json_array_size(list)) {
         json_t *whole = all ? json_incref(list) : json_incref(json_array_get(list, 0));
         rc = worse(rc, eeb_cli_print_json(cmd, whole));

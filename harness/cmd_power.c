@@ -1,13 +1,14 @@
 /*
- * cmd_power.c - `eeb power list|log|agent|summary|export`: the power
- * sources this build has, a standalone logger into a run database (and,
- * as a station's agent, to the evaluation server as it logs), and a
+ * cmd_power.c - `eeb power list|log|agent|summary|export|qualify`: the
+ * power sources this build has, a standalone logger into a run database
+ * (and, as a station's agent, to the evaluation server as it logs), a
  * logged run's energy, validity and P_max verdict, or its samples as CSV
- * or JSON.
+ * or JSON, and a board's sensor qualified against a reference meter.
  */
 #include "eeb_cli.h"
 #include "eeb_client.h"
 #include "power/eeb_power.h"
+#include "power/eeb_qualify.h"
 #include "rundb/eeb_config_record.h"
 
 #include <getopt.h>
@@ -30,6 +31,9 @@ static void help(void)
          "                       [--duration S]\n"
          "       eeb power summary FILE [--run ID] [--pmax W] [--json]\n"
          "       eeb power export FILE [--run ID] --csv|--json\n"
+         "       eeb power qualify REF CANDIDATE [--windows N] [--window-s S] [--rate HZ]\n"
+         "                       [--load1 CMD] [--load2 CMD] [--db FILE [--board NAME]\n"
+         "                       [--rail NAME]] [--json]\n"
          "\n"
          "  list     the kinds of source this build has, with their URI forms, and\n"
          "           every hwmon rail and RAPL zone found here with a reading now\n"
@@ -51,6 +55,20 @@ static void help(void)
          "           measurement is invalid, else 3 if the rule fails)\n"
          "  export   a run's samples (t_mono_ns, t_utc_ns, volts, amps, watts);\n"
          "           --source replay:FILE plays the CSV back\n"
+         "  qualify  a board's own sensor (CANDIDATE: hwmon:, rapl:) against a\n"
+         "           reference analyzer (REF: ptd://, scpi://) on the same rail, as\n"
+         "           MLPerf Training's power rules qualify a meter: both read at the\n"
+         "           same instants in three phases, idle, load 1 and load 2, each of\n"
+         "           --windows windows of --window-s seconds; in every phase the\n"
+         "           candidate's Olympic mean of its window means (the highest and\n"
+         "           lowest dropped) must be within 5 % of the reference's.  A\n"
+         "           phase's load is --load1/--load2, a shell command eeb starts\n"
+         "           before the phase and stops (SIGTERM) after it; without one\n"
+         "           the operator runs it, told on stderr when (and, on a terminal,\n"
+         "           eeb waits for Enter).  Two replay: traces are read on a\n"
+         "           simulated clock, without waiting: the phases are consecutive\n"
+         "           spans from the traces' start.  Exit 3 if a phase is not\n"
+         "           within 5 %\n"
          "\n"
          "Options:\n"
          "  --source URI    hwmon:[CHIP][/RAIL], rapl:[ZONE], scpi://HOST:PORT,\n"
@@ -73,7 +91,16 @@ static void help(void)
          "  --key FILE      agent: the station's key\n"
          "  --pmax W        the power budget to judge by\n"
          "  --run ID        the run (default: the latest)\n"
-         "  --csv, --json   the export format; --json also for summary\n"
+         "  --csv, --json   the export format; --json also for summary and qualify\n"
+         "  --windows N     qualify: windows a phase, 3..100 (default 5)\n"
+         "  --window-s S    qualify: seconds a window (default 60)\n"
+         "                  (--rate: qualify reads both sources at 1..100 Hz, default 10)\n"
+         "  --load1 CMD, --load2 CMD\n"
+         "                  qualify: the shell commands that load the board in load 1\n"
+         "                  and load 2 (live sources only)\n"
+         "  --board NAME    qualify --db: the board (default: this host's name)\n"
+         "  --rail NAME     qualify --db: the rail (default: CANDIDATE's URI); --db\n"
+         "                  keeps the verdict in the run database's qualifications\n"
          "  -q, --quiet     no live line\n"
          "  -h, --help      show this help\n"
          "\n" EEB_CLI_EXIT_HELP);
@@ -419,6 +446,124 @@ static int export_run(const char *path, int64_t run, int as_json)
     return rc;
 }
 
+/* ---- qualify ---- */
+
+struct qualify_args {
+    const char *board, *rail, *db;
+    int json;
+};
+
+/* Tells the operator what each phase needs; without a load command, on a
+ * terminal, waits for Enter (Ctrl-C stops). */
+static void qualify_phase(void *arg, int phase, const char *name, const char *load)
+{
+    const struct eeb_qualify_config *c = arg;
+    double s = c->windows * c->window_s;
+    if (load)
+        fprintf(stderr, "eeb power: %s: %d windows of %g s (%g s) under '%s'\n", name, c->windows,
+                c->window_s, s, load);
+    else if (phase == 0)
+        fprintf(stderr, "eeb power: %s: %d windows of %g s (%g s); leave the board idle\n", name,
+                c->windows, c->window_s, s);
+    else
+        fprintf(stderr, "eeb power: %s: %d windows of %g s (%g s); %s the board's load %d now\n",
+                name, c->windows, c->window_s, s, phase == 1 ? "start" : "stop load 1 and start",
+                phase);
+    if (load || !isatty(0))
+        return;
+    fprintf(stderr, "eeb power: press Enter when it is ready (Ctrl-C stops) ");
+    for (int ch = getchar(); ch != EOF && ch != '\n' && !interrupted;)
+        ch = getchar();
+}
+
+static void print_qualify(const struct eeb_qualify_config *c, const struct eeb_qualify_result *r,
+                          const struct qualify_args *q)
+{
+    printf("qualifying %s against %s", c->candidate, c->reference);
+    if (q->db)
+        printf(" (board %s, rail %s)", q->board, q->rail);
+    printf("\n%d windows of %g s a phase, both read at %g Hz%s;\n"
+           "a phase's figure is the Olympic mean of its windows (highest and lowest dropped)\n\n",
+           r->windows, r->window_s, r->rate_hz,
+           r->simulated ? ", replayed on a simulated clock" : "");
+    printf("%-8s %13s %13s %11s  within %g %%\n", "phase", "reference W", "candidate W",
+           "difference", 100 * r->tolerance);
+    for (int p = 0; p < EEB_QUALIFY_PHASES; p++) {
+        const struct eeb_qualify_phase *ph = &r->phase[p];
+        printf("%-8s %13.3f %13.3f %+9.2f %%  %s\n", ph->name, ph->ref_mean_w, ph->cand_mean_w,
+               100 * ph->difference, ph->within ? "yes" : "NO");
+    }
+    puts("\nwindow means, W (reference / candidate):");
+    for (int p = 0; p < EEB_QUALIFY_PHASES; p++) {
+        const struct eeb_qualify_phase *ph = &r->phase[p];
+        printf("  %-7s", ph->name);
+        for (int w = 0; w < r->windows; w++)
+            printf(" %.3f/%.3f", ph->ref_w[w], ph->cand_w[w]);
+        putchar('\n');
+    }
+    if (r->pass)
+        printf("\nverdict: PASS: %s agrees with %s within %g %% in every phase\n", c->candidate,
+               c->reference, 100 * r->tolerance);
+    else
+        printf("\nverdict: FAIL: %s differs from %s by more than %g %% in %s\n", c->candidate,
+               c->reference, 100 * r->tolerance, r->failed);
+}
+
+static int qualify(struct eeb_qualify_config *c, struct qualify_args *q)
+{
+    char err[512], host[256];
+    if (!q->board) {
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = '\0';
+        q->board = host;
+    }
+    if (!q->rail)
+        q->rail = c->candidate;
+    /* a database that cannot take the verdict is said now, not after the phases */
+    if (q->db && eeb_check_output(q->db, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    const char *ref = c->reference;
+    if (eeb_power_uri_provenance(ref) != EEB_DECLARED && strncmp(ref, "ptd://", 6) != 0 &&
+        strncmp(ref, "scpi://", 7) != 0)
+        fprintf(stderr,
+                "eeb power: warning: the reference %s is not a reference analyzer (ptd://, "
+                "scpi://); MLPerf qualifies against a SPEC-grade meter\n",
+                c->reference);
+    c->stop = &interrupted;
+    c->phase_begin = qualify_phase;
+    c->arg = c;
+    /* no SA_RESTART: Ctrl-C also ends the wait for Enter */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct eeb_qualify_result r;
+    if (eeb_power_qualify(c, &r, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    int64_t id = 0;
+    if (q->db && eeb_power_qualify_store(q->db, q->board, q->rail, c, &r, &id, err, sizeof err))
+        return eeb_cli_error(cmd, "%s (the verdict: %s)", err, r.pass ? "pass" : "fail");
+    int verdict = r.pass ? EEB_EXIT_OK : EEB_EXIT_FAIL;
+    if (q->json) {
+        char *text = eeb_power_qualify_json(c, &r);
+        json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+        free(text);
+        if (o && q->db) {
+            json_object_set_new(o, "board", json_string(q->board));
+            json_object_set_new(o, "rail", json_string(q->rail));
+            json_object_set_new(o, "db", json_string(q->db));
+            json_object_set_new(o, "qualification", json_integer(id));
+        }
+        int rc = eeb_cli_print_json(cmd, o);
+        return rc ? rc : verdict;
+    }
+    print_qualify(c, &r, q);
+    if (q->db)
+        printf("kept in %s as qualification %lld (board %s, rail %s)\n", q->db, (long long)id,
+               q->board, q->rail);
+    return verdict;
+}
+
 int eeb_cmd_power(int argc, char **argv)
 {
     enum {
@@ -431,7 +576,13 @@ int eeb_cmd_power(int argc, char **argv)
         O_CSV,
         O_JSON,
         O_SERVER,
-        O_KEY
+        O_KEY,
+        O_BOARD,
+        O_RAIL,
+        O_WINDOWS,
+        O_WINDOW_S,
+        O_LOAD1,
+        O_LOAD2
     };
     static const struct option options[] = {
         {"source", required_argument, NULL, O_SOURCE},
@@ -442,6 +593,12 @@ int eeb_cmd_power(int argc, char **argv)
         {"run", required_argument, NULL, O_RUN},
         {"server", required_argument, NULL, O_SERVER},
         {"key", required_argument, NULL, O_KEY},
+        {"board", required_argument, NULL, O_BOARD},
+        {"rail", required_argument, NULL, O_RAIL},
+        {"windows", required_argument, NULL, O_WINDOWS},
+        {"window-s", required_argument, NULL, O_WINDOW_S},
+        {"load1", required_argument, NULL, O_LOAD1},
+        {"load2", required_argument, NULL, O_LOAD2},
         {"csv", no_argument, NULL, O_CSV},
         {"json", no_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, 'q'},
@@ -449,8 +606,11 @@ int eeb_cmd_power(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct log_args a = {.rate = 100, .pmax = NAN};
-    double run = 0;
-    int c, rc = EEB_EXIT_OK, csv = 0, json = 0;
+    double run = 0, windows = 0;
+    int c, rc = EEB_EXIT_OK, csv = 0, json = 0, rate_given = 0, window_given = 0;
+    struct eeb_qualify_config qc;
+    eeb_power_qualify_default(&qc);
+    struct qualify_args qa = {0};
     opterr = 0;
     optind = 1;
     while (rc == EEB_EXIT_OK && (c = getopt_long(argc, argv, "hq", options, NULL)) != -1) {
@@ -459,7 +619,19 @@ int eeb_cmd_power(int argc, char **argv)
         case O_DB: a.db = optarg; break;
         case O_SERVER: a.server = optarg; break;
         case O_KEY: a.key = optarg; break;
-        case O_RATE: rc = eeb_cli_number(cmd, "--rate", optarg, &a.rate); break;
+        case O_RATE:
+            rc = eeb_cli_number(cmd, "--rate", optarg, &a.rate);
+            rate_given = 1;
+            break;
+        case O_BOARD: qa.board = optarg; break;
+        case O_RAIL: qa.rail = optarg; break;
+        case O_WINDOWS: rc = eeb_cli_count(cmd, "--windows", optarg, 3, 100, &windows); break;
+        case O_WINDOW_S:
+            rc = eeb_cli_number(cmd, "--window-s", optarg, &qc.window_s);
+            window_given = 1;
+            break;
+        case O_LOAD1: qc.load[0] = optarg; break;
+        case O_LOAD2: qc.load[1] = optarg; break;
         case O_DURATION: rc = eeb_cli_number(cmd, "--duration", optarg, &a.duration); break;
         case O_PMAX: rc = eeb_cli_number(cmd, "--pmax", optarg, &a.pmax); break;
         case O_RUN: rc = eeb_cli_count(cmd, "--run", optarg, 1, 1e18, &run); break;
@@ -479,9 +651,33 @@ int eeb_cmd_power(int argc, char **argv)
     if (!isnan(a.pmax) && a.pmax <= 0)
         return eeb_cli_usage_error(cmd, "--pmax: %g (watts, > 0)", a.pmax);
     if (optind >= argc)
-        return eeb_cli_usage_error(cmd, "expected list, log, agent, summary or export");
+        return eeb_cli_usage_error(cmd, "expected list, log, agent, summary, export or qualify");
     const char *action = argv[optind++];
     int nargs = argc - optind;
+    int qualifying = strcmp(action, "qualify") == 0;
+    if (!qualifying && (qa.board || qa.rail || windows || qc.load[0] || qc.load[1] || window_given))
+        return eeb_cli_usage_error(cmd, "--board, --rail, --windows, --window-s, --load1 and "
+                                        "--load2 go with 'qualify'");
+    if (qualifying) {
+        if (nargs != 2)
+            return eeb_cli_usage_error(cmd, "'qualify' takes REF and CANDIDATE, two source URIs");
+        if (a.source || a.server || a.key || run || csv || !isnan(a.pmax))
+            return eeb_cli_usage_error(cmd, "'qualify' takes --windows, --window-s, --rate, "
+                                            "--load1, --load2, --db, --board, --rail and --json");
+        if ((qa.board || qa.rail) && !a.db)
+            return eeb_cli_usage_error(cmd, "--board and --rail name what --db keeps");
+        if (rate_given && a.rate > 100)
+            return eeb_cli_usage_error(cmd, "--rate: %g (qualify reads at 1..100 Hz)", a.rate);
+        if (!(qc.window_s > 0))
+            return eeb_cli_usage_error(cmd, "--window-s: %g (seconds, > 0)", qc.window_s);
+        qc.reference = argv[optind];
+        qc.candidate = argv[optind + 1];
+        qc.windows = windows ? (int)windows : qc.windows;
+        qc.rate_hz = rate_given ? a.rate : qc.rate_hz;
+        qa.db = a.db;
+        qa.json = json;
+        return qualify(&qc, &qa);
+    }
     if (strcmp(action, "list") == 0)
         return nargs ? eeb_cli_usage_error(cmd, "'list' takes no arguments") : list();
     if (strcmp(action, "log") == 0) {
@@ -508,5 +704,5 @@ int eeb_cmd_power(int argc, char **argv)
         return export_run(argv[optind], (int64_t)run, json);
     }
     return eeb_cli_usage_error(
-        cmd, "unknown action '%s' (expected list, log, agent, summary or export)", action);
+        cmd, "unknown action '%s' (expected list, log, agent, summary, export or qualify)", action);
 }

@@ -3,19 +3,30 @@
  * until SIGINT or SIGTERM; `eeb serve admin add-team NAME`: make a team and
  * show its token, once; `eeb serve admin make-test TASK -o FILE`: a private
  * test set from a secret seed; `eeb serve admin station-key -o FILE`: the
- * key of a station's agent.
+ * key of a station's agent; `eeb serve admin open-round NAME`,
+ * `close-round NAME` and `rounds`: the benchmark's rounds; `admin teams`,
+ * `revoke-team NAME`, `hide-run ID`, `restore-run ID`, `withdraw-run ID`
+ * and `audit`: the organizer's acts, each with its reason.  Sections: the
+ * admin verbs, the rounds, the organizer's acts, what the server holds,
+ * the options.
  */
 #include "eeb_cli.h"
+#include "fpga/net/eeb_model.h"
+#include "fpga/net/eeb_net.h"
 #include "server/eeb_server.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_task_ops.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char *const cmd = "serve";
 
@@ -29,18 +40,36 @@ static void help(void)
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
          "       eeb serve admin station-key -o FILE\n"
+         "       eeb serve admin open-round NAME [--db FILE] [--runs N]\n"
+         "                 [--aggregate median|olympic] [--cap N] [--opens WHEN] [--closes WHEN]\n"
+         "                 [--tmax TASK=S ...] [--tiers TASK=W[,W...] ...]\n"
+         "                 [--closed-model TASK=FILE.eebm ...] [--epochs-max TASK=N ...]\n"
+         "       eeb serve admin close-round NAME [--db FILE]\n"
+         "       eeb serve admin rounds [--db FILE]\n"
+         "       eeb serve admin teams [--db FILE]\n"
+         "       eeb serve admin revoke-team NAME --reason TEXT [--db FILE]\n"
+         "       eeb serve admin hide-run ID --reason TEXT [--db FILE]\n"
+         "       eeb serve admin restore-run ID --reason TEXT [--db FILE]\n"
+         "       eeb serve admin withdraw-run ID --reason TEXT [--db FILE]\n"
+         "       eeb serve admin audit [--db FILE]\n"
          "\n"
          "Serves the benchmark's evaluation server over HTTP (libmicrohttpd, a thread\n"
          "pool) from one SQLite database, until SIGINT or SIGTERM; requests in flight\n"
          "finish first.  The database is an eeb run database: each submitted run is\n"
          "recorded as `eeb run` records one, so `eeb check` and `eeb report` read it\n"
-         "too.  Routes:\n"
-         "  GET  /healthz, /metrics         status; Prometheus text (requests, teams)\n"
+         "too.  It says on stdout the test sets, fine-tune sets and base models it\n"
+         "holds and the round open, and logs what it does on stderr (runs registered,\n"
+         "refused, complete, scored; never a token).  Routes:\n"
+         "  GET  /healthz, /metrics         status; Prometheus text (requests, teams, runs\n"
+         "                                  in progress, samples received)\n"
          "  GET  /api/v1/whoami             the team of the bearer token\n"
          "  POST /api/v1/runs               registers a run: {\"task\", \"util\": {lut, ff, bram,\n"
          "                                  dsp}, \"provenance\", \"device\", \"finetune\": "
          "SHA256,\n"
-         "                                  \"official\"...}: its budgets, rules, fine-tune set\n"
+         "                                  \"official\", \"entry\", \"division\", "
+         "\"p_max_w\"...}: its\n"
+         "                                  budgets, rules, fine-tune set; in a round, its\n"
+         "                                  place among its entry's runs and its seed\n"
          "  GET  /api/v1/runs/ID            the run, the next link of its chain it expects, and\n"
          "                                  once scored its verdict\n"
          "  POST /api/v1/runs/ID/links      {\"links\": [{\"seq\", \"kind\", \"head\", ..}..]}: "
@@ -56,8 +85,11 @@ static void help(void)
          "  POST /api/v1/runs/ID/score      the server recounts M_s with its labels and judges\n"
          "                                  the chain it holds; an official run's is invalid if\n"
          "                                  its fine-tune was not streamed as it went\n"
-         "  GET  /api/v1/leaderboard?task=T[&provenance=P][&device=D]   ranked by S\n"
-         "  GET  /leaderboard, /runs/ID     the pages: tables sortable by column; a run's report\n"
+         "  GET  /api/v1/leaderboard?task=T[&round=R][&provenance=P][&device=D]\n"
+         "       [&division=closed|open][&all=1]  the round's entries, ranked by S\n"
+         "  GET  /api/v1/runs?task=T        every scored run, one by one\n"
+         "  GET  /leaderboard, /runs, /runs/ID\n"
+         "                                  the pages: tables sortable by column; a run's report\n"
          "Writes need `Authorization: Bearer TOKEN`, and a team reaches only its own runs\n"
          "(403); errors are JSON naming the field at fault; bodies over --max-body are\n"
          "refused (413) before they are read; a team past its rate limit gets 429.\n"
@@ -75,6 +107,24 @@ static void help(void)
          "give it to the server as --station TEAM=agent:FILE and to the station's\n"
          "agent (eeb power agent --key FILE) on the meter's host; it is the\n"
          "organizer's, not the team's.\n"
+         "\n"
+         "admin open-round opens a round of the benchmark: while it is open, every\n"
+         "official run is a run of a team's entry (eeb run --server --entry NAME\n"
+         "--division closed|open --tier W), the entry's S the median or Olympic mean\n"
+         "of its N runs.  It starts from eeb's rules and budgets (5 runs an entry,\n"
+         "their median, a cap of 20 runs a team on a task, each task's T_max and one\n"
+         "P_max tier, open from now for 30 days), changed by the options below; rounds\n"
+         "may not overlap in time.  admin close-round closes the open round now (its\n"
+         "entries stand as they are); admin rounds lists the rounds.\n"
+         "\n"
+         "admin teams lists the teams: name, when made, runs, active or revoked.\n"
+         "admin revoke-team refuses the team's token from now on (its runs stay).\n"
+         "admin hide-run takes a run off the leaderboard, and its entry with it, while\n"
+         "it is under review; admin restore-run shows a hidden run again; admin\n"
+         "withdraw-run withdraws a run for good: its entry fails, showing the reason.\n"
+         "Each of these acts needs --reason, and is kept with it in the audit log,\n"
+         "which admin audit lists.  The admin verbs other than add-team and\n"
+         "open-round refuse a database that is not there rather than make one.\n"
          "\n"
          "Options:\n"
          "  --db FILE          the server's database (default eeb-server.db)\n"
@@ -112,8 +162,33 @@ static void help(void)
          "                     an official run's stream: the longest a link of its\n"
          "                     fine-tune may arrive after the run wrote it, and the longest\n"
          "                     pause between links, in seconds (default 10)\n"
+         "\n"
+         "admin open-round's options:\n"
+         "  --runs N           an entry's official runs, 1..25 (default 5)\n"
+         "  --aggregate median|olympic\n"
+         "                     their S made the entry's: the median, or the mean without\n"
+         "                     the best and the worst (default median)\n"
+         "  --cap N            official runs a team may register on a task in the round,\n"
+         "                     at least --runs (default 20)\n"
+         "  --opens WHEN       when it opens: a UTC time like 2026-12-01T00:00:00Z, or now\n"
+         "                     (default now)\n"
+         "  --closes WHEN      when it closes (default 30 days after it opens)\n"
+         "  --tmax TASK=S      TASK's T_max in seconds (default the task's)\n"
+         "  --tiers TASK=W[,W...]\n"
+         "                     the P_max tiers an entry of TASK may choose, in watts,\n"
+         "                     ascending, at most 4 (default the task's P_max)\n"
+         "  --closed-model TASK=FILE.eebm\n"
+         "                     the closed division's base model of TASK, by its SHA-256\n"
+         "                     (default none: any)\n"
+         "  --epochs-max TASK=N\n"
+         "                     the closed division's most epochs on TASK (default any)\n"
+         "\n"
+         "admin revoke-team's, hide-run's, restore-run's and withdraw-run's option:\n"
+         "  --reason TEXT      why, 1 to 500 characters, kept in the audit log (required)\n"
          "  -h, --help         show this help");
 }
+
+/* ---- the admin verbs ---- */
 
 static int add_team(const char *db, int argc, char **argv)
 {
@@ -179,6 +254,484 @@ static int make_test(int argc, char **argv, const char *out, double n)
     return EEB_EXIT_OK;
 }
 
+/* ---- rounds ---- */
+
+/* What admin open-round's options set: applied to eeb's defaults once the
+ * round's name is known. */
+struct round_options {
+    double runs, cap; /* NAN: the default's */
+    int aggregate;    /* enum eeb_round_aggregate, or -1: the default's */
+    int opens_given, closes_given;
+    int64_t opens_utc_ns, closes_utc_ns;
+    double t_max_s[EEB_TASK_COUNT]; /* NAN: the task's */
+    int ntiers[EEB_TASK_COUNT];     /* 0: the task's P_max */
+    double tiers_w[EEB_TASK_COUNT][EEB_ROUND_TIERS];
+    const char *model[EEB_TASK_COUNT]; /* the closed division's base model, a file */
+    int epochs_max[EEB_TASK_COUNT];    /* -1: the default's (any) */
+};
+
+static void round_options_init(struct round_options *o)
+{
+    *o = (struct round_options){.runs = NAN, .cap = NAN, .aggregate = -1};
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        o->t_max_s[t] = NAN, o->epochs_max[t] = -1;
+}
+
+/* A time for people and for --opens: 2026-12-01T00:00:00Z. */
+static const char *utc_text(int64_t ns, char out[32])
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, 32, "?");
+    return out;
+}
+
+/* --opens and --closes: "now", or a UTC time written as utc_text writes it. */
+static int parse_utc(const char *option, const char *text, int64_t *ns)
+{
+    static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
+    struct tm tm = {0};
+    size_t i = 0;
+    if (strcmp(text, "now") == 0) {
+        *ns = eeb_utc_ns();
+        return EEB_EXIT_OK;
+    }
+    while (text[i] && pattern[i] &&
+           (pattern[i] == 'd' ? text[i] >= '0' && text[i] <= '9' : text[i] == pattern[i]))
+        i++;
+    if (i == sizeof pattern - 1 && !text[i] &&
+        sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec) == 6) {
+        struct tm given = tm, back;
+        tm.tm_year -= 1900, tm.tm_mon -= 1;
+        time_t t = timegm(&tm);
+        /* timegm takes 2026-02-30 for 2026-03-02: only a time that reads back is one */
+        if (t != (time_t)-1 && gmtime_r(&t, &back) && back.tm_year + 1900 == given.tm_year &&
+            back.tm_mon + 1 == given.tm_mon && back.tm_mday == given.tm_mday &&
+            back.tm_hour == given.tm_hour && back.tm_min == given.tm_min &&
+            back.tm_sec == given.tm_sec) {
+            *ns = (int64_t)t * 1000000000;
+            return EEB_EXIT_OK;
+        }
+    }
+    return eeb_cli_usage_error(cmd, "%s %s: expected a UTC time like 2026-12-01T00:00:00Z, or now",
+                               option, text);
+}
+
+/* A finite number, the whole of text. */
+static int number_of(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    return end != text && !*end && !errno && isfinite(*out);
+}
+
+/* An option's TASK=VALUE: the task, and the value's text (at *value). */
+static int task_value(const char *option, const char *arg, const char *form, enum eeb_task *t,
+                      const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    char name[16], err[128];
+    if (!eq || !eq[1] || (size_t)(eq - arg) >= sizeof name)
+        return eeb_cli_usage_error(cmd, "%s %s: expected TASK=%s", option, arg, form);
+    snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+    if (eeb_task_parse(name, t, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "%s %s: %s", option, arg, err);
+    *value = eq + 1;
+    return EEB_EXIT_OK;
+}
+
+/* --tiers TASK=W[,W...]: up to EEB_ROUND_TIERS watts, ascending. */
+static int tiers(const char *arg, struct round_options *o)
+{
+    enum eeb_task t;
+    const char *w;
+    int rc = task_value("--tiers", arg, "W[,W...]", &t, &w), n = 0;
+    while (rc == EEB_EXIT_OK) {
+        char *end;
+        double watts = strtod(w, &end);
+        if (n == EEB_ROUND_TIERS)
+            rc = eeb_cli_usage_error(cmd, "--tiers %s: at most %d tiers", arg, EEB_ROUND_TIERS);
+        else if (end == w || (*end && *end != ',') || !isfinite(watts) || !(watts > 0))
+            rc = eeb_cli_usage_error(cmd, "--tiers %s: expected watts above 0", arg);
+        else if (n && watts <= o->tiers_w[t][n - 1])
+            rc = eeb_cli_usage_error(cmd, "--tiers %s: expected watts ascending", arg);
+        else {
+            o->tiers_w[t][n++] = watts;
+            if (!*end)
+                break;
+            w = end + 1;
+        }
+    }
+    if (rc == EEB_EXIT_OK)
+        o->ntiers[t] = n;
+    return rc;
+}
+
+/* --tmax TASK=S and --epochs-max TASK=N. */
+static int per_task_number(const char *option, const char *arg, struct round_options *o)
+{
+    enum eeb_task t;
+    const char *v;
+    double x;
+    int epochs = strcmp(option, "--epochs-max") == 0;
+    int rc = task_value(option, arg, epochs ? "N" : "S", &t, &v);
+    if (rc)
+        return rc;
+    if (!epochs && (!number_of(v, &x) || !(x > 0)))
+        return eeb_cli_usage_error(cmd, "%s %s: expected seconds above 0", option, arg);
+    if (epochs && (!number_of(v, &x) || x < 1 || x > 1e9 || x != floor(x)))
+        return eeb_cli_usage_error(cmd, "%s %s: expected a whole number of epochs, at least 1",
+                                   option, arg);
+    if (epochs)
+        o->epochs_max[t] = (int)x;
+    else
+        o->t_max_s[t] = x;
+    return EEB_EXIT_OK;
+}
+
+/* --closed-model TASK=FILE.eebm. */
+static int closed_model(const char *arg, struct round_options *o)
+{
+    enum eeb_task t;
+    const char *v;
+    int rc = task_value("--closed-model", arg, "FILE.eebm", &t, &v);
+    if (rc == EEB_EXIT_OK)
+        o->model[t] = v;
+    return rc;
+}
+
+/* The closed division's base model of task t: its SHA-256, once the file
+ * has read as a model of the task. */
+static int hash_model(enum eeb_task t, const char *path, char sha[EEB_SHA256_HEX])
+{
+    struct eeb_net *net = NULL;
+    int model_task;
+    char err[512];
+    if (eeb_model_load(path, &net, &model_task, err, sizeof err) ||
+        eeb_sha256_file(path, sha, err, sizeof err)) {
+        eeb_net_free(net);
+        return eeb_cli_error(cmd, "--closed-model %s=%s: %s", eeb_task_name(t), path, err);
+    }
+    eeb_net_free(net);
+    if (model_task != EEB_MODEL_NO_TASK && model_task != (int)t)
+        return eeb_cli_error(cmd, "--closed-model %s=%s: a base model of %s, not %s",
+                             eeb_task_name(t), path, eeb_task_name((enum eeb_task)model_task),
+                             eeb_task_name(t));
+    return EEB_EXIT_OK;
+}
+
+/* The round's P_max tiers of a task, "10, 20 W". */
+static const char *tiers_text(const struct eeb_round_task *rt, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < rt->ntiers && len < n; i++) {
+        char w[EEB_NUMBER_MAX];
+        len += (size_t)snprintf(out + len, n - len, "%s%s", i ? ", " : "",
+                                eeb_number_text(rt->tiers_w[i], w));
+    }
+    if (len < n)
+        snprintf(out + len, n - len, " W");
+    return out;
+}
+
+/* Which round of db's holds round r's time, for a refusal to say so. */
+static void say_overlap(const char *db, const struct eeb_round *r, char *err, size_t errlen)
+{
+    struct eeb_round *all = NULL;
+    size_t n = 0;
+    char ignored[256], from[32], to[32];
+    if (access(db, F_OK) || eeb_server_rounds(db, &all, &n, ignored, sizeof ignored))
+        return;    /* (a round refused before the database was made does not make it) */
+    int named = 0; /* refused for its name, not its time */
+    for (size_t i = 0; i < n; i++)
+        named |= strcmp(all[i].name, r->name) == 0;
+    for (size_t i = 0; i < n && !named; i++) {
+        int64_t ends = all[i].closed_utc_ns ? all[i].closed_utc_ns : all[i].closes_utc_ns;
+        size_t len = strlen(err);
+        if (all[i].opens_utc_ns < r->closes_utc_ns && ends > r->opens_utc_ns && len < errlen) {
+            snprintf(err + len, errlen - len, " (round %s runs from %s to %s)", all[i].name,
+                     utc_text(all[i].opens_utc_ns, from), utc_text(ends, to));
+            break;
+        }
+    }
+    free(all);
+}
+
+static int open_round(const char *db, int argc, char **argv, const struct round_options *o)
+{
+    if (argc != 1)
+        return eeb_cli_usage_error(cmd, "admin open-round takes one NAME");
+    if (strlen(argv[0]) >= EEB_ROUND_NAME)
+        return eeb_cli_usage_error(cmd, "admin open-round: a round name is 1 to %d characters",
+                                   EEB_ROUND_NAME - 1);
+    struct eeb_round r;
+    eeb_round_default(&r, argv[0]);
+    int64_t span = r.closes_utc_ns - r.opens_utc_ns;
+    if (!isnan(o->runs))
+        r.runs = (int)o->runs;
+    if (!isnan(o->cap))
+        r.cap = (int)o->cap;
+    if (o->aggregate >= 0)
+        r.aggregate = (enum eeb_round_aggregate)o->aggregate;
+    if (o->opens_given)
+        r.opens_utc_ns = o->opens_utc_ns, r.closes_utc_ns = o->opens_utc_ns + span;
+    if (o->closes_given)
+        r.closes_utc_ns = o->closes_utc_ns;
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        struct eeb_round_task *rt = &r.task[t];
+        if (!isnan(o->t_max_s[t]))
+            rt->t_max_s = o->t_max_s[t];
+        if (o->ntiers[t]) {
+            rt->ntiers = o->ntiers[t];
+            memcpy(rt->tiers_w, o->tiers_w[t], sizeof rt->tiers_w);
+        }
+        if (o->epochs_max[t] >= 0)
+            rt->epochs_max = o->epochs_max[t];
+        int rc = o->model[t] ? hash_model((enum eeb_task)t, o->model[t], rt->model_sha256) : 0;
+        if (rc)
+            return rc;
+    }
+    char err[1024], from[32], to[32];
+    if (eeb_server_round_open(db, &r, err, sizeof err)) {
+        say_overlap(db, &r, err, sizeof err);
+        return eeb_cli_error(cmd, "%s", err);
+    }
+    printf("round %s open from %s to %s in %s: %d runs an entry (%s), a cap of %d runs a task, "
+           "rules %s\n",
+           r.name, utc_text(r.opens_utc_ns, from), utc_text(r.closes_utc_ns, to), db, r.runs,
+           eeb_round_aggregate_name(r.aggregate), r.cap, r.rules_version);
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        const struct eeb_round_task *rt = &r.task[t];
+        char tmax[EEB_NUMBER_MAX], tiers_w[128], epochs[48] = "any epochs";
+        if (rt->epochs_max)
+            snprintf(epochs, sizeof epochs, "at most %d epochs", rt->epochs_max);
+        printf("  %-5s T_max %s s, P_max tiers %s; closed division: %s%s, %s\n",
+               eeb_task_name((enum eeb_task)t), eeb_number_text(rt->t_max_s, tmax),
+               tiers_text(rt, tiers_w, sizeof tiers_w),
+               rt->model_sha256[0] ? "base model sha256 " : "any base model", rt->model_sha256,
+               epochs);
+    }
+    return EEB_EXIT_OK;
+}
+
+/* The admin verbs that read rounds do not make a database that is not there. */
+static int existing(const char *db)
+{
+    char err[512];
+    return eeb_check_input(db, err, sizeof err) ? eeb_cli_error(cmd, "%s", err) : EEB_EXIT_OK;
+}
+
+static int close_round(const char *db, int argc, char **argv)
+{
+    if (argc != 1)
+        return eeb_cli_usage_error(cmd, "admin close-round takes one NAME");
+    char err[512], now[32];
+    int rc = existing(db);
+    if (rc)
+        return rc;
+    if (eeb_server_round_close(db, argv[0], err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("round %s closed at %s in %s: its entries stand as they are\n", argv[0],
+           utc_text(eeb_utc_ns(), now), db);
+    return EEB_EXIT_OK;
+}
+
+/* One line a round: its name, whether it is open, its time, its runs. */
+static int list_rounds(const char *db, int argc)
+{
+    if (argc != 0)
+        return eeb_cli_usage_error(cmd, "admin rounds takes no argument");
+    struct eeb_round *all;
+    size_t n;
+    char err[512];
+    int rc = existing(db);
+    if (rc)
+        return rc;
+    if (eeb_server_rounds(db, &all, &n, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    if (n == 0)
+        printf("no rounds in %s\n", db);
+    int width = 4;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(all[i].name) > width)
+            width = (int)strlen(all[i].name);
+    int64_t now = eeb_utc_ns();
+    for (size_t i = 0; i < n; i++) {
+        const struct eeb_round *r = &all[i];
+        char from[32], to[32], closed[32], early[64] = "";
+        const char *state = now < r->opens_utc_ns                         ? "not yet open"
+                            : r->closed_utc_ns || now >= r->closes_utc_ns ? "closed"
+                                                                          : "open";
+        if (r->closed_utc_ns)
+            snprintf(early, sizeof early, " (closed %s)", utc_text(r->closed_utc_ns, closed));
+        printf("%-*s  %-12s  %s to %s%s  %d runs an entry (%s), cap %d runs a task\n", width,
+               r->name, state, utc_text(r->opens_utc_ns, from), utc_text(r->closes_utc_ns, to),
+               early, r->runs, eeb_round_aggregate_name(r->aggregate), r->cap);
+    }
+    free(all);
+    return EEB_EXIT_OK;
+}
+
+/* ---- the organizer's acts ---- */
+
+/* admin teams and admin audit: the server's list, or a line saying it is
+ * empty. */
+static int list(const char *db, int argc, const char *verb,
+                int (*lister)(const char *db, FILE *out, char *err, size_t errlen),
+                const char *none)
+{
+    if (argc != 0)
+        return eeb_cli_usage_error(cmd, "admin %s takes no argument", verb);
+    char err[512], *text = NULL;
+    size_t len = 0;
+    int rc = existing(db);
+    if (rc)
+        return rc;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return eeb_cli_error(cmd, "out of memory");
+    rc = lister(db, m, err, sizeof err);
+    if (fclose(m) != 0 && rc == EEB_OK)
+        rc = eeb_errf(err, sizeof err, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK && len)
+        fputs(text, stdout);
+    else if (rc == EEB_OK)
+        printf("%s %s\n", none, db);
+    free(text);
+    return rc ? eeb_cli_error(cmd, "%s", err) : EEB_EXIT_OK;
+}
+
+/* An act needs its reason: kept with it in the audit log. */
+static int reasoned(const char *verb, const char *reason)
+{
+    if (!reason || !*reason)
+        return eeb_cli_usage_error(cmd,
+                                   "admin %s takes --reason TEXT: say why (the audit log "
+                                   "keeps it)",
+                                   verb);
+    return EEB_EXIT_OK;
+}
+
+static int revoke_team(const char *db, int argc, char **argv, const char *reason)
+{
+    if (argc != 1)
+        return eeb_cli_usage_error(cmd, "admin revoke-team takes one NAME");
+    char err[512];
+    int rc = reasoned("revoke-team", reason);
+    if (rc || (rc = existing(db)))
+        return rc;
+    if (eeb_server_team_revoke(db, argv[0], reason, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("team %s revoked in %s: its token is refused from now on; its runs stay\n", argv[0], db);
+    return EEB_EXIT_OK;
+}
+
+/* admin hide-run, restore-run and withdraw-run ID. */
+static int run_act(const char *db, int argc, char **argv, const char *verb,
+                   enum eeb_server_run_act how, const char *reason)
+{
+    static const char *const done[] = {
+        [EEB_SERVER_HIDE] = "hidden: off the leaderboard, with its entry, until restore-run",
+        [EEB_SERVER_RESTORE] = "restored: on the leaderboard again",
+        [EEB_SERVER_WITHDRAW] = "withdrawn: its entry fails, showing the reason"};
+    if (argc != 1)
+        return eeb_cli_usage_error(cmd, "admin %s takes one run ID", verb);
+    char *end, err[512];
+    errno = 0;
+    long long id = strtoll(argv[0], &end, 10);
+    if (end == argv[0] || *end || errno || id < 1)
+        return eeb_cli_usage_error(cmd, "admin %s: '%s' is not a run ID (1, 2, ...)", verb,
+                                   argv[0]);
+    int rc = reasoned(verb, reason);
+    if (rc || (rc = existing(db)))
+        return rc;
+    if (eeb_server_run_act(db, (int64_t)id, how, reason, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    printf("run %lld of %s %s\n", id, db, done[how]);
+    return EEB_EXIT_OK;
+}
+
+/* ---- what the server holds ---- */
+
+/* A file's SHA-256, its first 8 digits and "..." ("?" if it cannot be read). */
+static const char *sha_prefix(const char *path, char out[16])
+{
+    char sha[EEB_SHA256_HEX], ignored[256];
+    if (eeb_sha256_file(path, sha, ignored, sizeof ignored))
+        snprintf(out, 16, "?");
+    else
+        snprintf(out, 16, "%.8s...", sha);
+    return out;
+}
+
+/* ", what PATH (N items, sha256 1a2b3c4d...)": a shard's records from its
+ * header, a model's SHA-256 alone. */
+static void held_file(FILE *f, const char *sep, const char *what, const char *path, int shard)
+{
+    char sha[16], ignored[256], items[48] = "";
+    struct eeb_shard *s;
+    if (shard && eeb_shard_open(&s, path, ignored, sizeof ignored) == EEB_OK) {
+        snprintf(items, sizeof items, "%llu items, ", (unsigned long long)eeb_shard_info(s)->count);
+        eeb_shard_close(s);
+    }
+    fprintf(f, "%s%s %s (%ssha256 %s)", sep, what, path, items, sha_prefix(path, sha));
+}
+
+/* Per task, the sets and the model the server holds; then the round open
+ * now, the next to open, or none. */
+static void say_holdings(const struct eeb_server_config *c)
+{
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        if (!c->test[t] && !c->finetune[t] && !c->model[t])
+            continue;
+        printf("eeb serve: %s:", eeb_task_name((enum eeb_task)t));
+        const char *sep = " ";
+        if (c->test[t])
+            held_file(stdout, sep, "test set", c->test[t], 1), sep = ", ";
+        if (c->finetune[t])
+            held_file(stdout, sep, "fine-tune set", c->finetune[t], 1), sep = ", ";
+        if (c->model[t])
+            held_file(stdout, sep, "base model", c->model[t], 0);
+        putchar('\n');
+    }
+    struct eeb_round *all = NULL;
+    size_t n = 0;
+    char err[512], from[32], to[32];
+    if (eeb_server_rounds(c->db, &all, &n, err, sizeof err)) {
+        printf("eeb serve: its rounds cannot be read: %s\n", err);
+        return;
+    }
+    int64_t now = eeb_utc_ns();
+    const struct eeb_round *open = NULL, *next = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct eeb_round *r = &all[i];
+        if (!r->closed_utc_ns && r->opens_utc_ns <= now && now < r->closes_utc_ns)
+            open = r;
+        else if (!r->closed_utc_ns && now < r->opens_utc_ns && !next)
+            next = r;
+    }
+    if (open)
+        printf("eeb serve: round %s open until %s: %d runs an entry (%s), a cap of %d runs a "
+               "task\n",
+               open->name, utc_text(open->closes_utc_ns, to), open->runs,
+               eeb_round_aggregate_name(open->aggregate), open->cap);
+    else if (next)
+        printf("eeb serve: no round open (round %s opens %s): official runs are refused until "
+               "then\n",
+               next->name, utc_text(next->opens_utc_ns, from));
+    else if (n)
+        printf("eeb serve: no round open: official runs are refused until one is\n");
+    else
+        printf("eeb serve: no rounds: official runs are judged against eeb's budgets alone\n");
+    free(all);
+}
+
+/* ---- the options ---- */
+
 /* An option's TASK=FILE into files[task]. */
 static int per_task(const char *option, char *arg, const char *files[EEB_TASK_COUNT])
 {
@@ -209,46 +762,173 @@ static int station(char *arg, struct eeb_server_config *cfg)
     return eeb_cli_usage_error(cmd, "--station: at most %d stations", EEB_SERVER_STATIONS);
 }
 
+/* What eeb serve does: serve, or one admin verb. */
+enum verb {
+    SERVE,
+    ADD_TEAM,
+    MAKE_TEST,
+    STATION_KEY,
+    OPEN_ROUND,
+    CLOSE_ROUND,
+    ROUNDS,
+    TEAMS,
+    REVOKE_TEAM,
+    HIDE_RUN,
+    RESTORE_RUN,
+    WITHDRAW_RUN,
+    AUDIT,
+    VERBS
+};
+
+static const char *const verb_names[VERBS] = {
+    "eeb serve",         "admin add-team",    "admin make-test",   "admin station-key",
+    "admin open-round",  "admin close-round", "admin rounds",      "admin teams",
+    "admin revoke-team", "admin hide-run",    "admin restore-run", "admin withdraw-run",
+    "admin audit"};
+
+#define V(verb)  (1u << (verb))
+#define V_REASON (V(REVOKE_TEAM) | V(HIDE_RUN) | V(RESTORE_RUN) | V(WITHDRAW_RUN))
+#define V_DB                                                                                       \
+    (V(SERVE) | V(ADD_TEAM) | V(OPEN_ROUND) | V(CLOSE_ROUND) | V(ROUNDS) | V(TEAMS) | V_REASON |   \
+     V(AUDIT))
+
+enum {
+    O_DB = 256,
+    O_BIND,
+    O_PORT,
+    O_THREADS,
+    O_MAX_BODY,
+    O_RATE,
+    O_BURST,
+    O_TEST,
+    O_FINETUNE,
+    O_MODEL,
+    O_STREAM,
+    O_STATION,
+    O_N,
+    O_RUNS,
+    O_AGGREGATE,
+    O_CAP,
+    O_OPENS,
+    O_CLOSES,
+    O_TMAX,
+    O_TIERS,
+    O_CLOSED_MODEL,
+    O_EPOCHS_MAX,
+    O_REASON
+};
+
+/* Each option, and the verbs it goes with: given with another, a usage error. */
+static const struct serve_option {
+    struct option o;
+    unsigned verbs;
+} serve_options[] = {
+    {{"db", 1, 0, O_DB}, V_DB},
+    {{"bind", 1, 0, O_BIND}, V(SERVE)},
+    {{"port", 1, 0, O_PORT}, V(SERVE)},
+    {{"threads", 1, 0, O_THREADS}, V(SERVE)},
+    {{"max-body", 1, 0, O_MAX_BODY}, V(SERVE)},
+    {{"rate-limit", 1, 0, O_RATE}, V(SERVE)},
+    {{"burst", 1, 0, O_BURST}, V(SERVE)},
+    {{"test", 1, 0, O_TEST}, V(SERVE)},
+    {{"finetune", 1, 0, O_FINETUNE}, V(SERVE)},
+    {{"model", 1, 0, O_MODEL}, V(SERVE)},
+    {{"stream-allowance", 1, 0, O_STREAM}, V(SERVE)},
+    {{"station", 1, 0, O_STATION}, V(SERVE)},
+    {{"out", 1, 0, 'o'}, V(MAKE_TEST) | V(STATION_KEY)},
+    {{"n", 1, 0, O_N}, V(MAKE_TEST)},
+    {{"runs", 1, 0, O_RUNS}, V(OPEN_ROUND)},
+    {{"aggregate", 1, 0, O_AGGREGATE}, V(OPEN_ROUND)},
+    {{"cap", 1, 0, O_CAP}, V(OPEN_ROUND)},
+    {{"opens", 1, 0, O_OPENS}, V(OPEN_ROUND)},
+    {{"closes", 1, 0, O_CLOSES}, V(OPEN_ROUND)},
+    {{"tmax", 1, 0, O_TMAX}, V(OPEN_ROUND)},
+    {{"tiers", 1, 0, O_TIERS}, V(OPEN_ROUND)},
+    {{"closed-model", 1, 0, O_CLOSED_MODEL}, V(OPEN_ROUND)},
+    {{"epochs-max", 1, 0, O_EPOCHS_MAX}, V(OPEN_ROUND)},
+    {{"reason", 1, 0, O_REASON}, V_REASON},
+    {{"help", 0, 0, 'h'}, ~0u},
+};
+
+#define N_OPTIONS (sizeof serve_options / sizeof *serve_options)
+
+static size_t option_index(int code)
+{
+    size_t i = 0;
+    while (i < N_OPTIONS && serve_options[i].o.val != code)
+        i++;
+    return i;
+}
+
+/* A usage error if an option given does not go with verb, naming the
+ * verbs it goes with. */
+static int options_fit(const unsigned char given[N_OPTIONS], enum verb verb)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const struct serve_option *o = &serve_options[i];
+        if (!given[i] || o->verbs & V(verb))
+            continue;
+        char name[32], with[256] = "";
+        if (o->o.val == 'o')
+            snprintf(name, sizeof name, "-o");
+        else
+            snprintf(name, sizeof name, "--%s", o->o.name);
+        int count = 0, k = 0;
+        for (int v = 0; v < VERBS; v++)
+            count += (o->verbs & V(v)) != 0;
+        size_t len = 0;
+        for (int v = 0; v < VERBS && len < sizeof with; v++) {
+            if (!(o->verbs & V(v)))
+                continue;
+            const char *sep = k == 0 ? "" : k == count - 1 ? " or " : ", ";
+            len += (size_t)snprintf(with + len, sizeof with - len, "%s%s", sep, verb_names[v]);
+            k++;
+        }
+        return eeb_cli_usage_error(cmd, "%s goes with %s, not %s", name, with, verb_names[verb]);
+    }
+    return EEB_EXIT_OK;
+}
+
+/* The verb of the arguments left after the options; *rest, the arguments
+ * it took. */
+static int verb_of(int argc, char **argv, enum verb *verb, int *rest)
+{
+    static const char verbs[] = "add-team, make-test, station-key, open-round, close-round, "
+                                "rounds, teams, revoke-team, hide-run, restore-run, "
+                                "withdraw-run or audit";
+    *verb = SERVE, *rest = 0;
+    if (argc == 0)
+        return EEB_EXIT_OK;
+    if (strcmp(argv[0], "admin"))
+        return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[0]);
+    if (argc == 1)
+        return eeb_cli_usage_error(cmd, "admin takes a verb: %s", verbs);
+    for (int v = ADD_TEAM; v < VERBS; v++)
+        if (strcmp(argv[1], verb_names[v] + strlen("admin ")) == 0) {
+            *verb = (enum verb)v, *rest = 2;
+            return EEB_EXIT_OK;
+        }
+    return eeb_cli_usage_error(cmd, "admin %s: no such verb (%s)", argv[1], verbs);
+}
+
 int eeb_cmd_serve(int argc, char **argv)
 {
-    enum {
-        O_DB = 256,
-        O_BIND,
-        O_PORT,
-        O_THREADS,
-        O_MAX_BODY,
-        O_RATE,
-        O_BURST,
-        O_TEST,
-        O_FINETUNE,
-        O_MODEL,
-        O_STREAM,
-        O_STATION,
-        O_N
-    };
-    static const struct option options[] = {{"db", 1, 0, O_DB},
-                                            {"bind", 1, 0, O_BIND},
-                                            {"port", 1, 0, O_PORT},
-                                            {"threads", 1, 0, O_THREADS},
-                                            {"max-body", 1, 0, O_MAX_BODY},
-                                            {"rate-limit", 1, 0, O_RATE},
-                                            {"burst", 1, 0, O_BURST},
-                                            {"test", 1, 0, O_TEST},
-                                            {"finetune", 1, 0, O_FINETUNE},
-                                            {"model", 1, 0, O_MODEL},
-                                            {"stream-allowance", 1, 0, O_STREAM},
-                                            {"station", 1, 0, O_STATION},
-                                            {"out", 1, 0, 'o'},
-                                            {"n", 1, 0, O_N},
-                                            {"help", 0, 0, 'h'},
-                                            {0, 0, 0, 0}};
+    struct option options[N_OPTIONS + 1] = {{0}};
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        options[i] = serve_options[i].o;
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     double port = cfg.port, threads = cfg.threads, max_body = (double)cfg.max_body, n = 0;
-    const char *out = NULL; /* admin make-test's */
+    const char *out = NULL;    /* admin make-test's and station-key's */
+    const char *reason = NULL; /* the organizer's acts' */
+    struct round_options round;
+    round_options_init(&round);
+    unsigned char given[N_OPTIONS] = {0};
     int c, rc = 0;
     optind = 1;
     while (rc == 0 && (c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+        if (option_index(c) < N_OPTIONS)
+            given[option_index(c)] = 1;
         switch (c) {
         case O_DB: cfg.db = optarg; break;
         case O_BIND: cfg.bind = optarg; break;
@@ -272,25 +952,55 @@ int eeb_cmd_serve(int argc, char **argv)
             break;
         case 'o': out = optarg; break;
         case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &n); break;
+        case O_RUNS: rc = eeb_cli_count(cmd, "--runs", optarg, 1, 1e6, &round.runs); break;
+        case O_CAP: rc = eeb_cli_count(cmd, "--cap", optarg, 1, 1e6, &round.cap); break;
+        case O_AGGREGATE: {
+            enum eeb_round_aggregate a = EEB_ROUND_MEDIAN;
+            if (eeb_round_aggregate_parse(optarg, &a))
+                rc = eeb_cli_usage_error(cmd, "--aggregate %s: expected median or olympic", optarg);
+            round.aggregate = (int)a;
+            break;
+        }
+        case O_OPENS:
+            rc = parse_utc("--opens", optarg, &round.opens_utc_ns), round.opens_given = 1;
+            break;
+        case O_CLOSES:
+            rc = parse_utc("--closes", optarg, &round.closes_utc_ns), round.closes_given = 1;
+            break;
+        case O_TMAX: rc = per_task_number("--tmax", optarg, &round); break;
+        case O_EPOCHS_MAX: rc = per_task_number("--epochs-max", optarg, &round); break;
+        case O_TIERS: rc = tiers(optarg, &round); break;
+        case O_CLOSED_MODEL: rc = closed_model(optarg, &round); break;
+        case O_REASON: reason = optarg; break;
         case 'h': help(); return EEB_EXIT_OK;
         default: return eeb_cli_usage_error(cmd, "unknown option");
         }
     }
-    if (rc)
+    enum verb verb;
+    int rest;
+    if (rc || (rc = verb_of(argc - optind, argv + optind, &verb, &rest)) ||
+        (rc = options_fit(given, verb)))
         return rc;
-    if (optind < argc) {
-        int admin = strcmp(argv[optind], "admin") == 0 && optind + 1 < argc;
-        if (admin && strcmp(argv[optind + 1], "add-team") == 0)
-            return add_team(cfg.db, argc - optind - 2, argv + optind + 2);
-        if (admin && strcmp(argv[optind + 1], "make-test") == 0)
-            return make_test(argc - optind - 2, argv + optind + 2, out, n);
-        if (admin && strcmp(argv[optind + 1], "station-key") == 0)
-            return station_key(argc - optind - 2, out);
-        return eeb_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    argc -= optind + rest, argv += optind + rest;
+    switch (verb) {
+    case ADD_TEAM: return add_team(cfg.db, argc, argv);
+    case MAKE_TEST: return make_test(argc, argv, out, n);
+    case STATION_KEY: return station_key(argc, out);
+    case OPEN_ROUND: return open_round(cfg.db, argc, argv, &round);
+    case CLOSE_ROUND: return close_round(cfg.db, argc, argv);
+    case ROUNDS: return list_rounds(cfg.db, argc);
+    case TEAMS: return list(cfg.db, argc, "teams", eeb_server_list_teams, "no teams in");
+    case REVOKE_TEAM: return revoke_team(cfg.db, argc, argv, reason);
+    case HIDE_RUN: return run_act(cfg.db, argc, argv, "hide-run", EEB_SERVER_HIDE, reason);
+    case RESTORE_RUN: return run_act(cfg.db, argc, argv, "restore-run", EEB_SERVER_RESTORE, reason);
+    case WITHDRAW_RUN:
+        return run_act(cfg.db, argc, argv, "withdraw-run", EEB_SERVER_WITHDRAW, reason);
+    case AUDIT:
+        return list(cfg.db, argc, "audit", eeb_server_list_audit, "no acts in the audit log of");
+    default: break;
     }
-    if (out || n)
-        return eeb_cli_usage_error(cmd, "-o and --n go with admin make-test or station-key");
     cfg.port = (int)port, cfg.threads = (int)threads, cfg.max_body = (size_t)max_body;
+    cfg.log = stderr; /* what it did, a line an act: never a token */
     /* the pool's threads inherit the blocked signals; this one waits for them */
     sigset_t stop;
     sigemptyset(&stop);
@@ -303,6 +1013,7 @@ int eeb_cmd_serve(int argc, char **argv)
         return eeb_cli_error(cmd, "%s", err);
     printf("eeb serve: listening on http://%s:%d/ (database %s, %d threads)\n", cfg.bind,
            eeb_server_port(s), cfg.db, cfg.threads);
+    say_holdings(&cfg);
     fflush(stdout);
     int sig;
     sigwait(&stop, &sig);

@@ -47,9 +47,15 @@ int eeb_client_download(struct eeb_client *c, const char *path, const char *file
                         size_t errlen);
 
 /* What the server is told of a local run when it is registered: from the
- * run's stored configuration.  official: the run is to be driven by the
- * server from the start (eeb run --server). */
+ * run's stored configuration (with the round's entry, division and P_max
+ * tier its "official" section names).  official: the run is to be driven
+ * by the server from the start (eeb run --server). */
 json_t *eeb_client_declaration(const char *config_json, int official);
+
+/* Where a registration's answer places the run in the open round, for
+ * people: "run 3 of 5 of entry main (closed division) in round r1" into
+ * out; 1, or 0 if the answer has no round. */
+int eeb_client_round_line(const json_t *reply, char *out, size_t n);
 
 struct eeb_rundb;
 

@@ -49,6 +49,10 @@ struct eeb_run_config {
     double lr, momentum, decay;
     char *db, *report, *save_model, *predictions;
     char *server; /* official mode: the evaluation server's URL (hooks' server its client) */
+    /* official mode in a round: the entry the run is a run of, its division
+     * and P_max tier (NULL, NAN: the server's default) */
+    char *entry, *division;
+    double tier_w;
 };
 
 /* Nothing set: task -1, NULL paths, NAN budgets; eeb_run_config_finish

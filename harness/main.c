@@ -28,6 +28,7 @@ static const struct command {
     {"run", eeb_cmd_run, "the benchmark: deploy, fine-tune under T_max and P_max, test, score"},
     {"check", eeb_cmd_check, "recompute a run's metrics and verdict from its database"},
     {"report", eeb_cmd_report, "a run's self-contained HTML report"},
+    {"pack", eeb_cmd_pack, "a run's submission package, for the organizer (eeb check --package)"},
     {"xclbin", eeb_cmd_xclbin, "inspect an xclbin, or build the reference accelerator's"},
     {"dse", eeb_cmd_dse, "explore PE-array designs for a model on a board (modeled)"},
     {"serve", eeb_cmd_serve, "the evaluation and leaderboard server"},

@@ -138,6 +138,24 @@ static const struct key keys[] = {
      F(server),
      0,
      0},
+    {{"entry", "NAME", "with --server, in a round: the team's entry the run is a run of (main)"},
+     TEXT,
+     F(entry),
+     0,
+     0},
+    {{"division", "closed|open",
+      "with --server: the entry's division, closed (the round's base model and epochs; the "
+      "default) or open"},
+     TEXT,
+     F(division),
+     0,
+     0},
+    {{"tier", "W",
+      "with --server: the entry's P_max tier, one of the round's (default the lowest)"},
+     NUMBER,
+     F(tier_w),
+     1e-3,
+     1e6},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
@@ -324,6 +342,25 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
             return eeb_errf(err, errlen, EEB_EINVAL,
                             "--%s: an official run (--server) takes its %s from the server",
                             servers[i].key, servers[i].what);
+    /* and only an official run is a run of a round's entry */
+    const struct {
+        const char *key;
+        int given;
+    } entries[] = {{"entry", c->entry != NULL},
+                   {"division", c->division != NULL},
+                   {"tier", !isnan(c->tier_w)}};
+    for (size_t i = 0; !c->server && i < sizeof entries / sizeof *entries; i++)
+        if (entries[i].given)
+            return eeb_errf(err, errlen, EEB_EINVAL,
+                            "--%s goes with --server: an official run is a run of an entry in "
+                            "the server's round",
+                            entries[i].key);
+    if (c->entry && !eeb_text_ok(c->entry, 64, "_.-"))
+        return eeb_errf(err, errlen, EEB_EINVAL, "--entry %s: 1 to 64 of A-Z a-z 0-9 _ . -",
+                        c->entry);
+    if (c->division && strcmp(c->division, "closed") && strcmp(c->division, "open"))
+        return eeb_errf(err, errlen, EEB_EINVAL, "--division %s: expected closed or open",
+                        c->division);
     static const char *const inputs[] = {"finetune", "test", "model"};
     char **paths[] = {&c->finetune, &c->test, &c->model};
     for (int i = 0; i < 3; i++)

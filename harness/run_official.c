@@ -23,7 +23,27 @@ static double positive_at(json_t *o, const char *a, const char *b)
     return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
 }
 
-/* What the server holds a registered run to: its budgets and rules. */
+/* A run of a round takes the seed the server hands it (the answer's
+ * round.seed) for its shuffling and stochastic rounding: the run's own
+ * from here, before its record is created, so that the record says the
+ * seed it used.  Without one, the run keeps its own (--seed). */
+static int take_seed(struct run *r, json_t *reply, char *err, size_t errlen)
+{
+    json_t *seed = json_object_get(json_object_get(reply, "round"), "seed");
+    if (!seed)
+        return EEB_OK;
+    json_int_t v = json_integer_value(seed);
+    if (!json_is_integer(seed) || v < 1 || v > 1000000000000000000LL) /* as --seed takes */
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "%s: the registration's answer has a round.seed that is not a whole "
+                        "number from 1 to 1e18",
+                        r->c->server);
+    r->cfg.seed = (double)v;
+    return EEB_OK;
+}
+
+/* What the server holds a registered run to: its budgets and rules, and
+ * in a round its seed. */
 static int take_terms(struct run *r, json_t *reply, char *err, size_t errlen)
 {
     struct eeb_weights *w = &r->rules.weights[r->c->task];
@@ -58,6 +78,9 @@ static int take_terms(struct run *r, json_t *reply, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_EFORMAT,
                         "%s: the registration's answer lacks run_id, test_items or rules.version",
                         r->c->server);
+    int rc = take_seed(r, reply, err, errlen);
+    if (rc)
+        return rc;
     snprintf(r->rules.version, sizeof r->rules.version, "%s", version);
     r->out->server_run = id;
     r->test_items = (uint64_t)items;
@@ -77,11 +100,14 @@ static int enroll(struct run *r, char *err, size_t errlen)
                       : eeb_errf(err, errlen, EEB_ENOMEM, "the registration: out of memory");
     if (rc == EEB_OK)
         rc = take_terms(r, reply, err, errlen);
+    char round[256];
     if (rc == EEB_OK && cl->log)
         fprintf(cl->log,
                 "eeb: official run %lld on %s: T_max %g s, P_max %g W, rules %s, %llu test items\n",
                 (long long)r->out->server_run, cl->url, r->c->t_max_s, r->c->p_max_w,
                 r->rules.version, (unsigned long long)r->test_items);
+    if (rc == EEB_OK && cl->log && eeb_client_round_line(reply, round, sizeof round))
+        fprintf(cl->log, "eeb: %s, seed %.0f\n", round, r->c->seed);
     json_decref(declared);
     json_decref(reply);
     return rc;
@@ -204,10 +230,11 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
 }
 
 /* The configuration says where the test came from: the server, and the
- * run's id there. */
+ * run's id there; and the round's entry the run asked to be a run of. */
 static void describe(const struct run *r, json_t *config)
 {
     eeb_config_put_official(config, r->c->server, r->out->server_run);
+    eeb_config_put_entry(config, r->c->entry, r->c->division, r->c->tier_w);
     eeb_config_put_test_from(config, r->c->server, r->test_items);
 }
 

@@ -42,7 +42,13 @@ struct eeb_power_source {
     enum eeb_provenance provenance; /* of its readings */
     const char *note;               /* optional: NULL means opening found nothing the user
                                      * should hear; else that (a replayed log's skipped
-                                     * lines), the source's own */
+                                     * lines, a PTDaemon's identity and ranges), the
+                                     * source's own */
+    double uncertainty;             /* the last reading's relative uncertainty as its meter
+                                     * reports it (0.01: 1 %; INFINITY: the meter could not
+                                     * evaluate it); NAN: none reported.  The sampler sets it
+                                     * to NAN before each read, a source that knows it sets
+                                     * it in read */
 };
 
 /* The layout of struct eeb_power_source_ops this eeb knows (SQLite's
@@ -169,8 +175,9 @@ struct eeb_sampler;
  * pushes into a lock-free single-producer ring; a writer thread commits
  * the ring to the database in batches.  The sampler never touches disk.
  * A read that fails is counted and recorded once as a "power_fault" event
- * with the reason (and "power_recovered" when readings resume); a ring that
- * is full counts the reading as dropped.  src stays the caller's.
+ * with the reason (and "power_recovered" when readings resume); a reading
+ * over the uncertainty limit (below) is kept, and recorded the same way; a
+ * ring that is full counts the reading as dropped.  src stays the caller's.
  */
 int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_config *cfg,
                       struct eeb_sampler **out, char *err, size_t errlen);
@@ -193,6 +200,29 @@ void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out);
 #define EEB_RESULT_MISSED      "deadlines_missed" /* count */
 #define EEB_RESULT_ACHIEVED_HZ "achieved_rate"    /* Hz */
 #define EEB_RESULT_JITTER_P99  "jitter_p99"       /* us */
+
+/* The largest relative uncertainty of the readings (a fraction), stored
+ * with the source's provenance by a sampler whose source reported any
+ * (eeb_power_source.uncertainty); a source that reports none stores none. */
+#define EEB_RESULT_UNCERTAINTY_MAX "power_uncertainty_max"
+
+/*
+ * The most a reading's uncertainty may be: MLPerf's power rules hold the
+ * analyzer to 1 % per sample as PTDaemon reports it, and the MLPerf power
+ * checker fails a run whose testing phase logs PTDaemon's "Uncertainty
+ * X.XX%, which is above 1.00% limit for the last sample!" (mlcommons/
+ * inference_policies power_measurement.adoc; mlcommons/power-dev
+ * compliance/check.py).  A reading over it, or one whose uncertainty the
+ * meter could not evaluate, is recorded by the sampler as a power_fault
+ * event whose payload holds EEB_EVENT_KEY_UNCERTAINTY (the fraction, or
+ * null: unknown), at the reading's time, once per stretch of such readings
+ * (power_recovered when they are back within); the judge (record/) makes
+ * the run invalid for it, naming the reading's time.
+ */
+#define EEB_POWER_UNCERTAINTY_LIMIT 0.01
+#define EEB_EVENT_POWER_FAULT       "power_fault"     /* {reason[, uncertainty]} */
+#define EEB_EVENT_POWER_RECOVERED   "power_recovered" /* {reason} */
+#define EEB_EVENT_KEY_UNCERTAINTY   "uncertainty"
 
 /* Stops both threads, commits what is left, stores the counts above with
  * the run and frees s.  An error of the writer (a full disk, say) is

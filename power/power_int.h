@@ -77,9 +77,13 @@ void power_line_close(struct power_line *c);
 
 /* The meters' replies parsed (their fuzz targets' entries): a WT300's
  * ":NUMeric:NORMal:VALue?" answer "U,I,P" into v; PTDaemon's "RL" answer
- * (name,value pairs; reply is cut up) into out's watts, volts and amps. */
+ * (name,value pairs; reply is cut up) into out's watts, volts and amps;
+ * PTDaemon's "Uncertainty" answer, in percent, into *out as a fraction
+ * (INFINITY: PTDaemon could not evaluate it). */
 int power_scpi_parse(const char *uri, const char *reply, double v[3], char *err, size_t errlen);
 int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *err, size_t errlen);
+int power_ptd_uncertainty(const char *uri, const char *reply, double *out, char *err,
+                          size_t errlen);
 
 /* ---- recorded traces, replay:'s readers (trace.c, trace_csv.c, trace_ptd_log.c) ---- */
 

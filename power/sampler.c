@@ -6,7 +6,9 @@
  * reads the source, and pushes the reading into the ring; it never touches
  * disk, so a slow disk costs drops (counted), not missed deadlines.  The
  * writer drains the ring every WRITE_PERIOD_MS into one SQLite transaction
- * and writes the events (stage marks, meter faults) queued beside it.
+ * and writes the events (stage marks, meter faults) queued beside it.  A
+ * reading whose meter reports its uncertainty is held to the rules' limit
+ * (EEB_POWER_UNCERTAINTY_LIMIT): one over it is kept, and is a meter fault.
  *
  * Sections: the event queue; the sampler thread; the writer thread;
  * starting and stopping.
@@ -58,6 +60,8 @@ struct eeb_sampler {
     _Atomic int64_t last_ns;
     /* the sampler thread's own */
     uint64_t ticks, missed;
+    double uncertainty_max;    /* the largest finite one reported, NAN: none */
+    enum eeb_provenance prov;  /* the source's, for the stored uncertainty */
     uint32_t *jitter;          /* histogram */
     int timer_slack, realtime; /* tighten_timing() was granted them */
     double jitter_max_us;
@@ -80,12 +84,14 @@ static double thread_cpu_s(void)
 
 /* ---- the event queue ---- */
 
-static int64_t queue_event(struct eeb_sampler *s, const char *kind, const char *payload)
+/* Queues an event at t_mono_ns and t_utc_ns (0: now). */
+static int64_t queue_event_at(struct eeb_sampler *s, int64_t t_mono_ns, int64_t t_utc_ns,
+                              const char *kind, const char *payload)
 {
-    int64_t t = eeb_mono_ns();
+    int64_t t = t_mono_ns ? t_mono_ns : eeb_mono_ns();
     struct event *e = calloc(1, sizeof *e);
     if (e) {
-        e->t_mono_ns = t, e->t_utc_ns = eeb_utc_ns();
+        e->t_mono_ns = t, e->t_utc_ns = t_utc_ns ? t_utc_ns : eeb_utc_ns();
         e->kind = strdup(kind);
         e->payload = payload ? strdup(payload) : NULL;
         if (!e->kind || (payload && !e->payload)) {
@@ -105,6 +111,11 @@ static int64_t queue_event(struct eeb_sampler *s, const char *kind, const char *
     return t;
 }
 
+static int64_t queue_event(struct eeb_sampler *s, const char *kind, const char *payload)
+{
+    return queue_event_at(s, 0, 0, kind, payload);
+}
+
 int64_t eeb_sampler_mark(struct eeb_sampler *s, const char *kind, const char *payload_json)
 {
     return queue_event(s, kind, payload_json);
@@ -121,12 +132,62 @@ static void fault_event(struct eeb_sampler *s, const char *kind, const char *rea
     free(payload);
 }
 
+/* Queues kind at reading x's time, with the JSON object o (taken; NULL:
+ * out of memory, "{}") as its payload. */
+static void reading_event(struct eeb_sampler *s, const struct eeb_sample *x, const char *kind,
+                          json_t *o)
+{
+    char *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    queue_event_at(s, x->t_mono_ns, x->t_utc_ns, kind, payload ? payload : "{}");
+    free(payload);
+}
+
+/* A reading's uncertainty held to the rules' limit: the first reading of
+ * a stretch over it (or of unknown uncertainty) is a power_fault event at
+ * the reading's time, {reason, uncertainty: the fraction or null}; the
+ * first back within it, power_recovered.  Every finite one counts towards
+ * the largest. */
+static void hold_uncertainty(struct eeb_sampler *s, const struct eeb_sample *x, double u,
+                             int *uncertain)
+{
+    if (isnan(u))
+        return;
+    if (isfinite(u) && !(u <= s->uncertainty_max))
+        s->uncertainty_max = u;
+    int over = !(u <= EEB_POWER_UNCERTAINTY_LIMIT);
+    if (over && !*uncertain) {
+        char reason[300];
+        if (isfinite(u))
+            snprintf(reason, sizeof reason,
+                     "%s: a reading of %g W with an uncertainty of %.2f %% (the rules allow "
+                     "%g %%)",
+                     s->src->uri, x->watts, 100 * u, 100 * EEB_POWER_UNCERTAINTY_LIMIT);
+        else
+            snprintf(reason, sizeof reason,
+                     "%s: a reading of %g W whose uncertainty the meter could not evaluate",
+                     s->src->uri, x->watts);
+        reading_event(s, x, EEB_EVENT_POWER_FAULT,
+                      json_pack("{s:s, s:o}", EEB_EVENT_KEY_REASON, reason,
+                                EEB_EVENT_KEY_UNCERTAINTY,
+                                isfinite(u) ? json_real(u) : json_null()));
+    } else if (!over && *uncertain) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "readings within the rules' %g %% uncertainty again",
+                 100 * EEB_POWER_UNCERTAINTY_LIMIT);
+        reading_event(s, x, EEB_EVENT_POWER_RECOVERED,
+                      json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason));
+    }
+    *uncertain = over;
+}
+
 /* ---- the sampler thread ---- */
 
-static void take(struct eeb_sampler *s, int64_t now, int *failing)
+static void take(struct eeb_sampler *s, int64_t now, int *failing, int *uncertain)
 {
     char err[256];
     struct eeb_sample x = {.volts = NAN, .amps = NAN};
+    s->src->uncertainty = NAN;
     int rc = s->src->ops->read(s->src, now, &x, err, sizeof err);
     /* a recorded trace's gap: no sample, as its recorder took none, so the
      * replay has the same gap for the rules to judge; not a failed read */
@@ -143,15 +204,16 @@ static void take(struct eeb_sampler *s, int64_t now, int *failing)
         if (!s->first_error[0])
             snprintf(s->first_error, sizeof s->first_error, "%s", err);
         if (!*failing)
-            fault_event(s, "power_fault", err);
+            fault_event(s, EEB_EVENT_POWER_FAULT, err);
         *failing = 1;
         return;
     }
     if (*failing)
-        fault_event(s, "power_recovered", "readings resumed");
+        fault_event(s, EEB_EVENT_POWER_RECOVERED, "readings resumed");
     *failing = 0;
     x.t_mono_ns = now;
     x.t_utc_ns = eeb_utc_ns();
+    hold_uncertainty(s, &x, s->src->uncertainty, uncertain);
     if (!power_ring_push(&s->ring, &x))
         atomic_fetch_add(&s->dropped, 1);
     double w0 = atomic_load(&s->watts);
@@ -180,7 +242,7 @@ static void tighten_timing(struct eeb_sampler *s)
 static void *sampler_main(void *arg)
 {
     struct eeb_sampler *s = arg;
-    int failing = 0;
+    int failing = 0, uncertain = 0;
     tighten_timing(s);
     int64_t next = eeb_mono_ns();
     while (!atomic_load(&s->stop)) {
@@ -192,7 +254,7 @@ static void *sampler_main(void *arg)
         s->jitter[late_us < JITTER_BUCKETS - 1 ? (int)late_us : JITTER_BUCKETS - 1]++;
         s->jitter_max_us = fmax(s->jitter_max_us, late_us);
         s->ticks++;
-        take(s, now, &failing);
+        take(s, now, &failing, &uncertain);
         /* A read that overran its interval (a stalled meter) skips the
          * deadlines it missed rather than reading in a burst. */
         next += s->interval_ns;
@@ -321,6 +383,7 @@ int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_con
     if (!s)
         return eeb_errf(err, errlen, EEB_ENOMEM, "sampler: out of memory");
     s->src = src, s->cfg = *cfg;
+    s->uncertainty_max = NAN, s->prov = src->provenance;
     s->interval_ns = (int64_t)llround(1e9 / cfg->rate_hz);
     s->events_tail = &s->events;
     pthread_mutex_init(&s->lock, NULL);
@@ -409,6 +472,9 @@ static int record_counts(struct eeb_sampler *s, const struct eeb_sampler_stats *
     for (size_t i = 0; i < sizeof r / sizeof *r && rc == EEB_OK; i++)
         rc = eeb_rundb_result_set(s->db, s->cfg.run, r[i].name, r[i].value, r[i].unit, "computed",
                                   err, errlen);
+    if (rc == EEB_OK && !isnan(s->uncertainty_max))
+        rc = eeb_rundb_result_set(s->db, s->cfg.run, EEB_RESULT_UNCERTAINTY_MAX, s->uncertainty_max,
+                                  "fraction", eeb_provenance_name(s->prov), err, errlen);
     return rc;
 }
 

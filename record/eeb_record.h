@@ -45,6 +45,9 @@ struct eeb_run_outcome {
     struct eeb_score score;
     int modeled_clock; /* T and E are the modeled device's (EEB_CLOCK_MODELED) */
     double energy_j, t_s, worst_w;
+    /* E's and M_p's relative uncertainty: the largest the meter stated for
+     * a reading (NAN: it stated none); and S's that makes, w_p M_p times it */
+    double power_uncertainty, s_uncertainty;
     double host_time_s;      /* the fine-tune's wall time on the host (run only; never scored) */
     double window_s;         /* the P_max rule's window, worst_w's (the rules') */
     double t_max_s, p_max_w; /* the budgets the run was held to */

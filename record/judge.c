@@ -221,6 +221,7 @@ static void figures_unknown(struct eeb_run_outcome *out)
     struct eeb_score *s = &out->score;
     s->m_u = s->m_t = s->m_p = s->m_s = s->s = s->mean_power_w = NAN;
     out->t_s = out->energy_j = out->worst_w = out->window_s = NAN;
+    out->power_uncertainty = out->s_uncertainty = NAN;
     out->meter_offset = (struct eeb_meter_offset){.s = NAN, .correlation = NAN};
 }
 
@@ -356,6 +357,62 @@ static void cross_check(const struct stored_run *sr, const struct eeb_config_rec
     offset_check(sr, cfg, meter, &own, out);
 }
 
+/* The first reading of a run over the uncertainty limit, as its sampler
+ * recorded it (a power_fault event holding the reading's uncertainty, at
+ * its time), and the run's fine-tune begin, to time it from. */
+struct uncertain {
+    int64_t ft_begin, t; /* 0: none */
+    double u;            /* the fraction, NAN: the meter could not evaluate it */
+};
+
+static int find_uncertain(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)utc;
+    struct uncertain *un = arg;
+    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0 && !un->ft_begin)
+        un->ft_begin = t;
+    if (un->t || strcmp(kind, EEB_EVENT_POWER_FAULT) || !payload)
+        return 0;
+    json_t *o = json_loads(payload, 0, NULL);
+    json_t *v = json_object_get(o, EEB_EVENT_KEY_UNCERTAINTY);
+    if (json_is_null(v) ||
+        (json_is_number(v) && !(json_number_value(v) <= EEB_POWER_UNCERTAINTY_LIMIT)))
+        un->t = t, un->u = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(o);
+    return 0;
+}
+
+/* A reading of the metered run (the run's own, or the server's meter's)
+ * whose uncertainty is over the limit, or unknown, makes the run invalid,
+ * named by its time from the fine-tune's begin. */
+static void uncertainty_check(const struct stored_run *sr, int64_t run, struct eeb_run_outcome *out)
+{
+    struct uncertain un = {.u = NAN};
+    char err[256], at[64], of[64];
+    if (eeb_rundb_events_each(sr->db, run, find_uncertain, &un, err, sizeof err)) {
+        why(out, "power: %s", err);
+        out->valid = 0;
+        return;
+    }
+    if (!un.t)
+        return;
+    out->valid = 0;
+    double s = (double)(un.t - un.ft_begin) / 1e9, limit = 100 * EEB_POWER_UNCERTAINTY_LIMIT;
+    if (!un.ft_begin)
+        snprintf(at, sizeof at, "at %lld ns", (long long)un.t);
+    else
+        snprintf(at, sizeof at, s >= 0 ? "at %.3f s" : "%.3f s before the fine-tune", fabs(s));
+    /* as many digits as show it over the limit: 2.0 %, 1.04 % */
+    int digits = 1;
+    while (digits < 4 && round(100 * un.u * pow(10, digits)) <= limit * pow(10, digits))
+        digits++;
+    if (isnan(un.u))
+        snprintf(of, sizeof of, "an uncertainty the meter could not evaluate");
+    else
+        snprintf(of, sizeof of, "an uncertainty of %.*f %%", digits, 100 * un.u);
+    why(out, "the meter's reading %s has %s: the rules allow %g %%", at, of, limit);
+}
+
 /* T from the fine-tune window, E, validity and the P_max rule from the
  * samples: the run's own, or the server's meter's (its power log, the
  * window placed there on the server's clock); whether E is known. */
@@ -366,6 +423,11 @@ static int metered_figures(const struct stored_run *sr, const struct eeb_config_
     struct eeb_power_summary ps;
     char perr[512];
     int64_t metered = cfg->meter_run > 0 ? cfg->meter_run : sr->row.id;
+    uncertainty_check(sr, metered, out);
+    double u;
+    if (eeb_rundb_result_get(sr->db, metered, EEB_RESULT_UNCERTAINTY_MAX, &u, perr, sizeof perr) ==
+        EEB_OK)
+        out->power_uncertainty = u; /* every reading within u of the truth: E and M_p too */
     if (eeb_power_summarize(sr->path, metered, cfg->meter_run > 0 ? sr->row.p_max_w : NAN, &ps,
                             perr, sizeof perr)) {
         why(out, "power: %s", perr);
@@ -435,6 +497,7 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     struct eeb_config_record cfg;
     (void)eeb_config_record_read(row->config, &cfg); /* what it lacks is NAN: judged invalid */
     enum eeb_task task;
+    out->power_uncertainty = out->s_uncertainty = NAN;
     out->run = row->id;
     snprintf(out->uuid, sizeof out->uuid, "%s", row->uuid);
     snprintf(out->provenance, sizeof out->provenance, "%s",
@@ -531,6 +594,8 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (have_power && !pj.p_max_pass && out->score.pass)
         why(out, "%s", pj.p_max_reason);
     out->pass = out->valid && !out->aborted && out->score.pass && pj.p_max_pass;
+    if (out->pass) /* S moves with M_p alone: T, M_u and M_s are exact */
+        out->s_uncertainty = cfg.weights[2] * out->score.m_p * out->power_uncertainty;
     score_said(rec, out);
     if (!out->pass)
         out->score.s = NAN;
@@ -568,6 +633,7 @@ int eeb_run_store_results(struct eeb_rundb *db, int64_t run, const struct eeb_ru
         {"m_p", s->m_p, "1", "computed"},
         {"m_s", s->m_s, "1", "computed"},
         {"S", o->pass ? s->s : NAN, "1", "computed"},
+        {"s_uncertainty", o->s_uncertainty, "1", "computed"},
         {"pass", o->pass, "1", "computed"},
         {"valid", o->valid, "1", "computed"},
         {"device_time_s", o->device_time_s, "s", "modeled"},

@@ -61,6 +61,17 @@ void eeb_config_put_official(json_t *o, const char *server, int64_t run_id)
                         json_pack("{s:s, s:I}", "server", server, "run_id", (json_int_t)run_id));
 }
 
+void eeb_config_put_entry(json_t *o, const char *entry, const char *division, double tier_w)
+{
+    json_t *official = json_object_get(o, "official");
+    if (entry)
+        json_object_set_new(official, "entry", json_string(entry));
+    if (division)
+        json_object_set_new(official, "division", json_string(division));
+    if (!isnan(tier_w))
+        json_object_set_new(official, "tier_w", json_real(tier_w));
+}
+
 void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
                           const char *note)
 {
@@ -131,7 +142,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
                                       .rate_hz = NAN,
                                       .test_items = NAN,
                                       .batch = NAN,
-                                      .frozen = NAN};
+                                      .frozen = NAN,
+                                      .tier_w = NAN};
     for (int i = 0; i < 4; i++)
         out->util[i] = out->weights[i] = NAN;
     json_t *o = text ? json_loads(text, 0, NULL) : NULL;
@@ -172,7 +184,11 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->device_train_w = eeb_json_number_at(device, "train_w");
     out->batch = eeb_json_number_at(json_object_get(o, "training"), "batch");
     out->frozen = eeb_json_number_at(json_object_get(o, "training"), "frozen");
-    out->official = json_is_object(json_object_get(o, "official"));
+    const json_t *official = json_object_get(o, "official");
+    out->official = json_is_object(official);
+    text_at(official, "entry", out->entry, sizeof out->entry);
+    text_at(official, "division", out->division, sizeof out->division);
+    out->tier_w = eeb_json_number_at(official, "tier_w");
     json_t *meter = json_object_get(power, "meter_run");
     out->meter_run = json_is_integer(meter) ? json_integer_value(meter) : 0;
     json_decref(o);

@@ -53,6 +53,12 @@ void eeb_config_put_test_from(json_t *o, const char *server, uint64_t items);
 /* "official": the server that drives the run and the run's id there. */
 void eeb_config_put_official(json_t *o, const char *server, int64_t run_id);
 
+/* "official"."entry", "division" and "tier_w": the round's entry an
+ * official run is a run of, its division and P_max tier, as the run asked
+ * for them (NULL, NAN: left out, the server's default); after
+ * eeb_config_put_official. */
+void eeb_config_put_entry(json_t *o, const char *entry, const char *division, double tier_w);
+
 /* "power": the meter's URI, the sampling rate, the provenance of its
  * figures, and what a recorded trace skipped (note; NULL: none). */
 void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
@@ -115,6 +121,9 @@ struct eeb_config_record {
     double device_train_w;
     double batch, frozen; /* the training's items per step and frozen layers */
     int official;         /* a server drove the run: its M_s is the server's */
+    char entry[65];       /* and in a round, the entry it asked to be a run of, or "" */
+    char division[8];     /* its division, or "" */
+    double tier_w;        /* its P_max tier (NAN: not asked for) */
     int64_t meter_run;    /* the server's meter's samples are this run's (0: its own) */
 };
 

@@ -302,6 +302,8 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
     if (slot >= 0) {
         struct eeb_srv_meter *m = &s->meters[slot];
         m->kept += rc ? 0 : n;
+        if (!rc)
+            atomic_fetch_add(&s->samples_received, n);
         if (rc)
             m->last_ns = last_was, m->last_utc_ns = last_utc_was;
         m->inflight--;

@@ -85,17 +85,18 @@ static int add_row(void *arg, const struct eeb_srv_run *r)
 
 /* ---- the answers kept ---- */
 
-/* The leaderboard is read far more often than runs are scored: an answer
- * (JSON or page) is kept, by its request, until the next run is scored. */
+/* The leaderboard is read far more often than runs change: an answer
+ * (JSON or page) is kept, by its request, until a run is next registered,
+ * completed or scored. */
 static int cached_reply(struct eeb_srv_call *k, const char *key, enum MHD_Result *sent)
 {
     struct eeb_server *s = k->s;
-    unsigned long now = atomic_load(&s->scored);
+    unsigned long now = atomic_load(&s->changes);
     int hit = 0;
     pthread_mutex_lock(&s->board_lock);
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache && !hit; i++) {
         struct eeb_srv_board_cache *c = &s->board_cache[i];
-        if (c->body && c->scored == now && strcmp(c->key, key) == 0) {
+        if (c->body && c->changes == now && strcmp(c->key, key) == 0) {
             *sent = eeb_srv_call_reply(k, 200, c->type, c->body, c->len);
             hit = 1;
         }
@@ -104,7 +105,7 @@ static int cached_reply(struct eeb_srv_call *k, const char *key, enum MHD_Result
     return hit;
 }
 
-static void keep_reply(struct eeb_server *s, const char *key, unsigned long scored,
+static void keep_reply(struct eeb_server *s, const char *key, unsigned long changes,
                        const char *type, const char *body, size_t len)
 {
     char *copy = malloc(len);
@@ -116,7 +117,7 @@ static void keep_reply(struct eeb_server *s, const char *key, unsigned long scor
         &s->board_cache[s->board_next++ % (sizeof s->board_cache / sizeof *s->board_cache)];
     free(c->body);
     snprintf(c->key, sizeof c->key, "%s", key);
-    c->scored = scored, c->type = type, c->body = copy, c->len = len;
+    c->changes = changes, c->type = type, c->body = copy, c->len = len;
     pthread_mutex_unlock(&s->board_lock);
 }
 
@@ -126,39 +127,63 @@ void eeb_srv_board_cache_free(struct eeb_server *s)
         free(s->board_cache[i].body);
 }
 
-/* The answer of type to the request's filter (need_task: it must name a
- * task), made by make (its body malloc'd), or the one kept for the same
- * filter since the last run was scored. */
-typedef int make_answer(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
-                        size_t *len, char *err, size_t errlen);
+/* The organizer acts on the database from another process (eeb serve
+ * admin): its audit log, read at most once a second, says when, and the
+ * answers kept before are stale. */
+static void note_admin_acts(struct eeb_server *s)
+{
+    int64_t now = eeb_mono_ns(), checked = atomic_load(&s->audit_checked_ns);
+    if (now - checked < 1000000000 ||
+        !atomic_compare_exchange_strong(&s->audit_checked_ns, &checked, now))
+        return;
+    struct eeb_srv_store_stats stats;
+    char ignored[256];
+    if (eeb_srv_store_stats(s->store, &stats, ignored, sizeof ignored) == EEB_OK &&
+        atomic_exchange(&s->audit_seen, stats.audit_last) != stats.audit_last)
+        atomic_fetch_add(&s->changes, 1);
+}
 
+enum MHD_Result eeb_srv_kept_answer(struct eeb_srv_call *k, const char *key, const char *type,
+                                    eeb_srv_make_answer *make, void *arg)
+{
+    enum MHD_Result sent;
+    note_admin_acts(k->s);
+    char kept[200];
+    snprintf(kept, sizeof kept, "%s %s", type, key);
+    if (cached_reply(k, kept, &sent))
+        return sent;
+    unsigned long changes = atomic_load(&k->s->changes); /* before reading: never newer */
+    char *body = NULL, err[256] = "out of memory";
+    size_t len = 0;
+    int rc = make(k, arg, &body, &len, err, sizeof err);
+    if (rc == EEB_OK) {
+        keep_reply(k->s, kept, changes, type, body, len);
+        sent = eeb_srv_call_reply(k, 200, type, body, len);
+    } else /* a thing the request names that the server does not hold: 404 */
+        sent = eeb_srv_call_fail(k, rc == EEB_ENODATA ? 404 : 500, NULL, err);
+    free(body);
+    return sent;
+}
+
+/* The run list's answer of type to the request's filter (need_task: it
+ * must name a task). */
 static enum MHD_Result kept_answer(struct eeb_srv_call *k, int need_task, const char *type,
-                                   make_answer *make)
+                                   eeb_srv_make_answer *make)
 {
     struct eeb_srv_board_filter f;
     enum MHD_Result sent;
     if (!read_filter(k, &f, need_task, &sent))
         return sent;
     char key[200];
-    snprintf(key, sizeof key, "%s %d %d %c%s %c%s", type, f.task, f.limit, f.provenance ? '=' : '*',
+    snprintf(key, sizeof key, "runs %d %d %c%s %c%s", f.task, f.limit, f.provenance ? '=' : '*',
              f.provenance ? f.provenance : "", f.device ? '=' : '*', f.device ? f.device : "");
-    if (cached_reply(k, key, &sent))
-        return sent;
-    unsigned long scored = atomic_load(&k->s->scored); /* before reading: never newer */
-    char *body = NULL, err[256] = "out of memory";
-    size_t len = 0;
-    if (make(k, &f, &body, &len, err, sizeof err) == EEB_OK) {
-        keep_reply(k->s, key, scored, type, body, len);
-        sent = eeb_srv_call_reply(k, 200, type, body, len);
-    } else
-        sent = eeb_srv_call_fail(k, 500, NULL, err);
-    free(body);
-    return sent;
+    return eeb_srv_kept_answer(k, key, type, make, &f);
 }
 
-static int make_json(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
-                     size_t *len, char *err, size_t errlen)
+static int make_json(struct eeb_srv_call *k, void *arg, char **body, size_t *len, char *err,
+                     size_t errlen)
 {
+    const struct eeb_srv_board_filter *f = arg;
     struct board_json b = {.rows = json_array()};
     if (!b.rows)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
@@ -168,10 +193,9 @@ static int make_json(struct eeb_srv_call *k, const struct eeb_srv_board_filter *
         /* the store's error is in err; add_row's is this */
         return rc == EEB_ENOMEM ? eeb_errf(err, errlen, rc, "out of memory") : rc;
     }
-    json_t *o =
-        json_pack("{s:s, s:s?, s:s?, s:s, s:o}", "task", eeb_task_name((enum eeb_task)f->task),
-                  "provenance", f->provenance, "device", f->device, "rules_version",
-                  k->s->rules_version, "entries", b.rows);
+    json_t *o = json_pack(
+        "{s:s, s:s?, s:s?, s:s, s:o}", "task", eeb_task_name((enum eeb_task)f->task), "provenance",
+        f->provenance, "device", f->device, "rules_version", k->s->rules_version, "runs", b.rows);
     *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!*body)
@@ -180,8 +204,8 @@ static int make_json(struct eeb_srv_call *k, const struct eeb_srv_board_filter *
     return EEB_OK;
 }
 
-/* GET /api/v1/leaderboard?task=T[&provenance=P][&device=D][&limit=N] */
-enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k)
+/* GET /api/v1/runs?task=T[&provenance=P][&device=D][&limit=N] */
+enum MHD_Result eeb_srv_api_runs(struct eeb_srv_call *k)
 {
     return kept_answer(k, 1, "application/json", make_json);
 }
@@ -196,7 +220,7 @@ struct board_html {
 /* A number cell: shown with `decimals`, sorted by its exact value (the
  * shortest text that reads back as the same double: 0.1, not "%.17g"'s
  * 0.10000000000000001, and runs that differ past the 15th digit apart). */
-static void cell(FILE *f, double v, int decimals)
+void eeb_srv_number_cell(FILE *f, double v, int decimals)
 {
     if (isnan(v)) {
         fputs("<td data-v=\"\">-</td>", f);
@@ -221,16 +245,16 @@ static int html_row(void *arg, const struct eeb_srv_run *r)
     eeb_html_text(f, r->team_name);
     fprintf(f, "</td><td data-v=\"%lld\"><a href=\"/runs/%lld\">%lld</a></td>", (long long)r->id,
             (long long)r->id, (long long)r->id);
-    cell(f, r->s, 4);
+    eeb_srv_number_cell(f, r->s, 4);
     fputs("<td>", f);
     eeb_html_text(f, r->verdict);
     fputs("</td>", f);
-    cell(f, r->m_s, 4);
-    cell(f, r->m_p, 4);
-    cell(f, r->m_t, 4);
-    cell(f, r->m_u, 4);
-    cell(f, r->energy_j, 1);
-    cell(f, r->t_s, 1);
+    eeb_srv_number_cell(f, r->m_s, 4);
+    eeb_srv_number_cell(f, r->m_p, 4);
+    eeb_srv_number_cell(f, r->m_t, 4);
+    eeb_srv_number_cell(f, r->m_u, 4);
+    eeb_srv_number_cell(f, r->energy_j, 1);
+    eeb_srv_number_cell(f, r->t_s, 1);
     fputs("<td>", f);
     eeb_html_text(f, r->device);
     fputs("</td><td>", f);
@@ -270,7 +294,7 @@ static void header(FILE *f)
  * aria-sort and mark (up: ascending, down: descending) say how.  The
  * column is the header's own cellIndex: an index over every table's
  * headers at once points past the second table's cells. */
-static const char sort_script[] =
+const char eeb_srv_sort_script[] =
     "<script>\n"
     "(function () {\n"
     "  function key(row, col) {\n"
@@ -314,18 +338,20 @@ static int board_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter 
                       char *err, size_t errlen)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<title>eeb leaderboard</title>\n<style>body{font:14px sans-serif;margin:24px}"
+          "<title>eeb runs</title>\n<style>body{font:14px sans-serif;margin:24px}"
           "table{border-collapse:collapse;margin:8px 0 24px}th,td{border:1px solid #ccc;"
           "padding:3px 8px;text-align:right}th{background:#f4f4f4;cursor:pointer;"
           "white-space:nowrap}th[aria-sort]{background:#e2ebf6}"
           "td:nth-child(2),td:nth-child(5),td:nth-child(12),td:nth-child(13){text-align:left}"
           ".fail,.invalid,.aborted{color:#888}</style></head><body>\n"
-          "<h1>eeb leaderboard</h1>\n<p>S = 1 &minus; [w<sub>u</sub>M<sub>u</sub> + "
+          "<h1>eeb: every run scored</h1>\n<p>S = 1 &minus; [w<sub>u</sub>M<sub>u</sub> + "
           "w<sub>t</sub>M<sub>t</sub> + w<sub>p</sub>M<sub>p</sub> + w<sub>s</sub>(1 &minus; "
           "M<sub>s</sub>)], rules ",
           f);
     eeb_html_text(f, k->s->rules_version);
-    fputs(". Passing runs are ranked by S; the rest follow. Click a column to sort.", f);
+    fputs(". Every scored run, one by one: passing runs by S, the rest after. Click a column to "
+          "sort. The <a href=\"/leaderboard\">leaderboard</a> ranks a round's entries.",
+          f);
     if (want->provenance || want->device) {
         fputs(" Showing provenance ", f);
         eeb_html_text(f, want->provenance ? want->provenance : "any");
@@ -352,14 +378,15 @@ static int board_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter 
             fprintf(f, "<tr><td colspan=\"%zu\">no scored runs yet</td></tr>\n", N_COLUMNS);
         fputs("</tbody></table>\n", f);
     }
-    fputs(sort_script, f);
+    fputs(eeb_srv_sort_script, f);
     fputs("</body></html>\n", f);
     return EEB_OK;
 }
 
-static int make_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter *f, char **body,
-                     size_t *len, char *err, size_t errlen)
+static int make_page(struct eeb_srv_call *k, void *arg, char **body, size_t *len, char *err,
+                     size_t errlen)
 {
+    const struct eeb_srv_board_filter *f = arg;
     FILE *m = open_memstream(body, len);
     if (!m)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
@@ -369,8 +396,8 @@ static int make_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter *
     return rc;
 }
 
-/* GET / and /leaderboard[?task=T][&provenance=P][&device=D] */
-enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k)
+/* GET /runs[?task=T][&provenance=P][&device=D] */
+enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k)
 {
     return kept_answer(k, 0, "text/html; charset=utf-8", make_page);
 }

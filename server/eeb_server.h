@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- the store ---- */
 
@@ -22,6 +23,73 @@
  * kept only as a hash.  A name taken is an error naming it. */
 int eeb_server_add_team(const char *db, const char *name, char token[EEB_TOKEN_HEX], char *err,
                         size_t errlen);
+
+/* ---- rounds ---- */
+
+/* A round of the benchmark, as the organizer opens it: while it is open,
+ * every official run belongs to an entry of it -- a team's design on a
+ * task, made of the round's number of runs, whose S are aggregated into
+ * the entry's -- and is held to the round's budgets and, in the closed
+ * division, to its base model and schedule.  Rounds never overlap in time,
+ * so at most one is open. */
+#define EEB_ROUND_NAME  65 /* [A-Za-z0-9_.-], 1..64 characters, and NUL */
+#define EEB_ROUND_TIERS 4  /* P_max tiers a task may have in a round */
+
+enum eeb_round_aggregate { EEB_ROUND_MEDIAN, EEB_ROUND_OLYMPIC };
+
+struct eeb_round {
+    char name[EEB_ROUND_NAME];
+    char rules_version[16];             /* the rules its runs are judged by */
+    int runs;                           /* an entry's official runs (1..25) */
+    enum eeb_round_aggregate aggregate; /* their S made the entry's */
+    int cap;                            /* official runs a team may register on a task */
+    int64_t opens_utc_ns, closes_utc_ns;
+    int64_t closed_utc_ns; /* closed early by the organizer (0: not) */
+    struct eeb_round_task {
+        double t_max_s;
+        double tiers_w[EEB_ROUND_TIERS]; /* the P_max an entry may choose, ascending */
+        int ntiers;
+        char model_sha256[EEB_SHA256_HEX]; /* the closed division's base model ("": free) */
+        int epochs_max;                    /* the closed division's epochs (0: free) */
+    } task[EEB_TASK_COUNT];
+};
+
+/* Round name with eeb's rules and budgets (one tier a task, the task's
+ * P_max), 5 runs an entry, their median, a cap of 20 runs, open from now
+ * for 30 days. */
+void eeb_round_default(struct eeb_round *r, const char *name);
+
+/* The aggregation's name ("median", "olympic") and back. */
+const char *eeb_round_aggregate_name(enum eeb_round_aggregate a);
+int eeb_round_aggregate_parse(const char *s, enum eeb_round_aggregate *out);
+
+/* Opens round r in the server's database db (created if missing): an error
+ * names what is wrong with it, a name taken, or the round it overlaps. */
+int eeb_server_round_open(const char *db, const struct eeb_round *r, char *err, size_t errlen);
+
+/* Closes the open round name now: its entries stand as they are.  An
+ * error if no round of that name is open. */
+int eeb_server_round_close(const char *db, const char *name, char *err, size_t errlen);
+
+/* The rounds of db, oldest first, into *out (free it), *n of them. */
+int eeb_server_rounds(const char *db, struct eeb_round **out, size_t *n, char *err, size_t errlen);
+
+/* ---- the organizer's acts, each kept in the audit log with its reason ---- */
+
+/* Team name's token is refused from now on; its runs stay. */
+int eeb_server_team_revoke(const char *db, const char *name, const char *reason, char *err,
+                           size_t errlen);
+
+/* A run hidden from the leaderboard (and its entry with it) while under
+ * review, shown again, or withdrawn (its entry fails, saying why). */
+enum eeb_server_run_act { EEB_SERVER_HIDE, EEB_SERVER_RESTORE, EEB_SERVER_WITHDRAW };
+int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how, const char *reason,
+                       char *err, size_t errlen);
+
+/* The teams, one line each (name, created, runs, active or revoked), and
+ * the audit log, one line an act (time, act, target, reason), to out. */
+int eeb_server_list_teams(const char *db, FILE *out, char *err, size_t errlen);
+int eeb_server_list_audit(const char *db, FILE *out, char *err, size_t errlen);
 
 /* ---- the server ---- */
 
@@ -60,6 +128,9 @@ struct eeb_server_config {
         const char *team, *uri;
     } stations[EEB_SERVER_STATIONS];
     double meter_rate_hz; /* the stations' sampling rate (default 10 Hz) */
+    /* What the server did, a line an act (runs registered or refused,
+     * completed, scored; stations heard): NULL, none.  Never a token. */
+    FILE *log;
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);

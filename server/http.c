@@ -22,15 +22,30 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const route_names[EEB_SRV_R_COUNT] = {
-    "healthz", "metrics",     "whoami",           "runs",     "run",
-    "links",   "begin",       "complete",         "test",     "predictions",
-    "score",   "leaderboard", "page_leaderboard", "page_run", "station",
-    "other"};
+static const char *const route_names[EEB_SRV_R_COUNT] = {"healthz",
+                                                         "metrics",
+                                                         "whoami",
+                                                         "runs",
+                                                         "run",
+                                                         "links",
+                                                         "begin",
+                                                         "complete",
+                                                         "test",
+                                                         "predictions",
+                                                         "score",
+                                                         "leaderboard",
+                                                         "page_leaderboard",
+                                                         "page_run",
+                                                         "station",
+                                                         "run_list",
+                                                         "page_runs",
+                                                         "other"};
 static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404,
                                            405, 409, 413, 429, 500, 503};
 
@@ -45,6 +60,25 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .rate_burst = 400,
                                     .stream_allowance_s = 10,
                                     .meter_rate_hz = 10};
+}
+
+/* ---- the log ---- */
+
+void eeb_srv_log(struct eeb_server *s, const char *fmt, ...)
+{
+    if (!s->cfg.log)
+        return;
+    char at[32], line[1024];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(s->cfg.log, "%s eeb serve: %s\n", at, line); /* one call: lines never interleave */
+    fflush(s->cfg.log);
 }
 
 /* ---- responses ---- */
@@ -213,10 +247,18 @@ static enum MHD_Result metrics(struct eeb_srv_call *k)
         return eeb_srv_call_fail(k, 500, NULL, err);
     if (used < sizeof text)
         snprintf(text + used, sizeof text - used,
-                 "# HELP eeb_teams Teams registered.\n# TYPE eeb_teams gauge\neeb_teams %lld\n"
+                 "# HELP eeb_teams Teams registered and not revoked.\n# TYPE eeb_teams gauge\n"
+                 "eeb_teams %lld\n"
+                 "# HELP eeb_runs_in_progress Runs registered and not yet scored.\n"
+                 "# TYPE eeb_runs_in_progress gauge\neeb_runs_in_progress %lld\n"
+                 "# HELP eeb_samples_received_total Power samples taken in since start, from "
+                 "runs' chains and station agents.\n# TYPE eeb_samples_received_total counter\n"
+                 "eeb_samples_received_total %llu\n"
                  "# HELP eeb_sqlite_memory_bytes Memory SQLite holds now (its page caches "
                  "first).\n# TYPE eeb_sqlite_memory_bytes gauge\neeb_sqlite_memory_bytes %lld\n",
-                 (long long)stats.teams, (long long)stats.memory_bytes);
+                 (long long)stats.teams, (long long)stats.runs_going,
+                 (unsigned long long)atomic_load(&s->samples_received),
+                 (long long)stats.memory_bytes);
     return eeb_srv_call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
@@ -253,6 +295,8 @@ static const struct route_def {
     {"GET", "/", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
     {"GET", "/leaderboard", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
     {"GET", "/runs/{id}", EEB_SRV_R_PAGE_RUN, ANYONE, eeb_srv_page_run},
+    {"GET", "/api/v1/runs", EEB_SRV_R_RUN_LIST, ANYONE, eeb_srv_api_runs},
+    {"GET", "/runs", EEB_SRV_R_PAGE_RUNS, ANYONE, eeb_srv_page_runs},
     {"POST", "/api/v1/station/samples", EEB_SRV_R_STATION, STATION, eeb_srv_api_station},
 };
 
@@ -327,7 +371,7 @@ static enum MHD_Result dispatch(struct eeb_server *s, struct MHD_Connection *c, 
         }
     if (!path)
         return eeb_srv_call_fail(&k, 404, NULL, "no such route");
-    k.route = path->route;
+    k.route = def ? def->route : path->route;
     if (!def) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s takes %s", url, path->method);

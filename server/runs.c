@@ -86,6 +86,9 @@ struct declared {
     int modeled_clock;      /* T is steps x step_s, E that at train_w */
     double step_s, train_w; /* the modeled device's, declared */
     int64_t batch, frozen;  /* what its device was modeled for */
+    /* in a round: the entry it is a run of, its division and P_max tier */
+    const char *entry, *division;
+    double p_max_w; /* NAN: the round's lowest tier */
 };
 
 /* "clock": {"kind": "modeled", "train_step_s", "train_w", "batch",
@@ -123,7 +126,11 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
 {
     char why[128];
     json_t *task = json_object_get(body, "task"), *util = json_object_get(body, "util");
-    *d = (struct declared){.device = "unknown", .backend = "unknown", .design = NULL};
+    *d = (struct declared){.device = "unknown",
+                           .backend = "unknown",
+                           .entry = "main",
+                           .division = "closed",
+                           .p_max_w = NAN};
     if (!json_is_string(task))
         return eeb_srv_bad(f, "task", "expected a string: cls, det or video");
     if (eeb_task_parse(json_string_value(task), &d->task, why, sizeof why))
@@ -153,7 +160,14 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
         text_field(body, "backend", EEB_DECLARED_MAX, &d->backend, f) ||
         text_field(body, "design", 255, &d->design, f) ||
         text_field(body, "finetune", 64, &d->finetune, f) ||
-        text_field(body, "model", 64, &d->model, f))
+        text_field(body, "model", 64, &d->model, f) ||
+        text_field(body, "entry", EEB_ROUND_NAME - 1, &d->entry, f) ||
+        text_field(body, "division", 6, &d->division, f))
+        return -1;
+    if (strcmp(d->division, "closed") && strcmp(d->division, "open"))
+        return eeb_srv_bad(f, "division", "expected closed or open");
+    json_t *tier = json_object_get(body, "p_max_w");
+    if (tier && eeb_srv_number_field(tier, "p_max_w", 1e-3, 1e6, &d->p_max_w, f))
         return -1;
     if (d->finetune && (strlen(d->finetune) != 64 || strspn(d->finetune, "0123456789abcdef") != 64))
         return eeb_srv_bad(f, "finetune", "expected the fine-tune set's SHA-256, 64 hex digits");
@@ -166,9 +180,9 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f))
         return -1;
-    static const char *const known[] = {"task",     "util",   "provenance", "rate_hz",
-                                        "official", "device", "backend",    "design",
-                                        "finetune", "model",  "clock"};
+    static const char *const known[] = {"task",   "util",    "provenance", "rate_hz",  "official",
+                                        "device", "backend", "design",     "finetune", "model",
+                                        "clock",  "entry",   "division",   "p_max_w"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -185,13 +199,18 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
 /* The configuration the server stores for the run: what the judge, the
  * check and the report read from a local run's, with the server's rules. */
 static char *server_config(const struct eeb_server *s, const struct declared *d,
-                           const struct eeb_srv_call *k, const struct eeb_task_profile *p,
+                           const struct eeb_srv_call *k, const struct eeb_srv_run *r,
+                           const struct eeb_round *round, int64_t seed,
                            const struct eeb_srv_meter *m)
 {
     const struct eeb_weights *w = &s->weights[d->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
     json_t *o =
         json_pack("{s:{s:s, s:b}}", "server", "team", k->team_name, "official", d->official);
+    if (o && round) /* the entry it is a run of, and the seed it was handed */
+        json_object_set_new(json_object_get(o, "server"), "round",
+                            json_pack("{s:s, s:s, s:s, s:I}", "name", round->name, "entry",
+                                      d->entry, "division", d->division, "seed", (json_int_t)seed));
     if (o) {
         eeb_config_put_backend(o, d->backend, d->provenance);
         /* what the leaderboard shows; the judge reads none of it */
@@ -208,7 +227,7 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         }
         eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);
         eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
-        eeb_config_put_budgets(o, p->t_max_s, p->p_max_w,
+        eeb_config_put_budgets(o, r->t_max_s, r->p_max_w,
                                d->modeled_clock ? EEB_CLOCK_MODELED : EEB_CLOCK_WALL, NAN, -1);
         if (d->modeled_clock) { /* what the judge times the run by, and what it was
                                  * modeled for: eeb check --model recomputes it */
@@ -274,11 +293,14 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
  * clock must declare the step time and power the analytical model gives
  * for its design, batch and frozen layers on it, bit for bit (the same
  * arithmetic, eeb check's too).  0, or the 409 sent. */
-static int model_agrees(struct eeb_srv_call *k, const struct declared *d, enum MHD_Result *sent)
+static int model_agrees(struct eeb_srv_call *k, const struct declared *d, int open_division,
+                        enum MHD_Result *sent)
 {
     const struct eeb_srv_base_model *bm = &k->s->model[d->task];
     char msg[1024], err[256];
     if (!bm->sha256[0])
+        return 0;
+    if (open_division && d->model && strcmp(d->model, bm->sha256)) /* free to start elsewhere */
         return 0;
     if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official) {
         snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s",
@@ -314,6 +336,73 @@ static int model_agrees(struct eeb_srv_call *k, const struct declared *d, enum M
     return msg[0] ? -1 : 0;
 }
 
+static int count_round(void *arg, int64_t id, const struct eeb_round *r)
+{
+    (void)id, (void)r;
+    ++*(int *)arg;
+    return 0;
+}
+
+/* An official run while the server holds rounds: a run of its team's
+ * entry in the open round, held to the round's rules, T_max and the P_max
+ * of the tier it names (the lowest if none), and in the closed division to
+ * the round's base model.  0 with c filled (c->round 0: the server has
+ * never held a round, and the run is held to eeb's budgets alone), or the
+ * 409 sent. */
+static int take_round(struct eeb_srv_call *k, const struct declared *d, struct eeb_round *round,
+                      struct eeb_srv_claim *c, enum MHD_Result *sent)
+{
+    char err[256], msg[512];
+    int64_t id = 0;
+    int rounds = 0,
+        found = eeb_srv_store_round_find(k->s->store, NULL, 1, &id, round, err, sizeof err);
+    if (found == 0 && eeb_srv_store_rounds_each(k->s->store, count_round, &rounds, err, sizeof err))
+        found = EEB_EDB;
+    if (found < 0) {
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
+        return -1;
+    }
+    *c = (struct eeb_srv_claim){
+        .round = id, .rules = round, .entry = d->entry, .division = d->division};
+    if (!found && !rounds)
+        return 0;
+    uint32_t seed;
+    if (found && eeb_random_bytes(&seed, sizeof seed, err, sizeof err)) {
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
+        return -1;
+    }
+    c->seed = found ? (int64_t)(seed >> 1) + 1 : 0; /* 1 to 2^31: any seed eeb run takes */
+    const struct eeb_round_task *rt = &round->task[d->task];
+    const char *field = "round";
+    int tier = 0;
+    while (found && !isnan(d->p_max_w) && tier < rt->ntiers && rt->tiers_w[tier] != d->p_max_w)
+        tier++;
+    if (!found)
+        snprintf(msg, sizeof msg,
+                 "no round is open on this server: an official run is a run of "
+                 "an entry in the open round");
+    else if (strcmp(round->rules_version, k->s->rules_version))
+        snprintf(msg, sizeof msg, "round %s is judged by rules %s; this server applies rules %s",
+                 round->name, round->rules_version, k->s->rules_version);
+    else if (tier == rt->ntiers) {
+        int n = snprintf(msg, sizeof msg, "round %s's %s P_max tiers are", round->name,
+                         eeb_task_name(d->task));
+        for (int i = 0; i < rt->ntiers && n > 0 && (size_t)n < sizeof msg; i++)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, " %g W", rt->tiers_w[i]);
+        field = "p_max_w";
+    } else if (strcmp(d->division, "closed") == 0 && rt->model_sha256[0] &&
+               (!d->model || strcmp(d->model, rt->model_sha256)))
+        snprintf(msg, sizeof msg,
+                 "round %s's closed division fine-tunes the %s base model sha256 %s (the open "
+                 "division is free to start from another)",
+                 round->name, eeb_task_name(d->task), rt->model_sha256),
+            field = "model";
+    else
+        return 0;
+    *sent = eeb_srv_call_fail(k, 409, field, msg);
+    return -1;
+}
+
 /* Director mode: the meter of the team's station opened for its official
  * run on a board, whose figures are then the server's measurement (their
  * provenance the meter's); without one, a run's own "measured" log is
@@ -337,6 +426,22 @@ static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv
     return 0;
 }
 
+/* The registration's answer: the run, its terms, and in a round its
+ * place there. */
+static json_t *registered_json(struct eeb_srv_call *k, const struct eeb_srv_run *r,
+                               const struct eeb_round *round, const struct eeb_srv_claim *c)
+{
+    json_t *o = run_json(r);
+    add_terms(o, k->s, (enum eeb_task)r->task);
+    if (o && c && c->round)
+        json_object_set_new(
+            o, "round",
+            json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:I}", "name", round->name, "entry", c->entry,
+                      "division", c->division, "run", c->index, "of", round->runs, "aggregate",
+                      eeb_round_aggregate_name(round->aggregate), "seed", (json_int_t)c->seed));
+    return o;
+}
+
 /* POST /api/v1/runs: a run, with the budgets and rules it is held to. */
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
 {
@@ -347,20 +452,27 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
     struct declared d;
     struct eeb_srv_fault f = {.field = ""};
     struct eeb_srv_meter m = {0};
+    struct eeb_round round;
+    struct eeb_srv_claim claim = {0};
     char err[256];
     if (read_declared(body, &d, &f)) {
         sent = eeb_srv_fail_fault(k, &f);
     } else if (!k->s->test[d.task]) {
         snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
         sent = eeb_srv_call_fail(k, 409, "task", err);
-    } else if (finetune_agrees(k, &d, &sent) == 0 && model_agrees(k, &d, &sent) == 0 &&
+    } else if ((!d.official || take_round(k, &d, &round, &claim, &sent) == 0) &&
+               finetune_agrees(k, &d, &sent) == 0 &&
+               model_agrees(k, &d, claim.round && strcmp(d.division, "open") == 0, &sent) == 0 &&
                read_meter(k, &d, &m, &sent) == 0) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
+        const struct eeb_round_task *rt = claim.round ? &round.task[d.task] : NULL;
         struct eeb_srv_run r = {.team = k->team,
                                 .task = (int)d.task,
                                 .official = d.official,
-                                .t_max_s = p->t_max_s,
-                                .p_max_w = p->p_max_w};
+                                .t_max_s = rt ? rt->t_max_s : p->t_max_s,
+                                .p_max_w = !rt                ? p->p_max_w
+                                           : isnan(d.p_max_w) ? rt->tiers_w[0]
+                                                              : d.p_max_w};
         snprintf(r.team_name, sizeof r.team_name, "%s", k->team_name);
         snprintf(r.rules_version, sizeof r.rules_version, "%s", k->s->rules_version);
         snprintf(r.backend, sizeof r.backend, "%s", d.backend);
@@ -369,21 +481,37 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
         snprintf(r.state, sizeof r.state, "registered");
         /* the meter measures from before the run is registered, so that
          * no run is registered that it does not measure */
-        char *config = server_config(k->s, &d, k, p, m.meter_run ? &m : NULL);
-        int started = 0, registered = 0;
+        char *config = server_config(k->s, &d, k, &r, claim.round ? &round : NULL, claim.seed,
+                                     m.meter_run ? &m : NULL);
+        int started = 0, registered = 0, rc = 0;
         if (!config)
             sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
         else if (m.meter_run && !(started = !eeb_srv_meter_start(k->s, &m, err, sizeof err)))
             sent = eeb_srv_call_fail(k, 503, "station", err);
-        else if (eeb_srv_store_run_register(k->s->store, &r, config, err, sizeof err))
-            sent = eeb_srv_call_fail(k, 500, NULL, err);
-        else {
+        else if ((rc = eeb_srv_store_run_register(k->s->store, &r, config,
+                                                  claim.round ? &claim : NULL, err, sizeof err))) {
+            if (rc > 0)
+                eeb_srv_log(k->s, "team %s's %s run refused: %s: %s", k->team_name,
+                            eeb_task_name(d.task), claim.field, claim.why);
+            sent = rc > 0 ? eeb_srv_call_fail(k, 409, claim.field, claim.why)
+                          : eeb_srv_call_fail(k, 500, NULL, err);
+        } else {
             registered = 1;
+            if (claim.round)
+                eeb_srv_log(k->s,
+                            "run %lld registered: team %s, %s, %s, entry %s (run %d of %d, %s "
+                            "division, P_max %g W) in round %s",
+                            (long long)r.id, k->team_name, eeb_task_name(d.task), r.provenance,
+                            claim.entry, claim.index, round.runs, claim.division, r.p_max_w,
+                            round.name);
+            else
+                eeb_srv_log(k->s, "run %lld registered: team %s, %s, %s%s", (long long)r.id,
+                            k->team_name, eeb_task_name(d.task), r.provenance,
+                            d.official ? ", official" : "");
+            atomic_fetch_add(&k->s->changes, 1); /* running, on the leaderboard */
             if (started)
                 eeb_srv_meter_bind(k->s, m.meter_run, r.id);
-            json_t *o = run_json(&r);
-            add_terms(o, k->s, d.task);
-            sent = eeb_srv_call_json(k, 201, o);
+            sent = eeb_srv_call_json(k, 201, registered_json(k, &r, &round, &claim));
         }
         if (started && !registered) /* held, but for no run */
             eeb_srv_meter_drop(k->s, m.meter_run);
@@ -618,6 +746,8 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
             sent = refuse_links(k, v, at, &links[at], next);
         else {
             eeb_srv_meter_heard(k->s, k->id, 0);
+            for (size_t i = 0; i < n; i++)
+                atomic_fetch_add(&k->s->samples_received, links[i].nsamples);
             sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "next", (json_int_t)next));
         }
     }
@@ -664,6 +794,10 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
             moved = -1;
         if (moved < 0)
             return eeb_srv_call_fail(k, 500, NULL, err);
+        if (moved) {
+            atomic_fetch_add(&k->s->changes, 1); /* no longer fine-tuning, on the leaderboard */
+            eeb_srv_log(k->s, "run %lld complete", (long long)k->id);
+        }
         if (!moved && strcmp(k->run.state, "registered") == 0)
             return eeb_srv_call_fail(k, 409, "links",
                                      "an official run's chain must hold its fine-tune's end "
@@ -894,6 +1028,27 @@ __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outc
     va_end(ap);
 }
 
+/* A run of the closed division: no more epochs than its round allows. */
+static int division_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err,
+                          size_t errlen)
+{
+    struct eeb_round round;
+    int64_t id, epochs;
+    if (!k->run.entry || strcmp(k->run.division, "closed"))
+        return EEB_OK;
+    int found = eeb_srv_store_round_find(k->s->store, k->run.round, 0, &id, &round, err, errlen);
+    if (found <= 0)
+        return found;
+    int allowed = round.task[k->run.task].epochs_max;
+    if (!allowed)
+        return EEB_OK;
+    int rc = eeb_srv_store_run_epochs(k->s->store, k->id, &epochs, err, errlen);
+    if (rc == EEB_OK && epochs > allowed)
+        invalidate(o, "the run trained %lld epochs; round %s's closed division allows %d",
+                   (long long)epochs, round.name, allowed);
+    return rc;
+}
+
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
  * sent and the labels the server holds.  Asked again, it answers the same
  * verdict. */
@@ -947,12 +1102,14 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                    o.t_s, seen_s);
     if (k->run.official && o.valid && stream[0])
         invalidate(&o, "%s", stream);
+    if (o.valid && division_check(k, &o, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);
     r->s = o.pass ? o.score.s : NAN;
     r->m_u = o.score.m_u, r->m_t = o.score.m_t, r->m_p = o.score.m_p, r->m_s = o.score.m_s;
-    r->t_s = o.t_s, r->energy_j = o.energy_j;
+    r->t_s = o.t_s, r->energy_j = o.energy_j, r->s_uncertainty = o.s_uncertainty;
     /* the verdict in the run's record, as `eeb run` stores one; the
      * utilization was declared at registration */
     char *score = score_json(&o);
@@ -963,6 +1120,8 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     if (!moved) /* scored by a request racing this one: its verdict stands */
         return eeb_srv_call_fail(k, 409, "state", "the run was scored meanwhile");
     snprintf(r->state, sizeof r->state, "scored");
-    atomic_fetch_add(&k->s->scored, 1); /* the leaderboard's answers are stale */
+    atomic_fetch_add(&k->s->changes, 1); /* the leaderboard's answers are stale */
+    eeb_srv_log(k->s, "run %lld scored: %s, S = %.6g%s%s", (long long)r->id, r->verdict, r->s,
+                r->why[0] ? ": " : "", r->why);
     return eeb_srv_call_json(k, 200, run_json(r));
 }

@@ -87,6 +87,8 @@ enum eeb_srv_route {
     EEB_SRV_R_PAGE_BOARD,
     EEB_SRV_R_PAGE_RUN,
     EEB_SRV_R_STATION,
+    EEB_SRV_R_RUN_LIST,
+    EEB_SRV_R_PAGE_RUNS,
     EEB_SRV_R_OTHER,
     EEB_SRV_R_COUNT
 };
@@ -143,12 +145,16 @@ struct eeb_server {
     struct eeb_srv_base_model model[EEB_TASK_COUNT];      /* sha256 "": none named */
     atomic_ullong requests[EEB_SRV_R_COUNT][EEB_SRV_N_CODES];
     /* the leaderboard's answers and pages, kept until a run is scored (board.c) */
-    atomic_ulong scored; /* runs scored since start */
+    atomic_ulong changes; /* runs registered, completed or scored since start, and the
+                           * organizer's acts seen */
+    atomic_llong audit_seen, audit_checked_ns; /* the audit log's last act, and when read */
+    atomic_ullong samples_received;            /* power samples taken in since start: runs'
+                                                * links and station agents' batches */
     pthread_mutex_t board_lock;
     struct eeb_srv_board_cache {
         char key[200];
-        unsigned long scored; /* as it was when the answer was made */
-        const char *type;     /* its content type (static) */
+        unsigned long changes; /* as it was when the answer was made */
+        const char *type;      /* its content type (static) */
         char *body;
         size_t len;
     } board_cache[16];
@@ -182,6 +188,10 @@ struct eeb_srv_call {
     int station;            /* a station's agent calling: its index */
     struct eeb_srv_run run; /* routes on a run: the team's own run {id} */
 };
+
+/* A line of the server's log (its config's log; none if NULL), after the
+ * UTC time. */
+__attribute__((format(printf, 2, 3))) void eeb_srv_log(struct eeb_server *s, const char *fmt, ...);
 
 /* Answers with body (copied) of content type `type`. */
 enum MHD_Result eeb_srv_call_reply(struct eeb_srv_call *k, int code, const char *type,
@@ -286,9 +296,72 @@ enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_runs(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k);
 void eeb_srv_board_cache_free(struct eeb_server *s);
+
+/* ---- the leaderboard: where entries stand (standing.c, ranking.c) ---- */
+
+enum eeb_srv_standing_state { EEB_STANDING_RANKED, EEB_STANDING_RUNNING, EEB_STANDING_FAILED };
+
+/* Where an entry stands in its round, from its runs. */
+struct eeb_srv_standing {
+    enum eeb_srv_standing_state state;
+    int scored, runs;          /* its runs scored, of the round's number */
+    double s, s_min, s_max;    /* ranked: the round's aggregate of their S, and its spread */
+    double s_uncertainty;      /* ranked: the largest of their S's uncertainties (NAN: none) */
+    double energy_j, t_s, m_s; /* ranked: their medians */
+    int64_t submitted_utc_ns;  /* its last run's completion (0: none yet) */
+    char why[1024];            /* failed: the run that did not pass, and why */
+};
+
+/* Entry e's standing under round r: running until r->runs of its runs are
+ * scored, failed if one of them did not pass, else ranked. */
+void eeb_srv_standing_of(const struct eeb_srv_entry *e, const struct eeb_round *r,
+                         struct eeb_srv_standing *out);
+
+/* Whether two ranked entries' S differ by more than their uncertainties
+ * (the meters', carried through E and M_p): if not, they share a rank. */
+int eeb_srv_standing_apart(const struct eeb_srv_standing *a, const struct eeb_srv_standing *b);
+
+/* Whether b makes a off the Pareto front: no more energy for no less M_s,
+ * and better in one. */
+int eeb_srv_standing_dominated(const struct eeb_srv_standing *a, const struct eeb_srv_standing *b);
+
+/* The leaderboard's query (ranking.c): ?task=T (need_task: required),
+ * round=NAME (default: the last to open), provenance=, device=,
+ * division=, all=1 (every entry, not each team's best); or the 400 sent. */
+struct eeb_srv_ranking_query {
+    int task; /* -1: every task (the page) */
+    const char *round, *provenance, *device, *division;
+    int all;
+};
+int eeb_srv_ranking_query(struct eeb_srv_call *k, struct eeb_srv_ranking_query *q, int need_task,
+                          enum MHD_Result *sent);
+/* The kept answer's key for query q. */
+void eeb_srv_ranking_key(const struct eeb_srv_ranking_query *q, char *key, size_t n);
+/* The leaderboard of task under q as JSON: {task, rules_version, round
+ * (null: none held), tables: [{provenance, p_max_w, entries: [...]}],
+ * running: [...]}; EEB_ENODATA if q names no round the server holds. */
+int eeb_srv_ranking(struct eeb_srv_call *k, const struct eeb_srv_ranking_query *q, int task,
+                    json_t **out, char *err, size_t errlen);
+
+/* An answer kept (board.c): made by make (its body malloc'd), or the one
+ * made for the same key since a run last changed stage. */
+typedef int eeb_srv_make_answer(struct eeb_srv_call *k, void *arg, char **body, size_t *len,
+                                char *err, size_t errlen);
+enum MHD_Result eeb_srv_kept_answer(struct eeb_srv_call *k, const char *key, const char *type,
+                                    eeb_srv_make_answer *make, void *arg);
+
+/* The pages' sortable tables (board.c), for the run list and the
+ * leaderboard alike: a <script> that sorts any table.board by the header
+ * clicked (each <th> holding a <span class="mark">, and data-first saying
+ * the first click's order), and a number cell it sorts by exact value
+ * (NAN: "-", sorted last), shown with `decimals`. */
+extern const char eeb_srv_sort_script[];
+void eeb_srv_number_cell(FILE *f, double v, int decimals);
 
 #endif

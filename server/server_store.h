@@ -19,6 +19,7 @@
 #define EEB_SERVER_STORE_H
 
 #include "record/eeb_record.h"
+#include "server/eeb_server.h"
 #include "rundb/eeb_rundb.h"
 
 #include <stddef.h>
@@ -46,7 +47,9 @@ int eeb_srv_store_ready(struct eeb_srv_store *s, char *err, size_t errlen);
 
 /* What /metrics says of the store. */
 struct eeb_srv_store_stats {
-    int64_t teams;        /* teams registered */
+    int64_t teams;        /* teams registered and not revoked */
+    int64_t runs_going;   /* runs registered and not yet scored */
+    int64_t audit_last;   /* the organizer's last act (0: none): answers kept before it are stale */
     int64_t memory_bytes; /* what SQLite holds now (its page caches first) */
 };
 int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out, char *err,
@@ -79,17 +82,41 @@ struct eeb_srv_run {
     int64_t registered_utc_ns, completed_utc_ns;
     char verdict[16];                            /* pass, fail, invalid, aborted */
     double s, m_u, m_t, m_p, m_s, t_s, energy_j; /* NAN: none */
+    double s_uncertainty;                        /* S's, from the meter's (NAN: none stated) */
     char why[768];
     int64_t links;            /* of its chain received: the next is this seq */
     int64_t last_link_utc_ns; /* when the last arrived (0: none yet) */
     int64_t meter_run;        /* director mode: the server's meter's power log (0: none) */
     int64_t begun_utc_ns;     /* when the server told it to begin fine-tuning (0: not yet) */
+    int64_t entry;            /* the round's entry it is a run of (0: none) */
+    char entry_name[EEB_ROUND_NAME], division[8], round[EEB_ROUND_NAME];
+    char withdrawn[12], withdrawn_why[256]; /* "", hidden or withdrawn by the organizer */
 };
 
-/* Creates the run (in the run tables, with config_json) and its entry,
- * registered; fills r->id and r->registered_utc_ns. */
+/* What an official run registered while a round is open claims: a place
+ * among the runs of its team's entry `entry` on its task, in `division`,
+ * of its tier (the run's p_max_w). */
+struct eeb_srv_claim {
+    int64_t round; /* the open round's id, and its rules */
+    const struct eeb_round *rules;
+    const char *entry, *division;
+    int64_t seed; /* handed to the run: its shuffling and rounding are not the team's pick */
+    /* where the run goes, or why it may not */
+    int64_t entry_id;
+    int index;         /* its place among the entry's runs, from 1 */
+    const char *field; /* refused: the field to blame, and why */
+    char why[256];
+};
+
+/* Creates the run (in the run tables, with config_json), registered, and
+ * with a claim (NULL: none), in its entry of the round: the entry made by
+ * its first run, the round's cap and the entry's runs counted in the same
+ * transaction.  Fills r->id and r->registered_utc_ns: EEB_OK; 1 if the
+ * claim is refused (claim->field and ->why say why), and nothing is
+ * stored; or an error. */
 int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
-                               const char *config_json, char *err, size_t errlen);
+                               const char *config_json, struct eeb_srv_claim *claim, char *err,
+                               size_t errlen);
 
 /* Run id: found (1) into r, or not (0); or an error. */
 int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
@@ -144,6 +171,95 @@ struct eeb_srv_board_filter {
 int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filter *f,
                         int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg, char *err,
                         size_t errlen);
+
+/* ---- rounds and entries ---- */
+
+#define EEB_ROUND_RUNS_MAX 25 /* runs an entry may be made of */
+
+/* Stores round r, unless its name is taken or its time overlaps another
+ * round's (EEB_EINVAL saying which). */
+int eeb_srv_store_round_add(struct eeb_srv_store *s, const struct eeb_round *r, char *err,
+                            size_t errlen);
+
+/* Closes round name now if it is open: 1, or 0 if it is not. */
+int eeb_srv_store_round_close(struct eeb_srv_store *s, const char *name, char *err, size_t errlen);
+
+/* The rounds, the first to open first. */
+int eeb_srv_store_rounds_each(struct eeb_srv_store *s,
+                              int (*fn)(void *arg, int64_t id, const struct eeb_round *r),
+                              void *arg, char *err, size_t errlen);
+
+/* Round name (NULL: the last to have opened by now), if open_only only
+ * while it is open: found (1) into *id and *r, or not (0); or an error. */
+int eeb_srv_store_round_find(struct eeb_srv_store *s, const char *name, int open_only, int64_t *id,
+                             struct eeb_round *r, char *err, size_t errlen);
+
+/* A team's entry in a round: its design on a task, and its runs. */
+struct eeb_srv_entry {
+    int64_t id, team;
+    char team_name[EEB_SRV_TEAM_NAME];
+    int task;
+    char name[EEB_ROUND_NAME], division[8];
+    double p_max_w; /* its tier */
+    char device[64], backend[64], provenance[16];
+    int64_t created_utc_ns;
+    size_t nruns;
+    struct eeb_srv_run *runs; /* registered first first */
+};
+
+/* The entries of round on task, oldest first. */
+int eeb_srv_store_entries_each(struct eeb_srv_store *s, int64_t round, int task,
+                               int (*fn)(void *arg, const struct eeb_srv_entry *e), void *arg,
+                               char *err, size_t errlen);
+
+/* The epochs run id's record holds (ended, and a last one cut short). */
+int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epochs, char *err,
+                             size_t errlen);
+
+/* The power source run r was measured by, as its samples name it: the
+ * server's meter's if it read one, else the run's own ("" if none). */
+int eeb_srv_store_run_sensor(struct eeb_srv_store *s, const struct eeb_srv_run *r, char *uri,
+                             size_t n, char *err, size_t errlen);
+
+/* The runs of task not scored yet, the newest first (100 at most). */
+int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
+                             int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg,
+                             char *err, size_t errlen);
+
+/* ---- the organizer's acts: each in the audit log with its reason ---- */
+
+/* A line in the audit log alone (a round opened or closed). */
+int eeb_srv_store_audit(struct eeb_srv_store *s, const char *action, const char *target,
+                        const char *reason, char *err, size_t errlen);
+
+/* Team name's token no longer answers: 1, or 0 if no such team holds one. */
+int eeb_srv_store_team_revoke(struct eeb_srv_store *s, const char *name, const char *reason,
+                              char *err, size_t errlen);
+
+/* Run id hidden (off the leaderboard, and its entry with it, while under
+ * review), shown again, or withdrawn (its entry fails, saying why): 1, or
+ * 0 if no such run is in a state to be. */
+enum eeb_srv_withdrawal { EEB_SRV_HIDE, EEB_SRV_RESTORE, EEB_SRV_WITHDRAW };
+int eeb_srv_store_run_withdraw(struct eeb_srv_store *s, int64_t id, enum eeb_srv_withdrawal how,
+                               const char *reason, char *err, size_t errlen);
+
+struct eeb_srv_team {
+    int64_t id;
+    char name[EEB_SRV_TEAM_NAME];
+    int64_t created_utc_ns, revoked_utc_ns; /* revoked 0: not */
+    int64_t runs;
+};
+int eeb_srv_store_teams_each(struct eeb_srv_store *s,
+                             int (*fn)(void *arg, const struct eeb_srv_team *t), void *arg,
+                             char *err, size_t errlen);
+
+struct eeb_srv_audit {
+    int64_t id, utc_ns;
+    char action[32], target[EEB_ROUND_NAME], reason[512];
+};
+int eeb_srv_store_audit_each(struct eeb_srv_store *s,
+                             int (*fn)(void *arg, const struct eeb_srv_audit *a), void *arg,
+                             char *err, size_t errlen);
 
 /* ---- the server's own meter (director mode, meter.c) ---- */
 

@@ -12,6 +12,7 @@
  */
 #include "server_store.h"
 
+#include "common/eeb_json.h"
 #include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb_tables.h"
@@ -52,6 +53,51 @@ static const char *const migrations[] = {
     "CREATE INDEX IF NOT EXISTS entries_by_score ON entries(state, s, run_id);",
     /* v1 -> v2: when the server told an official run to begin fine-tuning */
     "ALTER TABLE entries ADD COLUMN begun_utc_ns INTEGER;",
+    /* v2 -> v3: rounds, and their entries (a team's design on a task, made
+     * of runs); a team's run, until now its "entry", is a team_run */
+    "ALTER TABLE entries RENAME TO team_runs;"
+    "DROP INDEX IF EXISTS entries_by_score;"
+    "CREATE INDEX team_runs_by_score ON team_runs(state, s, run_id);"
+    "CREATE TABLE rounds ("
+    "  id INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  rules_version TEXT NOT NULL,"
+    "  runs INTEGER NOT NULL CHECK (runs BETWEEN 1 AND 25),"
+    "  aggregate TEXT NOT NULL CHECK (aggregate IN ('median', 'olympic')),"
+    "  cap INTEGER NOT NULL CHECK (cap >= runs),"
+    "  opens_utc_ns INTEGER NOT NULL,"
+    "  closes_utc_ns INTEGER NOT NULL CHECK (closes_utc_ns > opens_utc_ns),"
+    "  closed_utc_ns INTEGER,"
+    "  tasks TEXT NOT NULL);" /* per task: t_max_s, tiers_w, model_sha256, epochs_max */
+    "CREATE TABLE entries ("
+    "  id INTEGER PRIMARY KEY,"
+    "  round_id INTEGER NOT NULL REFERENCES rounds(id),"
+    "  team_id INTEGER NOT NULL REFERENCES teams(id),"
+    "  task TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  division TEXT NOT NULL CHECK (division IN ('closed', 'open')),"
+    "  p_max_w REAL NOT NULL,"
+    "  device TEXT NOT NULL,"
+    "  backend TEXT NOT NULL,"
+    "  provenance TEXT NOT NULL,"
+    "  created_utc_ns INTEGER NOT NULL,"
+    "  UNIQUE (round_id, team_id, task, name));"
+    "ALTER TABLE team_runs ADD COLUMN entry_id INTEGER REFERENCES entries(id);"
+    "CREATE INDEX team_runs_by_entry ON team_runs(entry_id);"
+    /* the organizer's acts: a team revoked, a run hidden (under review) or
+     * withdrawn, each with its reason in the audit log */
+    "ALTER TABLE teams ADD COLUMN revoked_utc_ns INTEGER;"
+    "ALTER TABLE team_runs ADD COLUMN withdrawn TEXT CHECK (withdrawn IN ('hidden', "
+    "'withdrawn'));"
+    "ALTER TABLE team_runs ADD COLUMN withdrawn_why TEXT;"
+    /* S's uncertainty from the meter's (NULL: it stated none) */
+    "ALTER TABLE team_runs ADD COLUMN s_uncertainty REAL;"
+    "CREATE TABLE audit ("
+    "  id INTEGER PRIMARY KEY,"
+    "  utc_ns INTEGER NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  target TEXT NOT NULL,"
+    "  reason TEXT NOT NULL);",
 };
 
 static const struct eeb_rundb_tables server_tables = {
@@ -181,11 +227,19 @@ int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out
 {
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL : prepare(db, "SELECT count(*) FROM teams", err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "SELECT (SELECT count(*) FROM teams WHERE revoked_utc_ns IS NULL), (SELECT "
+                     "count(*) FROM team_runs WHERE state != 'scored'), (SELECT coalesce(max(id), "
+                     "0) FROM audit)",
+                     err, errlen);
     if (!st)
         return rc ? rc : EEB_EDB;
     int step = sqlite3_step(st);
     out->teams = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    out->runs_going = step == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
+    out->audit_last = step == SQLITE_ROW ? sqlite3_column_int64(st, 2) : 0;
     out->memory_bytes = (int64_t)sqlite3_memory_used();
     return done(db, st, step, err, errlen);
 }
@@ -226,7 +280,11 @@ int eeb_srv_store_team_by_token(struct eeb_srv_store *s, const char *token, int6
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
     sqlite3_stmt *st =
-        rc ? NULL : prepare(db, "SELECT id, name FROM teams WHERE token_sha256 = ?", err, errlen);
+        rc ? NULL
+           : prepare(db,
+                     "SELECT id, name FROM teams WHERE token_sha256 = ? AND revoked_utc_ns IS "
+                     "NULL",
+                     err, errlen);
     if (!st)
         return rc ? rc : EEB_EDB;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
@@ -240,8 +298,121 @@ int eeb_srv_store_team_by_token(struct eeb_srv_store *s, const char *token, int6
 
 /* ---- runs ---- */
 
+/* The team's runs on the claim's task in its round, and of its entry
+ * (creating the entry if new, with r's device, backend and provenance):
+ * 0 if the run may join it (claim->entry_id, ->index), 1 if refused
+ * (claim->field, ->why), or an error.  Inside the caller's transaction. */
+static int claim_entry(struct eeb_rundb *db, const struct eeb_srv_run *r, struct eeb_srv_claim *c,
+                       char *err, size_t errlen)
+{
+    const char *task = eeb_task_name((enum eeb_task)r->task);
+    sqlite3_stmt *st =
+        prepare(db,
+                "SELECT count(*) FROM team_runs tr JOIN entries en ON en.id = "
+                "tr.entry_id WHERE en.round_id = ? AND en.team_id = ? AND en.task = ?",
+                err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, c->round);
+    sqlite3_bind_int64(st, 2, r->team);
+    sqlite3_bind_text(st, 3, task, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    int64_t made = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    int rc = done(db, st, step, err, errlen);
+    if (rc)
+        return rc;
+    if (made >= c->rules->cap) {
+        c->field = "round";
+        snprintf(c->why, sizeof c->why,
+                 "team %s has registered %lld official %s runs in round %s, its cap", r->team_name,
+                 (long long)made, task, c->rules->name);
+        return 1;
+    }
+    st = prepare(db,
+                 "SELECT id, division, p_max_w, device, backend, provenance, (SELECT count(*) "
+                 "FROM team_runs WHERE entry_id = entries.id) FROM entries WHERE round_id = ? AND "
+                 "team_id = ? AND task = ? AND name = ?",
+                 err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, c->round);
+    sqlite3_bind_int64(st, 2, r->team);
+    sqlite3_bind_text(st, 3, task, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, c->entry, -1, SQLITE_STATIC);
+    if ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        /* what an entry is stays what its first run made it */
+        const struct {
+            const char *field, *has, *wants;
+        } fixed[] = {{"division", (const char *)sqlite3_column_text(st, 1), c->division},
+                     {"device", (const char *)sqlite3_column_text(st, 3), r->device},
+                     {"backend", (const char *)sqlite3_column_text(st, 4), r->backend},
+                     {"provenance", (const char *)sqlite3_column_text(st, 5), r->provenance}};
+        c->entry_id = sqlite3_column_int64(st, 0);
+        c->index = sqlite3_column_int(st, 6) + 1;
+        for (size_t i = 0; i < sizeof fixed / sizeof *fixed && !c->field; i++)
+            if (strcmp(fixed[i].has ? fixed[i].has : "", fixed[i].wants))
+                c->field = fixed[i].field,
+                snprintf(c->why, sizeof c->why, "entry %s's runs have %s %s, not %s", c->entry,
+                         fixed[i].field, fixed[i].has, fixed[i].wants);
+        if (!c->field && sqlite3_column_double(st, 2) != r->p_max_w)
+            c->field = "p_max_w",
+            snprintf(c->why, sizeof c->why, "entry %s's runs are of the %g W tier, not %g W",
+                     c->entry, sqlite3_column_double(st, 2), r->p_max_w);
+        if (!c->field && c->index > c->rules->runs)
+            c->field = "entry",
+            snprintf(c->why, sizeof c->why,
+                     "entry %s has its %d runs of round %s; a new one needs another name", c->entry,
+                     c->rules->runs, c->rules->name);
+    }
+    if ((rc = done(db, st, step, err, errlen)) || c->field || c->entry_id)
+        return rc ? rc : c->field ? 1 : 0;
+    st = prepare(db,
+                 "INSERT INTO entries (round_id, team_id, task, name, division, p_max_w, device, "
+                 "backend, provenance, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, c->round);
+    sqlite3_bind_int64(st, 2, r->team);
+    sqlite3_bind_text(st, 3, task, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, c->entry, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, c->division, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 6, r->p_max_w);
+    sqlite3_bind_text(st, 7, r->device, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, r->backend, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, r->provenance, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 10, eeb_utc_ns());
+    rc = done(db, st, sqlite3_step(st), err, errlen);
+    c->entry_id = sqlite3_last_insert_rowid(eeb_rundb_sqlite(db));
+    c->index = 1;
+    return rc;
+}
+
+/* The team's run r->id, of entry (0: none). */
+static int add_team_run(struct eeb_rundb *db, struct eeb_srv_run *r, int64_t entry, char *err,
+                        size_t errlen)
+{
+    sqlite3_stmt *st = prepare(db,
+                               "INSERT INTO team_runs (run_id, team_id, state, official, device, "
+                               "provenance, registered_utc_ns, entry_id) VALUES (?, ?, "
+                               "'registered', ?, ?, ?, ?, ?)",
+                               err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_int64(st, 2, r->team);
+    sqlite3_bind_int(st, 3, r->official);
+    sqlite3_bind_text(st, 4, r->device, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, r->provenance, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, r->registered_utc_ns = eeb_utc_ns());
+    if (entry)
+        sqlite3_bind_int64(st, 7, entry);
+    return done(db, st, sqlite3_step(st), err, errlen);
+}
+
 int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
-                               const char *config_json, char *err, size_t errlen)
+                               const char *config_json, struct eeb_srv_claim *claim, char *err,
+                               size_t errlen)
 {
     const struct eeb_run_new rn = {.task = (enum eeb_task)r->task,
                                    .backend = r->backend,
@@ -257,20 +428,27 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
         rc = eeb_rundb_run_create(db, &rn, &r->id, uuid, err, errlen);
     if (rc)
         return rc;
-    sqlite3_stmt *st = prepare(db,
-                               "INSERT INTO entries (run_id, team_id, state, official, device, "
-                               "provenance, registered_utc_ns) VALUES (?, ?, 'registered', ?, ?, "
-                               "?, ?)",
-                               err, errlen);
-    if (!st)
-        return EEB_EDB;
-    sqlite3_bind_int64(st, 1, r->id);
-    sqlite3_bind_int64(st, 2, r->team);
-    sqlite3_bind_int(st, 3, r->official);
-    sqlite3_bind_text(st, 4, r->device, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, r->provenance, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, r->registered_utc_ns = eeb_utc_ns());
-    return done(db, st, sqlite3_step(st), err, errlen);
+    /* one transaction: the entry's and the cap's counts, and the run
+     * counted in them (two runs racing for an entry's last place) */
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if (rc == EEB_OK && claim)
+        rc = claim_entry(db, r, claim, err, errlen);
+    if (rc == EEB_OK)
+        rc = add_team_run(db, r, claim ? claim->entry_id : 0, err, errlen);
+    if (rc == EEB_OK && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if (rc) { /* the run's record goes too: nothing of it is stored yet */
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_stmt *st = prepare(db, "DELETE FROM runs WHERE id = ?", err, errlen);
+        if (st) {
+            sqlite3_bind_int64(st, 1, r->id);
+            (void)sqlite3_step(st);
+            sqlite3_finalize(st);
+        }
+    }
+    return rc;
 }
 
 /* The columns eeb_srv_store_run_get and eeb_srv_store_board read, in this
@@ -281,8 +459,10 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
     "e.verdict, e.s, e.m_u, e.m_t, e.m_p, e.m_s, e.t_s, e.energy_j, e.why, "                       \
     "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
     "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
-    "r.config ->> '$.power.meter_run', e.begun_utc_ns "                                            \
-    "FROM entries e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
+    "r.config ->> '$.power.meter_run', e.begun_utc_ns, e.entry_id, en.name, en.division, "         \
+    "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty "                                      \
+    "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "            \
+    "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
 
 static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
 {
@@ -309,7 +489,9 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .links = sqlite3_column_int64(st, 23),
                               .last_link_utc_ns = sqlite3_column_int64(st, 24),
                               .meter_run = sqlite3_column_int64(st, 25),
-                              .begun_utc_ns = sqlite3_column_int64(st, 26)};
+                              .begun_utc_ns = sqlite3_column_int64(st, 26),
+                              .entry = sqlite3_column_int64(st, 27),
+                              .s_uncertainty = column_number(st, 33)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -318,6 +500,11 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
     column_text(st, 11, r->provenance, sizeof r->provenance);
     column_text(st, 14, r->verdict, sizeof r->verdict);
     column_text(st, 22, r->why, sizeof r->why);
+    column_text(st, 28, r->entry_name, sizeof r->entry_name);
+    column_text(st, 29, r->division, sizeof r->division);
+    column_text(st, 30, r->round, sizeof r->round);
+    column_text(st, 31, r->withdrawn, sizeof r->withdrawn);
+    column_text(st, 32, r->withdrawn_why, sizeof r->withdrawn_why);
 }
 
 int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
@@ -355,7 +542,7 @@ int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end
     sqlite3_stmt *st =
         rc ? NULL
            : prepare(db,
-                     "UPDATE entries SET state = 'complete', completed_utc_ns = ?1 "
+                     "UPDATE team_runs SET state = 'complete', completed_utc_ns = ?1 "
                      "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
                      "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END
                      "'))",
@@ -375,7 +562,7 @@ int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size
     sqlite3_stmt *st =
         rc ? NULL
            : prepare(db,
-                     "UPDATE entries SET begun_utc_ns = ? WHERE run_id = ? AND state = "
+                     "UPDATE team_runs SET begun_utc_ns = ? WHERE run_id = ? AND state = "
                      "'registered' AND begun_utc_ns IS NULL",
                      err, errlen);
     if (!st)
@@ -429,11 +616,12 @@ static int record_verdict(struct eeb_rundb *db, int64_t id, const struct eeb_run
 static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, char *err,
                           size_t errlen)
 {
-    sqlite3_stmt *st = prepare(db,
-                               "UPDATE entries SET state = 'scored', verdict = ?, s = ?, m_u = ?, "
-                               "m_t = ?, m_p = ?, m_s = ?, t_s = ?, energy_j = ?, why = ? "
-                               "WHERE run_id = ? AND state = 'complete'",
-                               err, errlen);
+    sqlite3_stmt *st =
+        prepare(db,
+                "UPDATE team_runs SET state = 'scored', verdict = ?, s = ?, m_u = ?, "
+                "m_t = ?, m_p = ?, m_s = ?, t_s = ?, energy_j = ?, why = ?, "
+                "s_uncertainty = ? WHERE run_id = ? AND state = 'complete'",
+                err, errlen);
     if (!st)
         return EEB_EDB;
     sqlite3_bind_text(st, 1, r->verdict, -1, SQLITE_STATIC);
@@ -441,7 +629,8 @@ static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, cha
     for (int i = 0; i < 7; i++)
         bind_number(st, 2 + i, v[i]);
     sqlite3_bind_text(st, 9, r->why, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 10, r->id);
+    bind_number(st, 10, r->s_uncertainty);
+    sqlite3_bind_int64(st, 11, r->id);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 
@@ -485,6 +674,7 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
         rc ? NULL
            : prepare(db,
                      "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
+                     "AND e.withdrawn IS NULL "
                      "AND (?2 IS NULL OR e.provenance = ?2) "
                      "AND (?3 IS NULL OR e.device = ?3) "
                      "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
@@ -502,6 +692,448 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
     while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
         read_entry(st, &r);
         stop = fn(arg, &r);
+    }
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+/* ---- rounds and entries ---- */
+
+/* A round's budgets and division rules by task, as its `tasks` column
+ * holds them: {"cls": {"t_max_s", "tiers_w": [...], "model_sha256",
+ * "epochs_max"}, ...}. */
+static char *round_tasks_json(const struct eeb_round *r)
+{
+    json_t *o = json_object();
+    for (int t = 0; o && t < EEB_TASK_COUNT; t++) {
+        const struct eeb_round_task *rt = &r->task[t];
+        json_t *tiers = json_array();
+        for (int i = 0; tiers && i < rt->ntiers; i++)
+            json_array_append_new(tiers, json_real(rt->tiers_w[i]));
+        json_object_set_new(o, eeb_task_name((enum eeb_task)t),
+                            json_pack("{s:f, s:o, s:s, s:i}", "t_max_s", rt->t_max_s, "tiers_w",
+                                      tiers ? tiers : json_null(), "model_sha256", rt->model_sha256,
+                                      "epochs_max", rt->epochs_max));
+    }
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return text;
+}
+
+static void round_tasks_read(const char *text, struct eeb_round *r)
+{
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    for (int t = 0; t < EEB_TASK_COUNT; t++) {
+        json_t *v = json_object_get(o, eeb_task_name((enum eeb_task)t)), *tiers;
+        struct eeb_round_task *rt = &r->task[t];
+        rt->t_max_s = eeb_json_number_at(v, "t_max_s");
+        tiers = json_object_get(v, "tiers_w");
+        rt->ntiers = 0;
+        for (size_t i = 0; i < json_array_size(tiers) && i < EEB_ROUND_TIERS; i++)
+            rt->tiers_w[rt->ntiers++] = json_number_value(json_array_get(tiers, i));
+        snprintf(rt->model_sha256, sizeof rt->model_sha256, "%s",
+                 json_string_value(json_object_get(v, "model_sha256")) ?: "");
+        rt->epochs_max = (int)json_integer_value(json_object_get(v, "epochs_max"));
+    }
+    json_decref(o);
+}
+
+#define ROUND_COLUMNS                                                                              \
+    "id, name, rules_version, runs, aggregate, cap, opens_utc_ns, closes_utc_ns, "                 \
+    "coalesce(closed_utc_ns, 0), tasks FROM rounds "
+
+static void read_round(sqlite3_stmt *st, int64_t *id, struct eeb_round *r)
+{
+    char aggregate[16];
+    *id = sqlite3_column_int64(st, 0);
+    *r = (struct eeb_round){.runs = sqlite3_column_int(st, 3),
+                            .cap = sqlite3_column_int(st, 5),
+                            .opens_utc_ns = sqlite3_column_int64(st, 6),
+                            .closes_utc_ns = sqlite3_column_int64(st, 7),
+                            .closed_utc_ns = sqlite3_column_int64(st, 8)};
+    column_text(st, 1, r->name, sizeof r->name);
+    column_text(st, 2, r->rules_version, sizeof r->rules_version);
+    column_text(st, 4, aggregate, sizeof aggregate);
+    (void)eeb_round_aggregate_parse(aggregate, &r->aggregate);
+    round_tasks_read((const char *)sqlite3_column_text(st, 9), r);
+}
+
+int eeb_srv_store_round_add(struct eeb_srv_store *s, const struct eeb_round *r, char *err,
+                            size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    if (rc)
+        return rc;
+    char *tasks = round_tasks_json(r);
+    if (!tasks)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    /* one statement: it is stored only if no round's time overlaps it */
+    sqlite3_stmt *st = prepare(
+        db,
+        "INSERT INTO rounds (name, rules_version, runs, aggregate, cap, opens_utc_ns, "
+        "closes_utc_ns, tasks) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 "
+        "FROM rounds WHERE opens_utc_ns < ?7 AND coalesce(closed_utc_ns, closes_utc_ns) > ?6) "
+        "RETURNING id",
+        err, errlen);
+    if (!st) {
+        free(tasks);
+        return EEB_EDB;
+    }
+    sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->rules_version, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, r->runs);
+    sqlite3_bind_text(st, 4, eeb_round_aggregate_name(r->aggregate), -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, r->cap);
+    sqlite3_bind_int64(st, 6, r->opens_utc_ns);
+    sqlite3_bind_int64(st, 7, r->closes_utc_ns);
+    sqlite3_bind_text(st, 8, tasks, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_CONSTRAINT) {
+        sqlite3_finalize(st);
+        free(tasks);
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: a round named '%s' exists", s->path, r->name);
+    }
+    int stored = step == SQLITE_ROW;
+    rc = done(db, st, step, err, errlen);
+    free(tasks);
+    if (rc == EEB_OK && !stored)
+        rc = eeb_errf(err, errlen, EEB_EINVAL,
+                      "%s: round '%s' overlaps another round's time: rounds follow one another",
+                      s->path, r->name);
+    return rc;
+}
+
+int eeb_srv_store_round_close(struct eeb_srv_store *s, const char *name, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "UPDATE rounds SET closed_utc_ns = ?1 WHERE name = ?2 AND closed_utc_ns IS "
+                     "NULL AND opens_utc_ns <= ?1 AND closes_utc_ns > ?1",
+                     err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, eeb_utc_ns());
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    return changed(db, done(db, st, sqlite3_step(st), err, errlen));
+}
+
+int eeb_srv_store_rounds_each(struct eeb_srv_store *s,
+                              int (*fn)(void *arg, int64_t id, const struct eeb_round *r),
+                              void *arg, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL : prepare(db, "SELECT " ROUND_COLUMNS "ORDER BY opens_utc_ns", err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    int step, stop = 0;
+    int64_t id;
+    struct eeb_round r;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        read_round(st, &id, &r);
+        stop = fn(arg, id, &r);
+    }
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_round_find(struct eeb_srv_store *s, const char *name, int open_only, int64_t *id,
+                             struct eeb_round *r, char *err, size_t errlen)
+{
+    /* by name; or the one open now; or the last to open before now */
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "SELECT " ROUND_COLUMNS "WHERE (?1 IS NULL OR name = ?1) AND (?1 IS NOT NULL "
+                     "OR opens_utc_ns <= ?2) AND (?3 = 0 OR (closes_utc_ns > ?2 AND "
+                     "closed_utc_ns IS NULL)) ORDER BY opens_utc_ns DESC LIMIT 1",
+                     err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    if (name)
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, eeb_utc_ns());
+    sqlite3_bind_int(st, 3, open_only);
+    int step = sqlite3_step(st), found = step == SQLITE_ROW;
+    if (found)
+        read_round(st, id, r);
+    rc = done(db, st, step, err, errlen);
+    return rc ? rc : found;
+}
+
+/* The runs of entry e, registered first first, into e->runs. */
+static int entry_runs(struct eeb_rundb *db, struct eeb_srv_entry *e, size_t max, char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *st =
+        prepare(db, "SELECT " ENTRY_COLUMNS "WHERE e.entry_id = ? ORDER BY e.run_id", err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, e->id);
+    int step;
+    e->nruns = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && e->nruns < max)
+        read_entry(st, &e->runs[e->nruns++]);
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_entries_each(struct eeb_srv_store *s, int64_t round, int task,
+                               int (*fn)(void *arg, const struct eeb_srv_entry *e), void *arg,
+                               char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db,
+                     "SELECT en.id, en.team_id, t.name, en.name, en.division, en.p_max_w, "
+                     "en.device, en.backend, en.provenance, en.created_utc_ns FROM entries en "
+                     "JOIN teams t ON t.id = en.team_id WHERE en.round_id = ? AND en.task = ? "
+                     "ORDER BY en.id",
+                     err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, round);
+    sqlite3_bind_text(st, 2, eeb_task_name((enum eeb_task)task), -1, SQLITE_STATIC);
+    struct eeb_srv_entry e = {.task = task};
+    if (!(e.runs = calloc(EEB_ROUND_RUNS_MAX, sizeof *e.runs))) {
+        sqlite3_finalize(st);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    }
+    int step, stop = 0;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        e.id = sqlite3_column_int64(st, 0), e.team = sqlite3_column_int64(st, 1);
+        column_text(st, 2, e.team_name, sizeof e.team_name);
+        column_text(st, 3, e.name, sizeof e.name);
+        column_text(st, 4, e.division, sizeof e.division);
+        e.p_max_w = sqlite3_column_double(st, 5);
+        column_text(st, 6, e.device, sizeof e.device);
+        column_text(st, 7, e.backend, sizeof e.backend);
+        column_text(st, 8, e.provenance, sizeof e.provenance);
+        e.created_utc_ns = sqlite3_column_int64(st, 9);
+        stop = entry_runs(db, &e, EEB_ROUND_RUNS_MAX, err, errlen);
+        stop = stop ? stop : fn(arg, &e);
+    }
+    free(e.runs);
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
+                             int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg,
+                             char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL
+                          : prepare(db,
+                                    "SELECT " ENTRY_COLUMNS "WHERE e.state != 'scored' AND "
+                                    "r.task = ? AND e.withdrawn IS NULL ORDER BY e.run_id DESC "
+                                    "LIMIT 100",
+                                    err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_text(st, 1, eeb_task_name((enum eeb_task)task), -1, SQLITE_STATIC);
+    int step, stop = 0;
+    struct eeb_srv_run r;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        read_entry(st, &r);
+        stop = fn(arg, &r);
+    }
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epochs, char *err,
+                             size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL
+                          : prepare(db,
+                                    "SELECT count(*) FROM events WHERE run_id = ? AND kind IN "
+                                    "('" EEB_EVENT_EPOCH_END "', '" EEB_EVENT_EPOCH_PARTIAL "')",
+                                    err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    *epochs = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_run_sensor(struct eeb_srv_store *s, const struct eeb_srv_run *r, char *uri,
+                             size_t n, char *err, size_t errlen)
+{
+    /* the server's meter's samples if it read one, else the run's own */
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL : prepare(db, "SELECT source FROM samples WHERE run_id = ? LIMIT 1", err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    sqlite3_bind_int64(st, 1, r->meter_run ? r->meter_run : r->id);
+    int step = sqlite3_step(st);
+    uri[0] = '\0';
+    if (step == SQLITE_ROW)
+        column_text(st, 0, uri, n);
+    return done(db, st, step, err, errlen);
+}
+
+/* ---- the organizer's acts ---- */
+
+/* act (an UPDATE of ?1 the time, ?2 the target, ?3 the reason, each if it
+ * needs it) and
+ * its line in the audit log, in one transaction: 1 if it changed a row,
+ * 0 if not (and nothing is logged). */
+static int audited(struct eeb_srv_store *s, const char *act, const char *action, const char *target,
+                   const char *reason, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    int64_t now = eeb_utc_ns();
+    int moved = 1;
+    sqlite3_stmt *st = act ? prepare(db, act, err, errlen) : NULL;
+    if (act && !st)
+        rc = EEB_EDB;
+    if (st) {
+        sqlite3_bind_int64(st, 1, now);
+        sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, reason, -1, SQLITE_STATIC);
+        rc = moved = changed(db, done(db, st, sqlite3_step(st), err, errlen));
+    }
+    if (moved > 0 && (st = prepare(db,
+                                   "INSERT INTO audit (utc_ns, action, target, reason) VALUES (?, "
+                                   "?, ?, ?)",
+                                   err, errlen))) {
+        sqlite3_bind_int64(st, 1, now);
+        sqlite3_bind_text(st, 2, action, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, target, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
+        rc = done(db, st, sqlite3_step(st), err, errlen);
+    } else if (moved > 0)
+        rc = EEB_EDB;
+    if (rc >= 0 && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if (rc < 0) {
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return moved > 0;
+}
+
+int eeb_srv_store_audit(struct eeb_srv_store *s, const char *action, const char *target,
+                        const char *reason, char *err, size_t errlen)
+{
+    int rc = audited(s, NULL, action, target, reason, err, errlen);
+    return rc < 0 ? rc : EEB_OK;
+}
+
+int eeb_srv_store_team_revoke(struct eeb_srv_store *s, const char *name, const char *reason,
+                              char *err, size_t errlen)
+{
+    return audited(s,
+                   "UPDATE teams SET revoked_utc_ns = ?1 WHERE name = ?2 AND revoked_utc_ns IS "
+                   "NULL",
+                   "revoke-team", name, reason, err, errlen);
+}
+
+int eeb_srv_store_run_withdraw(struct eeb_srv_store *s, int64_t id, enum eeb_srv_withdrawal how,
+                               const char *reason, char *err, size_t errlen)
+{
+    static const struct {
+        const char *action, *sql;
+    } acts[] = {
+        [EEB_SRV_HIDE] = {"hide-run", "UPDATE team_runs SET withdrawn = 'hidden', withdrawn_why = "
+                                      "?3 WHERE run_id = ?2 AND withdrawn IS NULL"},
+        [EEB_SRV_RESTORE] = {"restore-run",
+                             "UPDATE team_runs SET withdrawn = NULL, withdrawn_why = NULL WHERE "
+                             "run_id = ?2 AND withdrawn = 'hidden'"},
+        [EEB_SRV_WITHDRAW] = {"withdraw-run",
+                              "UPDATE team_runs SET withdrawn = 'withdrawn', withdrawn_why = ?3 "
+                              "WHERE run_id = ?2 AND coalesce(withdrawn, '') != 'withdrawn'"},
+    };
+    char target[32];
+    snprintf(target, sizeof target, "%lld", (long long)id);
+    return audited(s, acts[how].sql, acts[how].action, target, reason, err, errlen);
+}
+
+int eeb_srv_store_teams_each(struct eeb_srv_store *s,
+                             int (*fn)(void *arg, const struct eeb_srv_team *t), void *arg,
+                             char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st = rc ? NULL
+                          : prepare(db,
+                                    "SELECT t.id, t.name, t.created_utc_ns, "
+                                    "coalesce(t.revoked_utc_ns, 0), (SELECT count(*) FROM "
+                                    "team_runs WHERE team_id = t.id) FROM teams t ORDER BY t.id",
+                                    err, errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    int step, stop = 0;
+    struct eeb_srv_team t;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        t = (struct eeb_srv_team){.id = sqlite3_column_int64(st, 0),
+                                  .created_utc_ns = sqlite3_column_int64(st, 2),
+                                  .revoked_utc_ns = sqlite3_column_int64(st, 3),
+                                  .runs = sqlite3_column_int64(st, 4)};
+        column_text(st, 1, t.name, sizeof t.name);
+        stop = fn(arg, &t);
+    }
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_audit_each(struct eeb_srv_store *s,
+                             int (*fn)(void *arg, const struct eeb_srv_audit *a), void *arg,
+                             char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : prepare(db, "SELECT id, utc_ns, action, target, reason FROM audit ORDER BY id", err,
+                     errlen);
+    if (!st)
+        return rc ? rc : EEB_EDB;
+    int step, stop = 0;
+    struct eeb_srv_audit a;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        a = (struct eeb_srv_audit){.id = sqlite3_column_int64(st, 0),
+                                   .utc_ns = sqlite3_column_int64(st, 1)};
+        column_text(st, 2, a.action, sizeof a.action);
+        column_text(st, 3, a.target, sizeof a.target);
+        column_text(st, 4, a.reason, sizeof a.reason);
+        stop = fn(arg, &a);
     }
     if (stop) {
         sqlite3_finalize(st);

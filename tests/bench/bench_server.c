@@ -295,7 +295,7 @@ static void bench_uploads(const char *db)
         pthread_join(t[i], NULL);
     double s = bench_seconds_since(t0);
     long long held = db_count(db, "SELECT count(*) FROM samples WHERE run_id IN "
-                                  "(SELECT run_id FROM entries WHERE state = 'registered')");
+                                  "(SELECT run_id FROM team_runs WHERE state = 'registered')");
     long long sent = (long long)UPLOADERS * UPLOAD_SAMPLES;
     printf("bench_server: %d clients sent %lld samples in %.1f s; the database holds %lld\n",
            UPLOADERS, sent, s, held);
@@ -432,7 +432,7 @@ static void bench_soak(const char *dir, const char *test, double seconds)
     snprintf(lua, sizeof lua, "%s/soak.lua", dir);
     const char *script =
         "local paths = {'/api/v1/leaderboard?task=cls', '/leaderboard', '/runs/1', '/healthz',\n"
-        "               '/metrics', '/api/v1/leaderboard?task=cls&provenance=modeled'}\n"
+        "               '/metrics', '/api/v1/runs?task=cls&provenance=modeled', '/runs'}\n"
         "local n = 0\n"
         "request = function()\n"
         "  n = n % #paths + 1\n"
@@ -471,7 +471,7 @@ static void bench_soak(const char *dir, const char *test, double seconds)
     soak_server = 0;
     long runs = atomic_load(&soak_runs) + 1;
     double held = (double)db_count(db, "SELECT count(*) FROM samples"),
-           scored = (double)db_count(db, "SELECT count(*) FROM entries WHERE state = 'scored'");
+           scored = (double)db_count(db, "SELECT count(*) FROM team_runs WHERE state = 'scored'");
     double p99 = 0;
     for (int i = 0; i < SOAK_SLICES; i++)
         p99 = reads.p99_ms[i] > p99 ? reads.p99_ms[i] : p99;

@@ -24,9 +24,11 @@ struct meter_emu {
     char *log;
     size_t log_len;
     unsigned connections, readings;
-    int items[3]; /* SCPI: the function of each item, 'U', 'I' or 'P' */
-    int number;   /* SCPI: items answered */
-    int going;    /* PTD: Go received */
+    int items[3];           /* SCPI: the function of each item, 'U', 'I' or 'P' */
+    int number;             /* SCPI: items answered */
+    int going;              /* PTD: Go received */
+    unsigned uncertainties; /* PTD: Uncertainty queries answered */
+    char range[2][32];      /* PTD: the analyzer's volts and amps ranges, a number or "Auto" */
 };
 
 static void record(struct meter_emu *e, const char *cmd)
@@ -88,6 +90,30 @@ static int scpi(struct meter_emu *e, const char *cmd, char *reply, size_t len)
     return 0;
 }
 
+/* RR's reply: "Ranges,<A autorange>,<A range>,<V autorange>,<V range>",
+ * autorange 1 or 0, a range -1 while autoranging (power-dev's server.py). */
+static void ranges(const struct meter_emu *e, char *reply, size_t len)
+{
+    int a = strcmp(e->range[1], "Auto") == 0, v = strcmp(e->range[0], "Auto") == 0;
+    snprintf(reply, len, "Ranges,%d,%f,%d,%f", a, a ? -1.0 : atof(e->range[1]), v,
+             v ? -1.0 : atof(e->range[0]));
+}
+
+/* SR,V,<range> and SR,A,<range>: a positive number or Auto. */
+static void set_range(struct meter_emu *e, const char *cmd, char *reply, size_t len)
+{
+    int q = cmd[3] == 'A';
+    const char *value = cmd + 5;
+    char *end;
+    double v = strtod(value, &end);
+    if (strcmp(value, "Auto") && (end == value || *end || !(v > 0))) {
+        snprintf(reply, len, "Error: invalid range '%.100s'", value);
+        return;
+    }
+    snprintf(e->range[q], sizeof e->range[q], "%.31s", value);
+    snprintf(reply, len, "Range %c changed", q ? 'A' : 'V');
+}
+
 static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
 {
     if (strcmp(cmd, "Hello") == 0)
@@ -109,7 +135,15 @@ static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
             return f < 0 ? -1 : 0;
         snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990",
                  e->cfg.volts * e->cfg.amps, e->cfg.volts, e->cfg.amps);
-    } else
+    } else if (strcmp(cmd, "Uncertainty") == 0 && e->cfg.uncertainty)
+        snprintf(reply, len, "%s",
+                 ++e->uncertainties >= e->cfg.uncertainty_from ? e->cfg.uncertainty
+                                                               : "Uncertainty,0.1");
+    else if (strcmp(cmd, "RR") == 0)
+        ranges(e, reply, len);
+    else if (strncmp(cmd, "SR,V,", 5) == 0 || strncmp(cmd, "SR,A,", 5) == 0)
+        set_range(e, cmd, reply, len);
+    else
         snprintf(reply, len, "Error: unknown command '%.400s'", cmd);
     return 0;
 }
@@ -174,6 +208,8 @@ struct meter_emu *meter_emu_start(const struct meter_emu_config *cfg)
     struct meter_emu *e = calloc(1, sizeof *e);
     cr_assert(e);
     e->cfg = *cfg;
+    snprintf(e->range[0], sizeof e->range[0], "300");
+    snprintf(e->range[1], sizeof e->range[1], "Auto");
     pthread_mutex_init(&e->lock, NULL);
     e->log = calloc(1, 1);
     e->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -2,7 +2,11 @@
  * meter_emu.h - network power meters for the tests: a Yokogawa WT300
  * speaking SCPI and a SPEC PTDaemon, each a thread serving one connection
  * at a time on 127.0.0.1, with faults on chosen readings.  Written from
- * the command sets the sources use (FACTS.md), not from the meters.
+ * the command sets the sources use (FACTS.md), not from the meters.  The
+ * PTDaemon keeps its analyzer's ranges (RR; SR,V and SR,A, answered as
+ * MLPerf's power checker expects: "Range V changed"), volts at 300 V and
+ * amps autoranging until told otherwise, and answers Uncertainty with
+ * what it is given.
  */
 #ifndef METER_EMU_H
 #define METER_EMU_H
@@ -18,7 +22,11 @@ struct meter_emu_config {
     unsigned drop_at;  /* the connection closed instead of an answer */
     unsigned stall_at; /* answered stall_s seconds late */
     double stall_s;
-    int not_ptd; /* PTD: greet Hello as something else */
+    int not_ptd;               /* PTD: greet Hello as something else */
+    const char *uncertainty;   /* PTD: the reply to Uncertainty ("Uncertainty,2.0": 2 %);
+                                * NULL: an unknown command, as to a PTDaemon without it */
+    unsigned uncertainty_from; /* PTD: that reply from the Nth Uncertainty on, and
+                                * "Uncertainty,0.1" before (0: from the first) */
 };
 
 struct meter_emu;

@@ -5,6 +5,7 @@
  * the SCPI and PTDaemon clients against emulators on 127.0.0.1.
  */
 #include "power/eeb_power.h"
+#include "power/power_int.h"
 #include "meter_emu.h"
 #include "tests/testlib.h"
 
@@ -331,7 +332,8 @@ Test(ptd, a_measurement_started_read_and_stopped)
                                                      .amps = 0.25,
                                                      .odd_at = 2,
                                                      .odd_reply = "Watts,n/a,Volts,229.5"});
-    struct eeb_power_source *s = test_power_open(emu_uri("ptd", "interval=500,name=board-7"));
+    struct eeb_power_source *s =
+        test_power_open(emu_uri("ptd", "interval=500,name=board-7,ranging=0"));
     struct eeb_sample x = read_ok(s, eeb_mono_ns());
     cr_expect_float_eq(x.watts, 57.375, 1e-9);
     cr_expect_float_eq(x.volts, 229.5, 1e-9);
@@ -341,7 +343,8 @@ Test(ptd, a_measurement_started_read_and_stopped)
     cr_expect(strstr(err, "'Watts,n/a,Volts,229.5'"), "%s", err);
     eeb_power_close(s);
     char *log = meter_emu_log(emu);
-    cr_expect_str_eq(log, "Hello\nIdentify\nGo,500,0,board-7\nRL\nRL\nStop\n");
+    /* a PTDaemon without Uncertainty is asked once */
+    cr_expect_str_eq(log, "Hello\nIdentify\nGo,500,0,board-7\nRL\nUncertainty\nRL\nStop\n");
     free(log);
     meter_emu_stop(emu);
 
@@ -357,7 +360,7 @@ Test(ptd, a_measurement_started_read_and_stopped)
                                    .amps = 1,
                                    .odd_at = 1,
                                    .odd_reply = "Watts,-1.000000,Volts,-1.000000,Amps,-1.000000"});
-    s = test_power_open(emu_uri("ptd", ""));
+    s = test_power_open(emu_uri("ptd", "ranging=0"));
     cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE);
     cr_expect(strstr(err, "no valid reading"), "%s", err);
     eeb_power_close(s);
@@ -368,7 +371,7 @@ Test(ptd, a_dropped_connection_restarts_the_measurement)
 {
     emu = meter_emu_start(
         &(struct meter_emu_config){.protocol = METER_PTD, .volts = 10, .amps = 1, .drop_at = 2});
-    struct eeb_power_source *s = test_power_open(emu_uri("ptd", ""));
+    struct eeb_power_source *s = test_power_open(emu_uri("ptd", "ranging=0"));
     char err[512];
     read_ok(s, eeb_mono_ns());
     cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE);
@@ -376,8 +379,59 @@ Test(ptd, a_dropped_connection_restarts_the_measurement)
     cr_expect_float_eq(x.watts, 10.0, 1e-9);
     eeb_power_close(s);
     char *log = meter_emu_log(emu);
-    cr_expect_str_eq(log, "Hello\nIdentify\nGo,1000,0,eeb\nRL\nRL\n"
+    cr_expect_str_eq(log, "Hello\nIdentify\nGo,1000,0,eeb\nRL\nUncertainty\nRL\n"
                           "Hello\nIdentify\nGo,1000,0,eeb\nRL\nStop\n");
+    free(log);
+    meter_emu_stop(emu);
+}
+
+/* MLPerf's ranging pass before the measurement: the ranges as found (RR),
+ * autoranging, a measurement of its own, then volts and 1.1 x amps as the
+ * ranges of the measurement proper -- set again when a dropped connection
+ * is made again -- and the ranges found put back on close.  The identity
+ * and the ranges are the source's note, which the run's record keeps. */
+Test(ptd, a_ranging_pass_sets_the_ranges_before_the_measurement)
+{
+    emu = meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD,
+                                                     .volts = 229.5,
+                                                     .amps = 0.25,
+                                                     .drop_at = 5,
+                                                     .uncertainty = "Uncertainty,0.41"});
+    struct eeb_power_source *s = test_power_open(emu_uri("ptd", "interval=20,name=board-7"));
+    struct eeb_sample x = read_ok(s, eeb_mono_ns());
+    cr_expect_float_eq(x.watts, 57.375, 1e-9);
+    cr_expect_float_eq(s->uncertainty, 0.0041, 1e-12, "%g", s->uncertainty);
+    char err[512];
+    cr_expect_eq(read_fails(s, err, sizeof err), EEB_EDEVICE); /* reading 5: dropped */
+    read_ok(s, eeb_mono_ns());
+    cr_assert_not_null(s->note);
+    cr_expect(strstr(s->note, "Identify: 'PTDaemon emulator (eeb tests), analyzer WT310E'"), "%s",
+              s->note);
+    cr_expect(strstr(s->note, "SR,V,229.5 and SR,A,0.275"), "%s", s->note);
+    cr_expect(strstr(s->note, "put back to 300.000000 V and Auto A"), "%s", s->note);
+    eeb_power_close(s);
+    char *log = meter_emu_log(emu);
+    cr_expect_str_eq(log, "Hello\nIdentify\nRR\nSR,V,Auto\nSR,A,Auto\nGo,20,0,board-7_ranging\n"
+                          "RL\nRL\nRL\nStop\nSR,V,229.5\nSR,A,0.275\nGo,20,0,board-7\n"
+                          "RL\nUncertainty\nRL\n"
+                          "Hello\nIdentify\nSR,V,229.5\nSR,A,0.275\nGo,20,0,board-7\n"
+                          "RL\nUncertainty\nStop\nSR,V,300.000000\nSR,A,Auto\n");
+    free(log);
+
+    /* ranging=0 leaves the ranges alone, and says so */
+    s = test_power_open(emu_uri("ptd", "interval=20,ranging=0"));
+    cr_expect(strstr(s->note, "ranges left as they were (ranging=0)"), "%s", s->note);
+    eeb_power_close(s);
+    test_power_open_fails(emu_uri("ptd", "ranging=2"), EEB_EINVAL, "ranging=0|1");
+    meter_emu_stop(emu);
+
+    /* a pass that saw no volts and amps fails the open, and the analyzer
+     * is left as it was found */
+    emu = meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD, .volts = 0, .amps = 0});
+    test_power_open_fails(emu_uri("ptd", "interval=20"), EEB_EDEVICE,
+                          "no valid reading of volts and amps in 3 readings");
+    log = meter_emu_log(emu);
+    cr_expect(strstr(log, "RL\nStop\nStop\nSR,V,300.000000\nSR,A,Auto\n"), "%s", log);
     free(log);
     meter_emu_stop(emu);
 }
@@ -410,4 +464,55 @@ Test(scpi, a_stall_mid_log_is_a_recorded_gap_and_an_invalid_run)
     cr_expect(strstr(r.out, "INVALID") || strstr(r.out, "invalid"), "%s", r.out);
     cr_expect(strstr(r.out, "gap"), "%s", r.out);
     test_run_free(&r);
+}
+
+/* Each reading's uncertainty, asked after RL: PTDaemon's percent as a
+ * fraction, in the forms its messages use; unknown is INFINITY, and a
+ * reply that is none of them fails the read quoting it. */
+Test(ptd, each_readings_uncertainty_is_asked_and_kept)
+{
+    static const struct {
+        const char *reply;
+        double fraction;
+    } forms[] = {
+        {"Uncertainty,2.0", 0.02},
+        {"0.5", 0.005},
+        {"Uncertainty: 1.05%", 0.0105},
+        {"uncertainty 0.41 %", 0.0041},
+        {"Uncertainty unknown for the last measurement sample!", INFINITY},
+        {"Uncertainty,-1.000000", INFINITY},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        double u = NAN;
+        cr_expect_eq(power_ptd_uncertainty("ptd://m:1", forms[i].reply, &u, err, sizeof err),
+                     EEB_OK, "%s: %s", forms[i].reply, err);
+        cr_expect(u == forms[i].fraction || fabs(u - forms[i].fraction) < 1e-12, "%s: %g",
+                  forms[i].reply, u);
+    }
+    static const char *const bad[] = {"Uncertainty,n/a", "", "2.0 %%", "Uncertainty,1.0,Samples,9"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double u = 7;
+        cr_expect_eq(power_ptd_uncertainty("ptd://m:1", bad[i], &u, err, sizeof err), EEB_EFORMAT,
+                     "%s", bad[i]);
+        cr_expect_eq(u, 7, "a refused reply leaves the figure alone");
+        cr_expect(strstr(err, "the uncertainty is not a number in PTDaemon's reply"), "%s", err);
+    }
+
+    emu = meter_emu_start(&(struct meter_emu_config){
+        .protocol = METER_PTD, .volts = 10, .amps = 0.5, .uncertainty = "Uncertainty,2.0"});
+    struct eeb_power_source *s = test_power_open(emu_uri("ptd", "interval=20"));
+    cr_expect(isnan(s->uncertainty), "none before a reading: %g", s->uncertainty);
+    read_ok(s, eeb_mono_ns());
+    cr_expect_float_eq(s->uncertainty, 0.02, 1e-12, "%g", s->uncertainty);
+    eeb_power_close(s);
+    meter_emu_stop(emu);
+
+    emu = meter_emu_start(&(struct meter_emu_config){
+        .protocol = METER_PTD, .volts = 10, .amps = 0.5, .uncertainty = "Uncertainty,oops"});
+    s = test_power_open(emu_uri("ptd", "interval=20"));
+    cr_expect_eq(read_fails(s, err, sizeof err), EEB_EFORMAT);
+    cr_expect(strstr(err, "'Uncertainty,oops'"), "%s", err);
+    eeb_power_close(s);
+    meter_emu_stop(emu);
 }

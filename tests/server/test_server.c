@@ -11,6 +11,7 @@
 #include "tasks/eeb_tasks.h"
 #include "tests/testlib.h"
 #include "tests/server/fault_proxy.h"
+#include "tests/server/http_client.h"
 #include "tests/power/meter_emu.h"
 
 #include <criterion/criterion.h>
@@ -27,80 +28,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-struct reply {
-    long code;
-    char *body;
-    size_t len;
-};
-
-static size_t gather(char *data, size_t size, size_t n, void *arg)
-{
-    struct reply *r = arg;
-    char *grown = realloc(r->body, r->len + size * n + 1);
-    cr_assert(grown);
-    memcpy(grown + r->len, data, size * n);
-    r->body = grown, r->len += size * n;
-    r->body[r->len] = '\0';
-    return size * n;
-}
-
-/* method path [body] [token]: the status and the body (free it). */
-static struct reply request(int port, const char *method, const char *path, const char *body,
-                            size_t body_len, const char *token)
-{
-    struct reply r = {0};
-    char url[256], auth[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    struct curl_slist *headers = NULL;
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        headers = curl_slist_append(headers, auth);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gather);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    }
-    CURLcode rc = curl_easy_perform(c);
-    /* a 413 may close the connection while the body is still being sent */
-    cr_assert(rc == CURLE_OK || rc == CURLE_SEND_ERROR, "%s %s: %s", method, path,
-              curl_easy_strerror(rc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(c);
-    return r;
-}
-
-/* The reply's JSON field key, as a string. */
-static const char *field(json_t **keep, const struct reply *r, const char *key)
-{
-    json_error_t je;
-    *keep = json_loads(r->body ? r->body : "", 0, &je);
-    cr_assert(*keep, "not JSON (%s): %s", je.text, r->body);
-    return json_string_value(json_object_get(*keep, key));
-}
-
-static void expect(int port, const char *method, const char *path, const char *body,
-                   const char *token, long code, const char *key, const char *value)
-{
-    struct reply r = request(port, method, path, body, body ? strlen(body) : 0, token);
-    cr_expect_eq(r.code, code, "%s %s: %ld %s", method, path, r.code, r.body);
-    json_t *o;
-    const char *v = field(&o, &r, key);
-    cr_expect(v && strstr(v, value), "%s %s: '%s' lacks '%s': %s", method, path, key, value,
-              r.body);
-    json_decref(o);
-    free(r.body);
-}
 
 /* A registration of a run of task (what a team declares), with more fields. */
 #define REGISTER_WITH(task, more)                                                                  \
@@ -602,12 +529,12 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     int port = eeb_server_port(s);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 
-    /* an empty leaderboard and page, read (and kept by the server) before
-     * the run is scored: both hold it afterwards (below) */
-    struct reply empty = request(port, "GET", "/api/v1/leaderboard?task=cls", NULL, 0, NULL);
-    cr_expect(strstr(empty.body, "\"entries\":[]"), "%s", empty.body);
+    /* an empty list of runs and its page, read (and kept by the server)
+     * before the run is scored: both hold it afterwards (below) */
+    struct reply empty = request(port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
+    cr_expect(strstr(empty.body, "\"runs\":[]"), "%s", empty.body);
     free(empty.body);
-    empty = request(port, "GET", "/leaderboard?task=cls", NULL, 0, NULL);
+    empty = request(port, "GET", "/runs?task=cls", NULL, 0, NULL);
     cr_expect(strstr(empty.body, "no scored runs yet"), "%s", empty.body);
     free(empty.body);
     struct test_run r =
@@ -743,9 +670,11 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
         const char *token;
     } routes[] = {
         {"GET", "/api/v1/runs/1", token},
-        {"GET", "/api/v1/leaderboard?task=cls", NULL},
-        {"GET", "/api/v1/leaderboard?task=cls&provenance=modeled&device=zcu104", NULL},
+        {"GET", "/api/v1/leaderboard?task=cls&all=1", NULL},
+        {"GET", "/api/v1/runs?task=cls", NULL},
+        {"GET", "/api/v1/runs?task=cls&provenance=modeled&device=zcu104", NULL},
         {"GET", "/leaderboard", NULL},
+        {"GET", "/runs", NULL},
         {"GET", "/runs/1", NULL},
         {"GET", "/metrics", NULL},
         {"POST", "/api/v1/runs/1/score", token},
@@ -758,26 +687,26 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
         free(x.body);
     }
 
-    /* the leaderboard: filters, and the run on it */
-    struct reply b = request(port, "GET", "/api/v1/leaderboard?task=cls", NULL, 0, NULL);
+    /* the runs scored: filters, and the run among them */
+    struct reply b = request(port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
     json_t *board = json_loads(b.body, 0, NULL);
-    json_t *first = json_array_get(json_object_get(board, "entries"), 0);
-    cr_expect_eq(json_array_size(json_object_get(board, "entries")), 1, "%s", b.body);
+    json_t *first = json_array_get(json_object_get(board, "runs"), 0);
+    cr_expect_eq(json_array_size(json_object_get(board, "runs")), 1, "%s", b.body);
     cr_expect_eq(json_integer_value(json_object_get(first, "rank")), 1);
     cr_expect_str_eq(json_string_value(json_object_get(first, "team")), "alpha");
     json_decref(board);
     free(b.body);
-    b = request(port, "GET", "/api/v1/leaderboard?task=cls&provenance=measured", NULL, 0, NULL);
-    cr_expect(strstr(b.body, "\"entries\":[]"), "a modeled run among measured ones: %s", b.body);
+    b = request(port, "GET", "/api/v1/runs?task=cls&provenance=measured", NULL, 0, NULL);
+    cr_expect(strstr(b.body, "\"runs\":[]"), "a modeled run among measured ones: %s", b.body);
     free(b.body);
-    expect(port, "GET", "/api/v1/leaderboard", NULL, NULL, 400, "field", "task");
-    expect(port, "GET", "/api/v1/leaderboard?task=cls&provenance=hoped", NULL, NULL, 400, "field",
+    expect(port, "GET", "/api/v1/runs", NULL, NULL, 400, "field", "task");
+    expect(port, "GET", "/api/v1/runs?task=cls&provenance=hoped", NULL, NULL, 400, "field",
            "provenance");
     /* bytes that are not UTF-8, quoted back in an error (fuzz_server_body found both: 500) */
-    expect(port, "GET", "/api/v1/leaderboard?task=cl%AE%EE", NULL, NULL, 400, "error",
+    expect(port, "GET", "/api/v1/runs?task=cl%AE%EE", NULL, NULL, 400, "error",
            "unknown task 'cl?"
            "?'");
-    expect(port, "GET", "/api/v1/leaderboard?task=cls&device=zc%FF%FE", NULL, NULL, 400, "field",
+    expect(port, "GET", "/api/v1/runs?task=cls&device=zc%FF%FE", NULL, NULL, 400, "field",
            "device");
     /* a run not yet scored: its page says how it is going, and refreshes */
     struct reply live = request(port, "GET", "/runs/2", NULL, 0, NULL);
@@ -789,10 +718,10 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     free(live.body);
     expect(port, "GET", "/runs/99", NULL, NULL, 404, "error", "no run 99");
 
-    /* the pages, in a browser: the table with the run; the run's page with
+    /* the pages, in a browser: the runs' table with the run; the run's page with
      * its power trace (#1f77b4) drawn */
     char page[96], png[300];
-    snprintf(page, sizeof page, "%s/leaderboard?task=cls", url);
+    snprintf(page, sizeof page, "%s/runs?task=cls", url);
     snprintf(png, sizeof png, "%s/board.png", dir);
     char *dom = test_chromium(dir, page, png);
     cr_expect(strstr(dom, "<table class=\"board\" id=\"board-cls\">"), "%s", dom);
@@ -971,8 +900,8 @@ static void an_official_run_of_a_teams_sut(const char *backend, const char *decl
     snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE backend = '%s'", backend);
     cr_expect_eq(test_sql_int(db, sql), 1);
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM runs JOIN entries ON entries.run_id = runs.id WHERE "
-             "runs.backend = '%s' AND entries.device = 'xczu9eg-ffvb1156-2-e'",
+             "SELECT count(*) FROM runs JOIN team_runs ON team_runs.run_id = runs.id WHERE "
+             "runs.backend = '%s' AND team_runs.device = 'xczu9eg-ffvb1156-2-e'",
              declared);
     cr_expect_eq(test_sql_int(sdb, sql), 1, "the server's run declares %s", declared);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions WHERE payload LIKE "
@@ -1120,7 +1049,7 @@ static void a_run_measured_by_the_station(const char *key)
         (long long)json_integer_value(json_object_get(json_object_get(v, "server"), "run_id")));
     cr_expect_str_eq(run, "2");
     json_decref(v);
-    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries WHERE provenance = 'measured'"),
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM team_runs WHERE provenance = 'measured'"),
                  1);
     /* the meter run: a power log of the server's, sampled at 6 W, its
      * window placed on the run's fine-tune */
@@ -1203,7 +1132,7 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     /* no agent yet: no run it would measure is registered */
     expect(port, "POST", "/api/v1/runs", official, token, 503, "error",
            "its agent (eeb power agent) has not been heard from");
-    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries"), 0);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM team_runs"), 0);
     /* the team's token is no station's key */
     expect(port, "POST", "/api/v1/station/samples", HEARTBEAT("ptd://meter:8888", "measured"),
            token, 401, "error", "unknown station key");
@@ -1455,9 +1384,10 @@ Test(server, an_official_run_outlives_kill_9_of_the_server, .timeout = 120)
     cr_expect(judged == 0 || judged == 4, "exit %d: %s", st, text);
     cr_expect(strstr(text, "trying again in"), "no retry: %s", text);
     free(text);
-    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM entries"), 1);
-    cr_expect_eq(test_sql_int(sdb, judged ? "SELECT count(*) FROM entries WHERE verdict = 'invalid'"
-                                          : "SELECT count(*) FROM entries WHERE verdict = 'pass'"),
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM team_runs"), 1);
+    cr_expect_eq(test_sql_int(sdb, judged
+                                       ? "SELECT count(*) FROM team_runs WHERE verdict = 'invalid'"
+                                       : "SELECT count(*) FROM team_runs WHERE verdict = 'pass'"),
                  1);
     struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", "1", NULL});
     cr_expect_eq(r.status, judged, "%s%s", r.out, r.err);

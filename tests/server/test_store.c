@@ -98,9 +98,12 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     cr_expect_eq(eeb_srv_store_run_complete(s, 2, 0, err, sizeof err), 1, "%s", err);
     eeb_srv_store_close(s);
 
-    /* the server's tables are now version 2 of their set (v2: when an
-     * official run was told to begin); the run tables at this eeb's */
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 2);
+    /* the server's tables are now version 3 of their set (v2: when an
+     * official run was told to begin; v3: rounds and their entries, and
+     * each team's run a team_run, of no entry); the run tables at this
+     * eeb's */
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 3);
+    cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM team_runs WHERE entry_id IS NULL"), 2);
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     /* and the scored run reads and recomputes as ever; written before the
      * chain, nothing shows its record is unedited: invalid, saying so */
@@ -125,24 +128,25 @@ Test(server_store, a_new_file_holds_the_server_tables_as_a_set_of_rundb)
 {
     eeb_srv_store_close(open_store());
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 2);
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 3);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('teams', "
-                                    "'entries', 'entries_by_score')"),
-                 3);
+                                    "'team_runs', 'team_runs_by_score', 'rounds', 'entries', "
+                                    "'team_runs_by_entry')"),
+                 6);
 }
 
 Test(server_store, newer_server_tables_are_refused_and_left_untouched)
 {
     eeb_srv_store_close(open_store());
     test_sql_exec(path,
-                  "UPDATE schema_sets SET version = 3 WHERE name = 'server'"); /* an eeb to come */
+                  "UPDATE schema_sets SET version = 4 WHERE name = 'server'"); /* an eeb to come */
     size_t before_len, after_len;
     char *before = test_read_file(path, &before_len);
     struct eeb_srv_store *s = NULL;
     char err[512] = "";
     cr_assert_eq(eeb_srv_store_open(path, &s, err, sizeof err), EEB_EVERSION, "%s", err);
     cr_assert_null(s);
-    cr_expect(strstr(err, "server tables schema v3 was written by a newer eeb"), "%s", err);
+    cr_expect(strstr(err, "server tables schema v4 was written by a newer eeb"), "%s", err);
     struct test_run r =
         test_eeb((const char *[]){"serve", "admin", "add-team", "zed", "--db", path, NULL});
     cr_expect_eq(r.status, 1);
@@ -169,8 +173,8 @@ static int64_t register_run(struct eeb_srv_store *s, int64_t team, const char *d
     snprintf(r.device, sizeof r.device, "%s", device);
     snprintf(r.provenance, sizeof r.provenance, "modeled");
     char err[512] = "";
-    cr_assert_eq(eeb_srv_store_run_register(s, &r, "{\"server\": {}}", err, sizeof err), EEB_OK,
-                 "%s", err);
+    cr_assert_eq(eeb_srv_store_run_register(s, &r, "{\"server\": {}}", NULL, err, sizeof err),
+                 EEB_OK, "%s", err);
     cr_assert_gt(r.registered_utc_ns, 0);
     return r.id;
 }

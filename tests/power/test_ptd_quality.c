@@ -1,0 +1,133 @@
+/*
+ * test_ptd_quality.c - a PTDaemon's meter quality through a whole `eeb run`
+ * and the judge (its own SCORE stage, and `eeb check`): a reading whose
+ * uncertainty is over the rules' 1 % makes the run invalid, naming the
+ * reading; one within stores its largest uncertainty; the ranging pass
+ * comes before the measurement; the meter's identity is in the record.
+ */
+#include "power/eeb_power.h"
+#include "meter_emu.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct test_cls_run in;
+
+/* `eeb run` of a small classification fine-tune (epochs of 128 images, 60
+ * about a second) metered at 20 Hz by a PTDaemon emulator at 10 V x 0.5 A
+ * whose readings have the uncertainty reply from the from-th on (0.1 %
+ * before); its exit status, and the commands the emulator got (free
+ * them). */
+static int run_metered(const char *reply, unsigned from, const char *epochs, char **log)
+{
+    in = test_cls_run_inputs(test_tmpdir(), 128, 32);
+    struct meter_emu *emu = meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD,
+                                                                       .volts = 10,
+                                                                       .amps = 0.5,
+                                                                       .uncertainty = reply,
+                                                                       .uncertainty_from = from});
+    char uri[64];
+    snprintf(uri, sizeof uri, "ptd://127.0.0.1:%d?interval=20", meter_emu_port(emu));
+    struct test_run r = test_eeb((const char *[]){
+        "run", "--task", "cls", "--finetune", in.ft, "--test", in.test, "--model", in.model, "--db",
+        in.db, "--epochs", epochs, "--rate", "20", "--power", uri, "-q", NULL});
+    int status = r.status;
+    cr_log_info("eeb run: %d\n%s%s", status, r.out, r.err);
+    test_run_free(&r);
+    *log = meter_emu_log(emu);
+    meter_emu_stop(emu);
+    return status;
+}
+
+Test(ptd_quality, a_reading_over_1_percent_makes_the_run_invalid, .timeout = 60)
+{
+    /* the sampler's first reading comes about one reading (50 ms) before
+     * the fine-tune begins, so the tenth is some 0.4 s into it (it lasts a
+     * second or so) */
+    char *log;
+    int status = run_metered("Uncertainty,2.0", 10, "60", &log);
+    free(log);
+    cr_expect_eq(status, 4, "invalid, not %d", status);
+    /* the sampler kept the readings and recorded the first over the limit */
+    cr_expect_gt(test_sql_int(in.db, "SELECT count(*) FROM samples"), 10);
+    cr_expect_eq(test_sql_int(in.db, "SELECT count(*) FROM events WHERE kind = 'power_fault' AND "
+                                     "json_extract(payload, '$.uncertainty') = 0.02"),
+                 1);
+    cr_expect_float_eq(test_sql_double(in.db, "SELECT value FROM results WHERE name = "
+                                              "'power_uncertainty_max'"),
+                       0.02, 1e-12);
+    /* eeb check judges it from the record alone, and says which reading */
+    struct test_run r = test_eeb((const char *[]){"check", in.db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "the meter's reading at "), "%s", r.out);
+    cr_expect(strstr(r.out, " has an uncertainty of 2.0 %: the rules allow 1 %"), "%s", r.out);
+    test_run_free(&r);
+}
+
+Test(ptd_quality, readings_within_1_percent_pass_and_keep_their_largest, .timeout = 60)
+{
+    char *log;
+    int status = run_metered("Uncertainty,0.5", 0, "30", &log);
+    struct test_run r = test_eeb((const char *[]){"check", in.db, NULL});
+    /* a loaded machine may leave a gap in so short a log: never an
+     * uncertainty to blame */
+    cr_expect(status == 0 || (status == 4 && !strstr(r.out, "uncertainty")), "%d: %s", status,
+              r.out);
+    cr_expect_eq(r.status, status, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(in.db, "SELECT count(*) FROM events WHERE kind = 'power_fault'"), 0);
+    cr_expect_float_eq(test_sql_double(in.db, "SELECT value FROM results WHERE name = "
+                                              "'power_uncertainty_max' AND unit = 'fraction' "
+                                              "AND provenance = 'measured'"),
+                       0.005, 1e-12);
+    /* carried through E and M_p to S: w_p (0.4) M_p times it */
+    if (status == 0)
+        cr_expect_float_eq(
+            test_sql_double(in.db, "SELECT value FROM results WHERE name = 's_uncertainty'"),
+            0.4 * test_sql_double(in.db, "SELECT value FROM results WHERE name = 'm_p'") * 0.005,
+            1e-15);
+
+    /* the ranging pass, then the measurement proper in the ranges it found */
+    const char *ranging = strstr(log, "Go,20,0,eeb_ranging\n");
+    const char *set = strstr(log, "Stop\nSR,V,10\nSR,A,0.55\n");
+    const char *go = strstr(log, "\nGo,20,0,eeb\n");
+    cr_assert(ranging && set && go, "%s", log);
+    cr_expect(strstr(log, "Hello\nIdentify\nRR\nSR,V,Auto\nSR,A,Auto\n") < ranging, "%s", log);
+    cr_expect(ranging < set && set < go, "%s", log);
+    cr_expect(strstr(go, "RL\nUncertainty\n") == go + 13, "%s", log);
+    free(log);
+
+    /* the meter's identity and its ranges, from its own replies, in the
+     * run's record */
+    char *note = NULL;
+    cr_assert_eq(test_sql_text(in.db, "SELECT config ->> '$.power.note' FROM runs", &note), 0);
+    cr_assert_not_null(note);
+    cr_expect(strstr(note, "Identify: 'PTDaemon emulator (eeb tests), analyzer WT310E'"), "%s",
+              note);
+    cr_expect(strstr(note, "SR,V,10 and SR,A,0.55"), "%s", note);
+    free(note);
+}
+
+/* A PTDaemon that does not know Uncertainty reports none, and its log
+ * stores none. */
+Test(ptd_quality, a_meter_without_uncertainty_stores_none, .timeout = 60)
+{
+    struct meter_emu *emu =
+        meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD, .volts = 10, .amps = 1});
+    char uri[64], db[300];
+    snprintf(uri, sizeof uri, "ptd://127.0.0.1:%d?interval=20", meter_emu_port(emu));
+    snprintf(db, sizeof db, "%s/log.db", test_tmpdir());
+    struct test_run r = test_eeb((const char *[]){"power", "log", "--source", uri, "--rate", "20",
+                                                  "--duration", "0.3", "--db", db, "-q", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    test_run_free(&r);
+    meter_emu_stop(emu);
+    cr_expect_gt(test_sql_int(db, "SELECT count(*) FROM samples"), 2);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM results WHERE name = "
+                                  "'power_uncertainty_max'"),
+                 0);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'power_fault'"), 0);
+}
