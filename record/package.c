@@ -9,6 +9,7 @@
  * checks.
  */
 #include "record/eeb_package.h"
+#include "common/eeb_json.h"
 #include "fpga/tools/eeb_xclbin.h"
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
@@ -266,21 +267,6 @@ static const char *nearest(const struct field *fields, const char *key)
     return best;
 }
 
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 /* Characters (UTF-8 code points) of s, which jansson has checked. */
 static size_t chars(const char *s)
 {
@@ -316,12 +302,12 @@ static int check_value(const json_t *v, const struct field *f, const char *where
     case F_OBJECT:
         if (!json_is_object(v))
             return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: expected an object, got %s", file,
-                            where, json_kind(v));
+                            where, eeb_json_kind(v));
         return check_object(v, f->sub, where, file, err, errlen);
     case F_NUMBER: {
         if (!json_is_number(v))
             return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: expected a number, got %s", file,
-                            where, json_kind(v));
+                            where, eeb_json_kind(v));
         double x = json_number_value(v);
         if (!isfinite(x) || x > f->hi || (f->lo_open ? x <= f->lo : x < f->lo))
             return f->lo_open ? eeb_errf(err, errlen, EEB_EINVAL,
@@ -337,7 +323,7 @@ static int check_value(const json_t *v, const struct field *f, const char *where
     }
     if (!json_is_string(v))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: expected a string, got %s", file, where,
-                        json_kind(v));
+                        eeb_json_kind(v));
     const char *s = json_string_value(v);
     if (json_string_length(v) != strlen(s))
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %s: holds a NUL character", file, where);
@@ -428,7 +414,7 @@ int eeb_package_system_check(const char *text, size_t len, const char *name, cha
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: line %d: %s", name, je.line, je.text);
     int rc = json_is_object(o) ? check_object(o, system_fields, "", name, err, errlen)
                                : eeb_errf(err, errlen, EEB_EINVAL, "%s: expected an object, got %s",
-                                          name, json_kind(o));
+                                          name, eeb_json_kind(o));
     if (rc == EEB_OK && summary && summary_len)
         snprintf(summary, summary_len,
                  "%s %s (%s); meter %s %s, serial %s, calibrated %s, uncertainty %g %%; %s, "

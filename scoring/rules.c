@@ -12,6 +12,8 @@
  */
 #include "eeb_score.h"
 
+#include "common/eeb_json.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,21 +45,6 @@ static int only_keys(const struct ctx *c, json_t *obj, const char *path, const c
     return EEB_OK;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 /* Looks up a required member of the expected JSON type (JSON_REAL stands
  * for any number, integer or real). */
 static int member(const struct ctx *c, json_t *obj, const char *path, const char *key,
@@ -73,7 +60,7 @@ static int member(const struct ctx *c, json_t *obj, const char *path, const char
     int ok = type == JSON_REAL ? json_is_number(v) : json_typeof(v) == type;
     if (!ok)
         return eeb_errf(c->err, c->errlen, EEB_EINVAL, "%s: %s%s%s: expected %s, got %s", c->name,
-                        path, *path ? "." : "", key, want, type_name(v));
+                        path, *path ? "." : "", key, want, eeb_json_kind(v));
     *out = v;
     return EEB_OK;
 }

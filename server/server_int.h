@@ -147,9 +147,9 @@ struct eeb_server {
     /* the leaderboard's answers and pages, kept until a run is scored (board.c) */
     atomic_ulong changes; /* runs registered, completed or scored since start, and the
                            * organizer's acts seen */
-    atomic_llong audit_seen, audit_checked_ns; /* the audit log's last act, and when read */
-    atomic_ullong samples_received;            /* power samples taken in since start: runs'
-                                                * links and station agents' batches */
+    _Atomic int64_t audit_seen, audit_checked_ns; /* the audit log's last act, and when read */
+    atomic_ullong samples_received;               /* power samples taken in since start: runs'
+                                                   * links and station agents' batches */
     pthread_mutex_t board_lock;
     struct eeb_srv_board_cache {
         char key[200];

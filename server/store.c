@@ -187,6 +187,17 @@ static sqlite3_stmt *prepare(struct eeb_rundb *db, const char *sql, char *err, s
     return st;
 }
 
+/* sql prepared on the calling thread's connection (*db), or NULL with *rc
+ * the error. */
+static sqlite3_stmt *statement(struct eeb_srv_store *s, const char *sql, struct eeb_rundb **db,
+                               int *rc, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    if ((*rc = conn(s, db, err, errlen)) == EEB_OK && !(st = prepare(*db, sql, err, errlen)))
+        *rc = EEB_EDB;
+    return st;
+}
+
 /* Finalizes st after its last step rc: EEB_OK if it ran, else why not. */
 static int done(struct eeb_rundb *db, sqlite3_stmt *st, int rc, char *err, size_t errlen)
 {
@@ -195,6 +206,42 @@ static int done(struct eeb_rundb *db, sqlite3_stmt *st, int rc, char *err, size_
         eeb_errf(err, errlen, EEB_EDB, "%s: %s", sqlite3_db_filename(h, "main"), sqlite3_errmsg(h));
     sqlite3_finalize(st);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? EEB_OK : EEB_EDB;
+}
+
+/* Steps st to its end, each row given to row (a non-zero return stops the
+ * walk and is returned), and finalizes it. */
+static int each_row(struct eeb_rundb *db, sqlite3_stmt *st, int (*row)(sqlite3_stmt *st, void *ctx),
+                    void *ctx, char *err, size_t errlen)
+{
+    int step, stop = 0;
+    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW)
+        stop = row(st, ctx);
+    if (stop) {
+        sqlite3_finalize(st);
+        return stop;
+    }
+    return done(db, st, step, err, errlen);
+}
+
+/* Begins a write transaction on db: the pool's writers queue on its lock. */
+static int begin_write(struct eeb_rundb *db, char *err, size_t errlen)
+{
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    return sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
+               ? EEB_OK
+               : eeb_errf(err, errlen, EEB_EDB, "%s: %s", eeb_rundb_path(db), sqlite3_errmsg(h));
+}
+
+/* Ends it: committed if rc is EEB_OK, else rolled back.  rc, or the
+ * commit's error. */
+static int end_write(struct eeb_rundb *db, int rc, char *err, size_t errlen)
+{
+    sqlite3 *h = eeb_rundb_sqlite(db);
+    if (rc == EEB_OK && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", eeb_rundb_path(db), sqlite3_errmsg(h));
+    if (rc != EEB_OK)
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
 }
 
 /* Rows the last statement of db changed, or rc if it failed. */
@@ -226,16 +273,15 @@ int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out
                         size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "SELECT (SELECT count(*) FROM teams WHERE revoked_utc_ns IS NULL), (SELECT "
-                     "count(*) FROM team_runs WHERE state != 'scored'), (SELECT coalesce(max(id), "
-                     "0) FROM audit)",
-                     err, errlen);
+        statement(s,
+                  "SELECT (SELECT count(*) FROM teams WHERE revoked_utc_ns IS NULL), (SELECT "
+                  "count(*) FROM team_runs WHERE state != 'scored'), (SELECT coalesce(max(id), "
+                  "0) FROM audit)",
+                  &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     int step = sqlite3_step(st);
     out->teams = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     out->runs_going = step == SQLITE_ROW ? sqlite3_column_int64(st, 1) : 0;
@@ -252,14 +298,13 @@ int eeb_srv_store_team_add(struct eeb_srv_store *s, const char *name, const char
     char hash[EEB_SHA256_HEX];
     eeb_sha256(token, strlen(token), hash);
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL
-                          : prepare(db,
-                                    "INSERT INTO teams (name, token_sha256, created_utc_ns) "
-                                    "VALUES (?, ?, ?)",
-                                    err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "INSERT INTO teams (name, token_sha256, created_utc_ns) "
+                                 "VALUES (?, ?, ?)",
+                                 &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, eeb_utc_ns());
@@ -278,15 +323,14 @@ int eeb_srv_store_team_by_token(struct eeb_srv_store *s, const char *token, int6
     eeb_sha256(token, strlen(token), hash);
     *team = 0, name[0] = '\0';
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "SELECT id, name FROM teams WHERE token_sha256 = ? AND revoked_utc_ns IS "
-                     "NULL",
-                     err, errlen);
+        statement(s,
+                  "SELECT id, name FROM teams WHERE token_sha256 = ? AND revoked_utc_ns IS "
+                  "NULL",
+                  &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
@@ -430,17 +474,14 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
         return rc;
     /* one transaction: the entry's and the cap's counts, and the run
      * counted in them (two runs racing for an entry's last place) */
-    sqlite3 *h = eeb_rundb_sqlite(db);
-    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    int began = (rc = begin_write(db, err, errlen)) == EEB_OK;
     if (rc == EEB_OK && claim)
         rc = claim_entry(db, r, claim, err, errlen);
     if (rc == EEB_OK)
         rc = add_team_run(db, r, claim ? claim->entry_id : 0, err, errlen);
-    if (rc == EEB_OK && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if (began)
+        rc = end_write(db, rc, err, errlen);
     if (rc) { /* the run's record goes too: nothing of it is stored yet */
-        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
         sqlite3_stmt *st = prepare(db, "DELETE FROM runs WHERE id = ?", err, errlen);
         if (st) {
             sqlite3_bind_int64(st, 1, r->id);
@@ -511,11 +552,11 @@ int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_ru
                           size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL : prepare(db, "SELECT " ENTRY_COLUMNS "WHERE e.run_id = ?", err, errlen);
+        statement(s, "SELECT " ENTRY_COLUMNS "WHERE e.run_id = ?", &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, id);
     int step = sqlite3_step(st), found = step == SQLITE_ROW;
     if (found)
@@ -538,17 +579,15 @@ int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end
                                size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "UPDATE team_runs SET state = 'complete', completed_utc_ns = ?1 "
-                     "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
-                     "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END
-                     "'))",
-                     err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(
+        s,
+        "UPDATE team_runs SET state = 'complete', completed_utc_ns = ?1 "
+        "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
+        "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END "'))",
+        &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_int64(st, 2, id);
     sqlite3_bind_int(st, 3, need_end);
@@ -558,15 +597,14 @@ int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end
 int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "UPDATE team_runs SET begun_utc_ns = ? WHERE run_id = ? AND state = "
-                     "'registered' AND begun_utc_ns IS NULL",
-                     err, errlen);
+        statement(s,
+                  "UPDATE team_runs SET begun_utc_ns = ? WHERE run_id = ? AND state = "
+                  "'registered' AND begun_utc_ns IS NULL",
+                  &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_int64(st, 2, id);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
@@ -645,21 +683,31 @@ int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *
     /* one transaction: the entry moves and the record takes the verdict
      * together, or neither (a request racing this one moved it first, or
      * the server stopped between the two) */
-    sqlite3 *h = eeb_rundb_sqlite(db);
-    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if ((rc = begin_write(db, err, errlen)))
+        return rc;
     int moved = move_to_scored(db, r, err, errlen);
     rc = moved < 0 ? moved
          : moved   ? record_verdict(db, r->id, o, util_provenance, score_json, err, errlen)
                    : EEB_OK;
-    if (rc == EEB_OK && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
-    if (rc)
-        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    rc = end_write(db, rc, err, errlen);
     return rc ? rc : moved;
 }
 
 /* ---- the leaderboard ---- */
+
+/* A walk over runs: each row read as a run and given to fn. */
+struct run_walk {
+    int (*fn)(void *arg, const struct eeb_srv_run *r);
+    void *arg;
+};
+
+static int run_row(sqlite3_stmt *st, void *ctx)
+{
+    const struct run_walk *w = ctx;
+    struct eeb_srv_run r;
+    read_entry(st, &r);
+    return w->fn(w->arg, &r);
+}
 
 int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filter *f,
                         int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg, char *err,
@@ -669,35 +717,23 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
      * sorts last in a descending order), newest first: entries_by_score
      * read backwards */
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
-                     "AND e.withdrawn IS NULL "
-                     "AND (?2 IS NULL OR e.provenance = ?2) "
-                     "AND (?3 IS NULL OR e.device = ?3) "
-                     "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
-                     err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
+                                 "AND e.withdrawn IS NULL "
+                                 "AND (?2 IS NULL OR e.provenance = ?2) "
+                                 "AND (?3 IS NULL OR e.device = ?3) "
+                                 "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",
+                                 &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_text(st, 1, eeb_task_name((enum eeb_task)f->task), -1, SQLITE_STATIC);
     if (f->provenance)
         sqlite3_bind_text(st, 2, f->provenance, -1, SQLITE_STATIC);
     if (f->device)
         sqlite3_bind_text(st, 3, f->device, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 1000);
-    int step, stop = 0;
-    struct eeb_srv_run r;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        read_entry(st, &r);
-        stop = fn(arg, &r);
-    }
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+    return each_row(db, st, run_row, &(struct run_walk){fn, arg}, err, errlen);
 }
 
 /* ---- rounds and entries ---- */
@@ -810,18 +846,31 @@ int eeb_srv_store_round_add(struct eeb_srv_store *s, const struct eeb_round *r, 
 int eeb_srv_store_round_close(struct eeb_srv_store *s, const char *name, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "UPDATE rounds SET closed_utc_ns = ?1 WHERE name = ?2 AND closed_utc_ns IS "
-                     "NULL AND opens_utc_ns <= ?1 AND closes_utc_ns > ?1",
-                     err, errlen);
+        statement(s,
+                  "UPDATE rounds SET closed_utc_ns = ?1 WHERE name = ?2 AND closed_utc_ns IS "
+                  "NULL AND opens_utc_ns <= ?1 AND closes_utc_ns > ?1",
+                  &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
+}
+
+struct round_walk {
+    int (*fn)(void *arg, int64_t id, const struct eeb_round *r);
+    void *arg;
+};
+
+static int round_row(sqlite3_stmt *st, void *ctx)
+{
+    const struct round_walk *w = ctx;
+    int64_t id;
+    struct eeb_round r;
+    read_round(st, &id, &r);
+    return w->fn(w->arg, id, &r);
 }
 
 int eeb_srv_store_rounds_each(struct eeb_srv_store *s,
@@ -829,23 +878,12 @@ int eeb_srv_store_rounds_each(struct eeb_srv_store *s,
                               void *arg, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL : prepare(db, "SELECT " ROUND_COLUMNS "ORDER BY opens_utc_ns", err, errlen);
+        statement(s, "SELECT " ROUND_COLUMNS "ORDER BY opens_utc_ns", &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
-    int step, stop = 0;
-    int64_t id;
-    struct eeb_round r;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        read_round(st, &id, &r);
-        stop = fn(arg, id, &r);
-    }
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+        return rc;
+    return each_row(db, st, round_row, &(struct round_walk){fn, arg}, err, errlen);
 }
 
 int eeb_srv_store_round_find(struct eeb_srv_store *s, const char *name, int open_only, int64_t *id,
@@ -853,16 +891,15 @@ int eeb_srv_store_round_find(struct eeb_srv_store *s, const char *name, int open
 {
     /* by name; or the one open now; or the last to open before now */
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "SELECT " ROUND_COLUMNS "WHERE (?1 IS NULL OR name = ?1) AND (?1 IS NOT NULL "
-                     "OR opens_utc_ns <= ?2) AND (?3 = 0 OR (closes_utc_ns > ?2 AND "
-                     "closed_utc_ns IS NULL)) ORDER BY opens_utc_ns DESC LIMIT 1",
-                     err, errlen);
+        statement(s,
+                  "SELECT " ROUND_COLUMNS "WHERE (?1 IS NULL OR name = ?1) AND (?1 IS NOT NULL "
+                  "OR opens_utc_ns <= ?2) AND (?3 = 0 OR (closes_utc_ns > ?2 AND "
+                  "closed_utc_ns IS NULL)) ORDER BY opens_utc_ns DESC LIMIT 1",
+                  &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     if (name)
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, eeb_utc_ns());
@@ -890,49 +927,57 @@ static int entry_runs(struct eeb_rundb *db, struct eeb_srv_entry *e, size_t max,
     return done(db, st, step, err, errlen);
 }
 
+/* A walk over entries: each row read as an entry, its runs read, and given
+ * to fn. */
+struct entry_walk {
+    struct eeb_rundb *db;
+    struct eeb_srv_entry e; /* its runs: room for EEB_ROUND_RUNS_MAX */
+    int (*fn)(void *arg, const struct eeb_srv_entry *e);
+    void *arg;
+    char *err;
+    size_t errlen;
+};
+
+static int entry_row(sqlite3_stmt *st, void *ctx)
+{
+    struct entry_walk *w = ctx;
+    struct eeb_srv_entry *e = &w->e;
+    e->id = sqlite3_column_int64(st, 0), e->team = sqlite3_column_int64(st, 1);
+    column_text(st, 2, e->team_name, sizeof e->team_name);
+    column_text(st, 3, e->name, sizeof e->name);
+    column_text(st, 4, e->division, sizeof e->division);
+    e->p_max_w = sqlite3_column_double(st, 5);
+    column_text(st, 6, e->device, sizeof e->device);
+    column_text(st, 7, e->backend, sizeof e->backend);
+    column_text(st, 8, e->provenance, sizeof e->provenance);
+    e->created_utc_ns = sqlite3_column_int64(st, 9);
+    int rc = entry_runs(w->db, e, EEB_ROUND_RUNS_MAX, w->err, w->errlen);
+    return rc ? rc : w->fn(w->arg, e);
+}
+
 int eeb_srv_store_entries_each(struct eeb_srv_store *s, int64_t round, int task,
                                int (*fn)(void *arg, const struct eeb_srv_entry *e), void *arg,
                                char *err, size_t errlen)
 {
-    struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db,
-                     "SELECT en.id, en.team_id, t.name, en.name, en.division, en.p_max_w, "
-                     "en.device, en.backend, en.provenance, en.created_utc_ns FROM entries en "
-                     "JOIN teams t ON t.id = en.team_id WHERE en.round_id = ? AND en.task = ? "
-                     "ORDER BY en.id",
-                     err, errlen);
+    struct entry_walk w = {.e = {.task = task}, .fn = fn, .arg = arg, .err = err, .errlen = errlen};
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT en.id, en.team_id, t.name, en.name, en.division, "
+                                 "en.p_max_w, en.device, en.backend, en.provenance, "
+                                 "en.created_utc_ns FROM entries en JOIN teams t ON t.id = "
+                                 "en.team_id WHERE en.round_id = ? AND en.task = ? ORDER BY en.id",
+                                 &w.db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, round);
     sqlite3_bind_text(st, 2, eeb_task_name((enum eeb_task)task), -1, SQLITE_STATIC);
-    struct eeb_srv_entry e = {.task = task};
-    if (!(e.runs = calloc(EEB_ROUND_RUNS_MAX, sizeof *e.runs))) {
+    if (!(w.e.runs = calloc(EEB_ROUND_RUNS_MAX, sizeof *w.e.runs))) {
         sqlite3_finalize(st);
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     }
-    int step, stop = 0;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        e.id = sqlite3_column_int64(st, 0), e.team = sqlite3_column_int64(st, 1);
-        column_text(st, 2, e.team_name, sizeof e.team_name);
-        column_text(st, 3, e.name, sizeof e.name);
-        column_text(st, 4, e.division, sizeof e.division);
-        e.p_max_w = sqlite3_column_double(st, 5);
-        column_text(st, 6, e.device, sizeof e.device);
-        column_text(st, 7, e.backend, sizeof e.backend);
-        column_text(st, 8, e.provenance, sizeof e.provenance);
-        e.created_utc_ns = sqlite3_column_int64(st, 9);
-        stop = entry_runs(db, &e, EEB_ROUND_RUNS_MAX, err, errlen);
-        stop = stop ? stop : fn(arg, &e);
-    }
-    free(e.runs);
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+    rc = each_row(w.db, st, entry_row, &w, err, errlen);
+    free(w.e.runs);
+    return rc;
 }
 
 int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
@@ -940,41 +985,29 @@ int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
                              char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL
-                          : prepare(db,
-                                    "SELECT " ENTRY_COLUMNS "WHERE e.state != 'scored' AND "
-                                    "r.task = ? AND e.withdrawn IS NULL ORDER BY e.run_id DESC "
-                                    "LIMIT 100",
-                                    err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT " ENTRY_COLUMNS "WHERE e.state != 'scored' AND "
+                                 "r.task = ? AND e.withdrawn IS NULL ORDER BY e.run_id DESC "
+                                 "LIMIT 100",
+                                 &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_text(st, 1, eeb_task_name((enum eeb_task)task), -1, SQLITE_STATIC);
-    int step, stop = 0;
-    struct eeb_srv_run r;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        read_entry(st, &r);
-        stop = fn(arg, &r);
-    }
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+    return each_row(db, st, run_row, &(struct run_walk){fn, arg}, err, errlen);
 }
 
 int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epochs, char *err,
                              size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL
-                          : prepare(db,
-                                    "SELECT count(*) FROM events WHERE run_id = ? AND kind IN "
-                                    "('" EEB_EVENT_EPOCH_END "', '" EEB_EVENT_EPOCH_PARTIAL "')",
-                                    err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT count(*) FROM events WHERE run_id = ? AND kind IN "
+                                 "('" EEB_EVENT_EPOCH_END "', '" EEB_EVENT_EPOCH_PARTIAL "')",
+                                 &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, id);
     int step = sqlite3_step(st);
     *epochs = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
@@ -986,11 +1019,11 @@ int eeb_srv_store_run_sensor(struct eeb_srv_store *s, const struct eeb_srv_run *
 {
     /* the server's meter's samples if it read one, else the run's own */
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL : prepare(db, "SELECT source FROM samples WHERE run_id = ? LIMIT 1", err, errlen);
+        statement(s, "SELECT source FROM samples WHERE run_id = ? LIMIT 1", &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
+        return rc;
     sqlite3_bind_int64(st, 1, r->meter_run ? r->meter_run : r->id);
     int step = sqlite3_step(st);
     uri[0] = '\0';
@@ -1012,38 +1045,31 @@ static int audited(struct eeb_srv_store *s, const char *act, const char *action,
     int rc = conn(s, &db, err, errlen);
     if (rc)
         return rc;
-    sqlite3 *h = eeb_rundb_sqlite(db);
-    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
+    if ((rc = begin_write(db, err, errlen)))
+        return rc;
     int64_t now = eeb_utc_ns();
-    int moved = 1;
-    sqlite3_stmt *st = act ? prepare(db, act, err, errlen) : NULL;
-    if (act && !st)
-        rc = EEB_EDB;
-    if (st) {
+    int moved = 1; /* without an act, the line alone */
+    sqlite3_stmt *st;
+    if (act && (st = prepare(db, act, err, errlen))) {
         sqlite3_bind_int64(st, 1, now);
         sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, reason, -1, SQLITE_STATIC);
-        rc = moved = changed(db, done(db, st, sqlite3_step(st), err, errlen));
-    }
-    if (moved > 0 && (st = prepare(db,
-                                   "INSERT INTO audit (utc_ns, action, target, reason) VALUES (?, "
-                                   "?, ?, ?)",
-                                   err, errlen))) {
+        moved = changed(db, done(db, st, sqlite3_step(st), err, errlen));
+        rc = moved < 0 ? moved : EEB_OK;
+    } else if (act)
+        rc = EEB_EDB;
+    if (rc == EEB_OK && moved > 0 &&
+        (st = prepare(db, "INSERT INTO audit (utc_ns, action, target, reason) VALUES (?, ?, ?, ?)",
+                      err, errlen))) {
         sqlite3_bind_int64(st, 1, now);
         sqlite3_bind_text(st, 2, action, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, target, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
         rc = done(db, st, sqlite3_step(st), err, errlen);
-    } else if (moved > 0)
+    } else if (rc == EEB_OK && moved > 0)
         rc = EEB_EDB;
-    if (rc >= 0 && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: %s", s->path, sqlite3_errmsg(h));
-    if (rc < 0) {
-        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
-        return rc;
-    }
-    return moved > 0;
+    rc = end_write(db, rc, err, errlen);
+    return rc ? rc : moved > 0;
 }
 
 int eeb_srv_store_audit(struct eeb_srv_store *s, const char *action, const char *target,
@@ -1082,35 +1108,52 @@ int eeb_srv_store_run_withdraw(struct eeb_srv_store *s, int64_t id, enum eeb_srv
     return audited(s, acts[how].sql, acts[how].action, target, reason, err, errlen);
 }
 
+struct team_walk {
+    int (*fn)(void *arg, const struct eeb_srv_team *t);
+    void *arg;
+};
+
+static int team_row(sqlite3_stmt *st, void *ctx)
+{
+    const struct team_walk *w = ctx;
+    struct eeb_srv_team t = {.id = sqlite3_column_int64(st, 0),
+                             .created_utc_ns = sqlite3_column_int64(st, 2),
+                             .revoked_utc_ns = sqlite3_column_int64(st, 3),
+                             .runs = sqlite3_column_int64(st, 4)};
+    column_text(st, 1, t.name, sizeof t.name);
+    return w->fn(w->arg, &t);
+}
+
 int eeb_srv_store_teams_each(struct eeb_srv_store *s,
                              int (*fn)(void *arg, const struct eeb_srv_team *t), void *arg,
                              char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
-    sqlite3_stmt *st = rc ? NULL
-                          : prepare(db,
-                                    "SELECT t.id, t.name, t.created_utc_ns, "
-                                    "coalesce(t.revoked_utc_ns, 0), (SELECT count(*) FROM "
-                                    "team_runs WHERE team_id = t.id) FROM teams t ORDER BY t.id",
-                                    err, errlen);
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT t.id, t.name, t.created_utc_ns, "
+                                 "coalesce(t.revoked_utc_ns, 0), (SELECT count(*) FROM "
+                                 "team_runs WHERE team_id = t.id) FROM teams t ORDER BY t.id",
+                                 &db, &rc, err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
-    int step, stop = 0;
-    struct eeb_srv_team t;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        t = (struct eeb_srv_team){.id = sqlite3_column_int64(st, 0),
-                                  .created_utc_ns = sqlite3_column_int64(st, 2),
-                                  .revoked_utc_ns = sqlite3_column_int64(st, 3),
-                                  .runs = sqlite3_column_int64(st, 4)};
-        column_text(st, 1, t.name, sizeof t.name);
-        stop = fn(arg, &t);
-    }
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+        return rc;
+    return each_row(db, st, team_row, &(struct team_walk){fn, arg}, err, errlen);
+}
+
+struct audit_walk {
+    int (*fn)(void *arg, const struct eeb_srv_audit *a);
+    void *arg;
+};
+
+static int audit_row(sqlite3_stmt *st, void *ctx)
+{
+    const struct audit_walk *w = ctx;
+    struct eeb_srv_audit a = {.id = sqlite3_column_int64(st, 0),
+                              .utc_ns = sqlite3_column_int64(st, 1)};
+    column_text(st, 2, a.action, sizeof a.action);
+    column_text(st, 3, a.target, sizeof a.target);
+    column_text(st, 4, a.reason, sizeof a.reason);
+    return w->fn(w->arg, &a);
 }
 
 int eeb_srv_store_audit_each(struct eeb_srv_store *s,
@@ -1118,28 +1161,13 @@ int eeb_srv_store_audit_each(struct eeb_srv_store *s,
                              char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = conn(s, &db, err, errlen);
+    int rc;
     sqlite3_stmt *st =
-        rc ? NULL
-           : prepare(db, "SELECT id, utc_ns, action, target, reason FROM audit ORDER BY id", err,
-                     errlen);
+        statement(s, "SELECT id, utc_ns, action, target, reason FROM audit ORDER BY id", &db, &rc,
+                  err, errlen);
     if (!st)
-        return rc ? rc : EEB_EDB;
-    int step, stop = 0;
-    struct eeb_srv_audit a;
-    while (!stop && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        a = (struct eeb_srv_audit){.id = sqlite3_column_int64(st, 0),
-                                   .utc_ns = sqlite3_column_int64(st, 1)};
-        column_text(st, 2, a.action, sizeof a.action);
-        column_text(st, 3, a.target, sizeof a.target);
-        column_text(st, 4, a.reason, sizeof a.reason);
-        stop = fn(arg, &a);
-    }
-    if (stop) {
-        sqlite3_finalize(st);
-        return stop;
-    }
-    return done(db, st, step, err, errlen);
+        return rc;
+    return each_row(db, st, audit_row, &(struct audit_walk){fn, arg}, err, errlen);
 }
 
 /* ---- the server's own meter (director mode) ---- */
@@ -1245,10 +1273,8 @@ int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64
     if (rc)
         return rc;
     /* one transaction: placed once, whole, whoever asks to score at once */
-    sqlite3 *h = eeb_rundb_sqlite(db);
-    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return eeb_errf(err, errlen, EEB_EDB, "%s: placing the meter's window: %s",
-                        eeb_rundb_path(db), sqlite3_errmsg(h));
+    if ((rc = begin_write(db, err, errlen)))
+        return rc;
     rc = eeb_rundb_events_each(db, meter_run, window_event, &seen, err, errlen);
     rc = rc < 0 ? rc : EEB_OK;
     if (rc == EEB_OK && !seen) { /* else placed already: scoring asked again */
@@ -1264,9 +1290,5 @@ int eeb_srv_store_meter_window(struct eeb_srv_store *s, int64_t meter_run, int64
             rc = eeb_rundb_event_add(db, meter_run, end_utc - delta, end_utc,
                                      EEB_EVENT_FINETUNE_END, NULL, err, errlen);
     }
-    if (sqlite3_exec(h, rc == EEB_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
-        rc == EEB_OK)
-        rc = eeb_errf(err, errlen, EEB_EDB, "%s: placing the meter's window: %s",
-                      eeb_rundb_path(db), sqlite3_errmsg(h));
-    return rc;
+    return end_write(db, rc, err, errlen);
 }
