@@ -276,7 +276,7 @@ static const struct round_entry round_entries[] = {
     {"alice", "a2", "closed", "zcu104", "declared", 3,
      {{"pass", 0.50, 30, 0.70, 8}, {"pass", 0.55, 31, 0.71, 8}, {"pass", 0.52, 29, 0.69, 8}}},
     {"dave", "d1", "closed", "ultra96", "declared", 1, {{"fail", NAN, 90, 0.20, 30}}},
-    {"erin", "e1", "closed", "ultra96", "declared", 2, {{"pass", 0.50, 40, 0.70, 10}, {NULL}}},
+    {"erin", "e1", "closed", "ultra96", "declared", 2, {{"pass", 0.50, 40, 0.70, 10}, {.verdict = NULL}}},
     {"frank", "f1", "open", "ultra96", "declared", 3,
      {{"pass", 0.40, 20, 0.60, 5}, {"pass", 0.45, 22, 0.62, 6}, {"pass", 0.42, 21, 0.61, 5}}},
     {"grace", "g1", "closed", "zcu104", "measured", 3,
@@ -383,7 +383,7 @@ static void add_round(const char *sdb)
             add_team_run(db, h, e->team, entry, &e->runs[j], e->device, e->provenance);
     }
     sqlite3_finalize(st);
-    const struct entry_run unscored = {NULL};
+    const struct entry_run unscored = {.verdict = NULL};
     cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared"), 22);
     sqlite3_close(h);
     eeb_rundb_close(db);
@@ -539,7 +539,7 @@ Test(board, leaderboard_without_a_round_says_so, .timeout = 60)
     cr_assert_eq(eeb_rundb_open(sdb, EEB_RUNDB_READWRITE, &db, err, sizeof err), EEB_OK, "%s", err);
     sqlite3 *h;
     cr_assert_eq(sqlite3_open(sdb, &h), SQLITE_OK);
-    const struct entry_run unscored = {NULL};
+    const struct entry_run unscored = {.verdict = NULL};
     cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared"), 1);
     sqlite3_close(h);
     eeb_rundb_close(db);
