@@ -119,6 +119,7 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_KEY_LOSS         "loss"         /* train, epoch_end, epoch_partial */
 #define EEB_EVENT_KEY_TRAIN_METRIC "train_metric" /* epoch_end, epoch_partial */
 #define EEB_EVENT_KEY_STEP         "step"         /* train, epoch_*, complete: eeb's count */
+#define EEB_EVENT_KEY_SEED         "seed"         /* finetune_begin: the seed it trains with */
 #define EEB_EVENT_KEY_DETAIL       "detail"       /* deployed: the SUT's counters' detail */
 #define EEB_EVENT_KEY_STEPS        "steps"        /* stopped: the SUT's own counters, */
 #define EEB_EVENT_KEY_ITEMS        "items"        /*   as eeb_sut_counters has them */

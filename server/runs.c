@@ -1028,13 +1028,26 @@ __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outc
     va_end(ap);
 }
 
-/* A run of the closed division: no more epochs than its round allows. */
-static int division_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err,
+/* A run of a round: the seed it was handed; in the closed division, no
+ * more epochs than the round allows. */
+static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err,
                           size_t errlen)
 {
     struct eeb_round round;
-    int64_t id, epochs;
-    if (!k->run.entry || strcmp(k->run.division, "closed"))
+    int64_t id, epochs, handed, used;
+    if (!k->run.entry)
+        return EEB_OK;
+    /* a run of a round trains with the seed it was handed, and says so */
+    int rc = eeb_srv_store_run_seeds(k->s->store, k->id, &handed, &used, err, errlen);
+    if (rc)
+        return rc;
+    if (handed >= 0 && used != handed && used >= 0)
+        invalidate(o, "the run trained with seed %lld; the server handed it seed %lld",
+                   (long long)used, (long long)handed);
+    else if (handed >= 0 && used != handed)
+        invalidate(o, "the run's finetune_begin says no seed; the server handed it seed %lld",
+                   (long long)handed);
+    if (strcmp(k->run.division, "closed"))
         return EEB_OK;
     int found = eeb_srv_store_round_find(k->s->store, k->run.round, 0, &id, &round, err, errlen);
     if (found <= 0)
@@ -1042,7 +1055,7 @@ static int division_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, cha
     int allowed = round.task[k->run.task].epochs_max;
     if (!allowed)
         return EEB_OK;
-    int rc = eeb_srv_store_run_epochs(k->s->store, k->id, &epochs, err, errlen);
+    rc = eeb_srv_store_run_epochs(k->s->store, k->id, &epochs, err, errlen);
     if (rc == EEB_OK && epochs > allowed)
         invalidate(o, "the run trained %lld epochs; round %s's closed division allows %d",
                    (long long)epochs, round.name, allowed);
@@ -1102,7 +1115,7 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                    o.t_s, seen_s);
     if (k->run.official && o.valid && stream[0])
         invalidate(&o, "%s", stream);
-    if (o.valid && division_check(k, &o, err, sizeof err))
+    if (o.valid && round_check(k, &o, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));

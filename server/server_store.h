@@ -212,6 +212,11 @@ int eeb_srv_store_entries_each(struct eeb_srv_store *s, int64_t round, int task,
                                int (*fn)(void *arg, const struct eeb_srv_entry *e), void *arg,
                                char *err, size_t errlen);
 
+/* The seed the server handed run id (its copy of the configuration) and
+ * the one its finetune_begin says it trained with: -1 where there is none. */
+int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed, int64_t *used,
+                            char *err, size_t errlen);
+
 /* The epochs run id's record holds (ended, and a last one cut short). */
 int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epochs, char *err,
                              size_t errlen);

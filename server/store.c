@@ -997,6 +997,29 @@ int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
     return each_row(db, st, run_row, &(struct run_walk){fn, arg}, err, errlen);
 }
 
+int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed, int64_t *used,
+                            char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
+                                 "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
+                                 "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN
+                                 "' LIMIT 1)",
+                                 &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    *handed = *used = -1;
+    if (step == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+        *handed = sqlite3_column_int64(st, 0);
+    if (step == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_INTEGER)
+        *used = sqlite3_column_int64(st, 1);
+    return done(db, st, step, err, errlen);
+}
+
 int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epochs, char *err,
                              size_t errlen)
 {

@@ -69,14 +69,16 @@ static json_t *link_json(struct chain *c, struct eeb_rundb_link *l, json_t *o)
     return o;
 }
 
-static json_t *event_link(struct chain *c, const char *kind)
+/* An event of kind now, with its payload (JSON text, or NULL). */
+static json_t *event_link(struct chain *c, const char *kind, const char *payload)
 {
     struct eeb_rundb_link l = {
         .kind = EEB_LINK_EVENT,
-        .event = {clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME), kind, NULL}};
+        .event = {clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME), kind, payload}};
     return link_json(c, &l,
-                     json_pack("{s:s, s:[I, I, s, n]}", "kind", "event", "event",
-                               (json_int_t)l.event.t_mono_ns, (json_int_t)l.event.t_utc_ns, kind));
+                     json_pack("{s:s, s:[I, I, s, s?]}", "kind", "event", "event",
+                               (json_int_t)l.event.t_mono_ns, (json_int_t)l.event.t_utc_ns, kind,
+                               payload));
 }
 
 /* The meter's samples since the last, every 20 ms, to now. */
@@ -105,6 +107,7 @@ struct plan {
     double watts;
     int correct; /* test items predicted right, of TEST_ITEMS */
     int epochs;
+    int seed_off; /* the seed it trains with, off the one handed to it by this */
 };
 
 struct test_set {
@@ -148,6 +151,7 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
     struct chain c = {.port = port, .token = token, .watts = p->watts, .source = p->source};
     c.run = register_run(port, token, p, &answer);
     cr_assert(c.run > 0, "%s", json_dumps(answer, 0));
+    long long seed = json_integer_value(json_object_get(json_object_get(answer, "round"), "seed"));
     json_decref(answer);
     char path[96];
     c.last_sample_ns = clock_ns(CLOCK_MONOTONIC) - 1000000000;
@@ -166,15 +170,18 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
     struct reply r = request(port, "POST", path, NULL, 0, token);
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body);
-    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_BEGIN)));
+    /* the seed it trains with: the one it was handed, unless told otherwise */
+    char begin_payload[64];
+    snprintf(begin_payload, sizeof begin_payload, "{\"seed\": %lld}", seed + p->seed_off);
+    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_BEGIN, begin_payload)));
     for (int e = 0; e < p->epochs; e++) {
         usleep(300000 / (useconds_t)p->epochs);
         json_t *epoch = json_array();
         json_array_append_new(epoch, samples_link(&c));
-        json_array_append_new(epoch, event_link(&c, EEB_EVENT_EPOCH_END));
+        json_array_append_new(epoch, event_link(&c, EEB_EVENT_EPOCH_END, NULL));
         send_links(&c, epoch);
     }
-    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_END)));
+    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_END, NULL)));
     usleep(60000);
     send_links(&c, json_pack("[o]", samples_link(&c)));
     snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", c.run);
@@ -246,7 +253,8 @@ static double number_at(const json_t *o, const char *key)
  *   alpha a2, 4 W: correct 20 22 21 23 19 -> median 21: 0.6 - 0.16 + 0.21 = 0.65
  *   beta  b1, 6 W: correct 36 38 37 39 35 -> median 37: 0.6 - 0.24 + 0.37 = 0.73
  *   beta  b2, 5 W: correct 38 ... and its second run trains 4 epochs, one
- *                  more than the closed division allows: the entry fails.
+ *                  more than the closed division allows, its fourth with
+ *                  another seed than it was handed: the entry fails.
  * So, each team's best: beta b1 (0.73), then alpha a2 (0.65); with every
  * entry, a1 (0.60) third and b2 failed last.  Against energy (W x 0.3 s):
  * b1 (1.8 J, M_s 0.925) and a2 (1.2 J, 0.525) are on the front; a1 (2.4 J,
@@ -260,10 +268,10 @@ static const struct {
     struct plan p;
     int correct[5];
 } entries[] = {
-    {0, {"a1", "closed", ROUND_MODEL, RAPL, 8, 0, 3}, {30, 34, 32, 36, 31}},
-    {0, {"a2", "closed", ROUND_MODEL, "sim:", 4, 0, 3}, {20, 22, 21, 23, 19}},
-    {1, {"b1", "closed", ROUND_MODEL, HWMON, 6, 0, 3}, {36, 38, 37, 39, 35}},
-    {1, {"b2", "closed", ROUND_MODEL, "sim:", 5, 0, 3}, {38, 38, 38, 38, 38}},
+    {0, {"a1", "closed", ROUND_MODEL, RAPL, 8, 0, 3, 0}, {30, 34, 32, 36, 31}},
+    {0, {"a2", "closed", ROUND_MODEL, "sim:", 4, 0, 3, 0}, {20, 22, 21, 23, 19}},
+    {1, {"b1", "closed", ROUND_MODEL, HWMON, 6, 0, 3, 0}, {36, 38, 37, 39, 35}},
+    {1, {"b2", "closed", ROUND_MODEL, "sim:", 5, 0, 3, 0}, {38, 38, 38, 38, 38}},
 };
 
 Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 120)
@@ -312,9 +320,15 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
             struct plan p = entries[e].p;
             p.correct = entries[e].correct[run];
             p.epochs = e == 3 && run == 1 ? 4 : 3;
+            p.seed_off = e == 3 && run == 3; /* b2's fourth: not the seed it was handed */
             json_t *v = official_run(port, tokens[entries[e].team], &p, &set);
             const char *verdict = json_string_value(json_object_get(v, "verdict"));
-            if (e == 3 && run == 1) {
+            if (e == 3 && run == 3) {
+                cr_expect_str_eq(verdict, "invalid", "%s", json_dumps(v, 0));
+                cr_expect(strstr(json_string_value(json_object_get(v, "why")),
+                                 "the run trained with seed "),
+                          "%s", json_dumps(v, 0));
+            } else if (e == 3 && run == 1) {
                 cr_expect_str_eq(verdict, "invalid", "%s", json_dumps(v, 0));
                 cr_expect(strstr(json_string_value(json_object_get(v, "why")),
                                  "the run trained 4 epochs; round r1's closed division allows 3"),
@@ -391,7 +405,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
 
     /* the closed division binds the base model; the open one does not */
     json_t *answer;
-    struct plan other = {"b3", "closed", OTHER_MODEL, "sim:", 5, 0, 3};
+    struct plan other = {"b3", "closed", OTHER_MODEL, "sim:", 5, 0, 3, 0};
     cr_expect_eq(register_run(port, tokens[1], &other, &answer), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "model");
     cr_expect(strstr(json_string_value(json_object_get(answer, "error")), ROUND_MODEL), "%s",
@@ -416,7 +430,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     json_decref(answer);
 
     /* the cap: alpha has made 10 runs of its 12; two more, then no more */
-    struct plan spare = {"spare", "closed", ROUND_MODEL, "sim:", 5, 0, 3};
+    struct plan spare = {"spare", "closed", ROUND_MODEL, "sim:", 5, 0, 3, 0};
     json_int_t seeds[2];
     for (int i = 0; i < 2; i++) {
         long long id = register_run(port, tokens[0], &spare, &answer);
