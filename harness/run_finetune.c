@@ -304,9 +304,9 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     run_drive(r, r->perf.train_power_w);
     /* the seed it trains with, in the chain: a server that handed one out
      * holds the run to it */
-    r->ft_begin = run_event(r, EEB_EVENT_FINETUNE_BEGIN,
-                            json_pack("{s:f, s:I}", "t_max_s", c->t_max_s, EEB_EVENT_KEY_SEED,
-                                      (json_int_t)c->seed));
+    r->ft_begin = run_event(
+        r, EEB_EVENT_FINETUNE_BEGIN,
+        json_pack("{s:f, s:I}", "t_max_s", c->t_max_s, EEB_EVENT_KEY_SEED, (json_int_t)c->seed));
     int64_t deadline = r->modeled_clock ? INT64_MAX : r->ft_begin + (int64_t)(c->t_max_s * 1e9);
     /* the modeled device's power is known before it runs: over P_max, the
      * run hears so at once, and with --abort-on-pmax takes no step */

@@ -1030,8 +1030,7 @@ __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outc
 
 /* A run of a round: the seed it was handed; in the closed division, no
  * more epochs than the round allows. */
-static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err,
-                          size_t errlen)
+static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err, size_t errlen)
 {
     struct eeb_round round;
     int64_t id, epochs, handed, used;

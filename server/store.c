@@ -1002,12 +1002,12 @@ int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed
 {
     struct eeb_rundb *db;
     int rc;
-    sqlite3_stmt *st = statement(s,
-                                 "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
-                                 "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
-                                 "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN
-                                 "' LIMIT 1)",
-                                 &db, &rc, err, errlen);
+    sqlite3_stmt *st =
+        statement(s,
+                  "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
+                  "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
+                  "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN "' LIMIT 1)",
+                  &db, &rc, err, errlen);
     if (!st)
         return rc;
     sqlite3_bind_int64(st, 1, id);
