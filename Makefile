@@ -215,10 +215,12 @@ clang-build:
 # looked at in headless Chromium (the browser's time, not eeb's: a test
 # that looks at one stops there, EEB_TEST_NO_BROWSER), and runs whose code
 # a sibling test takes through ASan (a director-mode run at another power;
-# a submission cut off and resumed; an official run of a team's library
-# without a station; every command's exit code; pre-trainings; the report's
-# layout).
-ASAN_SKIP := the_embedded_defaults_give_the_same_s_on_any_machine|the_report_renders_its_plot_in_chromium|every_table_sorts_by_any_column_and_marks_it|a_runs_own_log_far_from_the_servers_meter_is_invalid|an_official_run_cut_off_at_scoring_is_finished_by_submit_resume|an_official_run_of_a_teams_library_is_judged_by_the_server|every_command_says_a_verdict_with_the_same_exit_code|pretrain_learns_and_info_describes_it|a_pretrained_model_is_the_same_bytes_whatever_the_cpus_kernel|the_score_table_gives_weights_terms_shares_and_fractions|the_time_axis_fits_a_short_run_and_says_where_tmax_is
+# a station agent's run, whose meter the server's own reading of it and the
+# agent route's checks take through: under ASan beside the other job its 3 s
+# window is sometimes left with a quarter second of gaps; a submission cut
+# off and resumed; an official run of a team's library without a station;
+# every command's exit code; pre-trainings; the report's layout).
+ASAN_SKIP := the_embedded_defaults_give_the_same_s_on_any_machine|the_report_renders_its_plot_in_chromium|every_table_sorts_by_any_column_and_marks_it|a_runs_own_log_far_from_the_servers_meter_is_invalid|a_station_agent_measures_an_official_run|an_official_run_cut_off_at_scoring_is_finished_by_submit_resume|an_official_run_of_a_teams_library_is_judged_by_the_server|every_command_says_a_verdict_with_the_same_exit_code|pretrain_learns_and_info_describes_it|a_pretrained_model_is_the_same_bytes_whatever_the_cpus_kernel|the_score_table_gives_weights_terms_shares_and_fractions|the_time_axis_fits_a_short_run_and_says_where_tmax_is
 ASAN_FILTER := !(finetune)/!($(ASAN_SKIP))
 # A C program that dlopens C++ (a SUT server loading XRT) must have the C++
 # runtime from its start, or clang's ASan finds no __cxa_throw to intercept

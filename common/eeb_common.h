@@ -105,6 +105,10 @@ int eeb_read_file(const char *path, size_t max_bytes, char **out, size_t *len, c
 /* 1 if s is 1..max letters, digits and characters of punct. */
 int eeb_text_ok(const char *s, size_t max, const char *punct);
 
+/* s without a UTF-8 sequence cut short at its end (a text truncated to a
+ * buffer's size), so that it is still UTF-8 where it was. */
+void eeb_utf8_trim(char *s);
+
 /* What a run declares to a server and the leaderboard is filtered by (its
  * device, backend and design): letters, digits and these; the device and
  * backend at most EEB_DECLARED_MAX characters. */

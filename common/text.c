@@ -17,3 +17,16 @@ int eeb_text_ok(const char *s, size_t max, const char *punct)
             return 0;
     return 1;
 }
+
+void eeb_utf8_trim(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    while (lead > 0 && n - lead < 4 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80)
+        lead--; /* back over the continuation bytes at the end */
+    if (lead == 0 || ((unsigned char)s[lead - 1] & 0x80) == 0)
+        return;
+    unsigned char c = (unsigned char)s[lead - 1];
+    size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    if (n - (lead - 1) < want)
+        s[lead - 1] = '\0';
+}

@@ -461,6 +461,10 @@ enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
         snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
         return eeb_srv_call_fail(k, 404, NULL, msg);
     }
+    if (strcmp(r.withdrawn, "hidden") == 0) { /* under review: off the board, and here */
+        snprintf(msg, sizeof msg, "run %lld is under review", (long long)k->id);
+        return eeb_srv_call_fail(k, 404, NULL, msg);
+    }
     if (strcmp(r.state, "scored") != 0)
         return live_page(k, &r);
     char path[4096];

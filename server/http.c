@@ -77,6 +77,9 @@ void eeb_srv_log(struct eeb_server *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    for (char *c = line; *c; c++) /* a team's text forges no line of the log */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     fprintf(s->cfg.log, "%s eeb serve: %s\n", at, line); /* one call: lines never interleave */
     fflush(s->cfg.log);
 }

@@ -1,8 +1,9 @@
 /*
  * ranking.c - the leaderboard: a round's entries ranked, not single runs.
- * A table per provenance and P_max tier (measured, declared and modeled
- * figures are never ranked together, nor entries held to different
- * budgets); in each, ranked entries by their aggregated S (equal S, equal
+ * A table per provenance, division and P_max tier (measured, declared and
+ * modeled figures are never ranked together, nor the closed division's
+ * entries with the open one's, nor entries held to different budgets); in
+ * each, ranked entries by their aggregated S (equal S, equal
  * rank), then entries still running, then failed ones with the reason; by
  * default each team's best entry only.  Beside each table, the Pareto front
  * of energy against M_s per device, and below, the runs in progress.  As
@@ -83,19 +84,30 @@ struct gathered {
 
 /* A board's own sensor (hwmon, RAPL) must have been qualified against a
  * reference meter on that board (eeb power qualify, its verdict kept in
- * the server's database by board and rail); an analyzer needs none. */
-static int sensor_of(struct eeb_srv_store *store, const struct eeb_srv_run *r, struct shown *s)
+ * the server's database by board and rail); an analyzer needs none.  Every
+ * run of the entry is looked at: one measured by an unqualified sensor
+ * marks the entry, whatever its first run used. */
+static int sensors_of(struct eeb_srv_store *store, const struct eeb_srv_entry *e, struct shown *s)
 {
-    char err[512];
+    char err[512], uri[256];
     s->qualified = -1;
-    int rc = eeb_srv_store_run_sensor(store, r, s->sensor, sizeof s->sensor, err, sizeof err);
-    if (rc || (strncmp(s->sensor, "hwmon:", 6) && strncmp(s->sensor, "rapl:", 5)))
-        return rc;
-    int verdict;
-    rc = eeb_power_qualified(eeb_srv_store_path(store), s->e.device, s->sensor, &verdict, NULL, err,
-                             sizeof err);
-    s->qualified = verdict == 1;
-    return rc;
+    for (size_t i = 0; i < e->nruns; i++) {
+        int rc = eeb_srv_store_run_sensor(store, &e->runs[i], uri, sizeof uri, err, sizeof err);
+        if (rc)
+            return rc;
+        int board = strncmp(uri, "hwmon:", 6) == 0 || strncmp(uri, "rapl:", 5) == 0, verdict = -1;
+        if (!s->sensor[0] || (board && s->qualified != 0)) /* the one to show: an unqualified */
+            snprintf(s->sensor, sizeof s->sensor, "%s", uri);
+        if (!board || s->qualified == 0)
+            continue;
+        if ((rc = eeb_power_qualified(eeb_srv_store_path(store), e->device, uri, &verdict, NULL,
+                                      err, sizeof err)))
+            return rc;
+        s->qualified = verdict == 1;
+        if (!s->qualified)
+            snprintf(s->sensor, sizeof s->sensor, "%s", uri);
+    }
+    return 0;
 }
 
 static int gather(void *arg, const struct eeb_srv_entry *e)
@@ -122,7 +134,7 @@ static int gather(void *arg, const struct eeb_srv_entry *e)
     eeb_srv_standing_of(e, g->round, &s->st);
     for (size_t i = 0; i < e->nruns && i < EEB_ROUND_RUNS_MAX; i++)
         s->run_ids[s->nrun_ids++] = e->runs[i].id;
-    return e->nruns ? sensor_of(g->store, &e->runs[0], s) : 0;
+    return sensors_of(g->store, e, s);
 }
 
 /* The order a table lists entries in: its table (provenance, then tier),
@@ -140,7 +152,7 @@ static int by_table_then_standing(const void *pa, const void *pb)
 {
     const struct shown *a = pa, *b = pb;
     int c = provenance_order(a->e.provenance) - provenance_order(b->e.provenance);
-    if (c)
+    if (c || (c = strcmp(a->e.division, b->e.division))) /* closed before open */
         return c;
     if (a->e.p_max_w != b->e.p_max_w)
         return a->e.p_max_w < b->e.p_max_w ? -1 : 1;
@@ -153,7 +165,8 @@ static int by_table_then_standing(const void *pa, const void *pb)
 
 static int same_table(const struct shown *a, const struct shown *b)
 {
-    return strcmp(a->e.provenance, b->e.provenance) == 0 && a->e.p_max_w == b->e.p_max_w;
+    return strcmp(a->e.provenance, b->e.provenance) == 0 &&
+           strcmp(a->e.division, b->e.division) == 0 && a->e.p_max_w == b->e.p_max_w;
 }
 
 /* In the table v[0..n): each team's best entry kept (the first in order),
@@ -238,9 +251,10 @@ static json_t *tables_json(struct shown *v, size_t n, int all)
                 rank = place, above = &v[j].st;
             json_array_append_new(entries, entry_json(&v[j], ranked ? rank : 0));
         }
-        json_array_append_new(tables, json_pack("{s:s, s:f, s:o}", "provenance", v[i].e.provenance,
-                                                "p_max_w", v[i].e.p_max_w, "entries",
-                                                entries ? entries : json_null()));
+        json_array_append_new(tables,
+                              json_pack("{s:s, s:s, s:f, s:o}", "provenance", v[i].e.provenance,
+                                        "division", v[i].e.division, "p_max_w", v[i].e.p_max_w,
+                                        "entries", entries ? entries : json_null()));
         i = end;
     }
     return tables;

@@ -59,14 +59,15 @@ static void utc_cell(FILE *f, const json_t *o, const char *key)
     fputs("</td>", f);
 }
 
-/* An element id, kind-task-provenance-pmax ("entries-cls-declared-10"):
+/* An element id, kind-task-provenance-division-pmax
+ * ("entries-cls-declared-closed-10"):
  * anything but a letter, a digit or '-' becomes '_' (10.5 W: "10_5"), so
  * that the id is safe in HTML and in a CSS selector whatever it holds. */
 static void table_id(char *out, size_t n, const char *kind, const char *task, const json_t *table)
 {
-    const char *provenance = text_at(table, "provenance");
-    snprintf(out, n, "%s-%s-%s-%g", kind, task, provenance ? provenance : "none",
-             eeb_json_number_at(table, "p_max_w"));
+    const char *provenance = text_at(table, "provenance"), *division = text_at(table, "division");
+    snprintf(out, n, "%s-%s-%s-%s-%g", kind, task, provenance ? provenance : "none",
+             division ? division : "none", eeb_json_number_at(table, "p_max_w"));
     for (char *c = out; *c; c++)
         if (!isalnum((unsigned char)*c) && *c != '-')
             *c = '_';
@@ -207,7 +208,10 @@ static void entries_table(FILE *f, const char *id, const json_t *table)
     const json_t *entries = json_object_get(table, "entries");
     fprintf(f, "<table class=\"board entries\" id=\"%s\"><caption>", id);
     eeb_html_text(f, text_at(table, "provenance") ? text_at(table, "provenance") : "-");
-    fprintf(f, ", %g W P<sub>max</sub> tier</caption>\n", eeb_json_number_at(table, "p_max_w"));
+    fputs(", ", f);
+    eeb_html_text(f, text_at(table, "division") ? text_at(table, "division") : "-");
+    fprintf(f, " division, %g W P<sub>max</sub> tier</caption>\n",
+            eeb_json_number_at(table, "p_max_w"));
     header(f, entry_columns, sizeof entry_columns / sizeof *entry_columns, "ascending");
     fputs("<tbody>\n", f);
     size_t i;

@@ -300,8 +300,18 @@ static int model_agrees(struct eeb_srv_call *k, const struct declared *d, int op
     char msg[1024], err[256];
     if (!bm->sha256[0])
         return 0;
-    if (open_division && d->model && strcmp(d->model, bm->sha256)) /* free to start elsewhere */
-        return 0;
+    if (open_division && d->model && strcmp(d->model, bm->sha256)) { /* free to start elsewhere */
+        if (!d->modeled_clock)
+            return 0;
+        /* but a device modeled on a model the server does not hold is the
+         * team's word for T and E: refused */
+        snprintf(msg, sizeof msg,
+                 "a run on the modeled clock is timed by the analytical model on this server's "
+                 "%s base model (sha256 %s); a run from another model runs on its board",
+                 eeb_task_name(d->task), bm->sha256);
+        *sent = eeb_srv_call_fail(k, 409, "clock", msg);
+        return -1;
+    }
     if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official) {
         snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s",
                  eeb_task_name(d->task), bm->sha256,
@@ -373,6 +383,7 @@ static int take_round(struct eeb_srv_call *k, const struct declared *d, struct e
     }
     c->seed = found ? (int64_t)(seed >> 1) + 1 : 0; /* 1 to 2^31: any seed eeb run takes */
     const struct eeb_round_task *rt = &round->task[d->task];
+    const struct eeb_srv_base_model *bm = &k->s->model[d->task];
     const char *field = "round";
     int tier = 0;
     while (found && !isnan(d->p_max_w) && tier < rt->ntiers && rt->tiers_w[tier] != d->p_max_w)
@@ -397,6 +408,18 @@ static int take_round(struct eeb_srv_call *k, const struct declared *d, struct e
                  "division is free to start from another)",
                  round->name, eeb_task_name(d->task), rt->model_sha256),
             field = "model";
+    else if (rt->model_sha256[0] && bm->sha256[0] && strcmp(rt->model_sha256, bm->sha256))
+        snprintf(msg, sizeof msg,
+                 "this server's %s base model (sha256 %s) is not round %s's (sha256 %s): the "
+                 "organizer serves the round's model (eeb serve --model)",
+                 eeb_task_name(d->task), bm->sha256, round->name, rt->model_sha256);
+    else if (d->modeled_clock && !bm->sha256[0])
+        snprintf(msg, sizeof msg,
+                 "this server holds no %s base model to model a device on (eeb serve --model): "
+                 "in a round, a run on the modeled clock is timed by the server's analytical "
+                 "model, not by its own word",
+                 eeb_task_name(d->task)),
+            field = "clock";
     else
         return 0;
     *sent = eeb_srv_call_fail(k, 409, field, msg);

@@ -213,7 +213,8 @@ int eeb_srv_store_entries_each(struct eeb_srv_store *s, int64_t round, int task,
                                char *err, size_t errlen);
 
 /* The seed the server handed run id (its copy of the configuration) and
- * the one its finetune_begin says it trained with: -1 where there is none. */
+ * the one its finetune_begin says it trained with (its last, the one the
+ * judge times it from): -1 where there is none. */
 int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed, int64_t *used,
                             char *err, size_t errlen);
 

@@ -48,6 +48,7 @@ void eeb_srv_standing_of(const struct eeb_srv_entry *e, const struct eeb_round *
             out->state = EEB_STANDING_FAILED;
             snprintf(out->why, sizeof out->why, "run %lld withdrawn by the organizer: %s",
                      (long long)run->id, run->withdrawn_why);
+            eeb_utf8_trim(out->why);
         }
         if (strcmp(run->state, "scored"))
             continue;
@@ -56,6 +57,7 @@ void eeb_srv_standing_of(const struct eeb_srv_entry *e, const struct eeb_round *
             out->state = EEB_STANDING_FAILED;
             snprintf(out->why, sizeof out->why, "run %lld: %s: %s", (long long)run->id,
                      run->verdict, run->why);
+            eeb_utf8_trim(out->why);
         }
         s[n] = run->s, energy[n] = run->energy_j, t[n] = run->t_s, m_s[n] = run->m_s;
         if (!isnan(run->s_uncertainty) && !(run->s_uncertainty <= out->s_uncertainty))

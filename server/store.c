@@ -267,6 +267,7 @@ static void column_text(sqlite3_stmt *st, int i, char *out, size_t n)
 {
     const char *t = (const char *)sqlite3_column_text(st, i);
     snprintf(out, n, "%s", t ? t : "");
+    eeb_utf8_trim(out); /* cut to out's size, still UTF-8: JSON takes it */
 }
 
 int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out, char *err,
@@ -350,20 +351,37 @@ static int claim_entry(struct eeb_rundb *db, const struct eeb_srv_run *r, struct
                        char *err, size_t errlen)
 {
     const char *task = eeb_task_name((enum eeb_task)r->task);
-    sqlite3_stmt *st =
-        prepare(db,
-                "SELECT count(*) FROM team_runs tr JOIN entries en ON en.id = "
-                "tr.entry_id WHERE en.round_id = ? AND en.team_id = ? AND en.task = ?",
-                err, errlen);
+    /* the round may have closed since the server found it open */
+    sqlite3_stmt *st = prepare(db,
+                               "SELECT count(*) FROM rounds WHERE id = ?1 AND closed_utc_ns IS "
+                               "NULL AND opens_utc_ns <= ?2 AND closes_utc_ns > ?2",
+                               err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, c->round);
+    sqlite3_bind_int64(st, 2, eeb_utc_ns());
+    int step = sqlite3_step(st), open = step == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+    int rc = done(db, st, step, err, errlen);
+    if (rc)
+        return rc;
+    if (!open) {
+        c->field = "round";
+        snprintf(c->why, sizeof c->why, "round %s closed as this run was registered",
+                 c->rules->name);
+        return 1;
+    }
+    st = prepare(db,
+                 "SELECT count(*) FROM team_runs tr JOIN entries en ON en.id = "
+                 "tr.entry_id WHERE en.round_id = ? AND en.team_id = ? AND en.task = ?",
+                 err, errlen);
     if (!st)
         return EEB_EDB;
     sqlite3_bind_int64(st, 1, c->round);
     sqlite3_bind_int64(st, 2, r->team);
     sqlite3_bind_text(st, 3, task, -1, SQLITE_STATIC);
-    int step = sqlite3_step(st);
+    step = sqlite3_step(st);
     int64_t made = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    int rc = done(db, st, step, err, errlen);
-    if (rc)
+    if ((rc = done(db, st, step, err, errlen)))
         return rc;
     if (made >= c->rules->cap) {
         c->field = "round";
@@ -1002,12 +1020,12 @@ int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed
 {
     struct eeb_rundb *db;
     int rc;
-    sqlite3_stmt *st =
-        statement(s,
-                  "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
-                  "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
-                  "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN "' LIMIT 1)",
-                  &db, &rc, err, errlen);
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
+                                 "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
+                                 "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN
+                                 "' ORDER BY t_mono_ns DESC, rowid DESC LIMIT 1)",
+                                 &db, &rc, err, errlen);
     if (!st)
         return rc;
     sqlite3_bind_int64(st, 1, id);

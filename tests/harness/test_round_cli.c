@@ -649,11 +649,20 @@ Test(round_cli, a_tier_the_round_has_not_is_refused_at_registration, .timeout = 
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0;
-    cfg.test[EEB_TASK_CLS] = in.test;
+    cfg.test[EEB_TASK_CLS] = in.test, cfg.model[EEB_TASK_CLS] = other; /* the round's */
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
 
+    /* the open division starts from any model, but a device modeled on one
+     * the server does not hold would be timed by the team's word alone */
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--model", in.model,
+                                  "--db", in.db, "--server", url, "--token", token, "--tier", "10",
+                                  "--division", "open", "-q", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    assert_has(r.err, "a run on the modeled clock is timed by the analytical model on this "
+                      "server's cls base model");
+    test_run_free(&r);
     r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--model", in.model,
                                   "--db", in.db, "--server", url, "--token", token, "--tier", "7",
                                   "--division", "open", "-q", NULL});
@@ -689,7 +698,8 @@ Test(round_cli, a_run_of_a_round_takes_the_seed_it_is_handed, .timeout = 60)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0;
-    cfg.test[EEB_TASK_CLS] = in.test;
+    /* the base model too: in a round the server models the run's device */
+    cfg.test[EEB_TASK_CLS] = in.test, cfg.model[EEB_TASK_CLS] = in.model;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));

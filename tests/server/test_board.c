@@ -277,7 +277,7 @@ static const struct round_entry round_entries[] = {
      {{"pass", 0.50, 30, 0.70, 8}, {"pass", 0.55, 31, 0.71, 8}, {"pass", 0.52, 29, 0.69, 8}}},
     {"dave", "d1", "closed", "ultra96", "declared", 1, {{"fail", NAN, 90, 0.20, 30}}},
     {"erin", "e1", "closed", "ultra96", "declared", 2, {{"pass", 0.50, 40, 0.70, 10}, {.verdict = NULL}}},
-    {"frank", "f1", "open", "ultra96", "declared", 3,
+    {"frank", "f1", "closed", "ultra96", "declared", 3,
      {{"pass", 0.40, 20, 0.60, 5}, {"pass", 0.45, 22, 0.62, 6}, {"pass", 0.42, 21, 0.61, 5}}},
     {"grace", "g1", "closed", "zcu104", "measured", 3,
      {{"pass", 0.30, 80, 0.50, 30}, {"pass", 0.30, 80, 0.50, 30}, {"pass", 0.30, 80, 0.50, 30}}},
@@ -438,12 +438,14 @@ static const char *const ranked_in_order[] = {
     ": an entry is 3 runs, ranked by the <b>median</b> of their S; a team registers at most 20 "
     "official runs a task.",
     /* measured figures are never ranked with declared ones */
-    "<table class=\"board entries\" id=\"entries-cls-measured-10\"><caption>measured, 10 W "
-    "P<sub>max</sub> tier</caption>",
+    "<table class=\"board entries\" id=\"entries-cls-measured-closed-10\"><caption>measured, "
+    "closed "
+    "division, 10 W P<sub>max</sub> tier</caption>",
     "<td data-v=\"1\">1</td><td>grace</td><td>g1</td>",
-    "<svg class=\"pareto\" id=\"pareto-cls-measured-10\"",
-    "<table class=\"board entries\" id=\"entries-cls-declared-10\"><caption>declared, 10 W "
-    "P<sub>max</sub> tier</caption>",
+    "<svg class=\"pareto\" id=\"pareto-cls-measured-closed-10\"",
+    "<table class=\"board entries\" id=\"entries-cls-declared-closed-10\"><caption>declared, "
+    "closed "
+    "division, 10 W P<sub>max</sub> tier</caption>",
     /* b1: the median of 0.80, 0.75, 0.90, and of its E, M_s, T */
     "<tr class=\"ranked\"><td data-v=\"1\">1</td><td>bob</td><td>b1</td><td>closed</td><td>xrt</"
     "td><td>ultra96</td><td data-v=\"0.8\">0.8000</td>",
@@ -458,14 +460,14 @@ static const char *const ranked_in_order[] = {
     "<td data-v=\"0.65\">0.6500</td>",
     "0.6000&ndash;0.7000</td><td data-v=\"0.8\">0.8000</td><td data-v=\"45\">45.0</td><td "
     "data-v=\"11\">11.0</td>",
-    "<td data-v=\"4\">4</td><td>frank</td><td>f1</td><td>open</td>",
+    "<td data-v=\"4\">4</td><td>frank</td><td>f1</td><td>closed</td>",
     "<td data-v=\"0.42\">0.4200</td>",
     "<tr class=\"running\"><td data-v=\"\">-</td><td>erin</td><td>e1</td>",
     "<td data-v=\"1\">1/3: <a href=\"/runs/14\">14</a> <a href=\"/runs/15\">15</a></td>",
     "running: 1 of 3 runs scored</td></tr>",
     "<tr class=\"failed\"><td data-v=\"\">-</td><td>dave</td><td>d1</td>",
     "failed: run 13: fail: accuracy &lt;0.3 &amp; below the floor</td></tr>",
-    "<svg class=\"pareto\" id=\"pareto-cls-declared-10\"",
+    "<svg class=\"pareto\" id=\"pareto-cls-declared-closed-10\"",
     /* the runs in progress, the newest first */
     "<table class=\"board running\" id=\"running-cls\">",
     "<a href=\"/runs/22\">22</a></td><td>alice</td><td>-</td><td>-</td><td>complete "
@@ -567,7 +569,7 @@ Test(board, leaderboard_without_a_round_says_so, .timeout = 60)
 static const char drive_leaderboard[] =
     "<script>\n"
     "(function () {\n"
-    "  var out = [], T = '#entries-cls-declared-10';\n"
+    "  var out = [], T = '#entries-cls-declared-closed-10';\n"
     "  function rows() {\n"
     "    return Array.from(document.querySelectorAll(T + ' tbody tr')).map(function (r) {\n"
     "      return r.cells[1].textContent + '/' + r.cells[2].textContent;\n"
@@ -580,7 +582,7 @@ static const char drive_leaderboard[] =
     "  }\n"
     "  out.push('served: ' + rows());\n"
     "  click(6); click(6); click(9);\n"
-    "  var svg = document.getElementById('pareto-cls-declared-10');\n"
+    "  var svg = document.getElementById('pareto-cls-declared-closed-10');\n"
     "  var circles = Array.from(svg.querySelectorAll('circle'));\n"
     "  out.push('points: ' + circles.length);\n"
     "  out.push('front: ' + circles.filter(function (c) { return c.classList.contains('pareto'); "

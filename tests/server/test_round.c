@@ -458,14 +458,22 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     cr_expect_eq(json_array_size(running), 3, "%s", json_dumps(running, 0));
     cr_expect_eq(json_integer_value(json_object_get(json_array_get(running, 2), "run_id")),
                  open_run);
-    shown = json_object_get(json_array_get(json_object_get(board, "tables"), 0), "entries");
-    cr_expect_eq(json_array_size(shown), 6, "%s", json_dumps(shown, 0));
+    /* the open division's entry in a table of its own, after the closed one */
+    tables = json_object_get(board, "tables");
+    cr_assert_eq(json_array_size(tables), 2, "%s", json_dumps(tables, 0));
+    json_t *open_table = json_array_get(tables, 1);
+    cr_expect_str_eq(json_string_value(json_object_get(open_table, "division")), "open");
+    cr_expect_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(open_table, "entries"), 0), "entry")),
+                     "b3");
+    shown = json_object_get(json_array_get(tables, 0), "entries");
+    cr_expect_eq(json_array_size(shown), 5, "%s", json_dumps(shown, 0));
     json_t *spare_o = json_array_get(shown, 3);
     cr_expect_str_eq(json_string_value(json_object_get(spare_o, "entry")), "spare");
     cr_expect_str_eq(json_string_value(json_object_get(spare_o, "state")), "running");
     cr_expect_eq(json_integer_value(json_object_get(spare_o, "scored")), 0);
     json_decref(board);
-    /* a closed division only; an unknown round */
+    /* the open division only; an unknown round */
     board = leaderboard(port, "&all=1&division=open");
     shown = json_object_get(json_array_get(json_object_get(board, "tables"), 0), "entries");
     cr_expect_eq(json_array_size(shown), 1, "%s", json_dumps(board, 0));
@@ -496,6 +504,9 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
                  EEB_EINVAL);
     cr_expect_eq(eeb_server_run_act(sdb, b1_run, EEB_SERVER_HIDE, "", err, sizeof err), EEB_EINVAL);
     cr_expect(strstr(err, "--reason"), "%s", err);
+    char run_page[64];
+    snprintf(run_page, sizeof run_page, "/runs/%lld", b1_run);
+    expect(port, "GET", run_page, NULL, NULL, 404, "error", "is under review");
     usleep(1100000);
     board = leaderboard(port, "");
     shown = json_object_get(json_array_get(json_object_get(board, "tables"), 0), "entries");
@@ -610,6 +621,12 @@ Test(round, an_entry_stands_by_its_runs_median_or_olympic_mean)
     cr_expect_eq(st.state, EEB_STANDING_RANKED);
     cr_expect_eq(st.scored, 3);
     cr_expect_eq(st.s, 0.55);
+    /* a reason cut to its buffer's size stays UTF-8, or JSON drops it */
+    char cut[] = "caf\xc3", whole[] = "caf\xc3\xa9", euro[] = "1 \xe2\x82";
+    eeb_utf8_trim(cut), eeb_utf8_trim(whole), eeb_utf8_trim(euro);
+    cr_expect_str_eq(cut, "caf");
+    cr_expect_str_eq(whole, "caf\xc3\xa9");
+    cr_expect_str_eq(euro, "1 ");
     /* ranks told apart only past both S's uncertainties (none stated: 0) */
     struct eeb_srv_standing x = {.s = 0.700, .s_uncertainty = 0.004},
                             y = {.s = 0.695, .s_uncertainty = 0.002},
