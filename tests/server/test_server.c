@@ -1007,8 +1007,9 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
                                                power,
                                                "--rate",
                                                "20",
-                                               "--epochs",
-                                               "5000",
+                                               "--epochs", /* some seconds: a stall of a loaded
+                                                            * machine's agent stays a small gap */
+                                               "15000",
                                                "--db",
                                                db,
                                                "--server",
