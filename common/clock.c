@@ -5,6 +5,7 @@
  */
 #include "eeb_common.h"
 
+#include <stdio.h>
 #include <time.h>
 
 static int64_t read_ns(clockid_t id)
@@ -22,4 +23,13 @@ int64_t eeb_mono_ns(void)
 int64_t eeb_utc_ns(void)
 {
     return read_ns(CLOCK_REALTIME);
+}
+
+const char *eeb_utc_text(int64_t ns, char out[EEB_UTC_TEXT])
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, EEB_UTC_TEXT, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, EEB_UTC_TEXT, "?");
+    return out;
 }

@@ -74,6 +74,11 @@ int64_t eeb_mono_ns(void);
 /* Nanoseconds since the Unix epoch, UTC (CLOCK_REALTIME): for people. */
 int64_t eeb_utc_ns(void);
 
+/* ns (eeb_utc_ns) as people and ISO 8601 read it, to the second:
+ * "2026-12-01T00:00:00Z" into out ("?" if out of range); out. */
+#define EEB_UTC_TEXT 32
+const char *eeb_utc_text(int64_t ns, char out[EEB_UTC_TEXT]);
+
 /* Fills buf with len bytes from the kernel's random source (getrandom). */
 int eeb_random_bytes(void *buf, size_t len, char *err, size_t errlen);
 

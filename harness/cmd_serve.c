@@ -243,12 +243,12 @@ static void say_holdings(const struct eeb_server_config *c)
     if (open)
         printf("eeb serve: round %s open until %s: %d runs an entry (%s), a cap of %d runs a "
                "task\n",
-               open->name, admin_utc_text(open->closes_utc_ns, to), open->runs,
+               open->name, eeb_utc_text(open->closes_utc_ns, to), open->runs,
                eeb_round_aggregate_name(open->aggregate), open->cap);
     else if (next)
         printf("eeb serve: no round open (round %s opens %s): official runs are refused until "
                "then\n",
-               next->name, admin_utc_text(next->opens_utc_ns, from));
+               next->name, eeb_utc_text(next->opens_utc_ns, from));
     else if (n)
         printf("eeb serve: no round open: official runs are refused until one is\n");
     else

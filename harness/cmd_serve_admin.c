@@ -99,16 +99,6 @@ void admin_round_options_init(struct round_options *o)
         o->t_max_s[t] = NAN, o->epochs_max[t] = -1;
 }
 
-/* A time for people and for --opens: 2026-12-01T00:00:00Z. */
-const char *admin_utc_text(int64_t ns, char out[32])
-{
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        snprintf(out, 32, "?");
-    return out;
-}
-
 /* --opens and --closes: "now", or a UTC time written as utc_text writes it. */
 int admin_parse_utc(const char *option, const char *text, int64_t *ns)
 {
@@ -276,7 +266,7 @@ static void say_overlap(const char *db, const struct eeb_round *r, char *err, si
         size_t len = strlen(err);
         if (all[i].opens_utc_ns < r->closes_utc_ns && ends > r->opens_utc_ns && len < errlen) {
             snprintf(err + len, errlen - len, " (round %s runs from %s to %s)", all[i].name,
-                     admin_utc_text(all[i].opens_utc_ns, from), admin_utc_text(ends, to));
+                     eeb_utc_text(all[i].opens_utc_ns, from), eeb_utc_text(ends, to));
             break;
         }
     }
@@ -324,7 +314,7 @@ int admin_open_round(const char *db, int argc, char **argv, const struct round_o
     }
     printf("round %s open from %s to %s in %s: %d runs an entry (%s), a cap of %d runs a task, "
            "rules %s\n",
-           r.name, admin_utc_text(r.opens_utc_ns, from), admin_utc_text(r.closes_utc_ns, to), db,
+           r.name, eeb_utc_text(r.opens_utc_ns, from), eeb_utc_text(r.closes_utc_ns, to), db,
            r.runs, eeb_round_aggregate_name(r.aggregate), r.cap, r.rules_version);
     for (int t = 0; t < EEB_TASK_COUNT; t++) {
         const struct eeb_round_task *rt = &r.task[t];
@@ -358,7 +348,7 @@ int admin_close_round(const char *db, int argc, char **argv)
     if (eeb_server_round_close(db, argv[0], err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     printf("round %s closed at %s in %s: its entries stand as they are\n", argv[0],
-           admin_utc_text(eeb_utc_ns(), now), db);
+           eeb_utc_text(eeb_utc_ns(), now), db);
     return EEB_EXIT_OK;
 }
 
@@ -389,10 +379,10 @@ int admin_list_rounds(const char *db, int argc)
                             : r->closed_utc_ns || now >= r->closes_utc_ns ? "closed"
                                                                           : "open";
         if (r->closed_utc_ns)
-            snprintf(early, sizeof early, " (closed %s)", admin_utc_text(r->closed_utc_ns, closed));
+            snprintf(early, sizeof early, " (closed %s)", eeb_utc_text(r->closed_utc_ns, closed));
         printf("%-*s  %-12s  %s to %s%s  %d runs an entry (%s), cap %d runs a task\n", width,
-               r->name, state, admin_utc_text(r->opens_utc_ns, from),
-               admin_utc_text(r->closes_utc_ns, to), early, r->runs,
+               r->name, state, eeb_utc_text(r->opens_utc_ns, from),
+               eeb_utc_text(r->closes_utc_ns, to), early, r->runs,
                eeb_round_aggregate_name(r->aggregate), r->cap);
     }
     free(all);

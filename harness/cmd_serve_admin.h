@@ -35,8 +35,6 @@ int admin_make_test(int argc, char **argv, const char *out, double n);
 /* ---- rounds: open-round's options, and the verbs ---- */
 
 void admin_round_options_init(struct round_options *o);
-/* A time for people and for --opens: 2026-12-01T00:00:00Z. */
-const char *admin_utc_text(int64_t ns, char out[32]);
 int admin_parse_utc(const char *option, const char *text, int64_t *ns);
 int admin_tiers(const char *arg, struct round_options *o);
 int admin_per_task_number(const char *option, const char *arg, struct round_options *o);

@@ -10,17 +10,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-/* The time of ns as ISO 8601 UTC, into text. */
-static const char *utc_text(int64_t ns, char text[32])
-{
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(text, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
-}
 
 /* A reason an act is kept with: said, printable, at most 500 bytes. */
 static int reason_ok(const char *reason, char *err, size_t errlen)
@@ -102,9 +91,9 @@ static int print_team(void *arg, const struct eeb_srv_team *t)
 {
     char created[32], revoked[32];
     fprintf(arg, "%-24s created %s  %6lld runs  %s%s\n", t->name,
-            utc_text(t->created_utc_ns, created), (long long)t->runs,
+            eeb_utc_text(t->created_utc_ns, created), (long long)t->runs,
             t->revoked_utc_ns ? "revoked " : "active",
-            t->revoked_utc_ns ? utc_text(t->revoked_utc_ns, revoked) : "");
+            t->revoked_utc_ns ? eeb_utc_text(t->revoked_utc_ns, revoked) : "");
     return 0;
 }
 
@@ -122,7 +111,8 @@ int eeb_server_list_teams(const char *db, FILE *out, char *err, size_t errlen)
 static int print_audit(void *arg, const struct eeb_srv_audit *a)
 {
     char at[32];
-    fprintf(arg, "%s  %-13s %-16s %s\n", utc_text(a->utc_ns, at), a->action, a->target, a->reason);
+    fprintf(arg, "%s  %-13s %-16s %s\n", eeb_utc_text(a->utc_ns, at), a->action, a->target,
+            a->reason);
     return 0;
 }
 

@@ -19,38 +19,44 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The filter from the query string, or the 400 sent. */
+int eeb_srv_query_filter(struct eeb_srv_call *k, int need_task, int *task, const char **provenance,
+                         const char **device, enum MHD_Result *sent)
+{
+    const char *t = eeb_srv_call_arg(k, "task");
+    char err[128], msg[192];
+    enum eeb_task parsed;
+    enum eeb_provenance p;
+    const char *field = NULL;
+    *task = -1, *provenance = eeb_srv_call_arg(k, "provenance");
+    *device = eeb_srv_call_arg(k, "device");
+    if (t && eeb_task_parse(t, &parsed, err, sizeof err) == EEB_OK)
+        *task = (int)parsed;
+    else if (t || need_task)
+        field = "task",
+        snprintf(msg, sizeof msg, "%s", t ? err : "expected ?task=cls, det or video");
+    if (!field && *device && !eeb_text_ok(*device, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT))
+        field = "device", snprintf(msg, sizeof msg,
+                                   "device '%.64s': expected 1 to 63 letters, digits and "
+                                   "characters of " EEB_DECLARED_PUNCT,
+                                   *device);
+    if (!field && *provenance && eeb_provenance_parse(*provenance, &p))
+        field = "provenance", snprintf(msg, sizeof msg,
+                                       "provenance '%.32s': expected measured, counter, declared "
+                                       "or modeled",
+                                       *provenance);
+    if (field)
+        *sent = eeb_srv_call_fail(k, 400, field, msg);
+    return field == NULL;
+}
+
+/* The run list's filter from the query string, or the 400 sent. */
 static int read_filter(struct eeb_srv_call *k, struct eeb_srv_board_filter *f, int need_task,
                        enum MHD_Result *sent)
 {
-    const char *task = eeb_srv_call_arg(k, "task"), *limit = eeb_srv_call_arg(k, "limit");
-    char err[128];
-    *f = (struct eeb_srv_board_filter){.task = -1,
-                                       .provenance = eeb_srv_call_arg(k, "provenance"),
-                                       .device = eeb_srv_call_arg(k, "device"),
-                                       .limit = 100};
-    enum eeb_task t;
-    if (task && eeb_task_parse(task, &t, err, sizeof err) == EEB_OK)
-        f->task = (int)t;
-    else if (task || need_task) {
-        *sent = eeb_srv_call_fail(k, 400, "task", task ? err : "expected ?task=cls, det or video");
+    const char *limit = eeb_srv_call_arg(k, "limit");
+    *f = (struct eeb_srv_board_filter){.limit = 100};
+    if (!eeb_srv_query_filter(k, need_task, &f->task, &f->provenance, &f->device, sent))
         return 0;
-    }
-    if (f->device && !eeb_text_ok(f->device, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT)) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "device '%.64s': expected 1 to 63 letters, digits and characters "
-                 "of " EEB_DECLARED_PUNCT,
-                 f->device);
-        *sent = eeb_srv_call_fail(k, 400, "device", msg);
-        return 0;
-    }
-    enum eeb_provenance p;
-    if (f->provenance && eeb_provenance_parse(f->provenance, &p)) {
-        *sent = eeb_srv_call_fail(k, 400, "provenance",
-                                  "expected measured, counter, declared or modeled");
-        return 0;
-    }
     if (limit) {
         char *end;
         long n = strtol(limit, &end, 10);

@@ -68,11 +68,8 @@ void eeb_srv_log(struct eeb_server *s, const char *fmt, ...)
 {
     if (!s->cfg.log)
         return;
-    char at[32], line[1024];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char at[EEB_UTC_TEXT], line[1024];
+    eeb_utc_text(eeb_utc_ns(), at);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);

@@ -18,41 +18,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the query ---- */
 
 int eeb_srv_ranking_query(struct eeb_srv_call *k, struct eeb_srv_ranking_query *q, int need_task,
                           enum MHD_Result *sent)
 {
-    const char *task = eeb_srv_call_arg(k, "task"), *all = eeb_srv_call_arg(k, "all");
-    char err[128], msg[192];
-    *q = (struct eeb_srv_ranking_query){.task = -1,
-                                        .round = eeb_srv_call_arg(k, "round"),
-                                        .provenance = eeb_srv_call_arg(k, "provenance"),
-                                        .device = eeb_srv_call_arg(k, "device"),
+    const char *all = eeb_srv_call_arg(k, "all");
+    char msg[192];
+    *q = (struct eeb_srv_ranking_query){.round = eeb_srv_call_arg(k, "round"),
                                         .division = eeb_srv_call_arg(k, "division")};
-    enum eeb_task t;
-    enum eeb_provenance p;
+    if (!eeb_srv_query_filter(k, need_task, &q->task, &q->provenance, &q->device, sent))
+        return 0;
     const char *field = NULL;
-    if (task && eeb_task_parse(task, &t, err, sizeof err) == EEB_OK)
-        q->task = (int)t;
-    else if (task || need_task)
-        field = "task",
-        snprintf(msg, sizeof msg, "%s", task ? err : "expected ?task=cls, det or video");
-    if (!field && q->round && !eeb_text_ok(q->round, EEB_ROUND_NAME - 1, "_.-"))
-        field = "round", snprintf(msg, sizeof msg, "expected a round's name: A-Z a-z 0-9 _ . -");
-    if (!field && q->device && !eeb_text_ok(q->device, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT))
-        field = "device", snprintf(msg, sizeof msg,
-                                   "expected 1 to 63 letters, digits and characters "
-                                   "of " EEB_DECLARED_PUNCT);
-    if (!field && q->provenance && eeb_provenance_parse(q->provenance, &p))
-        field = "provenance",
-        snprintf(msg, sizeof msg, "expected measured, counter, declared or modeled");
-    if (!field && q->division && strcmp(q->division, "closed") && strcmp(q->division, "open"))
-        field = "division", snprintf(msg, sizeof msg, "expected closed or open");
-    if (!field && all && strcmp(all, "0") && strcmp(all, "1"))
-        field = "all", snprintf(msg, sizeof msg, "expected 0 (each team's best entry) or 1");
+    if (q->round && !eeb_text_ok(q->round, EEB_ROUND_NAME - 1, "_.-"))
+        field = "round",
+        snprintf(msg, sizeof msg, "round '%.64s': expected a round's name: A-Z a-z 0-9 _ . -",
+                 q->round);
+    else if (q->division && strcmp(q->division, "closed") && strcmp(q->division, "open"))
+        field = "division",
+        snprintf(msg, sizeof msg, "division '%.32s': expected closed or open", q->division);
+    else if (all && strcmp(all, "0") && strcmp(all, "1"))
+        field = "all",
+        snprintf(msg, sizeof msg, "all '%.32s': expected 0 (each team's best entry) or 1", all);
     if (field) {
         *sent = eeb_srv_call_fail(k, 400, field, msg);
         return 0;
@@ -191,14 +179,8 @@ static void mark_table(struct shown *v, size_t n, int all)
 
 static json_t *utc_json(int64_t ns)
 {
-    if (ns <= 0)
-        return json_null();
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    char text[32];
-    gmtime_r(&t, &tm);
-    strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(text);
+    char text[EEB_UTC_TEXT];
+    return ns > 0 ? json_string(eeb_utc_text(ns, text)) : json_null();
 }
 
 static const char *const state_names[] = {"ranked", "running", "failed"};

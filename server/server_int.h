@@ -331,6 +331,13 @@ int eeb_srv_standing_apart(const struct eeb_srv_standing *a, const struct eeb_sr
  * and better in one. */
 int eeb_srv_standing_dominated(const struct eeb_srv_standing *a, const struct eeb_srv_standing *b);
 
+/* The filter the leaderboard and the run list share (board.c): ?task=T
+ * (need_task: required; else -1, every task), provenance= and device=
+ * (NULL: any), each checked; 1, or 0 with the 400 sent naming the field
+ * and the value. */
+int eeb_srv_query_filter(struct eeb_srv_call *k, int need_task, int *task, const char **provenance,
+                         const char **device, enum MHD_Result *sent);
+
 /* The leaderboard's query (ranking.c): ?task=T (need_task: required),
  * round=NAME (default: the last to open), provenance=, device=,
  * division=, all=1 (every entry, not each team's best); or the 400 sent. */

@@ -12,10 +12,10 @@
  */
 #include "rundb/eeb_rundb.h"
 #include "server/eeb_server.h"
+#include "tests/server/http_client.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -86,43 +86,12 @@ static void add_scored_runs(const char *sdb)
 
 /* ---- a page fetched, and its script errors caught ---- */
 
-static size_t gather(char *data, size_t size, size_t n, void *arg)
+/* GET path of the server on port: the body of a 200 (free it). */
+static char *get_page(int port, const char *path)
 {
-    char **body = arg;
-    size_t had = *body ? strlen(*body) : 0;
-    char *grown = realloc(*body, had + size * n + 1);
-    cr_assert_not_null(grown);
-    memcpy(grown + had, data, size * n);
-    grown[had + size * n] = '\0';
-    *body = grown;
-    return size * n;
-}
-
-/* GET url: its body (free it), its status into *code. */
-static char *fetch(const char *url, long *code)
-{
-    char *body = NULL;
-    CURL *c = curl_easy_init();
-    cr_assert_not_null(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gather);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    CURLcode rc = curl_easy_perform(c);
-    cr_assert_eq(rc, CURLE_OK, "%s: %s", url, curl_easy_strerror(rc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, code);
-    curl_easy_cleanup(c);
-    return body;
-}
-
-/* GET url: the body of a 200 (free it). */
-static char *get(const char *url)
-{
-    long code = 0;
-    char *body = fetch(url, &code);
-    cr_assert_eq(code, 200, "%s: %ld %s", url, code, body);
-    return body;
+    struct reply r = request(port, "GET", path, NULL, 0, NULL);
+    cr_assert_eq(r.code, 200, "%s: %ld %s", path, r.code, r.body);
+    return r.body;
 }
 
 /* Put at the head of the page: every error thrown by a script, kept. */
@@ -170,7 +139,7 @@ static const char click_headers[] =
 Test(board, every_table_sorts_by_any_column_and_marks_it, .timeout = 120)
 {
     const char *dir = test_tmpdir();
-    char sdb[300], err[512], url[96];
+    char sdb[300], err[512];
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     add_scored_runs(sdb);
     struct eeb_server_config cfg;
@@ -178,8 +147,7 @@ Test(board, every_table_sorts_by_any_column_and_marks_it, .timeout = 120)
     cfg.db = sdb, cfg.port = 0;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/runs", eeb_server_port(s));
-    char *page = get(url);
+    char *page = get_page(eeb_server_port(s), "/runs");
     eeb_server_stop(s);
     /* the sort keys are the values, without a double's representation digits */
     cr_expect(strstr(page, "<td data-v=\"0.1\">0.1000</td>"), "%s", page);
@@ -391,8 +359,8 @@ static void add_round(const char *sdb)
 
 /* ---- the leaderboard's page ---- */
 
-/* The server on sdb, on a free port; its address into base. */
-static struct eeb_server *serve(const char *sdb, char *base, size_t n)
+/* The server on sdb, on a free port (*port). */
+static struct eeb_server *serve(const char *sdb, int *port)
 {
     char err[512];
     struct eeb_server_config cfg;
@@ -400,16 +368,8 @@ static struct eeb_server *serve(const char *sdb, char *base, size_t n)
     cfg.db = sdb, cfg.port = 0;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
-    snprintf(base, n, "http://127.0.0.1:%d", eeb_server_port(s));
+    *port = eeb_server_port(s);
     return s;
-}
-
-/* GET base + path: the body of a 200 (free it). */
-static char *get_page(const char *base, const char *path)
-{
-    char url[256];
-    snprintf(url, sizeof url, "%s%s", base, path);
-    return get(url);
 }
 
 /* Expects each of parts in page, each after the one before. */
@@ -482,18 +442,16 @@ static const char *const ranked_in_order[] = {
 Test(board, leaderboard_ranks_each_teams_best_entry, .timeout = 60)
 {
     const char *dir = test_tmpdir();
-    char sdb[300], base[64];
+    char sdb[300];
+    int port;
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     add_round(sdb);
-    struct eeb_server *s = serve(sdb, base, sizeof base);
-    char *page = get_page(base, "/leaderboard"), *home = get_page(base, "/");
-    char *all = get_page(base, "/leaderboard?all=1"), *cls = get_page(base, "/?task=cls");
-    char url[256];
-    long unknown_round = 0, bad_division = 0;
-    snprintf(url, sizeof url, "%s/leaderboard?round=r0", base);
-    free(fetch(url, &unknown_round));
-    snprintf(url, sizeof url, "%s/leaderboard?division=both", base);
-    free(fetch(url, &bad_division));
+    struct eeb_server *s = serve(sdb, &port);
+    char *page = get_page(port, "/leaderboard"), *home = get_page(port, "/");
+    char *all = get_page(port, "/leaderboard?all=1"), *cls = get_page(port, "/?task=cls");
+    struct reply unknown_round = request(port, "GET", "/leaderboard?round=r0", NULL, 0, NULL);
+    struct reply bad_division = request(port, "GET", "/leaderboard?division=both", NULL, 0, NULL);
+    free(unknown_round.body), free(bad_division.body);
     eeb_server_stop(s);
 
     expect_in_order(page, ranked_in_order, sizeof ranked_in_order / sizeof *ranked_in_order);
@@ -526,15 +484,16 @@ Test(board, leaderboard_ranks_each_teams_best_entry, .timeout = 60)
 
     assert_has(cls, "id=\"task-cls\"");
     cr_expect_null(strstr(cls, "id=\"task-det\""));
-    cr_expect_eq(unknown_round, 404);
-    cr_expect_eq(bad_division, 400);
+    cr_expect_eq(unknown_round.code, 404);
+    cr_expect_eq(bad_division.code, 400);
     free(page), free(home), free(all), free(cls);
 }
 
 Test(board, leaderboard_without_a_round_says_so, .timeout = 60)
 {
     const char *dir = test_tmpdir();
-    char sdb[300], base[64], err[512], token[EEB_TOKEN_HEX];
+    char sdb[300], err[512], token[EEB_TOKEN_HEX];
+    int port;
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     cr_assert_eq(eeb_server_add_team(sdb, "alice", token, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_rundb *db;
@@ -546,8 +505,8 @@ Test(board, leaderboard_without_a_round_says_so, .timeout = 60)
     sqlite3_close(h);
     eeb_rundb_close(db);
 
-    struct eeb_server *s = serve(sdb, base, sizeof base);
-    char *page = get_page(base, "/");
+    struct eeb_server *s = serve(sdb, &port);
+    char *page = get_page(port, "/");
     eeb_server_stop(s);
     static const char *const want[] = {
         "<section id=\"task-cls\">",
@@ -614,11 +573,12 @@ static const char drive_leaderboard[] =
 Test(board, leaderboard_sorts_and_plots_in_chromium, .timeout = 180)
 {
     const char *dir = test_tmpdir();
-    char sdb[300], base[64], path[320], file[340], png[320];
+    char sdb[300], path[320], file[340], png[320];
+    int port;
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     add_round(sdb);
-    struct eeb_server *s = serve(sdb, base, sizeof base);
-    char *page = get_page(base, "/leaderboard");
+    struct eeb_server *s = serve(sdb, &port);
+    char *page = get_page(port, "/leaderboard");
     eeb_server_stop(s);
 
     /* the page as served, looked at once: the plots drawn in their
