@@ -184,7 +184,8 @@ Test(round_cli, rounds_do_not_overlap_and_close)
          *r3 = strstr(r.out, "r3    not yet open  2098-01-01T00:00:00Z to 2098-02-01T00:00:00Z  5 "
                              "runs an entry (median), cap 20 runs a task\n");
     cr_expect(r1 && r2 && r3, "%s", r.out);
-    cr_expect(r1 && strstr(r1, " (closed 20") < strchr(r1, '\n'), "%s", r.out);
+    const char *closed = r1 ? strstr(r1, " (closed 20") : NULL;
+    cr_expect(closed && closed < strchr(r1, '\n'), "r1's line says when it closed: %s", r.out);
     cr_expect(r1 < r2 && r2 < r3, "the first to open first: %s", r.out);
     test_run_free(&r);
 }

@@ -538,7 +538,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     /* a team revoked: its token is refused */
     cr_assert_eq(eeb_server_team_revoke(sdb, "beta", "left the round", err, sizeof err), EEB_OK,
                  "%s", err);
-    expect(port, "GET", "/api/v1/whoami", NULL, tokens[1], 401, "error", "");
+    expect(port, "GET", "/api/v1/whoami", NULL, tokens[1], 401, "error", "unknown token");
     char audit[320];
     snprintf(audit, sizeof audit, "%s/audit.txt", dir);
     FILE *out = fopen(audit, "w");
