@@ -30,7 +30,8 @@ CFLAGS  += -std=c11 -ffp-contract=off $(OPT) $(WARN) -fPIC
 CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -larchive -lz -lpthread -ldl -lm
+           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -larchive -lprotobuf-c -lz -lpthread \
+           -ldl -lm
 
 # Every package the project builds, tests or runs against.
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -40,6 +41,7 @@ DEB_PACKAGES := build-essential clang pkg-config \
     libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
     libdnnl-dev ocl-icd-libopencl1 libopenblas-dev libssl-dev \
     libpng-dev libarchive-dev chromium wrk valgrind python3 \
+    libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx python3-torch \
     clang-format cppcheck
 
 # harness/ is the eeb command (main, cli, cmd_*) over the run lifecycle,
@@ -75,7 +77,27 @@ LIB_SRC  += $(XRT_STUBS)
 TEST_SRC := $(filter-out tests/fpga/test_xrt.c,$(TEST_SRC))
 endif
 
+.DEFAULT_GOAL := all
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# ONNX models are protobuf: protoc-c compiles the schema Debian's
+# libonnx-dev ships into C for protobuf-c.  The generated file is built
+# without eeb's warnings (it is protoc-c's code, not ours); the files that
+# read it wait for its header.
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+GEN        := $(BUILD)/gen
+ONNX_GEN_H := $(GEN)/onnx/onnx.pb-c.h
+ONNX_GEN_O := $(BUILD)/obj/gen/onnx.pb-c.o
+ONNX_USERS := $(wildcard fpga/net/onnx_*.c tests/fuzz/fuzz_onnx.c)
+$(GEN)/onnx/onnx.pb-c.c $(ONNX_GEN_H) &: $(ONNX_PROTO)
+	@mkdir -p $(GEN)
+	protoc-c --c_out=$(GEN) -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
+$(ONNX_GEN_O): $(GEN)/onnx/onnx.pb-c.c
+	@mkdir -p $(@D)
+	$(CC) -I$(GEN) $(filter-out $(WARN),$(CFLAGS)) -c $< -o $@
+$(call obj,$(ONNX_USERS)): CPPFLAGS += -I$(GEN)
+$(call obj,$(ONNX_USERS)): | $(ONNX_GEN_H)
+
 LIB     := $(BUILD)/libeeb.a
 EEB     := $(BUILD)/eeb
 TESTS   := $(BUILD)/tests/eeb-tests
@@ -109,7 +131,7 @@ FORCE:
 # .incbin reads the rules file at assembly time; -MMD cannot see that.
 $(BUILD)/obj/scoring/rules_builtin.o: scoring/rules/v1.json
 
-$(LIB): $(call obj,$(LIB_SRC))
+$(LIB): $(call obj,$(LIB_SRC)) $(ONNX_GEN_O)
 	@rm -f $@
 	$(AR) rcs $@ $^
 

@@ -60,3 +60,18 @@ void eeb_atomic_abort(struct eeb_atomic_file *af)
     free(af->path);
     memset(af, 0, sizeof *af);
 }
+
+int eeb_atomic_write(const char *path, const void *buf, size_t len, char *err, size_t errlen)
+{
+    struct eeb_atomic_file af;
+    int rc = eeb_atomic_open(&af, path, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    if (fwrite(buf, 1, len, af.f) != len)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: write failed", path);
+    else
+        rc = eeb_atomic_commit(&af, err, errlen);
+    if (rc != EEB_OK)
+        eeb_atomic_abort(&af);
+    return rc;
+}

@@ -141,6 +141,9 @@ const char *eeb_number_exact(double v, char out[EEB_NUMBER_MAX]);
 /* The SHA-256 of a buffer, or of a file's contents, as lowercase hex. */
 void eeb_sha256(const void *data, size_t len, char out[EEB_SHA256_HEX]);
 int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_t errlen);
+/* The same for what is left of f (opened from path, which errors name). */
+int eeb_sha256_stream(FILE *f, const char *path, char out[EEB_SHA256_HEX], char *err,
+                      size_t errlen);
 
 /*
  * A file written so that a crash leaves the old file or the whole new one,
@@ -156,5 +159,8 @@ struct eeb_atomic_file {
 int eeb_atomic_open(struct eeb_atomic_file *af, const char *path, char *err, size_t errlen);
 int eeb_atomic_commit(struct eeb_atomic_file *af, char *err, size_t errlen);
 void eeb_atomic_abort(struct eeb_atomic_file *af);
+
+/* len bytes of buf as the whole of path, through the above. */
+int eeb_atomic_write(const char *path, const void *buf, size_t len, char *err, size_t errlen);
 
 #endif

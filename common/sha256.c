@@ -37,6 +37,14 @@ int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_
     int rc = eeb_open_input(path, &f, err, errlen);
     if (rc)
         return rc;
+    rc = eeb_sha256_stream(f, path, out, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+int eeb_sha256_stream(FILE *f, const char *path, char out[EEB_SHA256_HEX], char *err, size_t errlen)
+{
+    int rc = EEB_OK;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: SHA-256: out of memory", path);
@@ -56,6 +64,5 @@ int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_
         hex(md, out);
 out:
     EVP_MD_CTX_free(ctx);
-    fclose(f);
     return rc;
 }

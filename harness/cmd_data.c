@@ -6,11 +6,13 @@
 #include "eeb_cli.h"
 #include "tasks/eeb_gen.h"
 #include "tasks/eeb_import.h"
+#include "tasks/eeb_preset.h"
 #include "tasks/eeb_shard.h"
 #include "tasks/eeb_task_ops.h"
 
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +23,12 @@ static const char *const cmd = "data";
 static void help(void)
 {
     puts("Usage: eeb data gen --task TASK --domain pretrain|finetune --split train|test\n"
-         "                    --n N [--seed S] [--size PX] [--frames T] -o OUT.eebd\n"
+         "                    --n N [--seed S] [--preset NAME] [--size PX] [--frames T]\n"
+         "                    -o OUT.eebd\n"
          "       eeb data import --format food101|voc|ucf101 SRC --split train|test\n"
-         "                    -o OUT.eebd [--size PX] [--frames T] [--skip-bad]\n"
-         "                    [--classes a,b,...|@FILE] [--image-set FILE (voc)]\n"
+         "                    -o OUT.eebd [--preset NAME] [--size PX] [--frames T]\n"
+         "                    [--threads N] [--skip-bad] [--classes a,b,...|@FILE]\n"
+         "                    [--image-set FILE (voc)]\n"
          "       eeb data info [--json] FILE.eebd\n"
          "\n"
          "  gen     learnable synthetic data: cls (20 classes, 5 shapes x 4 textures),\n"
@@ -52,8 +56,12 @@ static void help(void)
          "  --split S        train or test\n"
          "  --n N            records to generate\n"
          "  --seed S         generator seed (default 1)\n"
+         "  --preset NAME    the item size of a preset (below) for the task; --size\n"
+         "                   and --frames given as well override it\n"
          "  --size PX        image side in pixels (default 64)\n"
          "  --frames T       frames per video clip (default 8)\n"
+         "  --threads N      import: items decoded at once (default: one per CPU);\n"
+         "                   the shard is the same for any N\n"
          "  --format F       the dataset layout to import\n"
          "  --classes LIST   the classes, in this order: a,b,c or @FILE (one a line);\n"
          "                   food101, ucf101: some of the dataset's; voc: object names\n"
@@ -67,29 +75,72 @@ static void help(void)
          "                   id a line, or 'id 1|-1|0') instead of --split's\n"
          "  --skip-bad       skip unreadable items (counted) instead of stopping\n"
          "  -o, --out FILE   the shard to write\n"
-         "  -q, --quiet      no progress line\n"
+         "  -q, --quiet      no progress (a line rewritten on a terminal, else a\n"
+         "                   line every 30 s)\n"
          "  --json           info as one JSON object\n"
-         "  -h, --help       show this help");
+         "  -h, --help       show this help\n"
+         "\n"
+         "Presets (--preset NAME):");
+    int n;
+    const struct eeb_preset *p = eeb_preset_list(&n);
+    for (int i = 0; i < n; i++) {
+        char shape[64];
+        if (p[i].frames > 1)
+            snprintf(shape, sizeof shape, "%d frames of %dx%d", p[i].frames, p[i].size, p[i].size);
+        else
+            snprintf(shape, sizeof shape, "%dx%d", p[i].size, p[i].size);
+        printf("  %-8s %-6s %-22s %s\n", p[i].name, eeb_task_name(p[i].task), shape, p[i].from);
+    }
 }
 
-/* A progress line on a terminal, rewritten at most every 1 %. */
+/*
+ * Progress on stderr, with the rate and the time left: on a terminal one
+ * line rewritten at most every 1 %; elsewhere (a log) a line every 30 s,
+ * so that an import of an hour says how it goes and one of seconds says
+ * nothing.
+ */
 struct progress {
-    int on;
+    int on, tty;
     const char *what;
-    int last;
+    int last;             /* the percentage shown last (terminal) */
+    int64_t start, shown; /* ns: made, last line written */
 };
+
+#define PROGRESS_LOG_NS (30 * 1000000000LL)
+
+static struct progress progress_new(int quiet, const char *what)
+{
+    int64_t now = eeb_mono_ns();
+    return (struct progress){!quiet, isatty(2), what, -1, now, now};
+}
+
+/* "45 s", "3 min 20 s", "2 h 05 min" */
+static void duration_text(double s, char *out, size_t n)
+{
+    long v = s < 0 ? 0 : s > 1e8 ? 100000000L : lround(s);
+    if (v < 60)
+        snprintf(out, n, "%ld s", v);
+    else if (v < 3600)
+        snprintf(out, n, "%ld min %02ld s", v / 60, v % 60);
+    else
+        snprintf(out, n, "%ld h %02ld min", v / 3600, v / 60 % 60);
+}
 
 static void show_progress(uint64_t done, uint64_t total, void *arg)
 {
     struct progress *p = arg;
-    int pct = total ? (int)(100 * done / total) : 100;
-    if (!p->on || (pct == p->last && done != total))
+    int pct = total ? (int)(100 * done / total) : 100, end = done == total;
+    int64_t now = eeb_mono_ns();
+    if (!p->on || (p->tty ? pct == p->last && !end : now - p->shown < PROGRESS_LOG_NS))
         return;
-    p->last = pct;
-    fprintf(stderr, "\r%s: %llu/%llu records (%d%%)", p->what, (unsigned long long)done,
-            (unsigned long long)total, pct);
-    if (done == total)
-        fputc('\n', stderr);
+    p->last = pct, p->shown = now;
+    double s = (double)(now - p->start) / 1e9, rate = s > 0 ? (double)done / s : 0;
+    char when[32];
+    duration_text(end ? s : rate > 0 ? (double)(total - done) / rate : 0, when, sizeof when);
+    fprintf(stderr, "%s%s: %llu/%llu records (%d%%), %.0f/s, %s%s%s", p->tty ? "\r" : "", p->what,
+            (unsigned long long)done, (unsigned long long)total, pct, rate, end ? "in " : "", when,
+            end ? "" : " left");
+    fputs(p->tty ? (end ? "\033[K\n" : "\033[K") : "\n", stderr);
 }
 
 static void summary(const char *path)
@@ -109,9 +160,28 @@ struct args {
     const char *task, *domain, *split, *out, *format;
     const char *classes;
     const char *image_set; /* import voc: in place of --split's list */
-    double n, seed, size, frames;
+    const char *preset;
+    double n, seed, size, frames, threads;
+    int size_given, frames_given; /* over the preset's */
     int skip_bad, quiet, json;
 };
+
+/* The item size for task: --preset's, then --size and --frames given. */
+static int item_size(const struct args *a, enum eeb_task task, int *size, int *frames)
+{
+    *size = (int)a->size, *frames = eeb_task_get(task)->clips ? (int)a->frames : 1;
+    if (!a->preset)
+        return EEB_EXIT_OK;
+    char err[256];
+    const struct eeb_preset *p;
+    if (eeb_preset_get(a->preset, task, &p, err, sizeof err))
+        return eeb_cli_usage_error(cmd, "--preset: %s", err);
+    if (!a->size_given)
+        *size = p->size;
+    if (!a->frames_given && eeb_task_get(task)->clips)
+        *frames = p->frames;
+    return EEB_EXIT_OK;
+}
 
 /* --split: 0 train, 1 test, or -1 after a usage error. */
 static int parse_split(const char *s)
@@ -125,9 +195,12 @@ static int parse_split(const char *s)
 static int gen(const struct args *a)
 {
     char err[512];
-    struct eeb_gen_spec sp = {.seed = (uint64_t)a->seed, .size = (int)a->size, .frames = 1};
+    struct eeb_gen_spec sp = {.seed = (uint64_t)a->seed};
     if (eeb_task_parse(a->task, &sp.task, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--task: %s", err);
+    int rc = item_size(a, sp.task, &sp.size, &sp.frames);
+    if (rc != EEB_EXIT_OK)
+        return rc;
     if (strcmp(a->domain, "pretrain") == 0)
         sp.domain = EEB_GEN_PRETRAIN;
     else if (strcmp(a->domain, "finetune") == 0)
@@ -137,9 +210,7 @@ static int gen(const struct args *a)
     if ((sp.test = parse_split(a->split)) < 0)
         return EEB_EXIT_USAGE;
     sp.n = (uint64_t)a->n;
-    if (eeb_task_get(sp.task)->clips)
-        sp.frames = (int)a->frames;
-    struct progress p = {!a->quiet && isatty(2), a->out, -1};
+    struct progress p = progress_new(a->quiet, a->out);
     if (eeb_gen_shard(a->out, &sp, show_progress, &p, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
     summary(a->out);
@@ -170,18 +241,20 @@ static int import(const struct args *a, const char *src)
     char err[1024]; /* an annotation's and an image set's paths */
     struct eeb_import_spec sp = {.src = src,
                                  .out = a->out,
-                                 .size = (int)a->size,
-                                 .frames = (int)a->frames,
                                  .classes = a->classes,
                                  .skip_bad = a->skip_bad,
-                                 .image_set = a->image_set};
+                                 .image_set = a->image_set,
+                                 .threads = (int)a->threads};
     if (eeb_import_format_parse(a->format, &sp.format, err, sizeof err))
         return eeb_cli_usage_error(cmd, "--format: %s", err);
+    int rc = item_size(a, eeb_task_importing(sp.format)->task, &sp.size, &sp.frames);
+    if (rc != EEB_EXIT_OK)
+        return rc;
     if (a->image_set && sp.format != EEB_IMPORT_VOC)
         return eeb_cli_usage_error(cmd, "--image-set is for --format voc");
     if (a->split && (sp.test = parse_split(a->split)) < 0)
         return EEB_EXIT_USAGE;
-    struct progress p = {!a->quiet && isatty(2), a->out, -1};
+    struct progress p = progress_new(a->quiet, a->out);
     struct eeb_import_result res;
     if (eeb_import(&sp, show_progress, &p, &res, err, sizeof err))
         return eeb_cli_error(cmd, "%s", err);
@@ -281,7 +354,9 @@ int eeb_cmd_data(int argc, char **argv)
         O_CLASSES,
         O_SKIP,
         O_JSON,
-        O_IMAGE_SET
+        O_IMAGE_SET,
+        O_PRESET,
+        O_THREADS
     };
     static const struct option options[] = {
         {"task", required_argument, NULL, O_TASK},
@@ -298,6 +373,8 @@ int eeb_cmd_data(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, O_JSON},
         {"image-set", required_argument, NULL, O_IMAGE_SET},
+        {"preset", required_argument, NULL, O_PRESET},
+        {"threads", required_argument, NULL, O_THREADS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -312,10 +389,16 @@ int eeb_cmd_data(int argc, char **argv)
         case O_SPLIT: a.split = optarg; break;
         case O_N: rc = eeb_cli_count(cmd, "--n", optarg, 1, 1e9, &a.n); break;
         case O_SEED: rc = eeb_cli_count(cmd, "--seed", optarg, 0, 1e18, &a.seed); break;
-        case O_SIZE: rc = eeb_cli_count(cmd, "--size", optarg, 16, 1024, &a.size); break;
+        case O_SIZE:
+            rc = eeb_cli_count(cmd, "--size", optarg, 16, 1024, &a.size);
+            a.size_given = 1;
+            break;
         case O_FRAMES:
             rc = eeb_cli_count(cmd, "--frames", optarg, 2, EEB_TASK_MAX_FRAMES, &a.frames);
+            a.frames_given = 1;
             break;
+        case O_PRESET: a.preset = optarg; break;
+        case O_THREADS: rc = eeb_cli_count(cmd, "--threads", optarg, 1, 256, &a.threads); break;
         case O_FORMAT: a.format = optarg; break;
         case O_CLASSES: a.classes = optarg; break;
         case O_SKIP: a.skip_bad = 1; break;

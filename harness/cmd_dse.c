@@ -70,6 +70,7 @@ struct opts {
     int task, layers, all, json, calibration;
     double top;
     double pmax, tmax, items, epochs, batch, frozen, ms;
+    double *density; /* per learnable layer, measured once (every design reads the same) */
 };
 
 /* One design's prediction on the task. */
@@ -86,7 +87,8 @@ static int evaluate(const struct opts *o, const struct eeb_net *net, const struc
                     struct point *pt, char *err, size_t errlen)
 {
     struct eeb_perf p;
-    int rc = eeb_perf_model(&pt->d, net, (int)o->batch, (int)o->frozen, &p, err, errlen);
+    int rc =
+        eeb_perf_model_at(&pt->d, net, o->density, (int)o->batch, (int)o->frozen, &p, err, errlen);
     if (rc)
         return rc;
     pt->res = p.res;
@@ -220,7 +222,7 @@ static void print_point(const struct point *pt)
 
 static void print_layers(const struct eeb_net *net, const struct eeb_perf *p)
 {
-    printf("\n  %-3s %-6s %-12s %5s", "#", "layer", "shape", "kept");
+    printf("\n  %-3s %-6s %-15s %5s", "#", "layer", "shape", "kept");
     for (int ph = 0; ph < EEB_PHASES; ph++)
         printf("  %-10s %9s %s %5s", eeb_phase_name((enum eeb_phase)ph), "us", "b", "util");
     putchar('\n');
@@ -228,7 +230,7 @@ static void print_layers(const struct eeb_net *net, const struct eeb_perf *p)
         const struct eeb_layer_cost *c = &p->layers[i];
         char shape[32];
         snprintf(shape, sizeof shape, "%dx%d %d>%d", c->h, c->w, c->cin, c->cout);
-        printf("  %-3d %-6s %-12s %5.3f", c->layer, eeb_layer_kind_name(net->layers[c->layer].kind),
+        printf("  %-3d %-6s %-15s %5.3f", c->layer, eeb_layer_kind_name(net->layers[c->layer].kind),
                shape, c->density);
         for (int ph = 0; ph < EEB_PHASES; ph++) {
             const struct eeb_phase_cost *pc = &c->phase[ph];
@@ -335,7 +337,8 @@ static int one_design(const struct opts *o, const struct eeb_net *net, const str
         printf("  %s\n", pt.score.reason);
     if (o->layers) {
         struct eeb_perf p;
-        if (eeb_perf_model(&pt.d, net, (int)o->batch, (int)o->frozen, &p, err, sizeof err))
+        if (eeb_perf_model_at(&pt.d, net, o->density, (int)o->batch, (int)o->frozen, &p, err,
+                              sizeof err))
             return eeb_cli_error(cmd, "%s", err);
         print_layers(net, &p);
         eeb_perf_free(&p);
@@ -519,7 +522,14 @@ int eeb_cmd_dse(int argc, char **argv)
         fprintf(stderr, "eeb dse: note: %s was made for %s, scored here as %s\n", o.model,
                 eeb_task_name((enum eeb_task)task), eeb_task_name((enum eeb_task)o.task));
     const struct eeb_weights *w = &rules.weights[o.task];
+    o.density = malloc(((size_t)net->nlayers + 1) * sizeof *o.density);
+    if (!o.density) {
+        eeb_net_free(net);
+        return eeb_cli_error(cmd, "out of memory");
+    }
+    eeb_perf_densities(net, o.density);
     int status = o.design ? one_design(&o, net, w) : explore_and_print(&o, net, w);
+    free(o.density);
     eeb_net_free(net);
     return status;
 }

@@ -27,6 +27,8 @@ static void help(void)
          "       eeb model test FILE.eebm --data TEST.eebd [--backend NAME] [--pred PATH]\n"
          "                      [--train FILE.eebd] [--json]\n"
          "       eeb model convert FILE.eebm -o OUT.eebm --format f32|fx24\n"
+         "       eeb model import MODEL.onnx -o OUT.eebm --task TASK [...]\n"
+         "       eeb model export FILE.eebm -o OUT.onnx\n"
          "\n"
          "  info      the model's task, weight format, input, every layer (inputs,\n"
          "            window, output shape, parameters, fixed-point exponents) and\n"
@@ -44,6 +46,9 @@ static void help(void)
          "            its outputs are classes by position)\n"
          "  convert   float32 -> fixed point (each tensor's exponent puts its\n"
          "            largest weight in [2^21, 2^22)) or back (exact)\n"
+         "  import    a network pre-trained elsewhere, from ONNX, with a new head\n"
+         "            for the task's classes (eeb model import --help)\n"
+         "  export    the model as ONNX, to check it with another runtime\n"
          "\n"
          "Pretrain options:\n"
          "  --task TASK       cls, det or video (must match the shard)\n"
@@ -324,6 +329,8 @@ int eeb_cmd_model(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    if (argc > 1 && (strcmp(argv[1], "import") == 0 || strcmp(argv[1], "export") == 0))
+        return eeb_cmd_model_onnx(argc, argv);
     struct model_args a = {0};
     eeb_pretrain_defaults(&a.p);
     int c, rc = EEB_EXIT_OK, as_json = 0, have_format = 0;
@@ -366,7 +373,7 @@ int eeb_cmd_model(int argc, char **argv)
     a.p.cfg.frozen = (int)frozen;
     a.p.cfg.threads = (int)threads;
     if (optind >= argc)
-        return eeb_cli_usage_error(cmd, "expected info, pretrain, test or convert");
+        return eeb_cli_usage_error(cmd, "expected info, pretrain, test, convert, import or export");
     const char *action = argv[optind++];
     int nargs = argc - optind;
     if (strcmp(action, "info") == 0) {
@@ -393,5 +400,6 @@ int eeb_cmd_model(int argc, char **argv)
         return pretrain(&a);
     }
     return eeb_cli_usage_error(
-        cmd, "unknown action '%s' (expected info, pretrain, test or convert)", action);
+        cmd, "unknown action '%s' (expected info, pretrain, test, convert, import or export)",
+        action);
 }

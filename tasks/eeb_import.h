@@ -29,6 +29,7 @@ struct eeb_import_spec {
     const char *classes;   /* NULL (all), "a,b,c" or "@FILE" (one a line): these, in this order */
     int skip_bad;          /* skip unreadable items (counted) instead of failing */
     const char *image_set; /* voc: this ImageSets/Main-style list instead of the split's */
+    int threads;           /* items decoded at once; 0: one per online CPU */
 };
 
 struct eeb_import_result {
@@ -44,7 +45,11 @@ struct eeb_import_result {
  * Errors name the file, and the line for list and annotation files; an
  * unreadable item (a corrupt JPEG, an object without bndbox, a video that
  * does not decode) fails the import unless skip_bad.  progress, if not
- * NULL, is called after each item.
+ * NULL, is called after each item, from the calling thread.
+ *
+ * Items are decoded by spec->threads threads and written in list order:
+ * the shard, the error and what skip_bad skips are the same for any
+ * count.
  *
  * The classes: Food-101's classes.txt, UCF-101's classInd.txt, or for VOC
  * the object names of every annotation in Annotations/, sorted (so that

@@ -6,7 +6,9 @@
  * record count) and records, each an id, a label or boxes, and uint8 HWC
  * pixels (T frames one after another for video).  Little-endian; every
  * record carries its own CRC-32, so corruption is reported with the
- * record's index and byte offset.  The reader holds one record at a time.
+ * record's index and byte offset.  The reader holds one record at a time,
+ * so a shard of any size streams; a record's body, pixels included, is at
+ * most 4 GiB.
  */
 #ifndef EEB_SHARD_H
 #define EEB_SHARD_H
@@ -67,10 +69,15 @@ void eeb_shard_abort(struct eeb_shard_writer *w);
 struct eeb_shard;
 
 int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t errlen);
-/* The same, with the whole file read into memory first (at most max_bytes,
- * else EEB_EINVAL), so that reading records does no I/O: how a run loads
- * its data outside the metered window.  sha256, if not NULL, receives the
- * digest of the bytes read. */
+/*
+ * The same, with the whole file read into memory first, so that reading
+ * records does no I/O: how a run loads its data outside the metered
+ * window.  sha256, if not NULL, receives the digest of the bytes read.
+ * A file larger than max_bytes or half the machine's memory is not held:
+ * it is hashed in one pass and then read from the file as eeb_shard_open
+ * reads it (the page cache holds what fits), and a change to the file
+ * after hashing is an error at the end of each pass and at rewind.
+ */
 int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,
                    char sha256[EEB_SHA256_HEX], char *err, size_t errlen);
 const struct eeb_shard_info *eeb_shard_info(const struct eeb_shard *s);

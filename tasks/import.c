@@ -5,7 +5,8 @@
  * one item; the import loop.  Each layout first becomes a list of items
  * (files, id, label), so a bad list fails before anything is decoded and
  * progress knows its total.  VOC's lists and classes are read by voc.c,
- * as `eeb eval` reads them.
+ * as `eeb eval` reads them.  Items are loaded by worker threads and
+ * written in list order by the caller.
  */
 #include "eeb_import.h"
 #include "eeb_lines.h"
@@ -17,13 +18,16 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_LIST_BYTES (256u << 20)
+#define MAX_THREADS    64
 
 static const char *const format_names[] = {"food101", "voc", "ucf101"};
 
@@ -515,8 +519,11 @@ static int count_left_out(struct import *im, const struct item *it,
     return EEB_OK;
 }
 
-static int load_item(struct import *im, const struct item *it, struct eeb_record *r, char *err,
-                     size_t errlen)
+/* Loads an item into r; a VOC item's annotation stays in *a (free it),
+ * for the objects a --classes list leaves out.  Called from the workers:
+ * im is only read. */
+static int load_item(const struct import *im, const struct item *it, struct eeb_record *r,
+                     struct eeb_voc_annotation *a, char *err, size_t errlen)
 {
     memcpy(r->id, it->id, sizeof r->id);
     r->label = it->label;
@@ -526,16 +533,11 @@ static int load_item(struct import *im, const struct item *it, struct eeb_record
         return eeb_video_read(it->file, im->sp->size, im->sp->frames, r->pixels, err, errlen);
     if (im->sp->format == EEB_IMPORT_FOOD101)
         return load_image(im, it->file, r, &w, &h, err, errlen);
-    struct eeb_voc_annotation a;
-    int rc = eeb_voc_read_annotation(it->xml, &a, err, errlen);
-    if (rc != EEB_OK)
-        return rc;
-    rc = load_image(im, it->file, r, &w, &h, err, errlen);
+    int rc = eeb_voc_read_annotation(it->xml, a, err, errlen);
     if (rc == EEB_OK)
-        rc = voc_boxes(im, it, &a, w, h, r, err, errlen);
-    if (rc == EEB_OK && im->sp->classes)
-        rc = count_left_out(im, it, &a, err, errlen);
-    eeb_voc_annotation_free(&a);
+        rc = load_image(im, it->file, r, &w, &h, err, errlen);
+    if (rc == EEB_OK)
+        rc = voc_boxes(im, it, a, w, h, r, err, errlen);
     return rc;
 }
 
@@ -558,6 +560,153 @@ static void describe_left_out(const struct import *im, char *out, size_t len)
     }
 }
 
+/* ---- loading in parallel ---- */
+
+/*
+ * Item i is loaded into slot i % nslots, by a worker or, with one thread,
+ * by the caller when it gets there; the caller writes the slots in item
+ * order and gives each back for the item nslots later.  So the shard, the
+ * first error and the items --skip-bad skips do not depend on the threads.
+ */
+struct slot {
+    struct eeb_record *r;
+    struct eeb_voc_annotation ann; /* voc: the item's objects */
+    int rc;                        /* the load's status, */
+    char *err;                     /* and its error (errlen bytes) */
+    int loaded;                    /* a worker is done with it */
+};
+
+struct loader {
+    const struct import *im;
+    struct slot *slots;
+    int nslots;
+    int workers; /* threads started; 0: the caller loads */
+    pthread_t *tids;
+    size_t errlen;
+    int sync; /* mu and cv are made */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int next;    /* the item the next worker takes */
+    int written; /* items given back: item i may be loaded once i < written + nslots */
+    int stop;
+};
+
+static void load_slot(struct loader *ld, int i, struct slot *s)
+{
+    s->rc = load_item(ld->im, &ld->im->items[i], s->r, &s->ann, s->err, ld->errlen);
+}
+
+static void *worker(void *arg)
+{
+    struct loader *ld = arg;
+    pthread_mutex_lock(&ld->mu);
+    for (;;) {
+        while (!ld->stop && ld->next < ld->im->n && ld->next >= ld->written + ld->nslots)
+            pthread_cond_wait(&ld->cv, &ld->mu);
+        if (ld->stop || ld->next >= ld->im->n)
+            break;
+        int i = ld->next++;
+        struct slot *s = &ld->slots[i % ld->nslots];
+        pthread_mutex_unlock(&ld->mu);
+        load_slot(ld, i, s);
+        pthread_mutex_lock(&ld->mu);
+        s->loaded = 1;
+        pthread_cond_broadcast(&ld->cv);
+    }
+    pthread_mutex_unlock(&ld->mu);
+    return NULL;
+}
+
+/* Slots for items of px bytes of pixels and `threads` workers (0: one
+ * per online CPU; one: none, the caller loads).  Fewer workers than asked
+ * start if the system refuses more, none at worst. */
+static int loader_start(struct loader *ld, int threads, size_t px, char *err, size_t errlen)
+{
+    if (threads < 1) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > 0 ? (int)cpus : 1;
+    }
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (threads > ld->im->n)
+        threads = ld->im->n > 0 ? ld->im->n : 1;
+    ld->nslots = threads > 1 ? 2 * threads : 1;
+    ld->slots = calloc((size_t)ld->nslots, sizeof *ld->slots);
+    ld->tids = calloc((size_t)threads, sizeof *ld->tids);
+    int ok = ld->slots && ld->tids;
+    for (int k = 0; ok && k < ld->nslots; k++) {
+        struct slot *s = &ld->slots[k];
+        ok = (s->r = calloc(1, sizeof *s->r)) && (s->r->pixels = malloc(px)) &&
+             (s->err = malloc(ld->errlen + 1));
+    }
+    if (!ok)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory for %d items of %zu bytes",
+                        ld->nslots, px);
+    pthread_mutex_init(&ld->mu, NULL);
+    pthread_cond_init(&ld->cv, NULL);
+    ld->sync = 1;
+    for (int k = 0; threads > 1 && k < threads; k++) {
+        if (pthread_create(&ld->tids[k], NULL, worker, ld) != 0)
+            break;
+        ld->workers++;
+    }
+    return EEB_OK;
+}
+
+/* Item i's slot, once it is loaded. */
+static struct slot *loader_take(struct loader *ld, int i)
+{
+    struct slot *s = &ld->slots[i % ld->nslots];
+    if (!ld->workers) {
+        load_slot(ld, i, s);
+        return s;
+    }
+    pthread_mutex_lock(&ld->mu);
+    while (!s->loaded)
+        pthread_cond_wait(&ld->cv, &ld->mu);
+    pthread_mutex_unlock(&ld->mu);
+    return s;
+}
+
+/* Done with item i: its slot is free for item i + nslots. */
+static void loader_give_back(struct loader *ld, int i, struct slot *s)
+{
+    eeb_voc_annotation_free(&s->ann);
+    if (!ld->workers)
+        return;
+    pthread_mutex_lock(&ld->mu);
+    s->loaded = 0;
+    ld->written = i + 1;
+    pthread_cond_broadcast(&ld->cv);
+    pthread_mutex_unlock(&ld->mu);
+}
+
+/* Stops the workers (an item being loaded is finished first) and frees
+ * everything. */
+static void loader_free(struct loader *ld)
+{
+    if (ld->workers) {
+        pthread_mutex_lock(&ld->mu);
+        ld->stop = 1;
+        pthread_cond_broadcast(&ld->cv);
+        pthread_mutex_unlock(&ld->mu);
+        for (int k = 0; k < ld->workers; k++)
+            pthread_join(ld->tids[k], NULL);
+    }
+    if (ld->sync) {
+        pthread_mutex_destroy(&ld->mu);
+        pthread_cond_destroy(&ld->cv);
+    }
+    for (int k = 0; ld->slots && k < ld->nslots; k++) {
+        struct slot *s = &ld->slots[k];
+        eeb_voc_annotation_free(&s->ann);
+        if (s->r)
+            free(s->r->pixels);
+        free(s->r), free(s->err);
+    }
+    free(ld->slots), free(ld->tids);
+}
+
 /* ---- the import loop ---- */
 
 int eeb_import(const struct eeb_import_spec *sp,
@@ -574,11 +723,9 @@ int eeb_import(const struct eeb_import_spec *sp,
         return eeb_errf(err, errlen, EEB_EINVAL, "import: %d frames (2..%d)", sp->frames,
                         EEB_TASK_MAX_FRAMES);
     struct import im = {.sp = sp};
+    struct loader ld = {.im = &im, .errlen = errlen};
     struct eeb_shard_writer *w = NULL;
-    struct eeb_record *r = calloc(1, sizeof *r);
-    int rc = r ? EEB_OK : eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
-    if (rc == EEB_OK)
-        rc = sp->format == EEB_IMPORT_FOOD101 ? food101_items(&im, err, errlen)
+    int rc = sp->format == EEB_IMPORT_FOOD101 ? food101_items(&im, err, errlen)
              : sp->format == EEB_IMPORT_VOC   ? voc_items(&im, err, errlen)
                                               : ucf101_items(&im, err, errlen);
     if (rc == EEB_OK)
@@ -590,22 +737,28 @@ int eeb_import(const struct eeb_import_spec *sp,
                                   .frames = task->clips ? sp->frames : 1,
                                   .classes = im.chosen.n,
                                   .names = im.chosen.names};
-    if (rc == EEB_OK && !(r->pixels = malloc(eeb_shard_pixels(&info))))
-        rc = eeb_errf(err, errlen, EEB_ENOMEM, "import: out of memory");
     if (rc == EEB_OK)
         rc = eeb_shard_create(&w, sp->out, &info, err, errlen);
+    if (rc == EEB_OK)
+        rc = loader_start(&ld, sp->threads, eeb_shard_pixels(&info), err, errlen);
     for (int i = 0; rc == EEB_OK && i < im.n; i++) {
-        rc = load_item(&im, &im.items[i], r, err, errlen);
+        struct slot *s = loader_take(&ld, i);
+        if ((rc = s->rc) != EEB_OK)
+            snprintf(err, errlen, "%s", s->err);
+        if (rc == EEB_OK && sp->format == EEB_IMPORT_VOC && sp->classes)
+            rc = count_left_out(&im, &im.items[i], &s->ann, err, errlen);
         if (rc == EEB_OK)
-            rc = eeb_shard_write(w, r, err, errlen);
-        else if (sp->skip_bad && rc != EEB_ENOMEM) {
+            rc = eeb_shard_write(w, s->r, err, errlen);
+        else if (s->rc != EEB_OK && sp->skip_bad && rc != EEB_ENOMEM) {
             if (res->skipped++ == 0)
                 snprintf(res->first_skipped, sizeof res->first_skipped, "%s", err);
             rc = EEB_OK;
         }
+        loader_give_back(&ld, i, s);
         if (rc == EEB_OK && progress)
             progress((uint64_t)i + 1, (uint64_t)im.n, arg);
     }
+    loader_free(&ld);
     if (rc == EEB_OK) {
         res->records = (uint64_t)im.n - res->skipped;
         res->annotations = im.annotations;
@@ -619,8 +772,5 @@ int eeb_import(const struct eeb_import_spec *sp,
         free(im.items[i].file), free(im.items[i].xml);
     free(im.items);
     free(im.all.names), free(im.chosen.names), free(im.left_out.names), free(im.left_out_n);
-    if (r)
-        free(r->pixels);
-    free(r);
     return rc;
 }

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum {
     H_MAGIC = 0,
@@ -73,6 +75,14 @@ static int check_info(const struct eeb_shard_info *in, const char *name, char *e
     if (in->classes < 1 || in->classes > EEB_SHARD_MAX_CLASSES)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: %d classes (1..%d)", name, in->classes,
                         EEB_SHARD_MAX_CLASSES);
+    /* a record's body bytes are a u32 (counted here in 64 bits: size_t
+     * may have 32) */
+    uint64_t px = (uint64_t)in->frames * (uint64_t)in->h * (uint64_t)in->w * (uint64_t)in->c;
+    if (px > UINT32_MAX - (REC_FIXED + EEB_SHARD_MAX_ID + EEB_SHARD_MAX_BOXES * BOX_BYTES))
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "%s: %d frames of %dx%dx%d are %llu bytes an item; a record holds at most "
+                        "4 GiB",
+                        name, in->frames, in->h, in->w, in->c, (unsigned long long)px);
     return EEB_OK;
 }
 
@@ -229,7 +239,9 @@ void eeb_shard_abort(struct eeb_shard_writer *w)
 
 struct eeb_shard {
     FILE *f;
-    void *mem; /* the whole file, when loaded into memory */
+    void *mem;          /* the whole file, when loaded into memory */
+    int streamed;       /* loaded, but too large to hold: read from the file */
+    struct stat hashed; /* streamed: the file as it was when hashed */
     char *path;
     struct eeb_shard_info info;
     size_t data_at; /* offset of the first record */
@@ -359,9 +371,71 @@ int eeb_shard_open(struct eeb_shard **out, const char *path, char *err, size_t e
     return rc ? rc : open_stream(out, path, f, NULL, err, errlen);
 }
 
+/* The most of a shard eeb_shard_load holds in memory: max_bytes, and
+ * half the machine's memory (an edge host's 2 or 4 GiB are not for one
+ * file). */
+static uint64_t hold_limit(size_t max_bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : UINT64_MAX;
+    return max_bytes < half ? max_bytes : half;
+}
+
+/* A streamed shard's file is the one that was hashed: same size, same
+ * modification time (a file replaced by rename keeps the one open). */
+static int unchanged(const struct eeb_shard *s, char *err, size_t errlen)
+{
+    struct stat now;
+    if (!s->streamed)
+        return EEB_OK;
+    if (fstat(fileno(s->f), &now) != 0)
+        return eeb_errf(err, errlen, EEB_EIO, "%s: %s", s->path, strerror(errno));
+    if (now.st_size != s->hashed.st_size || now.st_mtim.tv_sec != s->hashed.st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != s->hashed.st_mtim.tv_nsec)
+        return eeb_errf(err, errlen, EEB_EIO,
+                        "%s: written to since it was hashed (a shard too large to hold in memory "
+                        "is read from its file while in use: leave the file alone until then)",
+                        s->path);
+    return EEB_OK;
+}
+
+/* A shard too large to hold: hashed in one pass, then read from its file
+ * record by record, as eeb_shard_open reads. */
+static int load_streamed(struct eeb_shard **out, const char *path, char sha256[EEB_SHA256_HEX],
+                         char *err, size_t errlen)
+{
+    FILE *f;
+    struct stat st;
+    int rc = eeb_open_input(path, &f, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    if (fstat(fileno(f), &st) != 0)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    if (rc == EEB_OK && sha256)
+        rc = eeb_sha256_stream(f, path, sha256, err, errlen);
+    if (rc == EEB_OK && fseek(f, 0, SEEK_SET) != 0)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    if (rc != EEB_OK) {
+        fclose(f);
+        return rc;
+    }
+    if ((rc = open_stream(out, path, f, NULL, err, errlen)) != EEB_OK)
+        return rc;
+    (*out)->streamed = 1;
+    (*out)->hashed = st;
+    if ((rc = unchanged(*out, err, errlen)) != EEB_OK) {
+        eeb_shard_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int eeb_shard_load(struct eeb_shard **out, const char *path, size_t max_bytes,
                    char sha256[EEB_SHA256_HEX], char *err, size_t errlen)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > hold_limit(max_bytes))
+        return load_streamed(out, path, sha256, err, errlen);
     char *buf;
     size_t len;
     int rc = eeb_read_file(path, max_bytes, &buf, &len, err, errlen);
@@ -452,7 +526,8 @@ int eeb_shard_next(struct eeb_shard *s, const struct eeb_record **rec, char *err
     if (s->next == s->info.count) {
         if (got != 0)
             return bad(s, s->at, err, errlen, "bytes after the last of %llu records", idx);
-        return 0;
+        int rc = unchanged(s, err, errlen);
+        return rc != EEB_OK ? rc : 0;
     }
     if (got != sizeof prefix)
         return bad(s, s->at + got, err, errlen, "truncated: record %llu of %llu missing", idx,
@@ -479,6 +554,9 @@ int eeb_shard_next(struct eeb_shard *s, const struct eeb_record **rec, char *err
 
 int eeb_shard_rewind(struct eeb_shard *s, char *err, size_t errlen)
 {
+    int rc = unchanged(s, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
     if (fseek(s->f, (long)s->data_at, SEEK_SET) != 0)
         return eeb_errf(err, errlen, EEB_EIO, "%s: %s", s->path, strerror(errno));
     s->at = s->data_at;

@@ -3,10 +3,12 @@
  * decodes, libswscale scales to size x size RGB) and keeping T frames
  * spread evenly over it.
  *
- * Containers do not reliably say how many frames they hold, so every frame
- * is decoded and kept at the output size (a 10 s clip at 64 x 64 is 3.7 MB)
- * and the T are chosen once the count is known: frame floor((i + 0.5) N / T)
- * for i = 0..T-1, the centres of T equal parts.
+ * The T kept of N frames are frame floor((i + 0.5) N / T) for i = 0..T-1,
+ * the centres of T equal parts.  Containers do not reliably say N, so the
+ * container's count is only a guess: the frames are decoded, those the
+ * guess picks scaled as they pass, and counted; if the count is not the
+ * guess (or the container gave none), the clip is decoded again with N
+ * known.  An AVI (UCF-101's) says N, and only T frames are ever scaled.
  */
 #include "eeb_import.h"
 
@@ -14,6 +16,7 @@
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,10 +29,18 @@ struct decoder {
     struct SwsContext *sws;
     AVPacket *pkt;
     AVFrame *frame;
-    int stream, size;
-    uint8_t *kept; /* every frame so far, size x size RGB */
-    size_t nkept, cap;
+    int stream, size, frames; /* output side, frames kept */
+    uint8_t *dst;             /* the kept frames, size x size RGB, one after another */
+    int64_t n;                /* the frame count picks are made for; 0: count only */
+    int64_t seen;             /* frames decoded so far */
+    int next;                 /* the kept frame to fill next */
 };
+
+/* The frame kept as output i of `frames` from n. */
+static int64_t pick(int i, int frames, int64_t n)
+{
+    return (2 * (int64_t)i + 1) * n / (2 * (int64_t)frames);
+}
 
 static int av_fail(const struct decoder *d, int status, const char *what, int averr, char *err,
                    size_t errlen)
@@ -61,31 +72,34 @@ static int open_decoder(struct decoder *d, char *err, size_t errlen)
     return EEB_OK;
 }
 
-/* Scales the decoded frame to size x size RGB and keeps it. */
+/* Counts the decoded frame, and scales it to size x size RGB into each
+ * kept frame it is (one, or more when there are fewer than T). */
 static int keep(struct decoder *d, char *err, size_t errlen)
 {
     AVFrame *f = d->frame;
-    if (d->nkept == MAX_FRAMES)
+    if (d->seen == MAX_FRAMES)
         return eeb_errf(err, errlen, EEB_EFORMAT, "%s: more than %d frames", d->path, MAX_FRAMES);
+    int64_t j = d->seen++;
     size_t bytes = (size_t)d->size * d->size * 3;
-    if (d->nkept == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        uint8_t *p = realloc(d->kept, cap * bytes);
-        if (!p)
-            return eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", d->path);
-        d->kept = p, d->cap = cap;
+    for (; d->n && d->next < d->frames && pick(d->next, d->frames, d->n) == j; d->next++) {
+        uint8_t *out = d->dst + (size_t)d->next * bytes;
+        if (d->next > 0 && pick(d->next - 1, d->frames, d->n) == j) {
+            memcpy(out, out - bytes, bytes);
+            continue;
+        }
+        d->sws =
+            sws_getCachedContext(d->sws, f->width, f->height, (enum AVPixelFormat)f->format,
+                                 d->size, d->size, AV_PIX_FMT_RGB24, SWS_AREA, NULL, NULL, NULL);
+        if (!d->sws)
+            return eeb_errf(err, errlen, EEB_EFORMAT, "%s: cannot scale %dx%d frames of format %d",
+                            d->path, f->width, f->height, f->format);
+        uint8_t *dst[4] = {out, NULL, NULL, NULL};
+        int stride[4] = {d->size * 3, 0, 0, 0};
+        if (sws_scale(d->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, dst,
+                      stride) != d->size)
+            return eeb_errf(err, errlen, EEB_EFORMAT, "%s: frame %lld did not scale", d->path,
+                            (long long)j);
     }
-    d->sws = sws_getCachedContext(d->sws, f->width, f->height, (enum AVPixelFormat)f->format,
-                                  d->size, d->size, AV_PIX_FMT_RGB24, SWS_AREA, NULL, NULL, NULL);
-    if (!d->sws)
-        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: cannot scale %dx%d frames of format %d",
-                        d->path, f->width, f->height, f->format);
-    uint8_t *dst[4] = {d->kept + d->nkept * bytes, NULL, NULL, NULL};
-    int stride[4] = {d->size * 3, 0, 0, 0};
-    if (sws_scale(d->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, dst,
-                  stride) != d->size)
-        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: frame %zu did not scale", d->path, d->nkept);
-    d->nkept++;
     return EEB_OK;
 }
 
@@ -108,40 +122,69 @@ static int decode(struct decoder *d, const AVPacket *pkt, char *err, size_t errl
     }
 }
 
-int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err, size_t errlen)
+/* Our errors name the file and the cause; FFmpeg's own log lines would
+ * only interleave with the progress line. */
+static void quiet_ffmpeg(void)
 {
-    /* Our errors name the file and the cause; FFmpeg's own log lines would
-     * only interleave with the progress line. */
     av_log_set_level(AV_LOG_QUIET);
-    struct decoder d = {.path = path, .size = size};
-    int rc = open_decoder(&d, err, errlen);
-    while (rc == EEB_OK) {
-        int r = av_read_frame(d.fmt, d.pkt);
+}
+
+static void close_decoder(struct decoder *d)
+{
+    sws_freeContext(d->sws);
+    av_frame_free(&d->frame);
+    av_packet_free(&d->pkt);
+    avcodec_free_context(&d->codec);
+    avformat_close_input(&d->fmt);
+    d->sws = NULL;
+}
+
+/* Decodes every frame of the opened clip, keeping what d->n picks. */
+static int decode_all(struct decoder *d, char *err, size_t errlen)
+{
+    int rc = EEB_OK;
+    d->seen = 0, d->next = 0;
+    for (;;) {
+        int r = av_read_frame(d->fmt, d->pkt);
         if (r == AVERROR_EOF)
             break;
-        if (r < 0) {
-            rc = av_fail(&d, EEB_EFORMAT, "cannot read the container", r, err, errlen);
-            break;
-        }
-        if (d.pkt->stream_index == d.stream)
-            rc = decode(&d, d.pkt, err, errlen);
-        av_packet_unref(d.pkt);
+        if (r < 0)
+            return av_fail(d, EEB_EFORMAT, "cannot read the container", r, err, errlen);
+        if (d->pkt->stream_index == d->stream)
+            rc = decode(d, d->pkt, err, errlen);
+        av_packet_unref(d->pkt);
+        if (rc != EEB_OK)
+            return rc;
     }
-    if (rc == EEB_OK)
-        rc = decode(&d, NULL, err, errlen);
-    if (rc == EEB_OK && d.nkept == 0)
-        rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: the video has no frames", path);
-    if (rc == EEB_OK) {
-        size_t bytes = (size_t)size * size * 3;
-        for (int i = 0; i < frames; i++)
-            memcpy(dst + (size_t)i * bytes,
-                   d.kept + (size_t)((2 * i + 1) * d.nkept / (2 * (size_t)frames)) * bytes, bytes);
+    if ((rc = decode(d, NULL, err, errlen)) != EEB_OK)
+        return rc;
+    if (d->seen == 0)
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: the video has no frames", d->path);
+    return EEB_OK;
+}
+
+int eeb_video_read(const char *path, int size, int frames, uint8_t *dst, char *err, size_t errlen)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* importers call this from threads */
+    pthread_once(&once, quiet_ffmpeg);
+    struct decoder d = {.path = path, .size = size, .frames = frames, .dst = dst};
+    int rc = open_decoder(&d, err, errlen);
+    if (rc == EEB_OK) { /* the container's count: a guess */
+        int64_t said = d.fmt->streams[d.stream]->nb_frames;
+        d.n = said > 0 && said <= MAX_FRAMES ? said : 0;
+        rc = decode_all(&d, err, errlen);
     }
-    free(d.kept);
-    sws_freeContext(d.sws);
-    av_frame_free(&d.frame);
-    av_packet_free(&d.pkt);
-    avcodec_free_context(&d.codec);
-    avformat_close_input(&d.fmt);
+    if (rc == EEB_OK && d.seen != d.n) { /* a wrong guess, or none: again, knowing */
+        int64_t n = d.seen;
+        close_decoder(&d);
+        d.n = n;
+        if ((rc = open_decoder(&d, err, errlen)) == EEB_OK)
+            rc = decode_all(&d, err, errlen);
+        if (rc == EEB_OK && d.seen != n)
+            rc = eeb_errf(err, errlen, EEB_EFORMAT,
+                          "%s: %lld frames decoded, then %lld from the same file", path,
+                          (long long)n, (long long)d.seen);
+    }
+    close_decoder(&d);
     return rc;
 }

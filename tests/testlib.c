@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <turbojpeg.h>
 #include <unistd.h>
 
 char *test_read_file(const char *path, size_t *len)
@@ -227,6 +228,18 @@ void test_run_free(struct test_run *r)
 {
     free(r->out);
     free(r->err);
+}
+
+void test_write_jpeg(const char *path, const unsigned char *rgb, int w, int h)
+{
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpeg = NULL;
+    unsigned long len = 0;
+    cr_assert_eq(tjCompress2(tj, rgb, w, 0, h, TJPF_RGB, &jpeg, &len, TJSAMP_444, 95, 0), 0,
+                 "%s: %s", path, tjGetErrorStr2(tj));
+    test_write_file(path, jpeg, len);
+    tjFree(jpeg);
+    tjDestroy(tj);
 }
 
 const char *test_cls_shard(int n, int side, unsigned seed)

@@ -41,6 +41,9 @@ void test_mkdirs(const char *dir, const char *sub);
 /* Writes len bytes to path; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t len);
 
+/* Writes w x h RGB pixels to path as a JPEG (libjpeg-turbo, quality 95). */
+void test_write_jpeg(const char *path, const unsigned char *rgb, int w, int h);
+
 /* Reads a whole file (free it); NULL if it does not exist. */
 char *test_read_file(const char *path, size_t *len);
 

@@ -3,15 +3,19 @@
  *
  * It runs the same image and programs as the kernel C.  Convolution and FC
  * commands, where the time goes, become im2col + int8 GEMM (gemm.c) split
- * across the worker pool; the other commands are cheap and run the
- * kernel's own code (fx_kernel_exec).  The arithmetic is the kernel's: the
+ * across the worker pool; max pools run on the pool by items and channels;
+ * the weight updates run the kernel's own SGD and QUANT_W, one layer per
+ * worker at a time; the other commands are cheap and run the kernel's own
+ * code (fx_kernel_exec) on one core.  The arithmetic is the kernel's: the
  * same int32 sums (exact, so their order is free), the same max over the
  * tensor, the same requantization by element index, so the image after a
- * program is identical byte for byte whatever the thread count.
+ * program is identical byte for byte whatever the thread count.  When
+ * asked (eeb_emu_profile_start), the emulator times its phases.
  *
- * Sections: scratch buffers; the im2cols; GEMMs over rows; requantization
- * in parallel; forward; backward data; backward weight; element-wise
- * operations; the run loop.
+ * Sections: scratch buffers; profiling; the im2cols; GEMMs over rows;
+ * requantization in parallel; packing the weights; forward; backward data;
+ * backward weight; element-wise operations; commands on one core; max
+ * pools; the weight updates; the run loop.
  */
 #include "eeb_emu.h"
 #include "emu_int.h"
@@ -21,10 +25,10 @@
 #include <emmintrin.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define REDUCE_PER_PART 2048  /* reduction rows per weight-gradient part */
-#define QUANT_PER_PART  65536 /* elements per requantization part */
-#define EWISE_PER_PART  65536 /* elements per element-wise part */
+#define QUANT_PER_PART 65536 /* elements per requantization part */
+#define EWISE_PER_PART 65536 /* elements per element-wise part */
 
 /* ---- scratch buffers ---- */
 
@@ -49,6 +53,7 @@ struct worker {
     uint64_t maxabs;
     uint32_t sat;
     int oom;
+    uint64_t ns[EEB_EMU_PHASES]; /* profiling: this run's time by phase */
 };
 
 struct eeb_emu {
@@ -56,7 +61,9 @@ struct eeb_emu {
     struct emu_pool *pool;
     int threads;
     struct worker *w;
-    struct buf wt, bias;
+    struct buf bias, gathered, wide, updates;
+    int profiling;
+    struct eeb_emu_profile prof;
 };
 
 struct eeb_emu *eeb_emu_new(int threads, enum eeb_emu_isa isa)
@@ -83,7 +90,7 @@ void eeb_emu_free(struct eeb_emu *e)
     for (int i = 0; e->w && i < e->threads; i++)
         free(e->w[i].col.p), free(e->w[i].c32.p), free(e->w[i].sum.p);
     free(e->w);
-    free(e->wt.p), free(e->bias.p);
+    free(e->bias.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p);
     free(e);
 }
 
@@ -115,6 +122,58 @@ static int gather(struct eeb_emu *e, uint64_t *maxabs, uint32_t *sat)
         e->w[i].oom = 0;
     }
     return oom ? -1 : 0;
+}
+
+/* ---- profiling ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The start of a timed section: now, or 0 when not profiling. */
+static inline uint64_t tick(const struct eeb_emu *e)
+{
+    return e->profiling ? now_ns() : 0;
+}
+
+/* Ends worker w's section of phase ph that began at *t, and begins the
+ * next one there. */
+static inline void tock(const struct eeb_emu *e, struct worker *w, enum eeb_emu_phase ph,
+                        uint64_t *t)
+{
+    if (e->profiling) {
+        uint64_t t1 = now_ns();
+        w->ns[ph] += t1 - *t;
+        *t = t1;
+    }
+}
+
+void eeb_emu_profile_start(struct eeb_emu *e, int on)
+{
+    e->profiling = on;
+    memset(&e->prof, 0, sizeof e->prof);
+    e->prof.threads = e->threads;
+    for (int i = 0; i < e->threads; i++)
+        memset(e->w[i].ns, 0, sizeof e->w[i].ns);
+}
+
+void eeb_emu_profile_read(const struct eeb_emu *e, struct eeb_emu_profile *out)
+{
+    *out = e->prof;
+}
+
+const char *eeb_emu_phase_name(enum eeb_emu_phase phase)
+{
+    static const char *const names[EEB_EMU_PHASES] = {
+        [EEB_EMU_PHASE_GEMM] = "gemm",       [EEB_EMU_PHASE_IM2COL] = "im2col",
+        [EEB_EMU_PHASE_PACK] = "pack",       [EEB_EMU_PHASE_REDUCE] = "reduce",
+        [EEB_EMU_PHASE_REQUANT] = "requant", [EEB_EMU_PHASE_EWISE] = "ewise",
+        [EEB_EMU_PHASE_POOL] = "pool",       [EEB_EMU_PHASE_UPDATE] = "update",
+        [EEB_EMU_PHASE_OTHER] = "other",     [EEB_EMU_PHASE_IDLE] = "idle"};
+    return (unsigned)phase < EEB_EMU_PHASES ? names[phase] : "?";
 }
 
 /* ---- the im2cols ---- */
@@ -209,8 +268,21 @@ static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0,
 typedef void fill_fn(const int8_t *src, const struct fx_geom *g, int64_t r0, int64_t r1,
                      int8_t *col);
 
+/* Packed B that one GEMM call reads at most: it stays in the core's L2
+ * while the part's rows go by.  (A 4608 x 512 B read whole, 2.3 MB, comes
+ * from L3 for every few rows: the GEMM ran at 45% of the peak, at 77% in
+ * blocks of 128 columns.) */
+#define B_BLOCK_BYTES (512 * 1024)
+
+/* B in blocks of `cols` columns (the last may have fewer), each packed on
+ * its own. */
+struct blocks {
+    int cols, count;
+    struct eeb_emu_packed_b *b;
+};
+
 /* Rows of A gathered by fill (or read in place when fill is NULL) times
- * the packed B, into the accumulators; the largest |sum| kept. */
+ * B, block by block, into the accumulators; the largest |sum| kept. */
 struct rows_job {
     struct eeb_emu *e;
     const struct fx_geom *g;
@@ -218,7 +290,8 @@ struct rows_job {
     const int8_t *src; /* x (forward) or dy (backward data) */
     int k, n;          /* bytes per row of A, sums per row of C */
     int64_t rows;
-    const struct eeb_emu_packed_b *pb;
+    int per_part; /* rows per part */
+    const struct blocks *b;
     int32_t *acc;
     const int64_t *wide_bias; /* biases too wide for the GEMM to add (rare) */
 };
@@ -227,8 +300,9 @@ static void rows_part(void *ctx, int part, int worker)
 {
     struct rows_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    int64_t r0 = (int64_t)part * EEB_EMU_ROWS_PER_PART;
-    int64_t r1 = r0 + EEB_EMU_ROWS_PER_PART < j->rows ? r0 + EEB_EMU_ROWS_PER_PART : j->rows;
+    uint64_t since = tick(j->e);
+    int64_t r0 = (int64_t)part * j->per_part;
+    int64_t r1 = r0 + j->per_part < j->rows ? r0 + j->per_part : j->rows;
     const int8_t *a = j->src + r0 * j->k;
     if (j->fill) {
         int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
@@ -238,18 +312,22 @@ static void rows_part(void *ctx, int part, int worker)
         }
         j->fill(j->src, j->g, r0, r1, col);
         a = col;
+        tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
     }
     int32_t *c = j->acc + r0 * j->n;
     uint32_t most = 0;
-    if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, j->pb, c, j->n, &most)) {
-        w->oom = 1;
-        return;
-    }
+    for (int v = 0; v < j->b->count; v++)
+        if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, &j->b->b[v], c + v * j->b->cols, j->n,
+                         &most)) {
+            w->oom = 1;
+            return;
+        }
     if (j->wide_bias)
         for (int64_t i = 0; i < (r1 - r0) * j->n; i++)
             c[i] = fx_store32((int64_t)c[i] + j->wide_bias[i % j->n], &w->maxabs, &w->sat);
     else if (most > w->maxabs)
         w->maxabs = most;
+    tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
 }
 
 /* ---- requantization in parallel ---- */
@@ -266,9 +344,11 @@ struct quant_job {
 static void quant_part(void *ctx, int part, int worker)
 {
     struct quant_job *q = ctx;
+    uint64_t since = tick(q->e);
     uint64_t b = (uint64_t)part * QUANT_PER_PART;
     uint64_t end = b + QUANT_PER_PART < q->count ? b + QUANT_PER_PART : q->count;
     q->e->w[worker].sat += fx_requant_range(q->acc, b, end, q->s, q->r, q->out);
+    tock(q->e, &q->e->w[worker], EEB_EMU_PHASE_REQUANT, &since);
 }
 
 static void requantize(struct eeb_emu *e, uint8_t *mem, const int32_t *acc, uint64_t count,
@@ -294,6 +374,79 @@ static const int8_t *i8_of(const uint8_t *mem, const struct fx_tensor *t)
     return (const int8_t *)(mem + t->offset);
 }
 
+/* ---- packing the weights ---- */
+
+/* The layer's weights as B, packed in blocks by the workers: W (K rows in
+ * (ky, kx, ci) order, oc columns) forward; backward, per tap, W^T (oc rows
+ * of ic) in im2col_errors' order.  Blocks keep to B_BLOCK_BYTES, and a B
+ * worth packing in parallel gets one per worker at least: the weights of
+ * a 3x3 512-channel layer took 3 ms to transpose and pack on one core
+ * while the others waited. */
+struct pack_job {
+    struct eeb_emu *e;
+    const struct fx_geom *g;
+    const int8_t *w8;
+    int backward;
+    int k, n;            /* B's rows and columns */
+    const int64_t *bias; /* forward: the biases the GEMM adds, or NULL */
+    struct blocks *b;
+};
+
+static void pack_part(void *ctx, int part, int worker)
+{
+    struct pack_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    uint64_t since = tick(j->e);
+    const struct fx_geom *g = j->g;
+    const int n0 = part * j->b->cols, nb = j->n - n0 < j->b->cols ? j->n - n0 : j->b->cols;
+    struct eeb_emu_packed_b *out = &j->b->b[part];
+    int oom;
+    if (!j->backward) {
+        oom = eeb_emu_gemm_pack_b(j->w8 + n0, j->k, nb, j->n, out);
+        if (!oom && j->bias)
+            eeb_emu_gemm_set_bias(out, j->bias + n0); /* in range: checked */
+    } else {
+        int8_t *wt = grow(&w->col, (size_t)j->k * (size_t)nb);
+        oom = !wt;
+        for (int t = 0; wt && t < g->kh * g->kw; t++) {
+            int w_tap = t / g->kw * g->kw + (g->kw - 1 - t % g->kw);
+            for (int o0 = 0; o0 < g->oc; o0 += 16) /* 16 channels read at a time, a run each */
+                for (int ci = n0; ci < n0 + nb; ci++)
+                    for (int o = o0; o < o0 + 16 && o < g->oc; o++)
+                        wt[((size_t)t * g->oc + o) * nb + (ci - n0)] =
+                            j->w8[((size_t)w_tap * g->ic + ci) * g->oc + o];
+        }
+        oom = oom || eeb_emu_gemm_pack_b(wt, j->k, nb, nb, out);
+    }
+    w->oom |= oom;
+    tock(j->e, w, EEB_EMU_PHASE_PACK, &since);
+}
+
+static void free_blocks(struct blocks *b)
+{
+    for (int i = 0; b->b && i < b->count; i++)
+        eeb_emu_gemm_free_b(&b->b[i]);
+    free(b->b);
+}
+
+static enum fx_status pack_weights(struct eeb_emu *e, struct pack_job *j)
+{
+    size_t bytes = (size_t)(j->k + 7) / 8 * 8 * (size_t)((j->n + EMU_NR - 1) / EMU_NR * EMU_NR);
+    int count = (int)((bytes + B_BLOCK_BYTES - 1) / B_BLOCK_BYTES);
+    if (bytes >= 64 * 1024 && count < e->threads)
+        count = e->threads;
+    j->b->cols = ((j->n + count - 1) / count + EMU_NR - 1) / EMU_NR * EMU_NR;
+    j->b->count = (j->n + j->b->cols - 1) / j->b->cols;
+    j->b->b = calloc((size_t)j->b->count, sizeof *j->b->b);
+    if (!j->b->b)
+        return FX_NO_MEMORY;
+    reset_workers(e);
+    emu_pool_run(e->pool, j->b->count, pack_part, j);
+    uint64_t unused = 0;
+    uint32_t sat = 0;
+    return gather(e, &unused, &sat) ? FX_NO_MEMORY : FX_OK;
+}
+
 /* ---- forward ---- */
 
 /* Runs a GEMM-over-rows job, then requantizes its sums (at exponent
@@ -301,9 +454,12 @@ static const int8_t *i8_of(const uint8_t *mem, const struct fx_tensor *t)
 static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j, int e_acc,
                                struct fx_tensor *t)
 {
+    /* parts of EEB_EMU_ROWS_PER_PART rows, or of fewer when that leaves
+     * workers idle: at batch 5, a 7x7 layer has 245 rows */
+    int64_t per = (j->rows + 4 * e->threads - 1) / (4 * e->threads);
+    j->per_part = per > EEB_EMU_ROWS_PER_PART ? EEB_EMU_ROWS_PER_PART : per < 40 ? 40 : (int)per;
     reset_workers(e);
-    emu_pool_run(e->pool, (int)((j->rows + EEB_EMU_ROWS_PER_PART - 1) / EEB_EMU_ROWS_PER_PART),
-                 rows_part, j);
+    emu_pool_run(e->pool, (int)((j->rows + j->per_part - 1) / j->per_part), rows_part, j);
     uint64_t maxabs = 0;
     uint32_t sat = 0;
     if (gather(e, &maxabs, &sat))
@@ -320,12 +476,22 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
     int k = g->kh * g->kw * g->ic;
     int e_acc = cv->in->exp + cv->w->exp;
     int64_t *bias = grow(&e->bias, (size_t)g->oc * sizeof *bias);
-    struct eeb_emu_packed_b pb;
-    if (!bias || eeb_emu_gemm_pack_b(i8_of(mem, cv->w), k, g->oc, g->oc, &pb))
+    if (!bias)
         return FX_NO_MEMORY;
     const int32_t *b24 = (const int32_t *)(const void *)(mem + cv->b->offset);
-    for (int c = 0; c < g->oc; c++)
+    int wide = 0; /* a bias the GEMM cannot add in int32: all are added wide */
+    for (int c = 0; c < g->oc; c++) {
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
+        wide |= bias[c] > EEB_EMU_GEMM_BIAS_MAX(k) || bias[c] < -EEB_EMU_GEMM_BIAS_MAX(k);
+    }
+    struct blocks b = {0, 0, NULL};
+    struct pack_job p = {.e = e,
+                         .g = g,
+                         .w8 = i8_of(mem, cv->w),
+                         .k = k,
+                         .n = g->oc,
+                         .bias = wide ? NULL : bias,
+                         .b = &b};
     struct rows_job j = {.e = e,
                          .g = g,
                          .fill = direct(g) ? NULL : im2col,
@@ -333,12 +499,13 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
                          .k = k,
                          .n = g->oc,
                          .rows = (int64_t)g->n * g->oh * g->ow,
-                         .pb = &pb,
-                         .acc = acc_of(mem, cv)};
-    if (eeb_emu_gemm_set_bias(&pb, bias))
-        j.wide_bias = bias;
-    enum fx_status st = run_rows(e, mem, &j, e_acc, cv->out);
-    eeb_emu_gemm_free_b(&pb);
+                         .b = &b,
+                         .acc = acc_of(mem, cv),
+                         .wide_bias = wide ? bias : NULL};
+    enum fx_status st = pack_weights(e, &p);
+    if (st == FX_OK)
+        st = run_rows(e, mem, &j, e_acc, cv->out);
+    free_blocks(&b);
     return st;
 }
 
@@ -347,21 +514,10 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
 static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
-    int taps = g->kh * g->kw, K = taps * g->oc;
-    const int8_t *w8 = i8_of(mem, cv->w);
-    int8_t *wt = grow(&e->wt, (size_t)K * (size_t)g->ic);
-    if (!wt)
-        return FX_NO_MEMORY;
-    for (int t = 0; t < taps; t++) { /* per tap, W^T (oc rows of ic), in im2col_errors' order */
-        int w_tap = t / g->kw * g->kw + (g->kw - 1 - t % g->kw);
-        for (int ci = 0; ci < g->ic; ci++)
-            for (int o = 0; o < g->oc; o++)
-                wt[((size_t)t * g->oc + o) * g->ic + ci] =
-                    w8[((size_t)w_tap * g->ic + ci) * g->oc + o];
-    }
-    struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(wt, K, g->ic, g->ic, &pb))
-        return FX_NO_MEMORY;
+    int K = g->kh * g->kw * g->oc;
+    struct blocks b = {0, 0, NULL};
+    struct pack_job p = {
+        .e = e, .g = g, .w8 = i8_of(mem, cv->w), .backward = 1, .k = K, .n = g->ic, .b = &b};
     struct rows_job j = {.e = e,
                          .g = g,
                          .fill = direct(g) ? NULL : im2col_errors,
@@ -369,114 +525,179 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
                          .k = K,
                          .n = g->ic,
                          .rows = (int64_t)g->n * g->ih * g->iw,
-                         .pb = &pb,
+                         .b = &b,
                          .acc = acc_of(mem, cv)};
-    enum fx_status st = run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
-    eeb_emu_gemm_free_b(&pb);
+    enum fx_status st = pack_weights(e, &p);
+    if (st == FX_OK)
+        st = run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
+    free_blocks(&b);
     return st;
 }
 
 /* ---- backward weight ---- */
 
-/* One chunk of the reduction over output pixels, computed transposed:
- * dW^T += dy^T x col(x), so that what gets transposed is the chunk of dy
- * (oc columns) rather than the im2col rows (k*k*ic columns, 9x more for
- * a 3x3 conv); the sums are the same integers. */
+/*
+ * dW = col(x)^T x dy, summed over every output pixel of the batch, exactly
+ * in any order: in int32 up to FX_MAX_REDUCTION products, past that in
+ * int64 (the kernel's 48-bit accumulators), then stored shifted as the
+ * kernel stores it (fx_reduction_shift).  It is computed transposed,
+ * dW^T = dy^T x col(x), so that what gets transposed is dy (oc columns)
+ * rather than the im2col rows (k*k*ic columns, 9x more for a 3x3 conv).
+ *
+ * The rows go in chunks of WEIGHT_CHUNK.  Per chunk, the workers first
+ * gather its im2col rows and dy^T in parts of GATHER_ROWS rows; then each
+ * part of `cols` columns of col(x) packs them and multiplies all of dy^T
+ * by them, and stores (first chunk) or adds (later ones) the product
+ * transposed into dW in the accumulators.  No two parts write the same
+ * sums, so no worker keeps sums of its own to add up afterwards, and all
+ * of them have columns to do however few the rows (late layers at small
+ * batches have a few hundred).
+ */
+#define WEIGHT_CHUNK 4096 /* reduction rows per chunk */
+#define GATHER_ROWS  256  /* rows per gathering part */
+
 struct weight_job {
     struct eeb_emu *e;
     const struct fx_geom *g;
-    int k;        /* bytes per im2col row */
-    int64_t rows; /* output pixels over the batch */
-    const int8_t *x, *dy;
+    int k;             /* bytes per im2col row */
+    int64_t r0;        /* the chunk's first row of all (output pixels over the batch) */
+    int rc;            /* its rows */
+    int cols;          /* columns of col(x) per part */
+    int first, last;   /* chunk: the first (store) or not (add); the last (maxabs) */
+    int shift;         /* fx_reduction_shift of all the rows */
+    const int8_t *x;   /* the input, batched */
+    const int8_t *dy;  /* the chunk's rows of dy */
+    const int8_t *col; /* the chunk's im2col rows (x itself for a direct conv) */
+    int8_t *gathered;  /* where they are gathered (unless direct) */
+    int8_t *dyt;       /* dy^T: oc rows of rc */
+    int32_t *acc;      /* dW, K rows of oc */
+    int64_t *wide;     /* the sums so far, when they may leave int32 (shift > 0) */
 };
 
-static void weight_part(void *ctx, int part, int worker)
+/* Rows of the chunk into im2col (unless direct) and dy^T; their sums of
+ * dy per channel (the bias gradient) into the worker's. */
+static void weight_gather(void *ctx, int part, int worker)
 {
     struct weight_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    const struct fx_geom *g = j->g;
-    int K = j->k, oc = g->oc;
-    int64_t r0 = (int64_t)part * REDUCE_PER_PART;
-    int64_t r1 = r0 + REDUCE_PER_PART < j->rows ? r0 + REDUCE_PER_PART : j->rows;
-    int rc = (int)(r1 - r0);
-    int8_t *col = grow(&w->col, (size_t)rc * ((size_t)K + (size_t)oc));
-    int32_t *c = grow(&w->c32, (size_t)K * (size_t)oc * sizeof *c);
-    int32_t *sum = w->sum.p;
-    if (!col || !c) {
-        w->oom = 1;
-        return;
-    }
-    int8_t *dyt = col + (size_t)rc * K;
-    const int8_t *rows = j->x + r0 * K;
-    if (!direct(g)) {
-        im2col(j->x, g, r0, r1, col);
-        rows = col;
-    }
-    const int8_t *dy = j->dy + r0 * oc;
-    for (int b = 0; b < rc; b += 64) /* in blocks of rows, so each write is a run */
-        for (int o = 0; o < oc; o++)
-            for (int r = b; r < b + 64 && r < rc; r++)
-                dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
+    uint64_t since = tick(j->e);
+    const int oc = j->g->oc, rc = j->rc;
+    const int r0 = part * GATHER_ROWS, r1 = r0 + GATHER_ROWS < rc ? r0 + GATHER_ROWS : rc;
+    if (!direct(j->g))
+        im2col(j->x, j->g, j->r0 + r0, j->r0 + r1, j->gathered + (size_t)r0 * j->k);
+    int64_t *bias = w->sum.p;
+    for (int b = r0; b < r1; b += 64) /* in blocks of rows, so each write is a run */
+        for (int o = 0; o < oc; o++) {
+            int32_t sum = 0;
+            for (int r = b; r < b + 64 && r < r1; r++) {
+                int8_t v = j->dy[(size_t)r * oc + o];
+                j->dyt[(size_t)o * rc + r] = v;
+                sum += v;
+            }
+            bias[o] += sum;
+        }
+    tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
+}
+
+/* Columns [k0, k0 + cols) of dW^T for the chunk, stored or added into dW. */
+static void weight_columns(void *ctx, int part, int worker)
+{
+    struct weight_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    uint64_t since = tick(j->e);
+    const int oc = j->g->oc, rc = j->rc, K = j->k;
+    const int k0 = part * j->cols, n = K - k0 < j->cols ? K - k0 : j->cols;
+    int32_t *c = grow(&w->c32, (size_t)oc * (size_t)n * sizeof *c);
     struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(rows, rc, K, K, &pb) ||
-        eeb_emu_gemm(j->e->isa, oc, dyt, rc, &pb, c, K, NULL)) {
-        eeb_emu_gemm_free_b(&pb);
+    if (!c || eeb_emu_gemm_pack_b(j->col + k0, rc, n, K, &pb)) {
         w->oom = 1;
         return;
     }
+    tock(j->e, w, EEB_EMU_PHASE_PACK, &since);
+    int oom = eeb_emu_gemm(j->e->isa, oc, j->dyt, rc, &pb, c, n, NULL);
     eeb_emu_gemm_free_b(&pb);
-    for (size_t i = 0; i < (size_t)K * oc; i++)
-        sum[i] += c[i];
-    for (int o = 0; o < oc; o++) { /* the bias gradient: the rows of dy^T summed */
-        int32_t bias = 0;
-        for (int r = 0; r < rc; r++)
-            bias += dyt[(size_t)o * rc + r];
-        sum[(size_t)K * oc + o] += bias;
+    if (oom) {
+        w->oom = 1;
+        return;
     }
+    tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
+    for (int k = 0; k < n; k++) {
+        int32_t *row = j->acc + (size_t)(k0 + k) * oc;
+        int64_t *wide = j->wide ? j->wide + (size_t)(k0 + k) * oc : NULL;
+        for (int o = 0; o < oc; o++) {
+            int64_t v = c[(size_t)o * n + k];
+            if (!j->first)
+                v += wide ? wide[o] : row[o];
+            if (j->last)
+                row[o] = fx_store32(fx_shift_round(v, j->shift), &w->maxabs, &w->sat);
+            else if (wide)
+                wide[o] = v;
+            else
+                row[o] = (int32_t)v; /* at most FX_MAX_REDUCTION products so far */
+        }
+    }
+    tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
 }
 
 static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
                                       const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
-    int K = g->kh * g->kw * g->ic;
-    size_t nw = (size_t)K * g->oc, nsum = nw + (size_t)g->oc; /* dW^T, then db */
-    for (int i = 0; i < e->threads; i++) {
-        int32_t *s = grow(&e->w[i].sum, nsum * sizeof *s);
-        if (!s)
-            return FX_NO_MEMORY;
-        memset(s, 0, nsum * sizeof *s);
-    }
-    struct weight_job j = {
-        e, g, K, (int64_t)g->n * g->oh * g->ow, i8_of(mem, cv->in), i8_of(mem, cv->out)};
-    int32_t *acc = acc_of(mem, cv);
-    reset_workers(e);
-    emu_pool_run(e->pool, (int)((j.rows + REDUCE_PER_PART - 1) / REDUCE_PER_PART), weight_part, &j);
-    uint64_t unused = 0;
-    uint32_t sat = 0;
-    if (gather(e, &unused, &sat))
+    const int K = g->kh * g->kw * g->ic;
+    const int64_t rows = (int64_t)g->n * g->oh * g->ow;
+    const size_t nw = (size_t)K * g->oc;
+    const int chunk = rows < WEIGHT_CHUNK ? (int)rows : WEIGHT_CHUNK;
+    const size_t col_bytes = direct(g) ? 0 : (size_t)chunk * (size_t)K;
+    const int shift = fx_reduction_shift((uint64_t)rows, FX_MAX_REDUCTION);
+    int8_t *gathered = grow(&e->gathered, col_bytes + (size_t)chunk * (size_t)g->oc);
+    int64_t *wide = shift ? grow(&e->wide, nw * sizeof *wide) : NULL;
+    if (!gathered || (shift && !wide))
         return FX_NO_MEMORY;
-
+    for (int i = 0; i < e->threads; i++) {
+        int64_t *bias = grow(&e->w[i].sum, (size_t)g->oc * sizeof *bias);
+        if (!bias)
+            return FX_NO_MEMORY;
+        memset(bias, 0, (size_t)g->oc * sizeof *bias);
+    }
+    /* columns per part: enough parts to keep every worker busy to the end,
+     * in whole panels of the packed B */
+    int parts = 4 * e->threads, cols = (K + parts - 1) / parts;
+    cols = cols < EMU_NR ? EMU_NR : cols > 256 ? 256 : (cols + EMU_NR - 1) / EMU_NR * EMU_NR;
+    struct weight_job j = {.e = e,
+                           .g = g,
+                           .k = K,
+                           .cols = cols,
+                           .x = i8_of(mem, cv->in),
+                           .shift = shift,
+                           .gathered = gathered,
+                           .dyt = gathered + col_bytes,
+                           .acc = acc_of(mem, cv),
+                           .wide = wide};
+    reset_workers(e);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        j.r0 = r0;
+        j.rc = rows - r0 < chunk ? (int)(rows - r0) : chunk;
+        j.first = r0 == 0;
+        j.last = r0 + j.rc == rows;
+        j.dy = i8_of(mem, cv->out) + r0 * g->oc;
+        j.col = direct(g) ? j.x + r0 * K : gathered;
+        emu_pool_run(e->pool, (j.rc + GATHER_ROWS - 1) / GATHER_ROWS, weight_gather, &j);
+        emu_pool_run(e->pool, (K + cols - 1) / cols, weight_columns, &j);
+    }
     uint64_t maxabs = 0;
-    sat = 0;
-    for (int k0 = 0; k0 < K; k0 += 64) /* dW from the workers' dW^T, in blocks of k */
-        for (int c = 0; c < g->oc; c++)
-            for (int k = k0; k < k0 + 64 && k < K; k++) {
-                int64_t v = 0;
-                for (int t = 0; t < e->threads; t++)
-                    v += ((const int32_t *)e->w[t].sum.p)[(size_t)c * K + k];
-                acc[(size_t)k * g->oc + c] = fx_store32(v, &maxabs, &sat);
-            }
+    uint32_t sat = 0;
+    if (gather(e, &maxabs, &sat))
+        return FX_NO_MEMORY;
     cv->w->saturations += sat;
-    requantize(e, mem, acc, nw, maxabs, cv->in->exp + cv->out->exp,
+    requantize(e, mem, j.acc, nw, maxabs, cv->in->exp + cv->out->exp + shift,
                fx_round_stochastic(mem, cmd->t[2]), cv->w);
 
-    int32_t *bacc = acc + nw;
+    int32_t *bacc = j.acc + nw;
     maxabs = 0, sat = 0;
     for (int c = 0; c < g->oc; c++) {
         int64_t v = 0;
         for (int t = 0; t < e->threads; t++)
-            v += ((const int32_t *)e->w[t].sum.p)[nw + (size_t)c];
+            v += ((const int64_t *)e->w[t].sum.p)[c];
         bacc[c] = fx_store32(v, &maxabs, &sat);
     }
     cv->b->saturations += sat;
@@ -496,9 +717,11 @@ static void ewise_part(void *ctx, int part, int worker)
 {
     struct ewise_job *j = ctx;
     struct worker *w = &j->e->w[worker];
+    uint64_t since = tick(j->e);
     uint64_t b = (uint64_t)part * EWISE_PER_PART;
     uint64_t end = b + EWISE_PER_PART < j->ew.count ? b + EWISE_PER_PART : j->ew.count;
     fx_ewise_range(&j->ew, b, end, &w->maxabs);
+    tock(j->e, w, EEB_EMU_PHASE_EWISE, &since);
 }
 
 /* ReLU and residual add: the kernel's loop, over parts on the pool. */
@@ -521,6 +744,279 @@ static enum fx_status ewise(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd
     return FX_OK;
 }
 
+/* ---- commands on one core ---- */
+
+/* A command the kernel's own code runs, on one core. */
+static enum fx_status serial(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
+{
+    uint64_t since = tick(e);
+    enum fx_status st = fx_kernel_exec(mem, c);
+    enum eeb_emu_phase ph = EEB_EMU_PHASE_OTHER;
+    switch ((enum fx_op)c->op) {
+    case FX_OP_MAXPOOL_FWD:
+    case FX_OP_MAXPOOL_BWD:
+    case FX_OP_AVGPOOL_FWD:
+    case FX_OP_AVGPOOL_BWD: ph = EEB_EMU_PHASE_POOL; break;
+    case FX_OP_SGD:
+    case FX_OP_QUANT_W: ph = EEB_EMU_PHASE_UPDATE; break;
+    default: break;
+    }
+    tock(e, &e->w[0], ph, &since);
+    return st;
+}
+
+/* ---- max pools ---- */
+
+/*
+ * The kernel's max pool, on parts of the batch's items and channels at
+ * once (a channel of an item is its own pool), each window over a run of
+ * channels together.  The rules are the kernel's: padding never wins;
+ * backward, the error goes to the window's first maximum in scan order,
+ * the windows' errors add up in the int32 scratch, and one
+ * requantization (half up, at dy's exponent) makes dx.
+ */
+#define POOL_CH   64  /* channels a window goes over at a time, backward */
+#define POOL_TAPS 255 /* window size the emulator pools itself (the kernel: any) */
+
+struct pool_job {
+    struct eeb_emu *e;
+    struct fx_geom g;
+    int cols; /* channels per part */
+    const int8_t *x, *dy;
+    int8_t *y;
+    int32_t *acc;
+};
+
+/* The kernel's pool_geometry() for a max pool; 0 if inconsistent. */
+static int maxpool_geometry(const uint8_t *mem, const struct fx_cmd *c, const struct fx_tensor *in,
+                            const struct fx_tensor *out, struct fx_geom *g)
+{
+    g->n = (int)((const struct fx_header *)mem)->batch;
+    g->ih = in->h, g->iw = in->w, g->ic = (int)in->c;
+    g->oh = out->h, g->ow = out->w, g->oc = (int)out->c;
+    g->kh = c->kh, g->kw = c->kw, g->s = c->stride, g->p = c->pad;
+    return g->s > 0 && g->kh > 0 && g->kw > 0 && g->ic == g->oc && g->p < g->kh && g->p < g->kw &&
+           g->ih + 2 * g->p >= g->kh && g->iw + 2 * g->p >= g->kw &&
+           g->oh == (g->ih + 2 * g->p - g->kh) / g->s + 1 &&
+           g->ow == (g->iw + 2 * g->p - g->kw) / g->s + 1 && in->batched && out->batched;
+}
+
+/* Item n's pixel (y, x) at channel c0. */
+static size_t pool_at(const struct fx_geom *g, int n, int y, int x, int h, int w, int c0)
+{
+    return (((size_t)n * h + y) * w + x) * g->ic + c0;
+}
+
+static void maxpool_fwd_part(void *ctx, int part, int worker)
+{
+    struct pool_job *j = ctx;
+    const struct fx_geom *g = &j->g;
+    uint64_t since = tick(j->e);
+    const int per_item = (g->ic + j->cols - 1) / j->cols, n = part / per_item;
+    const int c0 = part % per_item * j->cols, nc = g->ic - c0 < j->cols ? g->ic - c0 : j->cols;
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            int8_t *m = j->y + pool_at(g, n, oy, ox, g->oh, g->ow, c0);
+            for (int c = 0; c < nc; c++)
+                m[c] = -128; /* below every int8 activation (-127..127) */
+            for (int ky = 0; ky < g->kh; ky++)
+                for (int kx = 0; kx < g->kw; kx++) {
+                    int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
+                    if ((unsigned)iy >= (unsigned)g->ih || (unsigned)ix >= (unsigned)g->iw)
+                        continue; /* padding never wins */
+                    const int8_t *v = j->x + pool_at(g, n, iy, ix, g->ih, g->iw, c0);
+                    for (int c = 0; c < nc; c++)
+                        m[c] = v[c] > m[c] ? v[c] : m[c];
+                }
+        }
+    tock(j->e, &j->e->w[worker], EEB_EMU_PHASE_POOL, &since);
+}
+
+static void maxpool_bwd_part(void *ctx, int part, int worker)
+{
+    struct pool_job *j = ctx;
+    const struct fx_geom *g = &j->g;
+    struct worker *w = &j->e->w[worker];
+    uint64_t since = tick(j->e);
+    const int per_item = (g->ic + j->cols - 1) / j->cols, n = part / per_item;
+    const int first = part % per_item * j->cols;
+    const int end = g->ic - first < j->cols ? g->ic : first + j->cols;
+    for (int y = 0; y < g->ih; y++)
+        for (int x = 0; x < g->iw; x++)
+            memset(j->acc + pool_at(g, n, y, x, g->ih, g->iw, first), 0,
+                   (size_t)(end - first) * sizeof *j->acc);
+    size_t at[POOL_TAPS];        /* a window's inputs (pad < window: one at least) */
+    uint8_t best[POOL_CH] = {0}; /* per channel: which of them is the maximum */
+    int8_t most[POOL_CH] = {0};  /* and its value */
+    for (int c0 = first; c0 < end; c0 += POOL_CH) {
+        const int nc = end - c0 < POOL_CH ? end - c0 : POOL_CH;
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                int taps = 0;
+                for (int ky = 0; ky < g->kh; ky++)
+                    for (int kx = 0; kx < g->kw; kx++) {
+                        int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
+                        if ((unsigned)iy >= (unsigned)g->ih || (unsigned)ix >= (unsigned)g->iw)
+                            continue;
+                        at[taps] = pool_at(g, n, iy, ix, g->ih, g->iw, c0);
+                        const int8_t *v = j->x + at[taps];
+                        for (int c = 0; c < nc; c++) { /* strictly greater: the first wins */
+                            int win = taps == 0 || v[c] > most[c];
+                            most[c] = win ? v[c] : most[c];
+                            best[c] = win ? (uint8_t)taps : best[c];
+                        }
+                        taps++;
+                    }
+                const int8_t *d = j->dy + pool_at(g, n, oy, ox, g->oh, g->ow, c0);
+                for (int c = 0; c < nc; c++)
+                    j->acc[at[best[c]] + (size_t)c] += d[c];
+            }
+        uint32_t top = 0; /* the largest |sum|: a few errors each, no int32 clamps */
+        for (int y = 0; y < g->ih; y++)
+            for (int x = 0; x < g->iw; x++) {
+                const int32_t *a = j->acc + pool_at(g, n, y, x, g->ih, g->iw, c0);
+                for (int c = 0; c < nc; c++) {
+                    uint32_t m = a[c] < 0 ? 0u - (uint32_t)a[c] : (uint32_t)a[c];
+                    top = m > top ? m : top;
+                }
+            }
+        w->maxabs = top > w->maxabs ? top : w->maxabs;
+    }
+    tock(j->e, w, EEB_EMU_PHASE_POOL, &since);
+}
+
+/* MAXPOOL_FWD x, y and MAXPOOL_BWD dy, dx, x, -, acc.  A command the
+ * kernel refuses, or with a window of more than POOL_TAPS, goes to it. */
+static enum fx_status maxpool(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
+{
+    int fwd = c->op == FX_OP_MAXPOOL_FWD;
+    struct fx_tensor *a = fx_tensor_at(mem, c->t[0]), *b = fx_tensor_at(mem, c->t[1]);
+    struct fx_tensor *tx = fwd ? a : fx_tensor_at(mem, c->t[2]), *ta = fx_tensor_at(mem, c->t[4]);
+    struct pool_job j = {.e = e};
+    const struct fx_header *h = (const struct fx_header *)mem;
+    uint64_t count = (uint64_t)b->h * b->w * b->c * (b->batched ? h->batch : 1);
+    if (!maxpool_geometry(mem, c, fwd ? a : b, fwd ? b : a, &j.g) || c->kh * c->kw > POOL_TAPS ||
+        (!fwd && (tx->h != b->h || tx->w != b->w || tx->c != b->c || tx->batched != b->batched ||
+                  count > (uint64_t)ta->h * ta->w * ta->c)))
+        return serial(e, mem, c);
+    const struct fx_geom *g = &j.g;
+    int blocks =
+        (4 * e->threads + g->n - 1) / g->n; /* parts per item, for every worker to have some */
+    j.cols = (g->ic + blocks - 1) / blocks;
+    j.cols = j.cols < 16 ? (g->ic < 16 ? g->ic : 16) : (j.cols + 15) / 16 * 16;
+    int parts = g->n * ((g->ic + j.cols - 1) / j.cols);
+    j.x = (const int8_t *)(mem + tx->offset);
+    reset_workers(e);
+    if (fwd) {
+        j.y = (int8_t *)(mem + b->offset);
+        emu_pool_run(e->pool, parts, maxpool_fwd_part, &j);
+        b->exp = a->exp;
+        return FX_OK;
+    }
+    j.dy = (const int8_t *)(mem + a->offset);
+    j.acc = (int32_t *)(void *)(mem + ta->offset);
+    emu_pool_run(e->pool, parts, maxpool_bwd_part, &j);
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    gather(e, &maxabs, &sat);
+    b->saturations += sat;
+    requantize(e, mem, j.acc, count, maxabs, a->exp, fx_round_half_up(), b);
+    return FX_OK;
+}
+
+/* ---- the weight updates, layer by layer in parallel ---- */
+
+#define UPDATE_RUN_MAX 256 /* update commands run together at most */
+
+/* The kernel's SGD and QUANT_W read and write nothing but their operands
+ * (data and descriptors).  A run of them therefore splits into groups
+ * that share none, a layer's [SGD w, QUANT_W] and [SGD b], and the groups
+ * run at once, each in program order on one worker: the image is the
+ * kernel's byte for byte.  (Only after a refused command, a malformed
+ * image, may groups after it have run too; the status names the first
+ * refused.) */
+struct update_job {
+    struct eeb_emu *e;
+    uint8_t *mem;
+    const struct fx_cmd *cmds;
+    int n;                          /* commands in the run */
+    int group[UPDATE_RUN_MAX];      /* per command */
+    int order[UPDATE_RUN_MAX];      /* the groups, largest first */
+    uint64_t size[UPDATE_RUN_MAX];  /* per group: elements its commands go over */
+    uint8_t status[UPDATE_RUN_MAX]; /* per command */
+};
+
+static int is_update(const struct fx_cmd *c)
+{
+    return c->op == FX_OP_SGD || c->op == FX_OP_QUANT_W;
+}
+
+/* Whether update commands a and b name a common operand. */
+static int share_operand(const struct fx_cmd *a, const struct fx_cmd *b)
+{
+    int na = a->op == FX_OP_SGD ? 3 : 2, nb = b->op == FX_OP_SGD ? 3 : 2;
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if (a->t[i] == b->t[j])
+                return 1;
+    return 0;
+}
+
+static void update_part(void *ctx, int part, int worker)
+{
+    struct update_job *j = ctx;
+    uint64_t since = tick(j->e);
+    for (int c = 0; c < j->n; c++)
+        if (j->group[c] == j->order[part])
+            j->status[c] = (uint8_t)fx_kernel_exec(j->mem, &j->cmds[c]);
+    tock(j->e, &j->e->w[worker], EEB_EMU_PHASE_UPDATE, &since);
+}
+
+/* Runs the update commands from cmds[0] on: as many as split into groups
+ * that way (at least one, at most `left`), their count in *ran.  FX_OK,
+ * or the status of the first refused, at offset *bad. */
+static enum fx_status updates(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmds,
+                              uint32_t left, uint32_t *ran, uint32_t *bad)
+{
+    struct update_job *j = grow(&e->updates, sizeof *j);
+    if (!j)
+        return FX_NO_MEMORY;
+    j->e = e, j->mem = mem, j->cmds = cmds;
+    int n = 0, groups = 0;
+    for (; n < (int)left && n < UPDATE_RUN_MAX && is_update(&cmds[n]); n++) {
+        int joins = -1, clash = 0; /* the group it shares operands with; with two */
+        for (int c = 0; c < n; c++)
+            if (share_operand(&cmds[c], &cmds[n])) {
+                clash |= joins >= 0 && joins != j->group[c];
+                joins = j->group[c];
+            }
+        if (clash)
+            break; /* it waits for the next run */
+        if (joins < 0) {
+            joins = groups++;
+            j->size[joins] = 0;
+            j->order[joins] = joins;
+        }
+        const struct fx_tensor *t = fx_tensor_at(mem, cmds[n].t[0]);
+        j->group[n] = joins;
+        j->size[joins] += (uint64_t)t->h * t->w * t->c;
+    }
+    j->n = n;
+    for (int a = 1; a < groups; a++) /* largest first, so that the last parts are short */
+        for (int b = a; b > 0 && j->size[j->order[b]] > j->size[j->order[b - 1]]; b--) {
+            int t = j->order[b];
+            j->order[b] = j->order[b - 1], j->order[b - 1] = t;
+        }
+    emu_pool_run(e->pool, groups, update_part, j);
+    *ran = (uint32_t)n;
+    for (int c = 0; c < n; c++)
+        if (j->status[c] != FX_OK) {
+            *bad = (uint32_t)c;
+            return (enum fx_status)j->status[c];
+        }
+    return FX_OK;
+}
+
 /* ---- the run loop ---- */
 
 static enum fx_status exec(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *c)
@@ -536,7 +1032,9 @@ static enum fx_status exec(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd 
     case FX_OP_RELU_FWD:
     case FX_OP_RELU_BWD:
     case FX_OP_ADD: return ewise(e, mem, c);
-    default: return fx_kernel_exec(mem, c);
+    case FX_OP_MAXPOOL_FWD:
+    case FX_OP_MAXPOOL_BWD: return maxpool(e, mem, c);
+    default: return serial(e, mem, c);
     }
     enum fx_status st = fx_conv_operands(mem, c, &cv);
     if (st != FX_OK)
@@ -556,13 +1054,35 @@ int eeb_emu_run(struct eeb_emu *e, uint8_t *mem, uint32_t prog)
     if (fx_program_start(mem, prog) != FX_OK)
         return -1;
     const struct fx_cmd *cmds = (const struct fx_cmd *)(mem + h->cmds_off);
-    for (uint32_t i = h->prog_first[prog]; i < h->prog_first[prog] + h->prog_count[prog]; i++) {
-        enum fx_status s = exec(e, mem, &cmds[i]);
+    const uint64_t t0 = tick(e);
+    const uint32_t end = h->prog_first[prog] + h->prog_count[prog];
+    int rc = 0;
+    for (uint32_t i = h->prog_first[prog], ran = 1; i < end; i += ran) {
+        uint64_t since = tick(e);
+        uint32_t bad = 0;
+        ran = 1;
+        enum fx_status s = is_update(&cmds[i]) ? updates(e, mem, cmds + i, end - i, &ran, &bad)
+                                               : exec(e, mem, &cmds[i]);
+        if (e->profiling && cmds[i].op < FX_OPS) /* a run of updates counts as its first */
+            e->prof.op_ns[cmds[i].op] += now_ns() - since;
         if (s != FX_OK) {
             h->status = s;
-            h->status_cmd = i;
-            return -1;
+            h->status_cmd = i + bad;
+            rc = -1;
+            break;
         }
     }
-    return 0;
+    if (e->profiling) { /* the workers' phases, and the rest of threads x wall as idle */
+        uint64_t wall = now_ns() - t0, busy = 0;
+        for (int i = 0; i < e->threads; i++)
+            for (int p = 0; p < EEB_EMU_PHASES; p++) {
+                e->prof.ns[p] += e->w[i].ns[p];
+                busy += e->w[i].ns[p];
+                e->w[i].ns[p] = 0;
+            }
+        uint64_t all = wall * (uint64_t)e->threads;
+        e->prof.ns[EEB_EMU_PHASE_IDLE] += all > busy ? all - busy : 0;
+        e->prof.wall_ns += wall;
+    }
+    return rc;
 }

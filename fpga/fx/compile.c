@@ -27,6 +27,8 @@
  * accumulator holds 127 * 127 * n for n < 133k; the emulator's GEMM takes
  * K up to this in one pass. */
 #define MAX_REDUCTION FX_MAX_REDUCTION
+/* A weight gradient's 48-bit accumulators: |sum| <= n * 127 * 127 < 2^47. */
+#define MAX_WEIGHT_REDUCTION ((uint64_t)1 << 33)
 
 struct builder {
     const struct eeb_net *net;
@@ -155,6 +157,9 @@ static uint16_t act_of(const struct compiling *cc, uint16_t input, int layer)
     return layer == EEB_NET_INPUT ? input : cc->act[layer];
 }
 
+/* The forward and backward-data sums are held to MAX_REDUCTION terms;
+ * a weight gradient's (batch x output pixels) is not: it accumulates in
+ * 48 bits and is stored shifted (fx_reduction_shift). */
 static void check_reductions(struct builder *b, int i, const struct eeb_layer *l)
 {
     uint64_t fwd = (uint64_t)l->rows;
@@ -164,12 +169,12 @@ static void check_reductions(struct builder *b, int i, const struct eeb_layer *l
         fail(b, "layer %d (%s): a %llu-term sum overflows the int32 accumulators (at most %d)", i,
              eeb_layer_kind_name(l->kind), (unsigned long long)(fwd > data ? fwd : data),
              MAX_REDUCTION);
-    else if (weight > MAX_REDUCTION)
+    else if (weight > MAX_WEIGHT_REDUCTION)
         fail(b,
              "layer %d (%s): batch %d x %dx%d outputs is a %llu-term weight-gradient sum; the "
-             "int32 accumulators hold %d: use a smaller batch",
+             "48-bit accumulators hold %llu: use a smaller batch",
              i, eeb_layer_kind_name(l->kind), b->batch_max, l->out.h, l->out.w,
-             (unsigned long long)weight, MAX_REDUCTION);
+             (unsigned long long)weight, (unsigned long long)MAX_WEIGHT_REDUCTION);
 }
 
 static void forward(struct compiling *cc, uint16_t input)

@@ -40,6 +40,23 @@ static inline int fx_quant_shift(uint64_t maxabs)
     return b > 7 ? b - 7 : 0;
 }
 
+/*
+ * A weight gradient sums batch x output pixels products: more than an
+ * int32 accumulator holds exactly at a large image (112 x 112 x 32 at a
+ * ResNet's stem).  It accumulates in 48 bits, as a DSP48's accumulator
+ * does, and is stored in the int32 scratch shifted right (rounded half up)
+ * by the fewest bits that bring its bound back to `exact` terms' -- the
+ * shift this returns for `terms` products; the stored tensor's exponent
+ * carries it.  0 for a sum of at most `exact` terms: stored as it is.
+ */
+static inline int fx_reduction_shift(uint64_t terms, uint64_t exact)
+{
+    int s = 0;
+    while ((exact << s) < terms)
+        s++;
+    return s;
+}
+
 /* Where a product fx_shift_round makes saturates: two of them still add
  * up within int64 (a momentum plus a step), and the clamps that follow
  * count it. */

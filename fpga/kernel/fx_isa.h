@@ -21,9 +21,11 @@
 
 #include <stdint.h>
 
-#define FX_MAGIC   0x31495846u /* "FXI1" */
-#define FX_VERSION 1u
-#define FX_ALIGN   64u /* every tensor starts on a 64-byte boundary */
+#define FX_MAGIC 0x31495846u /* "FXI1" */
+#define FX_VERSION                                                                                 \
+    2u               /* 2: max pools pad (version 1 ignored fx_cmd.pad there), weight              \
+                      * gradients past 65536 terms sum in 48 bits (fx_reduction_shift) */
+#define FX_ALIGN 64u /* every tensor starts on a 64-byte boundary */
 
 enum fx_program { FX_PROG_INIT, FX_PROG_TRAIN, FX_PROG_PREDICT, FX_PROGS };
 
@@ -43,7 +45,8 @@ enum fx_type { FX_I8 = 1, FX_I32 = 4 }; /* value = element size in bytes */
  *   SOFTMAX_CE x, dx, labels, -, acc    GRID_LOSS x, dx, targets, -, acc
  *   QUANT_W w24, w8         SGD w24, v, g8
  * FC ops see their input as flat (one row of h*w*c per item).  Pools use
- * kh x kw windows; a global average pool is one window over the input.
+ * kh x kw windows; a global average pool is one window over the input;
+ * a max pool's window may start `pad` before the input (ONNX's pads).
  */
 enum fx_op {
     FX_OP_NOP,
@@ -115,7 +118,8 @@ struct fx_cmd {
     uint8_t op;     /* enum fx_op */
     uint8_t kh, kw; /* window (conv, pools) */
     uint8_t stride; /* conv, pools */
-    uint8_t pad;    /* conv zero padding, each side */
+    uint8_t pad;    /* each side: conv zero padding; max pool padding that
+                       never wins (below kh and kw); 0 for average pools */
     uint8_t flags;  /* FX_C_* */
     uint16_t layer; /* the network layer it came from (messages, stats) */
     uint16_t t[8];  /* operand tensor ids, see enum fx_op */

@@ -339,12 +339,13 @@ static enum fx_status conv_bwd_weight(uint8_t *mem, const struct fx_cmd *c)
     const int8_t *x = i8(mem, tx), *dy = i8(mem, tdy);
     int32_t *acc = i32(mem, ta);
     uint64_t maxabs = 0;
+    int shift = fx_reduction_shift((uint64_t)g.n * g.oh * g.ow, FX_MAX_REDUCTION);
 
     for (int ky = 0; ky < g.kh; ky++)
         for (int kx = 0; kx < g.kw; kx++)
             for (int ci = 0; ci < g.ic; ci++)
                 for (int c0 = 0; c0 < g.oc; c0 += FX_CT) {
-                    int32_t pe[FX_CT];
+                    int64_t pe[FX_CT]; /* 48-bit accumulators */
 #pragma HLS ARRAY_PARTITION variable = pe complete dim = 0
                     for (int j = 0; j < FX_CT; j++)
                         pe[j] = 0;
@@ -363,11 +364,11 @@ static enum fx_status conv_bwd_weight(uint8_t *mem, const struct fx_cmd *c)
                             }
                     size_t row = ((size_t)(ky * g.kw + kx) * g.ic + ci) * g.oc;
                     for (int j = 0; j < FX_CT && c0 + j < g.oc; j++)
-                        acc[row + c0 + j] = store32(pe[j], &maxabs, tdw);
+                        acc[row + c0 + j] = store32(fx_shift_round(pe[j], shift), &maxabs, tdw);
                 }
     uint64_t nw = weight_count(&g);
-    requantize(acc, nw, maxabs, tx->exp + tdy->exp, fx_round_stochastic(mem, c->t[2]), i8(mem, tdw),
-               tdw);
+    requantize(acc, nw, maxabs, tx->exp + tdy->exp + shift, fx_round_stochastic(mem, c->t[2]),
+               i8(mem, tdw), tdw);
 
     int32_t *bacc = acc + nw;
     maxabs = 0;
@@ -461,22 +462,31 @@ static enum fx_status ewise(uint8_t *mem, const struct fx_cmd *c)
     return FX_OK;
 }
 
-/* Pools have no padding; the window must fit. */
+/* Max pools may pad (below the window, so every window holds an input);
+ * average pools may not: they divide by the whole window. */
 static int pool_geometry(const uint8_t *mem, const struct fx_cmd *c, const struct fx_tensor *in,
                          const struct fx_tensor *out, struct fx_geom *g)
 {
+    int max = c->op == FX_OP_MAXPOOL_FWD || c->op == FX_OP_MAXPOOL_BWD;
     g->n = (int)((const struct fx_header *)mem)->batch;
     g->ih = in->h, g->iw = in->w, g->ic = (int)in->c;
     g->oh = out->h, g->ow = out->w, g->oc = (int)out->c;
-    g->kh = c->kh, g->kw = c->kw, g->s = c->stride, g->p = 0;
-    return g->s > 0 && g->kh > 0 && g->kw > 0 && g->ic == g->oc && g->ih >= g->kh &&
-           g->iw >= g->kw && g->oh == (g->ih - g->kh) / g->s + 1 &&
-           g->ow == (g->iw - g->kw) / g->s + 1 && in->batched && out->batched;
+    g->kh = c->kh, g->kw = c->kw, g->s = c->stride, g->p = c->pad;
+    return g->s > 0 && g->kh > 0 && g->kw > 0 && g->ic == g->oc && (max || g->p == 0) &&
+           g->p < g->kh && g->p < g->kw && g->ih + 2 * g->p >= g->kh && g->iw + 2 * g->p >= g->kw &&
+           g->oh == (g->ih + 2 * g->p - g->kh) / g->s + 1 &&
+           g->ow == (g->iw + 2 * g->p - g->kw) / g->s + 1 && in->batched && out->batched;
 }
 
 static size_t at(const struct fx_geom *g, int n, int y, int x, int h, int w, int ch)
 {
     return (((size_t)n * h + y) * w + x) * g->ic + ch;
+}
+
+/* Input row (or column) v of a window lies in 0..side-1: not padding. */
+static int inside(int v, int side)
+{
+    return (unsigned)v < (unsigned)side;
 }
 
 static enum fx_status maxpool_fwd(uint8_t *mem, const struct fx_cmd *c)
@@ -491,11 +501,14 @@ static enum fx_status maxpool_fwd(uint8_t *mem, const struct fx_cmd *c)
         for (int oy = 0; oy < g.oh; oy++)
             for (int ox = 0; ox < g.ow; ox++)
                 for (int ch = 0; ch < g.ic; ch++) {
-                    int8_t m = -128;
+                    int8_t m = -128; /* below every int8 activation (-127..127) */
                     for (int ky = 0; ky < g.kh; ky++)
                         for (int kx = 0; kx < g.kw; kx++) {
 #pragma HLS PIPELINE II = 1
-                            int8_t v = x[at(&g, n, oy * g.s + ky, ox * g.s + kx, g.ih, g.iw, ch)];
+                            int iy = oy * g.s - g.p + ky, ix = ox * g.s - g.p + kx;
+                            if (!inside(iy, g.ih) || !inside(ix, g.iw))
+                                continue; /* padding never wins */
+                            int8_t v = x[at(&g, n, iy, ix, g.ih, g.iw, ch)];
                             m = v > m ? v : m;
                         }
                     y[at(&g, n, oy, ox, g.oh, g.ow, ch)] = m;
@@ -504,8 +517,9 @@ static enum fx_status maxpool_fwd(uint8_t *mem, const struct fx_cmd *c)
     return FX_OK;
 }
 
-/* The error goes to the first maximum of each window in scan order;
- * overlapping windows add up in the scratch. */
+/* The error goes to the first maximum of each window's inputs in scan
+ * order (padding is never one); overlapping windows add up in the
+ * scratch. */
 static enum fx_status maxpool_bwd(uint8_t *mem, const struct fx_cmd *c)
 {
     struct fx_tensor *tdy = fx_tensor_at(mem, c->t[0]), *tdx = fx_tensor_at(mem, c->t[1]);
@@ -523,11 +537,14 @@ static enum fx_status maxpool_bwd(uint8_t *mem, const struct fx_cmd *c)
         for (int oy = 0; oy < g.oh; oy++)
             for (int ox = 0; ox < g.ow; ox++)
                 for (int ch = 0; ch < g.ic; ch++) {
-                    size_t best = at(&g, n, oy * g.s, ox * g.s, g.ih, g.iw, ch);
+                    size_t best = (size_t)-1; /* pad < window: some input is in it */
                     for (int ky = 0; ky < g.kh; ky++)
                         for (int kx = 0; kx < g.kw; kx++) {
-                            size_t i = at(&g, n, oy * g.s + ky, ox * g.s + kx, g.ih, g.iw, ch);
-                            if (x[i] > x[best])
+                            int iy = oy * g.s - g.p + ky, ix = ox * g.s - g.p + kx;
+                            if (!inside(iy, g.ih) || !inside(ix, g.iw))
+                                continue;
+                            size_t i = at(&g, n, iy, ix, g.ih, g.iw, ch);
+                            if (best == (size_t)-1 || x[i] > x[best])
                                 best = i;
                         }
                     acc[best] += dy[at(&g, n, oy, ox, g.oh, g.ow, ch)];

@@ -67,7 +67,7 @@ struct eeb_net *eeb_seed001_vgg11(void)
     int at = EEB_NET_INPUT, ok = 1;
     for (size_t i = 0; i < sizeof widths / sizeof *widths && ok; i++) {
         if (widths[i] < 0) {
-            ok = (at = eeb_net_maxpool(net, at, 2, 2)) >= 0;
+            ok = (at = eeb_net_maxpool(net, at, 2, 2, 0)) >= 0;
         } else {
             ok = (at = eeb_net_conv(net, at, widths[i], 3, 1, 1)) >= 0 &&
                  (at = eeb_net_relu(net, at)) >= 0;

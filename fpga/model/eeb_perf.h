@@ -133,6 +133,16 @@ struct eeb_perf {
  */
 int eeb_perf_model(const struct eeb_design *d, const struct eeb_net *net, int batch, int frozen,
                    struct eeb_perf *out, char *err, size_t errlen);
+
+/* Measuring the densities reads every weight (45 MB for a ResNet-18), so a
+ * caller that models many designs of one network measures them once:
+ * eeb_perf_densities writes one per learnable layer, in order, into out
+ * (as many as there are learnable layers) and returns the count, and
+ * eeb_perf_model_at takes them (NULL: measured, as eeb_perf_model). */
+int eeb_perf_densities(const struct eeb_net *net, double *out);
+int eeb_perf_model_at(const struct eeb_design *d, const struct eeb_net *net,
+                      const double *densities, int batch, int frozen, struct eeb_perf *out,
+                      char *err, size_t errlen);
 void eeb_perf_free(struct eeb_perf *p);
 
 #endif

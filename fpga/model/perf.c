@@ -200,8 +200,27 @@ static void cost_layer(const struct eeb_design *d, struct eeb_perf *p, double lo
     }
 }
 
+int eeb_perf_densities(const struct eeb_net *net, double *out)
+{
+    int j = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const struct eeb_layer *l = &net->layers[i];
+        if (eeb_layer_learnable(l)) /* cin as eeb_perf_model counts it */
+            out[j++] = density(
+                net, l, l->kind == EEB_LAYER_CONV ? eeb_net_shape(net, l->in[0]).c : l->rows);
+    }
+    return j;
+}
+
 int eeb_perf_model(const struct eeb_design *d, const struct eeb_net *net, int batch, int frozen,
                    struct eeb_perf *out, char *err, size_t errlen)
+{
+    return eeb_perf_model_at(d, net, NULL, batch, frozen, out, err, errlen);
+}
+
+int eeb_perf_model_at(const struct eeb_design *d, const struct eeb_net *net,
+                      const double *densities, int batch, int frozen, struct eeb_perf *out,
+                      char *err, size_t errlen)
 {
     *out = (struct eeb_perf){.batch = batch};
     if (batch < 1)
@@ -238,7 +257,7 @@ int eeb_perf_model(const struct eeb_design *d, const struct eeb_net *net, int ba
                                      .h_in = conv ? in.h : 1,
                                      .w_in = conv ? in.w : 1,
                                      .k = conv ? l->k : 1};
-        c->density = density(net, l, c->cin);
+        c->density = densities ? densities[j] : density(net, l, c->cin);
         /* An error flows into this layer's input only if a trained layer
          * lies below it; weights are updated in trained layers. */
         int runs[EEB_PHASES] = {1, j > frozen, j >= frozen};

@@ -77,8 +77,12 @@ void eeb_net_free(struct eeb_net *net);
 int eeb_net_conv(struct eeb_net *net, int in, int out_c, int k, int stride, int pad);
 int eeb_net_fc(struct eeb_net *net, int in, int out);
 int eeb_net_relu(struct eeb_net *net, int in);
-int eeb_net_maxpool(struct eeb_net *net, int in, int k, int stride);
-int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride);
+/* Pools: a k x k window, `pad` rows and columns each side (ONNX's pads,
+ * ceil_mode 0: out = (in + 2 pad - k) / stride + 1), pad < k so that every
+ * window holds an input; a max pool's padding never wins (it reads as
+ * -infinity).  Average pools take pad 0 only, for now. */
+int eeb_net_maxpool(struct eeb_net *net, int in, int k, int stride, int pad);
+int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride, int pad);
 int eeb_net_gap(struct eeb_net *net, int in);
 int eeb_net_add(struct eeb_net *net, int a, int b);
 int eeb_net_concat(struct eeb_net *net, int a, int b);
@@ -105,6 +109,12 @@ int eeb_net_classes(const struct eeb_net *net);
 
 /* He-normal float weights from a seeded generator, zero biases. */
 void eeb_net_init(struct eeb_net *net, uint64_t seed);
+
+/* Replaces the last layer, a conv or fc, by one of the same window with
+ * `outputs` outputs and He-normal weights from seed (a new head for a
+ * pre-trained network); the network becomes float.  Returns its index,
+ * or -1 with the reason in net->err. */
+int eeb_net_new_head(struct eeb_net *net, int outputs, uint64_t seed);
 
 /* Multiply-accumulates per item, forward (training is about 3x). */
 uint64_t eeb_net_macs(const struct eeb_net *net);

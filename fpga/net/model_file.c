@@ -146,16 +146,7 @@ int eeb_model_save(const char *path, const struct eeb_net *net, int task, char *
     int rc = eeb_model_encode(net, task, &buf, &len, why, sizeof why);
     if (rc != EEB_OK) /* name the file that was not written */
         return eeb_errf(err, errlen, rc, "%s: %s", path, why);
-    struct eeb_atomic_file af;
-    rc = eeb_atomic_open(&af, path, err, errlen);
-    if (rc == EEB_OK) {
-        if (fwrite(buf, 1, len, af.f) != len)
-            rc = eeb_errf(err, errlen, EEB_EIO, "%s: write failed", path);
-        else
-            rc = eeb_atomic_commit(&af, err, errlen);
-        if (rc != EEB_OK)
-            eeb_atomic_abort(&af);
-    }
+    rc = eeb_atomic_write(path, buf, len, err, errlen);
     free(buf);
     return rc;
 }
@@ -275,6 +266,13 @@ static int read_layer(const struct reader *rd, struct eeb_net *net, int i, size_
     if (s.kind != EEB_LAYER_SLICE && s.first != 0)
         return bad(rd, off + L_FIRST, "layer %d (%s) first channel: %d (only slices have one)", i,
                    kind, s.first);
+    int pool = s.kind == EEB_LAYER_MAXPOOL || s.kind == EEB_LAYER_AVGPOOL;
+    if (s.pad != 0 && s.kind != EEB_LAYER_CONV && !pool)
+        return bad(rd, off + L_PAD, "layer %d (%s) pad: %d (only convs and pools have one)", i,
+                   kind, s.pad);
+    if (pool && s.pad >= s.k && s.k >= 1) /* the builder names a bad window itself */
+        return bad(rd, off + L_PAD, "layer %d (%s) pad: %d with a %dx%d window (at most %d)", i,
+                   kind, s.pad, s.k, s.k, s.k - 1);
     if (eeb_net_append(net, &s) < 0)
         return bad(rd, off, "%s", net->err);
     const struct eeb_layer *l = &net->layers[i];

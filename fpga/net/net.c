@@ -204,28 +204,40 @@ int eeb_net_relu(struct eeb_net *net, int in)
     return l ? commit(net, l) : -1;
 }
 
-static int pool(struct eeb_net *net, enum eeb_layer_kind kind, int in, int k, int stride)
+/* pad < k keeps an input in every window (ONNX asks it of pads), so a max
+ * pool's result is always an input's value.  An average pool's padding
+ * is refused: the kernel divides every window by k * k, and ONNX's
+ * default leaves padding out of the count. */
+static int pool(struct eeb_net *net, enum eeb_layer_kind kind, int in, int k, int stride, int pad)
 {
     struct eeb_layer *l = append(net, kind, in, EEB_NET_NONE);
     if (!l)
         return -1;
-    if (k < 1 || k > 255 || stride < 1 || stride > 255 || k > l->out.h || k > l->out.w)
-        return fail(net, "pool window %d stride %d does not fit a %dx%d input", k, stride, l->out.h,
+    const char *name = eeb_layer_kind_name(kind);
+    if (k < 1 || k > 255 || stride < 1 || stride > 255)
+        return fail(net, "%s window %d stride %d (1..255 each)", name, k, stride);
+    if (pad < 0 || pad >= k)
+        return fail(net, "%s pad %d with a %dx%d window (0..%d: the pad must be below the window)",
+                    name, pad, k, k, k - 1);
+    if (kind == EEB_LAYER_AVGPOOL && pad != 0)
+        return fail(net, "avgpool pad %d: an average pool takes no padding (pad 0)", pad);
+    if (k > l->out.h + 2 * pad || k > l->out.w + 2 * pad)
+        return fail(net, "%s window %d pad %d does not fit a %dx%d input", name, k, pad, l->out.h,
                     l->out.w);
-    l->k = k, l->stride = stride;
-    l->out.h = window_out(l->out.h, k, stride, 0);
-    l->out.w = window_out(l->out.w, k, stride, 0);
+    l->k = k, l->stride = stride, l->pad = pad;
+    l->out.h = window_out(l->out.h, k, stride, pad);
+    l->out.w = window_out(l->out.w, k, stride, pad);
     return commit(net, l);
 }
 
-int eeb_net_maxpool(struct eeb_net *net, int in, int k, int stride)
+int eeb_net_maxpool(struct eeb_net *net, int in, int k, int stride, int pad)
 {
-    return pool(net, EEB_LAYER_MAXPOOL, in, k, stride);
+    return pool(net, EEB_LAYER_MAXPOOL, in, k, stride, pad);
 }
 
-int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride)
+int eeb_net_avgpool(struct eeb_net *net, int in, int k, int stride, int pad)
 {
-    return pool(net, EEB_LAYER_AVGPOOL, in, k, stride);
+    return pool(net, EEB_LAYER_AVGPOOL, in, k, stride, pad);
 }
 
 int eeb_net_gap(struct eeb_net *net, int in)
@@ -314,8 +326,8 @@ int eeb_net_append(struct eeb_net *net, const struct eeb_layer *spec)
         return eeb_net_conv(net, in, spec->out.c, spec->k, spec->stride, spec->pad);
     case EEB_LAYER_FC: return eeb_net_fc(net, in, spec->out.c);
     case EEB_LAYER_RELU: return eeb_net_relu(net, in);
-    case EEB_LAYER_MAXPOOL: return eeb_net_maxpool(net, in, spec->k, spec->stride);
-    case EEB_LAYER_AVGPOOL: return eeb_net_avgpool(net, in, spec->k, spec->stride);
+    case EEB_LAYER_MAXPOOL: return eeb_net_maxpool(net, in, spec->k, spec->stride, spec->pad);
+    case EEB_LAYER_AVGPOOL: return eeb_net_avgpool(net, in, spec->k, spec->stride, spec->pad);
     case EEB_LAYER_GAP: return eeb_net_gap(net, in);
     case EEB_LAYER_ADD: return eeb_net_add(net, in, spec->in[1]);
     case EEB_LAYER_CONCAT: return eeb_net_concat(net, in, spec->in[1]);
@@ -358,19 +370,50 @@ static double normal(uint64_t *s)
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* He-normal weights for a learnable layer from the generator s, zero biases. */
+static void init_layer(struct eeb_layer *l, uint64_t *s)
+{
+    double sd = sqrt(2.0 / l->rows);
+    for (size_t j = 0; j < (size_t)l->rows * l->out.c; j++)
+        l->w[j] = (float)(normal(s) * sd);
+    memset(l->b, 0, (size_t)l->out.c * sizeof *l->b);
+}
+
 void eeb_net_init(struct eeb_net *net, uint64_t seed)
 {
     uint64_t s = seed;
-    for (int i = 0; i < net->nlayers; i++) {
-        struct eeb_layer *l = &net->layers[i];
-        if (!eeb_layer_learnable(l))
-            continue;
-        double sd = sqrt(2.0 / l->rows);
-        for (size_t j = 0; j < (size_t)l->rows * l->out.c; j++)
-            l->w[j] = (float)(normal(&s) * sd);
-        memset(l->b, 0, (size_t)l->out.c * sizeof *l->b);
-    }
+    for (int i = 0; i < net->nlayers; i++)
+        if (eeb_layer_learnable(&net->layers[i]))
+            init_layer(&net->layers[i], &s);
     net->format = EEB_FORMAT_F32;
+}
+
+int eeb_net_new_head(struct eeb_net *net, int outputs, uint64_t seed)
+{
+    struct eeb_layer *l = net->nlayers ? &net->layers[net->nlayers - 1] : NULL;
+    if (!l || !eeb_layer_learnable(l))
+        return fail(net, "a new head replaces a final conv or fc layer, not %s",
+                    l ? eeb_layer_kind_name(l->kind) : "an empty network");
+    if (outputs < 1 || outputs > EEB_NET_MAX_CH)
+        return fail(net, "a head of %d outputs (1 to %d)", outputs, EEB_NET_MAX_CH);
+    if (net->format != EEB_FORMAT_F32)
+        eeb_net_to_float(net);
+    struct eeb_layer fresh = *l;
+    fresh.out.c = outputs;
+    size_t n = (size_t)l->rows * (size_t)outputs;
+    fresh.w = calloc(n, sizeof *fresh.w), fresh.wq = calloc(n, sizeof *fresh.wq);
+    fresh.b = calloc((size_t)outputs, sizeof *fresh.b);
+    fresh.bq = calloc((size_t)outputs, sizeof *fresh.bq);
+    if (!fresh.w || !fresh.wq || !fresh.b || !fresh.bq) {
+        free_weights(&fresh);
+        return fail(net, "out of memory");
+    }
+    uint64_t s = seed;
+    init_layer(&fresh, &s);
+    fresh.we = fresh.be = eeb_fx_weight_exp(0);
+    free_weights(l);
+    *l = fresh;
+    return net->nlayers - 1;
 }
 
 int eeb_fx_weight_exp(float max)

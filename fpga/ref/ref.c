@@ -297,15 +297,15 @@ static void conv_backward(struct eeb_ref *r, const struct eeb_layer *l, struct s
 /* ---- pools and element-wise ---- */
 
 struct pgeom {
-    int ih, iw, c, oh, ow, kh, kw, s;
+    int ih, iw, c, oh, ow, kh, kw, s, p; /* p: max pools only (below kh, kw) */
 };
 
 static struct pgeom pgeom_of(const struct eeb_net *net, const struct eeb_layer *l)
 {
     struct eeb_shape in = eeb_net_shape(net, l->in[0]);
-    struct pgeom g = {in.h, in.w, in.c, l->out.h, l->out.w, l->k, l->k, l->stride};
+    struct pgeom g = {in.h, in.w, in.c, l->out.h, l->out.w, l->k, l->k, l->stride, l->pad};
     if (l->kind == EEB_LAYER_GAP)
-        g.kh = in.h, g.kw = in.w, g.s = 1;
+        g.kh = in.h, g.kw = in.w, g.s = 1, g.p = 0;
     return g;
 }
 
@@ -325,14 +325,17 @@ static void pool(struct eeb_ref *r, const struct eeb_layer *l, struct state *s, 
             for (int ox = 0; ox < g.ow; ox++)
                 for (int c = 0; c < g.c; c++) {
                     size_t o = AT(n, oy, ox, g.oh, g.ow, g.c, c);
-                    size_t best = AT(n, oy * g.s, ox * g.s, g.ih, g.iw, g.c, c);
+                    size_t best = (size_t)-1; /* padding never wins; some input is there */
                     float sum = 0;
                     for (int ky = 0; ky < g.kh; ky++)
                         for (int kx = 0; kx < g.kw; kx++) {
-                            size_t i = AT(n, oy * g.s + ky, ox * g.s + kx, g.ih, g.iw, g.c, c);
+                            int iy = oy * g.s - g.p + ky, ix = ox * g.s - g.p + kx;
+                            if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw)
+                                continue;
+                            size_t i = AT(n, iy, ix, g.ih, g.iw, g.c, c);
                             if (backward && !is_max)
                                 dx[i] += s->err[o] * inv;
-                            if (x[i] > x[best])
+                            if (best == (size_t)-1 || x[i] > x[best])
                                 best = i;
                             sum += x[i];
                         }

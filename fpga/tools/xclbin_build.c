@@ -244,16 +244,7 @@ int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char 
     free(meta_text), free(xml), free(b.data);
     if (!file)
         return eeb_errf(err, errlen, EEB_ENOMEM, "building %s: out of memory", path);
-    struct eeb_atomic_file af;
-    rc = eeb_atomic_open(&af, path, err, errlen);
-    if (rc == EEB_OK) {
-        if (fwrite(file, 1, total, af.f) != total) {
-            eeb_atomic_abort(&af);
-            rc = eeb_errf(err, errlen, EEB_EIO, "%s: write failed", path);
-        } else {
-            rc = eeb_atomic_commit(&af, err, errlen);
-        }
-    }
+    rc = eeb_atomic_write(path, file, total, err, errlen);
     free(file);
     return rc;
 }

@@ -14,15 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Every layer kind the file can hold, with a residual fork, a concat and a
- * slice. */
+/* Every layer kind the file can hold, with a residual fork, a concat, a
+ * slice and a padded max pool (layer 4, ResNet's 3x3 stride 2 pad 1). */
 static struct eeb_net *every_kind(void)
 {
     struct eeb_net *net = eeb_net_new((struct eeb_shape){12, 10, 3});
     int a = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 6, 3, 1, 1));
     int b = eeb_net_conv(net, a, 6, 5, 1, 2);
     int l = eeb_net_add(net, a, b);
-    l = eeb_net_concat(net, eeb_net_maxpool(net, l, 2, 2), eeb_net_avgpool(net, b, 2, 2));
+    int m = eeb_net_maxpool(net, l, 3, 2, 1); /* apart: argument order is unspecified */
+    l = eeb_net_concat(net, m, eeb_net_avgpool(net, b, 2, 2, 0));
     l = eeb_net_conv(net, eeb_net_slice(net, l, 2, 7), 8, 1, 2, 0);
     int g = eeb_net_gap(net, l);
     l = eeb_net_fc(net, eeb_net_flatten(net, g), 5);
@@ -145,6 +146,21 @@ Test(model, damage_is_named_by_offset_and_field)
 
     memcpy(b, buf, len), eeb_put16(b + layer0 + 4 + 32, (uint16_t)5), reseal(b, len);
     expect_error(b, len, "offset 96: layer 1: input 5 is not an earlier layer");
+
+    /* pads: the max pool's (layer 4) must stay below its window, an average
+     * pool (layer 5) and a relu (layer 1) have none */
+    size_t pad4 = layer0 + 4 * EEB_MODEL_LAYER + 3, pad5 = pad4 + EEB_MODEL_LAYER;
+    cr_assert_eq(buf[pad4], 1, "the padded pool's record holds its pad");
+    char want[64];
+    memcpy(b, buf, len), b[pad4] = 3, reseal(b, len);
+    snprintf(want, sizeof want, "offset %zu: layer 4 (maxpool) pad: 3 with a 3x3 window", pad4);
+    expect_error(b, len, want);
+    memcpy(b, buf, len), b[pad4] = 2, reseal(b, len); /* a legal pad, another shape */
+    expect_error(b, len, "layer 4 (maxpool) output: 6x5x6 stored, 7x6x6 computed");
+    memcpy(b, buf, len), b[pad5] = 1, reseal(b, len);
+    expect_error(b, len, "layer 5: avgpool pad 1: an average pool takes no padding");
+    memcpy(b, buf, len), b[layer0 + EEB_MODEL_LAYER + 3] = 1, reseal(b, len);
+    expect_error(b, len, "offset 99: layer 1 (relu) pad: 1 (only convs and pools have one)");
 
     /* a conv claiming 65535 channels: refused before anything is allocated */
     memcpy(b, buf, len), eeb_put32(b + layer0 + 12, 65535), reseal(b, len);

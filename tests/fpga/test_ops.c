@@ -11,6 +11,7 @@
 #include "fpga/emu/eeb_emu.h"
 #include "fpga/fx/eeb_fx.h"
 #include "fpga/kernel/fx_kernel.h"
+#include "fpga/ref/eeb_ref.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -208,26 +209,138 @@ Test(ops, fully_connected_and_flatten)
     }
 }
 
+/* Padded max pools on odd and even sides (ResNet's stem is k3 s2 p1),
+ * a stride wider than the padding (an unpadded kernel would see the same
+ * output size there), and pad 2 of 3. */
 Test(ops, pools)
 {
     struct {
         enum eeb_layer_kind kind;
-        int k, s;
-    } cases[] = {{EEB_LAYER_MAXPOOL, 2, 2},
-                 {EEB_LAYER_MAXPOOL, 3, 2},
-                 {EEB_LAYER_AVGPOOL, 2, 2},
-                 {EEB_LAYER_AVGPOOL, 3, 1},
-                 {EEB_LAYER_GAP, 0, 0}};
+        int k, s, p, h, w;
+    } cases[] = {{EEB_LAYER_MAXPOOL, 2, 2, 0, 9, 8},  {EEB_LAYER_MAXPOOL, 3, 2, 0, 9, 8},
+                 {EEB_LAYER_MAXPOOL, 3, 2, 1, 9, 9},  {EEB_LAYER_MAXPOOL, 3, 2, 1, 8, 8},
+                 {EEB_LAYER_MAXPOOL, 3, 2, 1, 7, 10}, {EEB_LAYER_MAXPOOL, 3, 3, 1, 9, 8},
+                 {EEB_LAYER_MAXPOOL, 3, 1, 2, 5, 6},  {EEB_LAYER_MAXPOOL, 2, 2, 1, 9, 8},
+                 {EEB_LAYER_AVGPOOL, 2, 2, 0, 9, 8},  {EEB_LAYER_AVGPOOL, 3, 1, 0, 9, 8},
+                 {EEB_LAYER_GAP, 0, 0, 0, 9, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         state = 100 + i;
-        struct eeb_net *net = net_of(9, 8, 2);
-        int l = stem(net, 5);
-        l = cases[i].kind == EEB_LAYER_MAXPOOL   ? eeb_net_maxpool(net, l, cases[i].k, cases[i].s)
-            : cases[i].kind == EEB_LAYER_AVGPOOL ? eeb_net_avgpool(net, l, cases[i].k, cases[i].s)
+        struct eeb_net *net = net_of(cases[i].h, cases[i].w, 2);
+        int l = stem(net, 5), k = cases[i].k, s = cases[i].s, p = cases[i].p;
+        l = cases[i].kind == EEB_LAYER_MAXPOOL   ? eeb_net_maxpool(net, l, k, s, p)
+            : cases[i].kind == EEB_LAYER_AVGPOOL ? eeb_net_avgpool(net, l, k, s, p)
                                                  : eeb_net_gap(net, l);
+        cr_assert_geq(l, 0, "%s", net->err);
+        if (cases[i].kind != EEB_LAYER_GAP) /* ONNX's floor((in + 2 pad - k) / s) + 1 */
+            cr_expect(net->layers[l].out.h == (cases[i].h + 2 * p - k) / s + 1 &&
+                          net->layers[l].out.w == (cases[i].w + 2 * p - k) / s + 1,
+                      "case %zu: %dx%d", i, net->layers[l].out.h, net->layers[l].out.w);
         head(net, l);
-        check_exact(net, 4, 0, eeb_layer_kind_name(cases[i].kind));
+        char what[64];
+        snprintf(what, sizeof what, "%s %dx%d stride %d pad %d on %dx%d",
+                 eeb_layer_kind_name(cases[i].kind), k, k, s, p, cases[i].h, cases[i].w);
+        check_exact(net, 4, 0, what);
     }
+}
+
+/* A 4x4 map through max pool 3x3 stride 2 pad 1 (-> 2x2), worked by hand.
+ * Every value is negative, so padding read as zero would win the three
+ * windows that reach over the edge; a tie in the lower left window must go
+ * to the first of the two in scan order; (1,1) is the maximum of two
+ * windows and collects both errors. */
+static const int8_t hand_x[16] = {-5, -9, -3, -7, /* */
+                                  -8, -2, -6, -4, /* */
+                                  -1, -9, -9, -9, /* */
+                                  -1, -9, -3, -1};
+static const int8_t hand_y[4] = {-2, -2, -1, -1};
+static const int8_t hand_dy[4] = {10, 20, 30, 40};
+static const int8_t hand_dx[16] = {0, 0, 0, 0, 0, 30, 0, 0, 30, 0, 0, 0, 0, 0, 0, 40};
+
+/* The first command of program prog with this opcode. */
+static const struct fx_cmd *find_cmd(const uint8_t *mem, enum fx_op op)
+{
+    const struct fx_header *h = (const struct fx_header *)mem;
+    const struct fx_cmd *c = (const struct fx_cmd *)(mem + h->cmds_off);
+    for (uint32_t i = 0; i < h->ncmds; i++)
+        if (c[i].op == op)
+            return &c[i];
+    cr_assert_fail("no command %d", (int)op);
+    return NULL;
+}
+
+Test(ops, padded_max_pool_by_hand)
+{
+    char err[256];
+    /* the kernel's commands, fed by hand: conv 1x1 -> pool -> fc, so that
+     * the pool's backward runs (the conv below it is trained) */
+    struct eeb_net *net = net_of(4, 4, 1);
+    int l = eeb_net_maxpool(net, eeb_net_conv(net, EEB_NET_INPUT, 1, 1, 1, 0), 3, 2, 1);
+    cr_assert_geq(l, 0, "%s", net->err);
+    cr_assert(net->layers[l].out.h == 2 && net->layers[l].out.w == 2);
+    head(net, l);
+    eeb_net_init(net, 1);
+    eeb_net_to_fixed(net);
+    struct eeb_fx_image img;
+    cr_assert_eq(eeb_fx_compile(net, 1, 0, &img, err, sizeof err), 0, "%s", err);
+    eeb_fx_header(&img)->batch = 1;
+    cr_assert_eq(fx_program_start(img.mem, FX_PROG_TRAIN), FX_OK);
+    const struct fx_cmd *fwd = find_cmd(img.mem, FX_OP_MAXPOOL_FWD);
+    const struct fx_cmd *bwd = find_cmd(img.mem, FX_OP_MAXPOOL_BWD);
+    cr_assert(fwd->kh == 3 && fwd->stride == 2 && fwd->pad == 1 && bwd->pad == 1);
+    struct fx_tensor *tx = fx_tensor_at(img.mem, fwd->t[0]), *ty = fx_tensor_at(img.mem, fwd->t[1]);
+    struct fx_tensor *tdy = fx_tensor_at(img.mem, bwd->t[0]);
+    struct fx_tensor *tdx = fx_tensor_at(img.mem, bwd->t[1]);
+    cr_assert_eq(bwd->t[2], fwd->t[0]);
+    memcpy(img.mem + tx->offset, hand_x, sizeof hand_x);
+    tx->exp = -3;
+    cr_assert_eq(fx_kernel_exec(img.mem, fwd), FX_OK);
+    cr_expect_arr_eq(img.mem + ty->offset, hand_y, sizeof hand_y);
+    cr_expect_eq(ty->exp, -3);
+    memcpy(img.mem + tdy->offset, hand_dy, sizeof hand_dy);
+    tdy->exp = -9;
+    cr_assert_eq(fx_kernel_exec(img.mem, bwd), FX_OK);
+    cr_expect_arr_eq(img.mem + tdx->offset, hand_dx, sizeof hand_dx);
+    cr_expect_eq(tdx->exp, -9, "sums up to 40 need no shift");
+    /* a pad as wide as the window is refused, not read out of bounds */
+    struct fx_cmd bad = *fwd;
+    bad.pad = 3;
+    cr_expect_eq(fx_kernel_exec(img.mem, &bad), FX_BAD_OPERAND);
+    eeb_fx_image_free(&img);
+    eeb_net_free(net);
+
+    /* the whole forward pass from pixels (p - 128 at 2^-7): the pool is the
+     * loss's input, the same on the kernel, the emulator and float32 */
+    net = net_of(4, 4, 1);
+    cr_assert_geq(eeb_net_softmax_ce(net, eeb_net_maxpool(net, EEB_NET_INPUT, 3, 2, 1)), 0, "%s",
+                  net->err);
+    uint8_t px[16];
+    for (int i = 0; i < 16; i++)
+        px[i] = (uint8_t)(128 + hand_x[i]);
+    eeb_net_to_fixed(net); /* no weights, but the compiler asks the format */
+    cr_assert_eq(eeb_fx_compile(net, 1, 0, &img, err, sizeof err), 0, "%s", err);
+    eeb_fx_set_batch(&img, 1, px, NULL);
+    uint8_t *copy = aligned_alloc(FX_ALIGN, img.bytes);
+    memcpy(copy, img.mem, img.bytes);
+    fx_kernel(img.mem, FX_PROG_PREDICT);
+    cr_assert_eq(eeb_fx_header(&img)->status, FX_OK);
+    struct eeb_emu *emu = eeb_emu_new(2, eeb_emu_gemm_best_isa());
+    cr_assert_eq(eeb_emu_run(emu, copy, FX_PROG_PREDICT), 0);
+    cr_expect_arr_eq(copy, img.mem, img.bytes, "the emulator's image is the kernel's");
+    float fx[4], fp[4];
+    eeb_fx_read_output(&img, 1, fx);
+    struct eeb_ref *r = eeb_ref_new(net, 1, 0, err, sizeof err);
+    cr_assert(r, "%s", err);
+    eeb_ref_forward(r, px, 1);
+    memcpy(fp, eeb_ref_output(r), sizeof fp);
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(fx[i], hand_y[i] / 128.0f, "kernel output %d: %g", i, fx[i]);
+        cr_expect_eq(fp[i], hand_y[i] / 128.0f, "float32 output %d: %g", i, fp[i]);
+    }
+    eeb_ref_free(r);
+    eeb_emu_free(emu);
+    free(copy);
+    eeb_fx_image_free(&img);
+    eeb_net_free(net);
 }
 
 Test(ops, residual_add_with_a_fork)
@@ -291,4 +404,21 @@ Test(ops, frozen_layers)
     l = eeb_net_relu(net, eeb_net_conv(net, l, 6, 3, 2, 1));
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 2, "two of three layers frozen");
+}
+
+/* Layers the emulator splits as it does a large network's: a weight
+ * gradient over more rows than one chunk (3 items x 40 x 40 > 4096), a max
+ * pool in blocks of channels, weights packed in blocks of columns (576 x
+ * 160 forward, 1440 x 64 backward), and parts of fewer rows than 256 (300
+ * rows in all). */
+Test(ops, layers_split_in_chunks_and_blocks, .timeout = 120)
+{
+    state = 61;
+    struct eeb_net *net = net_of(40, 40, 3);
+    int l = stem(net, 8);
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 2, 1));
+    l = eeb_net_maxpool(net, l, 3, 2, 1);
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 160, 3, 1, 1));
+    head(net, eeb_net_gap(net, l));
+    check_exact(net, 4, 0, "layers split in chunks and blocks");
 }

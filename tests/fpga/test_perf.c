@@ -5,11 +5,15 @@
  * naming the key.
  */
 #include "fpga/model/eeb_perf_calibrate.h"
+#include "fpga/net/eeb_model.h"
+#include "tests/testlib.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct eeb_perf model(const char *spec, const struct eeb_net *net, int batch, int frozen)
 {
@@ -108,7 +112,7 @@ static struct eeb_net *small_net(void)
 {
     struct eeb_net *net = eeb_net_new((struct eeb_shape){16, 16, 8});
     int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 64, 3, 1, 1));
-    l = eeb_net_maxpool(net, eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 1, 1)), 2, 2);
+    l = eeb_net_maxpool(net, eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 1, 1)), 2, 2, 0);
     cr_assert(eeb_net_softmax_ce(net, eeb_net_fc(net, l, 10)) >= 0, "%s", net->err);
     eeb_net_init(net, 3);
     return net;
@@ -222,4 +226,124 @@ Test(perf, designs_parse_and_errors_name_the_key)
         cr_assert_neq(eeb_design_parse(&d, bad[i].spec, err, sizeof err), 0, "%s", bad[i].spec);
         cr_assert(strstr(err, bad[i].says), "%s: %s", bad[i].spec, err);
     }
+}
+
+/* ---- a ResNet-18 at 224x224 ---- */
+
+/* ResNet-18's shape (He et al. 2016, table 1) at 224x224: conv 7x7/2 pad 3
+ * -> 64 channels, max pool 3x3/2 pad 1 (112 -> 56), four stages of two
+ * basic blocks (64, 128, 256, 512 channels; stages 2-4 open with a stride-2
+ * conv and a 1x1 stride-2 projection shortcut), global average pool, fc to
+ * `classes`, softmax.  No batch normalization: eeb has none. */
+static struct eeb_net *resnet18(int classes)
+{
+    struct eeb_net *net = eeb_net_new((struct eeb_shape){224, 224, 3});
+    cr_assert(net);
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 64, 7, 2, 3));
+    l = eeb_net_maxpool(net, l, 3, 2, 1);
+    for (int stage = 0; stage < 4; stage++)
+        for (int block = 0; block < 2; block++) {
+            int c = 64 << stage, s = stage > 0 && block == 0 ? 2 : 1;
+            int a = eeb_net_relu(net, eeb_net_conv(net, l, c, 3, s, 1));
+            a = eeb_net_conv(net, a, c, 3, 1, 1);
+            int skip = s == 2 ? eeb_net_conv(net, l, c, 1, 2, 0) : l;
+            l = eeb_net_relu(net, eeb_net_add(net, a, skip));
+        }
+    l = eeb_net_fc(net, eeb_net_gap(net, l), classes);
+    cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
+    eeb_net_init(net, 18);
+    return net;
+}
+
+/*
+ * MACs per item, forward, counted by hand (output pixels x output channels
+ * x k*k*c_in):
+ *   conv1    112*112 * 64 * 7*7*3                        118,013,952
+ *   stage 1  4 convs of 56*56 * 64 * 3*3*64              462,422,016
+ *   stage 2  28*28*128: 3*3*64 (stride 2) 57,802,752, three of 3*3*128
+ *            346,816,512, the 1x1 shortcut 6,422,528     411,041,792
+ *   stage 3  14*14*256, the same products                411,041,792
+ *   stage 4  7*7*512, the same products                  411,041,792
+ *   fc       512 * 101                                        51,712
+ *                                                      1,813,613,056
+ * (with torchvision's 1000-class head, 512,000 for the fc: 1,814,073,344,
+ * the "1.8 GFLOPs" ResNet-18 is quoted at.)
+ */
+#define RESNET18_MACS 1813613056ull
+
+Test(perf, models_a_resnet18_at_224, .timeout = 120)
+{
+    struct eeb_net *net = resnet18(101);
+    cr_assert_eq(net->nlayers, 1 + 2 + 8 * 5 + 3 * 1 + 3);
+    cr_assert_eq(eeb_net_macs(net), RESNET18_MACS);
+    const struct eeb_layer *pool = &net->layers[2];
+    cr_assert(pool->kind == EEB_LAYER_MAXPOOL && pool->out.h == 56 && pool->out.w == 56 &&
+              pool->out.c == 64);
+
+    /* the file holds what was built */
+    char dir[64], path[300], err[256];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(path, sizeof path, "%s/resnet18.eebm", dir);
+    cr_assert_eq(eeb_model_save(path, net, EEB_TASK_CLS, err, sizeof err), 0, "%s", err);
+    struct eeb_net *back;
+    int task;
+    cr_assert_eq(eeb_model_load(path, &back, &task, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(back->layers[2].pad, 1);
+    cr_assert_eq(eeb_net_macs(back), RESNET18_MACS);
+    eeb_net_free(back);
+
+    /* buffers by hand: act = k rows of the widest window's input for a
+     * tile of 32 items (3 * 56 * 64 * 32 B = 336 KiB -> 512), weights one
+     * CSB block per PE of conv1's 7x7 kernels (32 * 32 * (49 * 3 + 2) B =
+     * 149 KiB -> 256), accumulators conv1's output row of 2 channels a PE
+     * (112 * 2 -> 256) */
+    struct eeb_design d;
+    cr_assert_eq(eeb_design_for(&d, EEB_DESIGN_SEED001, net, err, sizeof err), 0, "%s", err);
+    cr_assert(d.act_kib == 512 && d.weight_kib == 256 && d.acc_depth == 256, "%d %d %d", d.act_kib,
+              d.weight_kib, d.acc_depth);
+    struct eeb_perf p;
+    cr_assert_eq(eeb_perf_model(&d, net, 32, 0, &p, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(p.nlayers, 1 + 16 + 3 + 1);
+    double fwd_ops = 0, ops = 0;
+    for (int i = 0; i < p.nlayers; i++) {
+        const struct eeb_layer_cost *c = &p.layers[i];
+        fwd_ops += c->phase[EEB_PHASE_FWD].ops;
+        for (int ph = 0; ph < EEB_PHASES; ph++)
+            ops += c->phase[ph].runs ? c->phase[ph].ops : 0;
+        cr_assert(c->phase[EEB_PHASE_FWD].time_s > 0 && c->density == 1);
+    }
+    cr_assert_eq(fwd_ops, 2.0 * 32 * RESNET18_MACS, "2 ops a MAC, 32 items");
+    /* the first conv of stage 1 reads the padded pool's 56x56 */
+    const struct eeb_layer_cost *s1 = &p.layers[1];
+    cr_assert(s1->h_in == 56 && s1->w_in == 56 && s1->h == 56 && s1->cin == 64, "%dx%d", s1->h_in,
+              s1->w_in);
+    /* the step cannot beat the array's peak (32 x 32 MACs at 250 MHz, 512
+     * GOP/s) on its ~3x forward work, and this dense, wide network keeps
+     * the array mostly busy: within 3x of it */
+    double peak_s = ops / 512e9;
+    cr_assert(ops > 2.9 * fwd_ops && ops < 3 * fwd_ops, "%.3g of %.3g", ops, fwd_ops);
+    cr_assert(p.train_step_s > peak_s && p.train_step_s < 3 * peak_s, "%.3f s, peak %.3f s",
+              p.train_step_s, peak_s);
+    cr_assert(p.predict_batch_s > fwd_ops / 512e9 && p.predict_batch_s < p.train_step_s / 2);
+    cr_assert(p.train_power_w > p.idle_power_w && p.train_power_w < 60, "%.1f W", p.train_power_w);
+    cr_assert(p.res.fits, "the sized buffers still fit the kcu1500");
+
+    /* eeb dse reads the file and models the same step; and explores */
+    const char *one[] = {"dse",      "--model",          path,     "--task", "cls",
+                         "--design", EEB_DESIGN_SEED001, "--json", NULL};
+    json_t *o = test_eeb_json(one, 0);
+    json_t *design = json_object_get(o, "design");
+    cr_assert_float_eq(test_json_num(design, "step_ms"), p.train_step_s * 1e3, 1e-6);
+    json_decref(o);
+    const char *all[] = {"dse", "--model", path,  "--device", "zcu104", "--task",
+                         "cls", "--pmax",  "100", "--json",   NULL};
+    o = test_eeb_json(all, 0);
+    cr_assert_gt(test_json_num(o, "fit"), 10);
+    json_t *best = json_object_get(o, "best");
+    cr_assert(json_is_object(best));
+    cr_assert_gt(test_json_num(best, "step_ms"), 0);
+    json_decref(o);
+    cr_expect_eq(unlink(path) | rmdir(dir), 0, "45 MB left in %s", dir);
+    eeb_perf_free(&p);
+    eeb_net_free(net);
 }

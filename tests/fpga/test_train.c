@@ -51,7 +51,7 @@ static struct eeb_net *small_resnet(void)
     int a = eeb_net_relu(net, eeb_net_conv(net, l, 8, 3, 1, 1));
     a = eeb_net_conv(net, a, 8, 3, 1, 1);
     l = eeb_net_relu(net, eeb_net_add(net, a, l));
-    l = eeb_net_maxpool(net, l, 2, 2);
+    l = eeb_net_maxpool(net, l, 2, 2, 0);
     l = eeb_net_relu(net, eeb_net_conv(net, l, 16, 3, 1, 1));
     l = eeb_net_fc(net, eeb_net_flatten(net, l), CLASSES);
     cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
@@ -291,9 +291,24 @@ Test(train, bad_networks_and_calls_say_why)
     net = eeb_net_new(in);
     a = eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1);
     cr_assert_geq(eeb_net_softmax_ce(net, eeb_net_fc(net, eeb_net_relu(net, a), 3)), 0);
-    cfg.batch_max = 2048; /* 2048 x 8 x 8 terms in one weight gradient */
-    cr_expect_eq(eeb_accel_start("emu", &cfg, net, &acc, err, sizeof err), EEB_EINVAL);
-    cr_expect(strstr(err, "131072-term weight-gradient sum"), "%s", err);
+    /* 2048 x 8 x 8 terms in one weight gradient: past what an int32 sums
+     * exactly, within the 48-bit accumulators (fx_reduction_shift) */
+    cfg.batch_max = 2048;
+    cr_expect_eq(eeb_accel_start("emu", &cfg, net, &acc, err, sizeof err), EEB_OK, "%s", err);
+    eeb_accel_close(acc);
+    eeb_net_free(net);
+    net = eeb_net_new((struct eeb_shape){1024, 1024, 1});
+    a = eeb_net_conv(net, EEB_NET_INPUT, 1, 1, 1, 0);
+    a = eeb_net_gap(net, eeb_net_maxpool(net, a, 8, 8, 0));
+    cr_assert_geq(eeb_net_softmax_ce(net, eeb_net_fc(net, a, 2)), 0, "%s", net->err);
+    cfg.batch_max = 8193; /* 2^33 + 2^20 terms: past them */
+    cr_expect_eq(eeb_accel_start("kernel", &cfg, net, &acc, err, sizeof err), EEB_EINVAL);
+    cr_expect(strstr(err, "8590983168-term weight-gradient sum; the 48-bit accumulators"), "%s",
+              err);
+    eeb_net_free(net);
+    net = eeb_net_new(in);
+    a = eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1);
+    cr_assert_geq(eeb_net_softmax_ce(net, eeb_net_fc(net, eeb_net_relu(net, a), 3)), 0);
 
     cfg.batch_max = 4;
     cr_assert_eq(eeb_accel_start("emu", &cfg, net, &acc, err, sizeof err), EEB_OK, "%s", err);
@@ -352,5 +367,65 @@ Test(train, slice_errors_reach_the_channels_they_came_from)
     cr_assert_gt(cosine, 0.9, "fixed and float steps of layer 0 point apart: cosine %.3f", cosine);
     cr_assert_eq(untaken, 0, "channels no slice takes got gradients");
     free(delta[0]), free(delta[1]);
+    eeb_net_free(net);
+}
+
+/* One learnable layer's weights as the backend holds them now. */
+static float *first_weights(struct eeb_accel *a, const struct eeb_net *shape, size_t *n)
+{
+    float *w = weights_of(a, shape, 0);
+    *n = (size_t)shape->layers[0].rows * shape->layers[0].out.c;
+    return w;
+}
+
+/* A weight gradient summing batch 32 x 48 x 48 = 73728 products, past
+ * what an int32 holds exactly: it sums in 48 bits and is stored shifted
+ * (fx_reduction_shift), the same bits on the kernel and the emulator, and
+ * the step it takes points where float32's does. */
+Test(train, a_weight_gradient_past_65536_terms_sums_in_48_bits, .timeout = 120)
+{
+    enum { S = 48, N = 32 };
+    struct eeb_net *net = eeb_net_new((struct eeb_shape){S, S, 3});
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1));
+    l = eeb_net_fc(net, eeb_net_gap(net, l), 3);
+    cr_assert_geq(eeb_net_softmax_ce(net, l), 0, "%s", net->err);
+    eeb_net_init(net, 5);
+    uint8_t *px = malloc((size_t)N * S * S * 3);
+    int32_t labels[N];
+    state = 77;
+    for (size_t i = 0; i < (size_t)N * S * S * 3; i++)
+        px[i] = (uint8_t)rnd(256);
+    for (int i = 0; i < N; i++)
+        labels[i] = (int)rnd(3);
+    const char *backends[] = {"kernel", "emu", "fp32"};
+    float *step[3];
+    size_t n = 0;
+    for (int b = 0; b < 3; b++) {
+        struct eeb_accel_config cfg;
+        eeb_accel_config_default(&cfg);
+        cfg.batch_max = N, cfg.momentum = 0, cfg.weight_decay = 0, cfg.lr = 0.1;
+        struct eeb_accel *a = start(backends[b], &cfg, net);
+        float *w0 = first_weights(a, net, &n);
+        struct eeb_batch batch = {N, px, labels};
+        struct eeb_train_result r;
+        char err[256];
+        cr_assert_eq(a->ops->train_batch(a, &batch, &r, err, sizeof err), EEB_OK, "%s", err);
+        step[b] = first_weights(a, net, &n);
+        for (size_t i = 0; i < n; i++)
+            step[b][i] -= w0[i];
+        free(w0);
+        eeb_accel_close(a);
+    }
+    cr_expect_eq(memcmp(step[0], step[1], n * sizeof *step[0]), 0,
+                 "the kernel and the emulator take the same step, bit for bit");
+    double dot = 0, a2 = 0, b2 = 0;
+    for (size_t i = 0; i < n; i++)
+        dot += (double)step[1][i] * step[2][i], a2 += (double)step[1][i] * step[1][i],
+            b2 += (double)step[2][i] * step[2][i];
+    double cosine = dot / sqrt(a2 * b2);
+    cr_expect_gt(cosine, 0.9, "8-bit step against float32's: cosine %.3f", cosine);
+    for (int b = 0; b < 3; b++)
+        free(step[b]);
+    free(px);
     eeb_net_free(net);
 }

@@ -232,7 +232,7 @@ static struct eeb_net *tiny_net(void)
 {
     struct eeb_net *net = eeb_net_new((struct eeb_shape){SIDE, SIDE, 3});
     int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 8, 3, 1, 1));
-    l = eeb_net_maxpool(net, l, 2, 2);
+    l = eeb_net_maxpool(net, l, 2, 2, 0);
     l = eeb_net_fc(net, eeb_net_flatten(net, l), CLASSES);
     cr_assert(eeb_net_softmax_ce(net, l) >= 0, "%s", net->err);
     eeb_net_init(net, 5);

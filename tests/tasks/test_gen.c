@@ -163,4 +163,27 @@ Test(gen, the_commands)
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "/nonexistent.eebd: No such file"), "%s", r.err);
     test_run_free(&r);
+
+    /* --preset paper: each task's size; --frames given as well wins */
+    static const char *const tasks[][2] = {
+        {"cls", "224x224x3\n"}, {"det", "416x416x3\n"}, {"video", "170x170x3 x 10 frames\n"}};
+    for (int t = 0; t < 3; t++) {
+        r = test_eeb((const char *[]){"data", "gen", "--task", tasks[t][0], "--domain", "finetune",
+                                      "--split", "test", "--n", "2", "--preset", "paper", "-o", out,
+                                      NULL});
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert(strstr(r.out, tasks[t][1]), "%s", r.out);
+        test_run_free(&r);
+    }
+    r = test_eeb((const char *[]){"data", "gen", "--task", "video", "--domain", "finetune",
+                                  "--split", "test", "--n", "2", "--frames", "4", "--preset",
+                                  "paper", "-o", out, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "170x170x3 x 4 frames\n"), "%s", r.out);
+    test_run_free(&r);
+
+    r = test_eeb((const char *[]){"data", "--help", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "  paper    video  10 frames of 170x170"), "%s", r.out);
+    test_run_free(&r);
 }
