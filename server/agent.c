@@ -181,26 +181,41 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
     return read_samples(json_object_get(body, "samples"), b, f);
 }
 
-/* How long the least difference between the agent's clock and the
- * server's stands: the two clocks drift apart by parts per million, a
- * millisecond a minute at 20 ppm, so an old least would place samples
- * early by the drift since. */
-#define OFFSET_AGE_NS 60000000000LL
-
 /* The agent's clock to the server's, from a batch it said was sent at
- * now_ns and arrived at mono: the least difference seen lately is the one
- * with the least delay, so samples are placed late by that delay at most.
- * A new session (the agent started again) is a new clock, and its counts
- * start again from 0.  s->lock held. */
-static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, uint64_t *failed,
-                 uint64_t *dropped)
+ * now_ns and arrived at mono: the least difference of the batches of the
+ * last window (a minute, kept in sixths: from five sixths of it back to all
+ * of it) is the one with the least delay, so samples are placed late by
+ * that delay at most.  The clocks drift apart by parts per million, a
+ * millisecond a minute at 20 ppm, so an older least would place samples
+ * early.  A least that leaves the window gives way to the least of the
+ * rest of it, never to the batch at hand alone: a batch held up then would
+ * place every sample after it later by its delay (a gap in the meter run)
+ * and the next batch back (drops).  A new session (the agent started
+ * again) is a new clock, and its counts start again from 0.  s->lock held. */
+static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, double window_s,
+                 uint64_t *failed, uint64_t *dropped)
 {
+    int64_t sixth = (int64_t)((window_s > 0 ? window_s : 60) * 1e9) / EEB_SRV_CLOCK_SIXTHS;
     if (strcmp(a->session, b->session)) {
         snprintf(a->session, sizeof a->session, "%s", b->session);
-        a->offset_ns = INT64_MAX, a->last_t_ns = 0, a->failed = a->dropped = 0;
+        a->last_t_ns = 0, a->failed = a->dropped = 0;
+        for (int i = 0; i < EEB_SRV_CLOCK_SIXTHS; i++)
+            a->least_ns[i] = INT64_MAX;
+        a->sixth = 0, a->sixth_at_ns = mono;
     }
-    if (mono - b->now_ns < a->offset_ns || mono - a->offset_at_ns > OFFSET_AGE_NS)
-        a->offset_ns = mono - b->now_ns, a->offset_at_ns = mono;
+    for (int i = 0; i < EEB_SRV_CLOCK_SIXTHS && mono - a->sixth_at_ns >= sixth; i++) {
+        a->sixth = (a->sixth + 1) % EEB_SRV_CLOCK_SIXTHS; /* the oldest leaves */
+        a->least_ns[a->sixth] = INT64_MAX;
+        a->sixth_at_ns += sixth;
+    }
+    if (mono - a->sixth_at_ns >= sixth) /* nothing heard for a whole window */
+        a->sixth_at_ns = mono;
+    if (mono - b->now_ns < a->least_ns[a->sixth])
+        a->least_ns[a->sixth] = mono - b->now_ns;
+    a->offset_ns = INT64_MAX;
+    for (int i = 0; i < EEB_SRV_CLOCK_SIXTHS; i++)
+        if (a->least_ns[i] < a->offset_ns)
+            a->offset_ns = a->least_ns[i];
     /* what the meter failed or dropped since the batch before */
     *failed = (uint64_t)b->failed > a->failed ? (uint64_t)b->failed - a->failed : 0;
     *dropped = (uint64_t)b->dropped > a->dropped ? (uint64_t)b->dropped - a->dropped : 0;
@@ -272,7 +287,7 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
         goto out;
     }
     a->busy = 1;
-    hear(a, &b, mono, &failed, &dropped);
+    hear(a, &b, mono, s->cfg.station_clock_window_s, &failed, &dropped);
     int slot = eeb_srv_agent_measuring(s, k->station);
     int64_t before = a->last_t_ns, last_was = 0, last_utc_was = 0;
     if (slot >= 0) {

@@ -128,6 +128,11 @@ struct eeb_server_config {
         const char *team, *uri;
     } stations[EEB_SERVER_STATIONS];
     double meter_rate_hz; /* the stations' sampling rate (default 10 Hz) */
+    /* A station agent's clock is placed on the server's by the least
+     * difference between a batch's arrival and the agent's clock at
+     * sending seen over this long (default 60 s): the clocks drift apart by
+     * parts per million, so an older least would place samples early. */
+    double station_clock_window_s;
     /* What the server did, a line an act (runs registered or refused,
      * completed, scored; stations heard): NULL, none.  Never a token. */
     FILE *log;

@@ -59,7 +59,8 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .rate_limit = 200,
                                     .rate_burst = 400,
                                     .stream_allowance_s = 10,
-                                    .meter_rate_hz = 10};
+                                    .meter_rate_hz = 10,
+                                    .station_clock_window_s = 60};
 }
 
 /* ---- the log ---- */

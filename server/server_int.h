@@ -92,8 +92,9 @@ enum eeb_srv_route {
     EEB_SRV_R_OTHER,
     EEB_SRV_R_COUNT
 };
-#define EEB_SRV_N_CODES   12   /* the statuses /metrics counts (http.c) */
-#define EEB_SRV_N_BUCKETS 1024 /* teams the rate limit tells apart */
+#define EEB_SRV_N_CODES      12   /* the statuses /metrics counts (http.c) */
+#define EEB_SRV_N_BUCKETS    1024 /* teams the rate limit tells apart */
+#define EEB_SRV_CLOCK_SIXTHS 6    /* a station agent's clock window is kept in sixths (agent.c) */
 
 /* Director mode: a meter the server reads for one official run, itself
  * (src, sampled by sampler) or through its station's agent. */
@@ -124,10 +125,13 @@ struct eeb_srv_agent {
     char key_sha256[EEB_SHA256_HEX]; /* of its key; "" for a station the server reads */
     char session[40];                /* its log's uuid: a new one is a new agent clock */
     int64_t heard_ns;                /* the server's monotonic time of its last batch (0: never) */
-    int64_t offset_ns, offset_at_ns; /* the agent's clock to the server's: the least seen
-                                      * lately, and when it was seen */
-    int busy;                        /* a batch of its is being taken in */
-    int64_t last_t_ns;               /* on the agent's clock: its last sample taken in */
+    int64_t offset_ns;               /* the agent's clock to the server's: the least seen lately */
+    int64_t least_ns[EEB_SRV_CLOCK_SIXTHS]; /* the least of each sixth of the clock window
+                                             * (INT64_MAX: no batch) */
+    int sixth;                              /* the newest */
+    int64_t sixth_at_ns;                    /* when it began, on the server's monotonic clock */
+    int busy;                               /* a batch of its is being taken in */
+    int64_t last_t_ns;                      /* on the agent's clock: its last sample taken in */
     char source[256], provenance[16];
     double rate_hz;
     uint64_t failed, dropped; /* its meter's counts, as its session last said */

@@ -1,7 +1,9 @@
 /*
  * meter_emu.h - network power meters for the tests: a Yokogawa WT300
  * speaking SCPI and a SPEC PTDaemon, each a thread serving one connection
- * at a time on 127.0.0.1, with faults on chosen readings.  Written from
+ * at a time on 127.0.0.1 (at real-time priority where that is granted, as
+ * an instrument's answers do not wait on the machine's load), with faults
+ * on chosen readings.  Written from
  * the command sets the sources use (FACTS.md), not from the meters.  The
  * PTDaemon keeps its analyzer's ranges (RR; SR,V and SR,A, answered as
  * MLPerf's power checker expects: "Range V changed"), volts at 300 V and

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -941,7 +944,8 @@ static int log_begun(const char *path)
 }
 
 /* `eeb power agent` reading meter for the server at url with the station
- * key at key, until killed; started once its log has begun. */
+ * key at key, until killed (or this test ends: a failed assertion leaves
+ * no agent behind); started once its log has begun. */
 static pid_t station_agent(const char *dir, const char *meter, const char *url, const char *key)
 {
     char adb[300];
@@ -949,6 +953,7 @@ static pid_t station_agent(const char *dir, const char *meter, const char *url, 
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1), dup2(null, 2);
         execl(EEB_BIN, EEB_BIN, "power", "agent", "--source", meter, "--db", adb, "--server", url,
@@ -1007,8 +1012,7 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
                                                power,
                                                "--rate",
                                                "20",
-                                               "--epochs", /* some seconds: a stall of a loaded
-                                                            * machine's agent stays a small gap */
+                                               "--epochs", /* some seconds of fine-tuning */
                                                "15000",
                                                "--db",
                                                db,
@@ -1094,6 +1098,47 @@ Test(server, a_station_agent_measures_an_official_run, .timeout = 120)
     snprintf(key, sizeof key, "%s/station.key", test_tmpdir());
     cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
     a_run_measured_by_the_station(key);
+}
+
+/* Sampling never waits on the network: with a server that takes the
+ * agent's connection and request and never answers, its one send blocks
+ * for the agent's whole timeout (5 s), and its log is sampled at its rate
+ * all the while (a sampler waiting on the send would leave a hole of
+ * seconds). */
+Test(server, a_station_agent_samples_on_while_its_server_does_not_answer, .timeout = 60)
+{
+    char dir[256], key[300], adb[300], url[64], err[512], req[64] = "";
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(key, sizeof key, "%s/station.key", dir);
+    snprintf(adb, sizeof adb, "%s/agent.db", dir);
+    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    /* listening, never accepting: the kernel takes the connection and the request */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    pid_t pid = station_agent(dir, "sim:watts=6", url, key);
+    usleep(3000000);
+    int st;
+    kill(pid, SIGTERM); /* it stops once the send gives up */
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the agent's status %d", st);
+    int c = accept(fd, NULL, NULL);
+    cr_assert_geq(c, 0, "the agent sent nothing");
+    cr_expect_gt(recv(c, req, sizeof req - 1, 0), 0);
+    cr_expect(strstr(req, "POST /api/v1/station/samples"), "%s", req);
+    close(c), close(fd);
+    /* 20 Hz from the first sample to the last, the send blocked throughout */
+    long long span = test_sql_int(adb, "SELECT max(t_mono_ns) - min(t_mono_ns) FROM samples"),
+              n = test_sql_int(adb, "SELECT count(*) FROM samples"),
+              widest = test_sql_int(adb, "SELECT max(t_mono_ns - before) FROM (SELECT t_mono_ns, "
+                                         "lag(t_mono_ns) OVER (ORDER BY t_mono_ns) AS before "
+                                         "FROM samples)");
+    cr_expect_geq(span, 2900000000LL, "the log spans %.3f s", span / 1e9);
+    cr_expect_geq(n, span / 50000000 * 3 / 4, "%lld samples in %.3f s", n, span / 1e9);
+    cr_expect_lt(widest, 1000000000LL, "%.3f s without a sample", widest / 1e9);
 }
 
 #define HEARTBEAT(source, provenance)                                                              \
@@ -1212,6 +1257,90 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     cfg.stations[1] = (struct eeb_server_station){"beta", station};
     cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
     cr_expect(strstr(err, "teams alpha and beta have the same station key"), "%s", err);
+}
+
+/* A station agent's batch of samples, numbered from *index on (their
+ * watts), every 50 ms of its clock after *last up to now_ns. */
+static void agent_batch(int port, const char *key, int64_t now_ns, int64_t *last, int *index)
+{
+    char body[8192];
+    int n = snprintf(body, sizeof body,
+                     "{\"session\": \"c3\", \"source\": \"ptd://meter:8888\", \"provenance\": "
+                     "\"measured\", \"rate_hz\": 20, \"now_ns\": %lld, \"failed\": 0, "
+                     "\"dropped\": 0, \"samples\": [",
+                     (long long)now_ns);
+    for (const char *sep = ""; *last + 50000000 <= now_ns; sep = ", ") {
+        *last += 50000000;
+        n += snprintf(body + n, sizeof body - (size_t)n, "%s[%lld, %d, 12, 0.5]", sep,
+                      (long long)*last, ++*index);
+        cr_assert_lt(n, (int)sizeof body - 8);
+    }
+    snprintf(body + n, sizeof body - (size_t)n, "]}");
+    struct reply r = request(port, "POST", "/api/v1/station/samples", body, strlen(body), key);
+    cr_assert_eq(r.code, 200, "%s", r.body);
+    free(r.body);
+}
+
+/* The least difference between the agent's clock and the server's gives
+ * way, once it leaves the window, to the least of the rest of the window,
+ * not to the batch at hand: one held up then (300 ms here) moves no
+ * sample, so the meter run has neither a gap nor drops. */
+Test(server, a_station_agents_batch_held_up_moves_no_sample, .timeout = 60)
+{
+    char dir[256], sdb[300], key[300], keytext[EEB_TOKEN_HEX], station[310], err[512];
+    char token[EEB_TOKEN_HEX];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(key, sizeof key, "%s/station.key", dir);
+    snprintf(station, sizeof station, "agent:%s", key);
+    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_station_key_read(key, keytext, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    cfg.test[EEB_TASK_CLS] = in.test;
+    cfg.stations[0] = (struct eeb_server_station){"alpha", station};
+    cfg.station_clock_window_s = 3; /* a minute's, shortened */
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    /* the agent's clock: this process's less 5 s.  Heard (a batch sent
+     * 50 ms before it arrived), its run registered; then its batches are
+     * sent 20 ms before they arrive but the first, the quickest of all, so
+     * that it stays the least until it leaves the window. */
+    int64_t base = eeb_mono_ns() - 5000000000LL, last = eeb_mono_ns() - base - 50000000;
+    int index = 0, held = 0;
+    agent_batch(port, keytext, last, &last, &index);
+    expect(port, "POST", "/api/v1/runs",
+           REGISTER_WITH("cls", ", \"official\": true, \"backend\": \"exec\""), token, 201,
+           "provenance", "measured");
+    int64_t t0 = eeb_mono_ns();
+    last = t0 - base; /* the samples from here on */
+    agent_batch(port, keytext, t0 - base, &last, &index);
+    while (eeb_mono_ns() - t0 < 4500000000LL) {
+        usleep(100000);
+        if (!held && eeb_mono_ns() - t0 > 2600000000LL) {
+            /* one held up 300 ms, arriving just after the first has left the
+             * window (the agent sends the next once it is answered) */
+            while (eeb_mono_ns() - t0 < 3020000000LL)
+                usleep(1000);
+            agent_batch(port, keytext, eeb_mono_ns() - base - 300000000, &last, &index);
+            held = 1;
+        } else
+            agent_batch(port, keytext, eeb_mono_ns() - base - 20000000, &last, &index);
+    }
+    eeb_server_stop(s);
+    long long n = test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1"),
+              numbers = test_sql_int(sdb, "SELECT max(watts) - min(watts) + 1 FROM samples WHERE "
+                                          "run_id = 1"),
+              widest = test_sql_int(sdb, "SELECT max(t_mono_ns - before) FROM (SELECT t_mono_ns, "
+                                         "lag(t_mono_ns) OVER (ORDER BY t_mono_ns) AS before "
+                                         "FROM samples WHERE run_id = 1)");
+    cr_expect_gt(n, 60, "%lld samples kept", n);
+    cr_expect_eq(n, numbers, "%lld kept of the %lld from the first kept to the last", n, numbers);
+    cr_expect_lt(widest, 100000000, "a gap of %.3f s", widest / 1e9);
 }
 
 Test(server, a_runs_own_log_far_from_the_servers_meter_is_invalid, .timeout = 120)
