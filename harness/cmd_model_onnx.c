@@ -92,27 +92,30 @@ static int import(const char *path, const struct import_args *a)
     char err[1024];
     struct eeb_shard *shard = NULL;
     const struct eeb_shard_info *info = NULL;
-    int classes = (int)a->classes;
+    struct eeb_net *net = NULL;
+    struct eeb_onnx_import_report rep;
+    int classes = (int)a->classes, rc = EEB_EXIT_OK;
     if (a->data) {
-        if (eeb_shard_open(&shard, a->data, err, sizeof err))
-            return eeb_cli_error(cmd, "%s", err);
+        if (eeb_shard_open(&shard, a->data, err, sizeof err)) {
+            rc = eeb_cli_error(cmd, "%s", err);
+            goto out;
+        }
         info = eeb_shard_info(shard);
         if (info->task != ops->task) {
-            eeb_shard_close(shard);
-            return eeb_cli_error(cmd, "%s holds %s records, not %s", a->data,
-                                 eeb_task_name(info->task), a->task);
+            rc = eeb_cli_error(cmd, "%s holds %s records, not %s", a->data,
+                               eeb_task_name(info->task), a->task);
+            goto out;
         }
         if (classes && classes != info->classes) {
-            eeb_shard_close(shard);
-            return eeb_cli_usage_error(cmd, "--classes %d, but %s has %d", classes, a->data,
-                                       info->classes);
+            rc = eeb_cli_usage_error(cmd, "--classes %d, but %s has %d", classes, a->data,
+                                     info->classes);
+            goto out;
         }
         classes = info->classes;
         o.height = info->h, o.width = info->w;
     }
     if (classes)
         o.outputs = ops->loss == EEB_LAYER_GRID_LOSS ? 5 + classes : classes;
-    int rc = EEB_EXIT_OK;
     if (a->size && parse_size(a->size, &o.height, &o.width))
         rc = eeb_cli_usage_error(cmd, "--size: '%s' (H or HxW pixels)", a->size);
     if (!rc && (!a->mean != !a->std))
@@ -129,22 +132,17 @@ static int import(const char *path, const struct import_args *a)
                                      a->mean, a->std);
         o.normalize = 1, o.norm_channels = nm;
     }
-    struct eeb_net *net = NULL;
-    struct eeb_onnx_import_report rep;
     if (!rc && eeb_onnx_import_file(path, &o, &net, &rep, err, sizeof err))
         rc = eeb_cli_error(cmd, "%s", err);
     if (!rc && info && eeb_task_check_model(net, info, err, sizeof err))
         rc = eeb_cli_error(cmd, "%s: for %s: %s", path, a->data, err);
-    eeb_shard_close(shard);
     if (!rc) {
         eeb_net_set_format(net, a->format);
         if (eeb_model_save(a->out, net, (int)ops->task, err, sizeof err))
             rc = eeb_cli_error(cmd, "%s", err);
     }
-    if (rc) {
-        eeb_net_free(net);
-        return rc;
-    }
+    if (rc)
+        goto out;
     int learnable = 0;
     for (int i = 0; i < net->nlayers; i++)
         learnable += eeb_layer_learnable(&net->layers[i]);
@@ -162,8 +160,10 @@ static int import(const char *path, const struct import_args *a)
         printf("%d learnable layers: --frozen %d trains the head alone\n", learnable,
                learnable - 1);
     printf("%s: %s model written\n", a->out, a->task);
+out:
+    eeb_shard_close(shard);
     eeb_net_free(net);
-    return EEB_EXIT_OK;
+    return rc;
 }
 
 static int export(const char *path, const char *out)

@@ -863,9 +863,9 @@ static int op_alias(struct reader *r)
     const Onnx__NodeProto *n = node_at(r, r->node);
     if (n->n_input < 1 || !n->input[0][0])
         return node_malformed(r, "input 0 is missing");
+    const struct value *found = find(r, n->input[0]); /* a constant or not: passed on */
     struct value *x;
-    int rc =
-        node_input(r, 0, find(r, n->input[0]) && find(r, n->input[0])->layer == CONST_VALUE, &x);
+    int rc = node_input(r, 0, found && found->layer == CONST_VALUE, &x);
     if (rc)
         return rc;
     if (op_is(n, "Dropout") && n->n_output > 1 && n->output[1][0] &&
@@ -1288,7 +1288,7 @@ int eeb_onnx_import_file(const char *path, const struct eeb_onnx_import_options 
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: %lld bytes (at most %zu)", path,
                       (long long)st.st_size, EEB_ONNX_MAX_BYTES);
     else if (!(buf = malloc((size_t)st.st_size + 1)))
-        rc = eeb_errf(err, errlen, EEB_ENOMEM, "%s: out of memory", path);
+        rc = out_of_memory(&(struct reader){.name = path, .err = err, .errlen = errlen});
     else if (fread(buf, 1, (size_t)st.st_size + 1, f) != (size_t)st.st_size || ferror(f))
         rc = eeb_errf(err, errlen, EEB_EIO, "%s: read failed (or it changed while read)", path);
     fclose(f);

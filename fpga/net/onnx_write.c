@@ -238,6 +238,13 @@ static int conv(struct writer *w, int i, struct out *o, const char *in)
     return window_attrs(w, node(w, "Conv", o->name, in, wn, bn, NULL), l);
 }
 
+/* A Flatten node of in to out, N x the rest (axis 1): 0, or -1 (memory). */
+static int flatten(struct writer *w, const char *out, const char *in)
+{
+    Onnx__NodeProto *n = node(w, "Flatten", out, in, NULL, NULL, NULL);
+    return n && !attr_ints(w, n, "axis", 1, 0) ? 0 : -1;
+}
+
 static int fc(struct writer *w, int i, struct out *o, const struct out *src, const char *in)
 {
     const struct eeb_layer *l = &w->net->layers[i];
@@ -245,8 +252,7 @@ static int fc(struct writer *w, int i, struct out *o, const struct out *src, con
     if (src->rank == 4) { /* ONNX's Gemm takes N x K */
         struct eeb_shape s = eeb_net_shape(w->net, l->in[0]);
         const char *fn = text(&w->a, "f%d", i);
-        Onnx__NodeProto *f = fn ? node(w, "Flatten", fn, in, NULL, NULL, NULL) : NULL;
-        if (!f || attr_ints(w, f, "axis", 1, 0))
+        if (!fn || flatten(w, fn, in))
             return -1;
         in = fn;
         chw = s.h * s.w > 1 ? s : (struct eeb_shape){0, 0, 0};
@@ -316,13 +322,12 @@ static int layer(struct writer *w, int i, struct out *outs)
     }
     case EEB_LAYER_FLATTEN: {
         struct eeb_shape s = eeb_net_shape(w->net, l->in[0]);
-        Onnx__NodeProto *n = node(w, "Flatten", o->name, a->name, NULL, NULL, NULL);
         o->rank = 2;
         if (a->rank == 4 && s.h * s.w > 1)
             o->chw = s;
         else
             o->chw = a->chw;
-        return !n || attr_ints(w, n, "axis", 1, 0);
+        return flatten(w, o->name, a->name);
     }
     case EEB_LAYER_SLICE: return slice(w, i, o, a->name);
     case EEB_LAYER_SOFTMAX_CE:

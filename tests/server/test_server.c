@@ -1089,15 +1089,49 @@ Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
     a_run_measured_by_the_station(NULL);
 }
 
+/* The station agent tests' setup: team alpha's station behind an agent. */
+struct station_fixture {
+    char dir[256];                /* a fresh scratch directory */
+    char key[300];                /* the station key's file, in dir */
+    char keytext[EEB_TOKEN_HEX];  /* and the key it holds */
+    char sdb[300];                /* the server's database, in dir */
+    char station[310];            /* alpha's station: "agent:" and key */
+    char token[EEB_TOKEN_HEX];    /* alpha's token */
+    struct inputs in;             /* the server's test set (and the run's inputs) */
+    struct eeb_server_config cfg; /* a server for alpha's station, not started */
+};
+
+/* Makes f's directory and station key; if server, team alpha and f->cfg
+ * as well (which points into f: start the server from f where it is). */
+static void station_setup(struct station_fixture *f, int server)
+{
+    char err[512];
+    snprintf(f->dir, sizeof f->dir, "%s", test_tmpdir());
+    snprintf(f->key, sizeof f->key, "%s/station.key", f->dir);
+    cr_assert_eq(eeb_server_station_key(f->key, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_station_key_read(f->key, f->keytext, err, sizeof err), EEB_OK, "%s",
+                 err);
+    if (!server)
+        return;
+    snprintf(f->sdb, sizeof f->sdb, "%s/server.db", f->dir);
+    snprintf(f->station, sizeof f->station, "agent:%s", f->key);
+    cr_assert_eq(eeb_server_add_team(f->sdb, "alpha", f->token, err, sizeof err), EEB_OK, "%s",
+                 err);
+    f->in = make_inputs(f->dir);
+    eeb_server_config_default(&f->cfg);
+    f->cfg.db = f->sdb, f->cfg.port = 0;
+    f->cfg.test[EEB_TASK_CLS] = f->in.test;
+    f->cfg.stations[0] = (struct eeb_server_station){"alpha", f->station};
+}
+
 /* The meter on a host the server cannot reach: the station's agent reads
  * it and sends its samples, and the run is measured as if the server read
  * it itself. */
 Test(server, a_station_agent_measures_an_official_run, .timeout = 120)
 {
-    char key[300], err[512];
-    snprintf(key, sizeof key, "%s/station.key", test_tmpdir());
-    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
-    a_run_measured_by_the_station(key);
+    struct station_fixture f;
+    station_setup(&f, 0);
+    a_run_measured_by_the_station(f.key);
 }
 
 /* Sampling never waits on the network: with a server that takes the
@@ -1107,11 +1141,10 @@ Test(server, a_station_agent_measures_an_official_run, .timeout = 120)
  * seconds). */
 Test(server, a_station_agent_samples_on_while_its_server_does_not_answer, .timeout = 60)
 {
-    char dir[256], key[300], adb[300], url[64], err[512], req[64] = "";
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(key, sizeof key, "%s/station.key", dir);
-    snprintf(adb, sizeof adb, "%s/agent.db", dir);
-    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    struct station_fixture f;
+    station_setup(&f, 0);
+    char adb[300], url[64], req[64] = "";
+    snprintf(adb, sizeof adb, "%s/agent.db", f.dir);
     /* listening, never accepting: the kernel takes the connection and the request */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1119,7 +1152,7 @@ Test(server, a_station_agent_samples_on_while_its_server_does_not_answer, .timeo
     cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
               getsockname(fd, (struct sockaddr *)&a, &len) == 0);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
-    pid_t pid = station_agent(dir, "sim:watts=6", url, key);
+    pid_t pid = station_agent(f.dir, "sim:watts=6", url, f.key);
     usleep(3000000);
     int st;
     kill(pid, SIGTERM); /* it stops once the send gives up */
@@ -1150,29 +1183,18 @@ Test(server, a_station_agent_samples_on_while_its_server_does_not_answer, .timeo
  * time, and what it sends is checked field by field. */
 Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
 {
-    char dir[256], sdb[300], key[300], keytext[EEB_TOKEN_HEX], station[310], err[512];
-    char token[EEB_TOKEN_HEX];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    snprintf(key, sizeof key, "%s/station.key", dir);
-    snprintf(station, sizeof station, "agent:%s", key);
-    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
-    cr_expect_neq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "a key overwritten");
+    struct station_fixture f;
+    station_setup(&f, 1);
+    const char *sdb = f.sdb, *keytext = f.keytext, *token = f.token;
+    char err[512];
+    cr_expect_neq(eeb_server_station_key(f.key, err, sizeof err), EEB_OK, "a key overwritten");
     cr_expect(strstr(err, "never overwritten"), "%s", err);
     struct stat st;
-    cr_assert_eq(stat(key, &st), 0);
+    cr_assert_eq(stat(f.key, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0600);
-    cr_assert_eq(eeb_server_station_key_read(key, keytext, err, sizeof err), EEB_OK, "%s", err);
-    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
-    struct inputs in = make_inputs(dir);
-    struct eeb_server_config cfg;
-    eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = 0;
-    cfg.test[EEB_TASK_CLS] = in.test;
-    cfg.stream_allowance_s = 1;
-    cfg.stations[0] = (struct eeb_server_station){"alpha", station};
+    f.cfg.stream_allowance_s = 1;
     struct eeb_server *s;
-    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
     const char *official = REGISTER_WITH("cls", ", \"official\": true, \"backend\": \"exec\"");
     /* no agent yet: no run it would measure is registered */
@@ -1254,8 +1276,8 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
                  3);
     eeb_server_stop(s);
     /* one key for two stations would let one agent measure both teams' runs */
-    cfg.stations[1] = (struct eeb_server_station){"beta", station};
-    cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
+    f.cfg.stations[1] = (struct eeb_server_station){"beta", f.station};
+    cr_expect_neq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK);
     cr_expect(strstr(err, "teams alpha and beta have the same station key"), "%s", err);
 }
 
@@ -1287,24 +1309,13 @@ static void agent_batch(int port, const char *key, int64_t now_ns, int64_t *last
  * sample, so the meter run has neither a gap nor drops. */
 Test(server, a_station_agents_batch_held_up_moves_no_sample, .timeout = 60)
 {
-    char dir[256], sdb[300], key[300], keytext[EEB_TOKEN_HEX], station[310], err[512];
-    char token[EEB_TOKEN_HEX];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    snprintf(key, sizeof key, "%s/station.key", dir);
-    snprintf(station, sizeof station, "agent:%s", key);
-    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
-    cr_assert_eq(eeb_server_station_key_read(key, keytext, err, sizeof err), EEB_OK, "%s", err);
-    cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
-    struct inputs in = make_inputs(dir);
-    struct eeb_server_config cfg;
-    eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = 0;
-    cfg.test[EEB_TASK_CLS] = in.test;
-    cfg.stations[0] = (struct eeb_server_station){"alpha", station};
-    cfg.station_clock_window_s = 3; /* a minute's, shortened */
+    struct station_fixture f;
+    station_setup(&f, 1);
+    const char *sdb = f.sdb, *keytext = f.keytext, *token = f.token;
+    char err[512];
+    f.cfg.station_clock_window_s = 3; /* a minute's, shortened */
     struct eeb_server *s;
-    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
     /* the agent's clock: this process's less 5 s.  Heard (a batch sent
      * 50 ms before it arrived), its run registered; then its batches are

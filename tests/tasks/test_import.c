@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <turbojpeg.h>
 #include <unistd.h>
 
 /* ---- fixtures ---- */
@@ -30,26 +29,17 @@ static void write_text(const char *dir, const char *name, const char *text)
     test_write_file(path, text, strlen(text));
 }
 
-/* A w x h JPEG of one colour, with a grey square in its top-left quarter
- * (so a resize that flips or shifts shows). */
-static void write_jpeg(const char *dir, const char *name, int w, int h, const uint8_t rgb[3])
+/* w x h RGB pixels of one colour, with a grey square in their top-left
+ * quarter (so a resize that flips or shifts shows), for test_write_jpeg
+ * (free them). */
+static uint8_t *square_image(int w, int h, const uint8_t rgb[3])
 {
     uint8_t *px = malloc((size_t)w * h * 3);
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int c = 0; c < 3; c++)
                 px[((size_t)y * w + x) * 3 + c] = x < w / 2 && y < h / 2 ? 128 : rgb[c];
-    tjhandle tj = tjInitCompress();
-    unsigned char *jpeg = NULL;
-    unsigned long len = 0;
-    cr_assert_eq(tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jpeg, &len, TJSAMP_444, 98, 0), 0, "%s",
-                 tjGetErrorStr2(tj));
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    test_write_file(path, jpeg, len);
-    tjFree(jpeg);
-    tjDestroy(tj);
-    free(px);
+    return px;
 }
 
 static void encode(AVCodecContext *c, AVFrame *f, AVFormatContext *oc, AVStream *st)
@@ -128,12 +118,15 @@ static const char *food101(void)
     snprintf(dir, sizeof dir, "%s/food-101", test_tmpdir());
     static const char *const cls[3] = {"apple_pie", "ramen", "sushi"};
     for (int k = 0; k < 3; k++) {
-        char sub[64], name[96];
+        char sub[64], path[512];
         snprintf(sub, sizeof sub, "images/%s", cls[k]);
         test_mkdirs(dir, sub);
         for (int i = 0; i < 3; i++) {
-            snprintf(name, sizeof name, "%s/%d.jpg", sub, 100 * k + i);
-            write_jpeg(dir, name, 64 + 16 * i, 48, food_colour[k]);
+            int w = 64 + 16 * i;
+            uint8_t *px = square_image(w, 48, food_colour[k]);
+            snprintf(path, sizeof path, "%s/%s/%d.jpg", dir, sub, 100 * k + i);
+            test_write_jpeg(path, px, w, 48);
+            free(px);
         }
     }
     test_mkdirs(dir, "meta");
@@ -266,14 +259,16 @@ static const char *voc(void)
     test_mkdirs(dir, "ImageSets/Main");
     static const uint8_t grey[3] = {90, 90, 90};
     const char *ids[3] = {"000005", "000007", "000009"};
+    uint8_t *px = square_image(100, 50, grey);
     for (int i = 0; i < 3; i++) {
-        char name[64], xml[2048];
-        snprintf(name, sizeof name, "JPEGImages/%s.jpg", ids[i]);
-        write_jpeg(dir, name, 100, 50, grey);
+        char path[512], name[64], xml[2048];
+        snprintf(path, sizeof path, "%s/JPEGImages/%s.jpg", dir, ids[i]);
+        test_write_jpeg(path, px, 100, 50);
         snprintf(name, sizeof name, "Annotations/%s.xml", ids[i]);
         snprintf(xml, sizeof xml, voc_xml, ids[i], "");
         write_text(dir, name, xml);
     }
+    free(px);
     write_text(dir, "ImageSets/Main/trainval.txt", "000005\n000007\n");
     write_text(dir, "ImageSets/Main/test.txt", "000009\n");
     return dir;
@@ -501,7 +496,7 @@ static void class_colour(int k, uint8_t rgb[3])
 
 /* Food-101 as it comes: 101 class directories of three images each, two
  * listed in meta/train.txt and one in meta/test.txt; class k is
- * class_colour(k), with the grey square of write_jpeg. */
+ * class_colour(k), with the grey square of square_image. */
 static const char *food101_full(void)
 {
     static char dir[256];
@@ -510,15 +505,17 @@ static const char *food101_full(void)
     static char classes[101 * 16], train[101 * 48], test[101 * 24];
     size_t nc = 0, ntr = 0, nte = 0;
     for (int k = 0; k < 101; k++) {
-        char sub[64], name[96];
+        char sub[64], path[512];
         snprintf(sub, sizeof sub, "images/class_%03d", k);
         test_mkdirs(dir, sub);
         uint8_t rgb[3];
         class_colour(k, rgb);
         for (int i = 0; i < 3; i++) {
             const int *wh = food_sizes[(3 * k + i) % 9];
-            snprintf(name, sizeof name, "%s/%d.jpg", sub, 1000 * k + i);
-            write_jpeg(dir, name, wh[0], wh[1], rgb);
+            uint8_t *px = square_image(wh[0], wh[1], rgb);
+            snprintf(path, sizeof path, "%s/%s/%d.jpg", dir, sub, 1000 * k + i);
+            test_write_jpeg(path, px, wh[0], wh[1]);
+            free(px);
         }
         nc += (size_t)snprintf(classes + nc, sizeof classes - nc, "class_%03d\n", k);
         ntr += (size_t)snprintf(train + ntr, sizeof train - ntr, "class_%03d/%d\nclass_%03d/%d\n",
@@ -607,15 +604,17 @@ Test(import, voc_at_416_with_the_paper_preset)
     test_mkdirs(src, "Annotations");
     test_mkdirs(src, "ImageSets/Main");
     static const uint8_t grey[3] = {90, 90, 90};
+    uint8_t *px = square_image(500, 375, grey);
     for (int i = 1; i <= 4; i++) {
-        char name[64], xml[1024], id[8];
+        char path[512], name[64], xml[1024], id[8];
         snprintf(id, sizeof id, "%06d", i);
-        snprintf(name, sizeof name, "JPEGImages/%s.jpg", id);
-        write_jpeg(src, name, 500, 375, grey);
+        snprintf(path, sizeof path, "%s/JPEGImages/%s.jpg", src, id);
+        test_write_jpeg(path, px, 500, 375);
         snprintf(name, sizeof name, "Annotations/%s.xml", id);
         snprintf(xml, sizeof xml, voc_500_xml, id);
         write_text(src, name, xml);
     }
+    free(px);
     write_text(src, "ImageSets/Main/trainval.txt", "000001\n000002\n000003\n");
     write_text(src, "ImageSets/Main/test.txt", "000004\n");
     char out[256];
