@@ -5,10 +5,11 @@
  *   C[m][n] = bias[n] + sum_k A[m][k] * B[k][n]     int8 x int8 -> int32, exact
  *
  * B (weights) is packed once per layer; A (activations or errors) is
- * passed row-major.  The instruction set is chosen at run time: AVX-512
- * VNNI (vpdpbusd), else AVX2 (vpmaddwd), else portable C.  Every path is
- * exact integer arithmetic, so all agree bit for bit; K is limited to
- * EEB_EMU_GEMM_MAX_K so that no int32 sum can overflow.
+ * passed row-major.  The instruction set is chosen at run time: AMX tiles
+ * (tdpbssd) where the CPU has them and the kernel lets this process use
+ * them, else AVX-512 VNNI (vpdpbusd), else AVX2 (vpmaddwd), else portable
+ * C.  Every path is exact integer arithmetic, so all agree bit for bit; K
+ * is limited to EEB_EMU_GEMM_MAX_K so that no int32 sum can overflow.
  */
 #ifndef EEB_EMU_GEMM_H
 #define EEB_EMU_GEMM_H
@@ -22,27 +23,32 @@
  * VNNI path offsets B by 128), and the exact |sum| <= K * 128 * 128 <= 2^30. */
 #define EEB_EMU_GEMM_MAX_K FX_MAX_REDUCTION
 
-enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI };
+/* In order of speed: the best one a CPU has is the largest. */
+enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI, EEB_EMU_ISA_AMX };
 
-/* B packed for the micro-kernels: 32-column panels of 8-row groups, each
- * byte offset by +128 to unsigned, as vpdpbusd wants it. */
+/* B packed for the micro-kernels, in 32-column panels (emu_int.h has the
+ * byte order): for AMX, signed, in tiles of 64 rows of k; for the others,
+ * in groups of 8 rows of k, each byte offset by +128 to unsigned, as
+ * vpdpbusd wants it.  The scalar, AVX2 and VNNI paths read one layout. */
 struct eeb_emu_packed_b {
-    int k, n;       /* logical shape */
-    int k8, panels; /* k rounded up to 8, n in 32-column panels */
-    uint8_t *data;  /* panels * k8/8 * 256 bytes; the padding is 0 */
-    int32_t *bias;  /* added to each column, zero unless set; panels * 32 */
+    int k, n;             /* logical shape */
+    int kpad, panels;     /* k rounded up to the layout's group (8, or 64), n in 32-column panels */
+    enum eeb_emu_isa isa; /* packed for: AMX, or any of the others */
+    uint8_t *data;        /* panels * kpad * 32 bytes; the padding is 0 */
+    int32_t *bias;        /* added to each column, zero unless set; panels * 32 */
 };
 
-/* The best instruction set this CPU supports, and its name. */
+/* The best instruction set this CPU (and kernel) supports, and its name. */
 enum eeb_emu_isa eeb_emu_gemm_best_isa(void);
 const char *eeb_emu_isa_name(enum eeb_emu_isa isa);
 
 /*
- * Packs the K x N matrix B (row stride ldb) into out; free with
- * eeb_emu_gemm_free_b().  Returns 0, or -1 if K is out of range or memory
- * ran out.
+ * Packs the K x N matrix B (row stride ldb) into out for the instruction
+ * set isa; free with eeb_emu_gemm_free_b().  Returns 0, or -1 if K is out
+ * of range or memory ran out.
  */
-int eeb_emu_gemm_pack_b(const int8_t *b, int k, int n, int ldb, struct eeb_emu_packed_b *out);
+int eeb_emu_gemm_pack_b(enum eeb_emu_isa isa, const int8_t *b, int k, int n, int ldb,
+                        struct eeb_emu_packed_b *out);
 void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b);
 
 /*
@@ -57,7 +63,7 @@ int eeb_emu_gemm_set_bias(struct eeb_emu_packed_b *b, const int64_t *bias);
 /*
  * C = A x B + bias with A M x K (row stride lda) and C M x N (row stride
  * ldc), on the given instruction set (which must be supported: see
- * best_isa).  If maxabs is not NULL, *maxabs becomes the larger of itself
+ * best_isa; B packed for it).  If maxabs is not NULL, *maxabs becomes the larger of itself
  * and every |C[i][j]| (|C| < 2^31: see MAX_K and BIAS_MAX), which the
  * requantization after a layer needs and would otherwise take a pass over
  * C to find.  Returns 0, or -1 if scratch memory ran out.

@@ -263,6 +263,74 @@ static void im2col_errors(const int8_t *dy, const struct fx_geom *g, int64_t r0,
     }
 }
 
+/*
+ * Backward data at a stride s: input pixel (iy, ix) takes errors only
+ * through the taps whose window starts on an output pixel, ky = iy + p
+ * (mod s) and likewise kx.  The pixels fall into s x s phases by (iy mod
+ * s, ix mod s), each with its own taps; a GEMM per phase over its pixels
+ * and its taps multiplies none of the zeros a stride leaves (one GEMM over
+ * every pixel and tap multiplied 4x the products at a 3x3, stride 2), and
+ * its sums go to the phase's pixels of dx.  Integer sums: the same bits.
+ */
+#define PHASE_TAPS_MAX 49 /* 7 x 7: larger windows take the one GEMM */
+
+struct phase {
+    int py, px, ny, nx; /* its first pixel, and its pixels down and across */
+    int ntaps;
+    int tap[PHASE_TAPS_MAX]; /* ky * kw + kx, W's tap */
+};
+
+/* Row r of the phase's pixels: its sums' place in dx's accumulators. */
+static int32_t *phase_pixel(int32_t *acc, const struct fx_geom *g, const struct phase *ph,
+                            int64_t r)
+{
+    const int64_t per_item = (int64_t)ph->ny * ph->nx;
+    const int n = (int)(r / per_item), i = (int)(r % per_item);
+    const int iy = ph->py + g->s * (i / ph->nx), ix = ph->px + g->s * (i % ph->nx);
+    return acc + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic;
+}
+
+/* Rows [r0, r1) of a phase's im2col of the errors: per pixel and tap of
+ * the phase, the oc errors of the output pixel the tap came from, or
+ * zeros past dy's edges. */
+static void im2col_phase(const int8_t *dy, const struct fx_geom *g, const struct phase *ph,
+                         int64_t r0, int64_t r1, int8_t *col)
+{
+    const int64_t per_item = (int64_t)ph->ny * ph->nx;
+    for (int64_t r = r0; r < r1; r++) {
+        const int n = (int)(r / per_item), i = (int)(r % per_item);
+        const int iy = ph->py + g->s * (i / ph->nx), ix = ph->px + g->s * (i % ph->nx);
+        for (int t = 0; t < ph->ntaps; t++, col += g->oc) {
+            const int ty = iy + g->p - ph->tap[t] / g->kw, tx = ix + g->p - ph->tap[t] % g->kw;
+            const int oy = ty / g->s, ox = tx / g->s; /* exact: the phase's taps */
+            const int hit = ty >= 0 && tx >= 0 && oy < g->oh && ox < g->ow;
+            put_pixel(col, hit ? dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc : NULL,
+                      g->oc);
+        }
+    }
+}
+
+/* The s x s phases of g's input pixels (those with any), their count;
+ * 0 if a window is too large for PHASE_TAPS_MAX. */
+static int phases(const struct fx_geom *g, struct phase *out)
+{
+    if (g->kh * g->kw > PHASE_TAPS_MAX)
+        return 0;
+    int count = 0;
+    for (int py = 0; py < g->s && py < g->ih; py++)
+        for (int px = 0; px < g->s && px < g->iw; px++) {
+            struct phase *ph = &out[count++];
+            ph->py = py, ph->px = px;
+            ph->ny = (g->ih - py + g->s - 1) / g->s, ph->nx = (g->iw - px + g->s - 1) / g->s;
+            ph->ntaps = 0;
+            for (int ky = 0; ky < g->kh; ky++)
+                for (int kx = 0; kx < g->kw; kx++)
+                    if ((py + g->p - ky) % g->s == 0 && (px + g->p - kx) % g->s == 0)
+                        ph->tap[ph->ntaps++] = ky * g->kw + kx;
+        }
+    return count;
+}
+
 /* ---- GEMMs over rows: forward and backward data ---- */
 
 typedef void fill_fn(const int8_t *src, const struct fx_geom *g, int64_t r0, int64_t r1,
@@ -294,6 +362,7 @@ struct rows_job {
     const struct blocks *b;
     int32_t *acc;
     const int64_t *wide_bias; /* biases too wide for the GEMM to add (rare) */
+    const struct phase *ph;   /* backward data at a stride: the phase's pixels are the rows */
 };
 
 static void rows_part(void *ctx, int part, int worker)
@@ -304,17 +373,25 @@ static void rows_part(void *ctx, int part, int worker)
     int64_t r0 = (int64_t)part * j->per_part;
     int64_t r1 = r0 + j->per_part < j->rows ? r0 + j->per_part : j->rows;
     const int8_t *a = j->src + r0 * j->k;
-    if (j->fill) {
+    if (j->fill || j->ph) {
         int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
         if (!col) {
             w->oom = 1;
             return;
         }
-        j->fill(j->src, j->g, r0, r1, col);
+        if (j->ph)
+            im2col_phase(j->src, j->g, j->ph, r0, r1, col);
+        else
+            j->fill(j->src, j->g, r0, r1, col);
         a = col;
         tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
     }
-    int32_t *c = j->acc + r0 * j->n;
+    int32_t *c =
+        j->ph ? grow(&w->c32, (size_t)(r1 - r0) * (size_t)j->n * sizeof *c) : j->acc + r0 * j->n;
+    if (!c) {
+        w->oom = 1;
+        return;
+    }
     uint32_t most = 0;
     for (int v = 0; v < j->b->count; v++)
         if (eeb_emu_gemm(j->e->isa, (int)(r1 - r0), a, j->k, &j->b->b[v], c + v * j->b->cols, j->n,
@@ -328,6 +405,12 @@ static void rows_part(void *ctx, int part, int worker)
     else if (most > w->maxabs)
         w->maxabs = most;
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
+    if (j->ph) {
+        for (int64_t r = r0; r < r1; r++)
+            memcpy(phase_pixel(j->acc, j->g, j->ph, r), c + (r - r0) * j->n,
+                   (size_t)j->n * sizeof *c);
+        tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
+    }
 }
 
 /* ---- requantization in parallel ---- */
@@ -387,8 +470,9 @@ struct pack_job {
     const struct fx_geom *g;
     const int8_t *w8;
     int backward;
-    int k, n;            /* B's rows and columns */
-    const int64_t *bias; /* forward: the biases the GEMM adds, or NULL */
+    int k, n;               /* B's rows and columns */
+    const int64_t *bias;    /* forward: the biases the GEMM adds, or NULL */
+    const struct phase *ph; /* backward at a stride: the phase's taps alone */
     struct blocks *b;
 };
 
@@ -402,21 +486,21 @@ static void pack_part(void *ctx, int part, int worker)
     struct eeb_emu_packed_b *out = &j->b->b[part];
     int oom;
     if (!j->backward) {
-        oom = eeb_emu_gemm_pack_b(j->w8 + n0, j->k, nb, j->n, out);
+        oom = eeb_emu_gemm_pack_b(j->e->isa, j->w8 + n0, j->k, nb, j->n, out);
         if (!oom && j->bias)
             eeb_emu_gemm_set_bias(out, j->bias + n0); /* in range: checked */
     } else {
         int8_t *wt = grow(&w->col, (size_t)j->k * (size_t)nb);
         oom = !wt;
-        for (int t = 0; wt && t < g->kh * g->kw; t++) {
-            int w_tap = t / g->kw * g->kw + (g->kw - 1 - t % g->kw);
+        for (int t = 0; wt && t < (j->ph ? j->ph->ntaps : g->kh * g->kw); t++) {
+            int w_tap = j->ph ? j->ph->tap[t] : t / g->kw * g->kw + (g->kw - 1 - t % g->kw);
             for (int o0 = 0; o0 < g->oc; o0 += 16) /* 16 channels read at a time, a run each */
                 for (int ci = n0; ci < n0 + nb; ci++)
                     for (int o = o0; o < o0 + 16 && o < g->oc; o++)
                         wt[((size_t)t * g->oc + o) * nb + (ci - n0)] =
                             j->w8[((size_t)w_tap * g->ic + ci) * g->oc + o];
         }
-        oom = oom || eeb_emu_gemm_pack_b(wt, j->k, nb, nb, out);
+        oom = oom || eeb_emu_gemm_pack_b(j->e->isa, wt, j->k, nb, nb, out);
     }
     w->oom |= oom;
     tock(j->e, w, EEB_EMU_PHASE_PACK, &since);
@@ -449,10 +533,9 @@ static enum fx_status pack_weights(struct eeb_emu *e, struct pack_job *j)
 
 /* ---- forward ---- */
 
-/* Runs a GEMM-over-rows job, then requantizes its sums (at exponent
- * e_acc) into t, rounding half up. */
-static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j, int e_acc,
-                               struct fx_tensor *t)
+/* Runs a GEMM-over-rows job: the largest |sum| and the saturations
+ * join *maxabs and *sat.  -1 if memory ran out. */
+static int gemm_rows(struct eeb_emu *e, struct rows_job *j, uint64_t *maxabs, uint32_t *sat)
 {
     /* parts of EEB_EMU_ROWS_PER_PART rows, or of fewer when that leaves
      * workers idle: at batch 5, a 7x7 layer has 245 rows */
@@ -460,9 +543,17 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
     j->per_part = per > EEB_EMU_ROWS_PER_PART ? EEB_EMU_ROWS_PER_PART : per < 40 ? 40 : (int)per;
     reset_workers(e);
     emu_pool_run(e->pool, (int)((j->rows + j->per_part - 1) / j->per_part), rows_part, j);
+    return gather(e, maxabs, sat);
+}
+
+/* Runs a GEMM-over-rows job, then requantizes its sums (at exponent
+ * e_acc) into t, rounding half up. */
+static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j, int e_acc,
+                               struct fx_tensor *t)
+{
     uint64_t maxabs = 0;
     uint32_t sat = 0;
-    if (gather(e, &maxabs, &sat))
+    if (gemm_rows(e, j, &maxabs, &sat))
         return FX_NO_MEMORY;
     t->saturations += sat;
     requantize(e, mem, j->acc, (uint64_t)j->rows * (uint64_t)j->n, maxabs, e_acc,
@@ -511,9 +602,59 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
 
 /* ---- backward data ---- */
 
+/* Backward data at a stride, phase by phase (see struct phase), then
+ * requantized as one tensor. */
+static enum fx_status conv_bwd_data_phased(struct eeb_emu *e, uint8_t *mem,
+                                           const struct fx_conv *cv, const struct phase *ph,
+                                           int count)
+{
+    const struct fx_geom *g = &cv->g;
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    for (int i = 0; i < count; i++) {
+        struct rows_job j = {.e = e,
+                             .g = g,
+                             .src = i8_of(mem, cv->out),
+                             .k = ph[i].ntaps * g->oc,
+                             .n = g->ic,
+                             .rows = (int64_t)g->n * ph[i].ny * ph[i].nx,
+                             .acc = acc_of(mem, cv),
+                             .ph = &ph[i]};
+        if (!ph[i].ntaps) { /* no window reaches these pixels: their dx is 0 */
+            for (int64_t r = 0; r < j.rows; r++)
+                memset(phase_pixel(j.acc, g, &ph[i], r), 0, (size_t)g->ic * sizeof(int32_t));
+            continue;
+        }
+        struct blocks b = {0, 0, NULL};
+        struct pack_job p = {.e = e,
+                             .g = g,
+                             .w8 = i8_of(mem, cv->w),
+                             .backward = 1,
+                             .k = j.k,
+                             .n = g->ic,
+                             .ph = &ph[i],
+                             .b = &b};
+        j.b = &b;
+        enum fx_status st = pack_weights(e, &p);
+        if (st == FX_OK && gemm_rows(e, &j, &maxabs, &sat))
+            st = FX_NO_MEMORY;
+        free_blocks(&b);
+        if (st != FX_OK)
+            return st;
+    }
+    cv->in->saturations += sat;
+    requantize(e, mem, acc_of(mem, cv), (uint64_t)g->n * g->ih * g->iw * g->ic, maxabs,
+               cv->out->exp + cv->w->exp, fx_round_half_up(), cv->in);
+    return FX_OK;
+}
+
 static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
+    struct phase ph[64];
+    int count = g->s > 1 && g->s * g->s <= 64 ? phases(g, ph) : 0;
+    if (count)
+        return conv_bwd_data_phased(e, mem, cv, ph, count);
     int K = g->kh * g->kw * g->oc;
     struct blocks b = {0, 0, NULL};
     struct pack_job p = {
@@ -609,7 +750,7 @@ static void weight_columns(void *ctx, int part, int worker)
     const int k0 = part * j->cols, n = K - k0 < j->cols ? K - k0 : j->cols;
     int32_t *c = grow(&w->c32, (size_t)oc * (size_t)n * sizeof *c);
     struct eeb_emu_packed_b pb;
-    if (!c || eeb_emu_gemm_pack_b(j->col + k0, rc, n, K, &pb)) {
+    if (!c || eeb_emu_gemm_pack_b(j->e->isa, j->col + k0, rc, n, K, &pb)) {
         w->oom = 1;
         return;
     }

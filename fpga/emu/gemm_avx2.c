@@ -70,7 +70,7 @@ TARGET static uint32_t tile(const int16_t *a, int k8, const uint8_t *slice, cons
 uint32_t emu_gemm_avx2(int m, const int16_t *a, const struct eeb_emu_packed_b *b, int32_t *c,
                        int ldc)
 {
-    const int k8 = b->k8;
+    const int k8 = b->kpad;
     uint32_t most = 0;
     for (int p = 0; p < b->panels; p++) {
         for (int q = 0; q < EMU_NR / NR; q++) {

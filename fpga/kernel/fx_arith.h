@@ -76,6 +76,40 @@ static inline int64_t fx_shift_round(int64_t v, int s)
     return v >= lim ? FX_SHIFT_SAT : v <= -lim ? -FX_SHIFT_SAT : v * ((int64_t)1 << -s);
 }
 
+/*
+ * fx_shift_round(v, s) for one s a whole loop long, as a plan made once:
+ * v + add, shifted right by `right`, then left by `left` unless |v|
+ * reaches lim (then saturated), and kept only if s <= 62.  The same value
+ * for every v as fx_shift_round, without a branch on s per element: a
+ * shifter's control, fixed before the pipeline starts; on a CPU, a loop
+ * the compiler vectorizes.
+ */
+struct fx_shift_plan {
+    int64_t add, lim, keep;
+    int right, left;
+};
+
+static inline struct fx_shift_plan fx_plan_shift(int s)
+{
+    struct fx_shift_plan p = {0, INT64_MAX, -1, 0, 0};
+    if (s > 62)
+        p.keep = 0;
+    else if (s > 0)
+        p.add = (int64_t)1 << (s - 1), p.right = s;
+    else {
+        p.left = s < -40 ? 40 : -s;
+        p.lim = FX_SHIFT_SAT >> p.left;
+    }
+    return p;
+}
+
+static inline int64_t fx_shift_planned(int64_t v, const struct fx_shift_plan *p)
+{
+    int64_t r = (int64_t)((uint64_t)((v + p->add) >> p->right) << p->left);
+    r = v >= p->lim ? FX_SHIFT_SAT : v <= -p->lim ? -FX_SHIFT_SAT : r;
+    return r & p->keep;
+}
+
 /* Clamps to [-lim, lim], counting the clamp in *sat. */
 static inline int64_t fx_clamp(int64_t v, int64_t lim, uint32_t *sat)
 {

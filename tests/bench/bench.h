@@ -7,8 +7,10 @@
 
 #include "common/eeb_common.h"
 
+#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define BENCH_REPS 5
@@ -90,6 +92,22 @@ static inline void bench_watch_rss(int pid, double seconds, double growth[2], do
         *peak_kib = peak;
 }
 
+/* The CPU's model name (for a measurement's header line). */
+static inline void bench_cpu_model(char *out, size_t n)
+{
+    char line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(out, n, "unknown CPU");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+            snprintf(out, n, "%s", strchr(line, ':') + 2);
+            out[strcspn(out, "\n")] = '\0';
+            break;
+        }
+    if (f)
+        fclose(f);
+}
+
 /* ---- this CPU's int8 peak, measured ---- */
 
 #define PEAK_CHAINS 24 /* independent accumulators: latency 4-5 x up to 2 ports, with room */
@@ -132,6 +150,45 @@ __attribute__((target("avx512f,avx512vnni"))) static inline double bench_vnni_pe
                        "xmm31");
     double s = bench_seconds_since(t0);
     return (double)iters * PEAK_UNROLL * PEAK_CHAINS * 16 * 4 * 2 / s / 1e9;
+}
+
+/* GOP/s of tdpbssd alone on this core: four independent C tiles (0-3)
+ * from two A (4, 5) and two B tiles (6, 7) that never change, as the
+ * GEMM's inner loop without its loads (call only where the GEMM's best
+ * instruction set is AMX: the process then has the kernel's leave). */
+__attribute__((target("amx-tile,amx-int8"))) static inline double bench_amx_peak_gops(void)
+{
+    struct {
+        uint8_t palette, start_row, reserved[14];
+        uint16_t bytes_per_row[16];
+        uint8_t rows[16];
+    } __attribute__((aligned(64))) config = {.palette = 1};
+    for (int t = 0; t < 8; t++) {
+        config.bytes_per_row[t] = 64;
+        config.rows[t] = 16;
+    }
+    _tile_loadconfig(&config);
+    /* the tiles' contents do not matter to the rate */
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    const long trips = 200000; /* 3.2 M tdpbssd: ~20-50 ms */
+    int64_t t0 = eeb_mono_ns();
+    for (long i = 0; i < trips; i++)
+        for (int u = 0; u < 4; u++) {
+            _tile_dpbssd(0, 4, 6);
+            _tile_dpbssd(1, 4, 7);
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+        }
+    double s = bench_seconds_since(t0);
+    _tile_release();
+    return (double)trips * 16 * 16 * 16 * 64 * 2 / s / 1e9;
 }
 
 #endif

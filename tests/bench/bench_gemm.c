@@ -2,7 +2,8 @@
  * bench_gemm.c - the emulator's int8 GEMM against this CPU's own VNNI peak.
  *
  * The peak is measured here, in the same run, by a register-only loop of
- * independent vpdpbusd (16 lanes x 4 MACs x 2 ops each).  The GEMM runs on
+ * independent vpdpbusd (16 lanes x 4 MACs x 2 ops each), and on a CPU
+ * with AMX, of tdpbssd (16 x 16 x 64 MACs each).  The GEMM runs on
  * convolution layer shapes as im2col produces them (M = output pixels,
  * N = output channels, K = k*k*C_in) on every instruction set the CPU has.
  * Reported: GOP/s (2 ops per MAC) and the fraction of the peak, each
@@ -26,14 +27,21 @@ int main(void)
     };
     enum eeb_emu_isa best = eeb_emu_gemm_best_isa();
     printf("int8 GEMM, best instruction set here: %s\n", eeb_emu_isa_name(best));
-    double peak = 0;
-    if (best == EEB_EMU_ISA_AVX512VNNI) {
+    if (best >= EEB_EMU_ISA_AVX512VNNI) {
         double p[BENCH_REPS];
         for (int r = 0; r < BENCH_REPS; r++)
             p[r] = bench_vnni_peak_gops();
-        peak = bench_median(p, BENCH_REPS);
+        double peak = bench_median(p, BENCH_REPS);
         printf("vpdpbusd register-only peak: %.1f GOP/s (one core)\n", peak);
         bench_line("vnni_peak", peak, "GOP/s");
+    }
+    if (best == EEB_EMU_ISA_AMX) {
+        double p[BENCH_REPS];
+        for (int r = 0; r < BENCH_REPS; r++)
+            p[r] = bench_amx_peak_gops();
+        double peak = bench_median(p, BENCH_REPS);
+        printf("AMX tdpbssd register-only peak: %.1f GOP/s (one core)\n", peak);
+        bench_line("amx_peak", peak, "GOP/s");
     }
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (int isa = best; isa >= EEB_EMU_ISA_SCALAR; isa--) {
@@ -41,10 +49,10 @@ int main(void)
                 continue; /* the portable path is only a reference */
             double fraction = 0;
             double g = bench_gemm_rate((enum eeb_emu_isa)isa, shapes[s].m, shapes[s].n, shapes[s].k,
-                                       0, isa == EEB_EMU_ISA_AVX512VNNI, &fraction);
+                                       0, isa >= EEB_EMU_ISA_AVX512VNNI, &fraction);
             printf("  %-20s M=%-5d N=%-4d K=%-5d %-11s %7.1f GOP/s", shapes[s].name, shapes[s].m,
                    shapes[s].n, shapes[s].k, eeb_emu_isa_name((enum eeb_emu_isa)isa), g);
-            if (isa == EEB_EMU_ISA_AVX512VNNI)
+            if (isa >= EEB_EMU_ISA_AVX512VNNI)
                 printf("  %.0f%% of peak", 100 * fraction);
             printf("\n");
             char name[96];

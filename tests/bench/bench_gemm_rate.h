@@ -16,9 +16,10 @@
  * read one part-sized A, as the emulator multiplies each part's im2col
  * rows while they are in cache; with part 0, in one call over all of A
  * (M x K bytes, from memory when large).  With pair_peak, *fraction gets
- * the median over the same timings of GEMM rate / the vpdpbusd peak read
- * just before it: the machines here are shared and their speed drifts,
- * the peak with them.
+ * the median over the same timings of GEMM rate / the peak of the
+ * instruction it multiplies with (vpdpbusd, or AMX's tdpbssd) read just
+ * before it: the machines here are shared and their speed drifts, the
+ * peak with them.
  */
 static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, int part,
                                      int pair_peak, double *fraction)
@@ -35,7 +36,7 @@ static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, 
     for (size_t i = 0; i < (size_t)k * n; i++)
         b[i] = (int8_t)(i * 40503u >> 8);
     struct eeb_emu_packed_b pb;
-    if (eeb_emu_gemm_pack_b(b, k, n, n, &pb)) {
+    if (eeb_emu_gemm_pack_b(isa, b, k, n, n, &pb)) {
         fprintf(stderr, "bench: packing %dx%d failed\n", k, n);
         exit(1);
     }
@@ -43,7 +44,9 @@ static inline double bench_gemm_rate(enum eeb_emu_isa isa, int m, int n, int k, 
     int reps = 1;
     double rate[BENCH_REPS], ratio[BENCH_REPS];
     for (int r = 0; r < BENCH_REPS; r++) {
-        double peak = pair_peak ? bench_vnni_peak_gops() : 0;
+        double peak = !pair_peak               ? 0
+                      : isa == EEB_EMU_ISA_AMX ? bench_amx_peak_gops()
+                                               : bench_vnni_peak_gops();
         int64_t t0 = eeb_mono_ns();
         for (int i = 0; i < reps; i++)
             for (int r0 = 0; r0 < m; r0 += a_rows)

@@ -18,10 +18,13 @@
  * backward data where the layer's input needs an error, so not for the
  * first conv, which reads the image; backward weight for trained layers
  * (none is frozen here).  The peak is the register-only vpdpbusd rate of
- * one core (bench.h) read just before each timed step, times two cores.
- * The emulator also multiplies zeros that the network does not need: its
- * backward data of a strided conv gathers the errors of every input pixel,
- * zero at the pixels no window starts on; those MACs are printed beside.
+ * one core (bench.h) read just before each timed step, times two cores;
+ * on a CPU with AMX, where the emulator's GEMMs run on tiles, the step is
+ * also set against the tdpbssd rate read the same way.
+ * The emulator's GEMMs multiply these MACs and no more: at a stride, its
+ * backward data takes per input pixel only the taps whose windows start on
+ * an output pixel (here, sides divisible by the stride, as many products
+ * as the forward pass's).
  *
  * `bench_resnet18 emu|fp32 [batch [steps]]` times one backend alone (for
  * perf record); `bench_resnet18 profile [batch]` prints the emulator's
@@ -84,15 +87,14 @@ static struct eeb_net *resnet18(void)
     return net;
 }
 
-/* MACs per item of a training step, by pass: what the network needs, and
- * (data_emu) what the emulator's backward-data GEMMs multiply. */
+/* MACs per item of a training step, by pass. */
 struct train_macs {
-    double fwd, data, weight, data_emu;
+    double fwd, data, weight;
 };
 
 static struct train_macs count_macs(const struct eeb_net *net)
 {
-    struct train_macs m = {0, 0, 0, 0};
+    struct train_macs m = {0, 0, 0};
     int *need_err = calloc((size_t)net->nlayers, sizeof *need_err);
     if (!need_err) {
         fprintf(stderr, "bench_resnet18: out of memory\n");
@@ -113,9 +115,6 @@ static struct train_macs count_macs(const struct eeb_net *net)
         if (l->in[0] < 0 || !need_err[l->in[0]])
             continue;
         m.data += fwd;
-        struct eeb_shape x = eeb_net_shape(net, l->in[0]);
-        int direct = l->kind == EEB_LAYER_FC || (l->k == 1 && l->stride == 1 && l->pad == 0);
-        m.data_emu += direct ? fwd : (double)x.h * x.w * x.c * ((double)l->k * l->k * l->out.c);
     }
     free(need_err);
     return m;
@@ -167,16 +166,22 @@ static void free_batch(struct eeb_batch *b)
     free((void *)(uintptr_t)b->pixels), free((void *)(uintptr_t)b->labels);
 }
 
+/* The peaks a step is set against: vpdpbusd's, and AMX's tdpbssd where
+ * the emulator multiplies on tiles. */
+enum { PEAK_VNNI, PEAK_AMX, PEAKS };
+static const char *const peak_name[PEAKS] = {"vpdpbusd", "AMX tdpbssd"};
+static int has_peak[PEAKS];
+
 struct timing {
-    double step_s;     /* median seconds per step */
-    double peak_share; /* median of train ops / step time / the two-core peak before it */
-    double peak_gops;  /* one core's vpdpbusd rate, median */
+    double step_s;            /* median seconds per step */
+    double peak_share[PEAKS]; /* median of train ops / step time / the two-core peak before it */
+    double peak_gops[PEAKS];  /* one core's rate, median */
     char detail[64];
 };
 
 /* One warm-up step, then `steps` steps of `batch` items each timed alone.
- * With ops > 0 (on VNNI), each step's ops/s is also set against `cores`
- * times the vpdpbusd peak read just before it. */
+ * With ops > 0, each step's ops/s is also set against `cores` times each
+ * peak this CPU has, read just before it. */
 static struct timing time_steps(const char *backend, const struct eeb_net *net, int batch,
                                 int threads, int steps, double ops)
 {
@@ -192,10 +197,14 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
     }
     struct eeb_batch b = random_batch(batch);
     struct eeb_train_result r;
-    double t[16], share[16], peak[16];
+    double t[16], share[PEAKS][16], peak[PEAKS][16];
     steps = steps < 16 ? steps : 16;
     for (int s = -1; s < steps; s++) {
-        double p = s >= 0 && ops > 0 ? bench_vnni_peak_gops() : 0;
+        double p[PEAKS] = {0, 0};
+        if (s >= 0 && ops > 0 && has_peak[PEAK_VNNI])
+            p[PEAK_VNNI] = bench_vnni_peak_gops();
+        if (s >= 0 && ops > 0 && has_peak[PEAK_AMX])
+            p[PEAK_AMX] = bench_amx_peak_gops();
         int64_t t0 = eeb_mono_ns();
         if (a->ops->train_batch(a, &b, &r, err, sizeof err)) {
             fprintf(stderr, "bench_resnet18: %s\n", err);
@@ -204,8 +213,10 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
         if (s < 0)
             continue; /* warm-up: first touch of the image's pages, OpenBLAS's buffers */
         t[s] = bench_seconds_since(t0);
-        peak[s] = p;
-        share[s] = p > 0 ? ops / t[s] / 1e9 / (cores * p) : 0;
+        for (int k = 0; k < PEAKS; k++) {
+            peak[k][s] = p[k];
+            share[k][s] = p[k] > 0 ? ops / t[s] / 1e9 / (cores * p[k]) : 0;
+        }
     }
     struct timing out;
     struct eeb_accel_stats st;
@@ -214,8 +225,10 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
     eeb_accel_close(a);
     free_batch(&b);
     out.step_s = bench_median(t, (size_t)steps);
-    out.peak_share = bench_median(share, (size_t)steps);
-    out.peak_gops = bench_median(peak, (size_t)steps);
+    for (int k = 0; k < PEAKS; k++) {
+        out.peak_share[k] = bench_median(share[k], (size_t)steps);
+        out.peak_gops[k] = bench_median(peak[k], (size_t)steps);
+    }
     return out;
 }
 
@@ -259,7 +272,9 @@ static void emu_profile(const struct eeb_net *net, int batch, struct eeb_emu_pro
     eeb_net_free(fixed);
 }
 
-static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, double peak_gops)
+/* peak_gops: one core's rate of the instruction the GEMMs use, or 0. */
+static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, double peak_gops,
+                          const char *peak_of)
 {
     double all = (double)p->wall_ns * p->threads;
     printf("  emulator step by phase (%d profiled steps, %.0f ms each; share of %d cores x "
@@ -289,8 +304,8 @@ static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, doub
         double gemm_s = p->ns[EEB_EMU_PHASE_GEMM] / 1e9 / PROFILED;
         double f = gemm_ops / gemm_s / 1e9 / peak_gops;
         printf("  the GEMMs alone (the MACs the emulator multiplies, over their core-time): %.0f%% "
-               "of the vpdpbusd peak\n",
-               100 * f);
+               "of the %s peak\n",
+               100 * f, peak_of);
         bench_line("resnet18_emu_gemm_peak_fraction", f, "1");
     }
 }
@@ -300,14 +315,16 @@ int main(int argc, char **argv)
     struct eeb_net *net = resnet18();
     struct train_macs m = count_macs(net);
     cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int vnni = eeb_emu_gemm_best_isa() == EEB_EMU_ISA_AVX512VNNI;
+    const enum eeb_emu_isa isa = eeb_emu_gemm_best_isa();
+    has_peak[PEAK_VNNI] = isa >= EEB_EMU_ISA_AVX512VNNI; /* AMX's CPUs have vpdpbusd too */
+    has_peak[PEAK_AMX] = isa == EEB_EMU_ISA_AMX;
     char why[256];
     int eb = emu_batch(net, why, sizeof why);
     double item_ops = 2 * (m.fwd + m.data + m.weight);  /* ops per item of a training step */
     if (argc >= 2 && strcmp(argv[1], "profile") == 0) { /* the emulator's phases alone */
         struct eeb_emu_profile prof;
         emu_profile(net, argc >= 3 ? atoi(argv[2]) : eb, &prof);
-        print_profile(&prof, 0, 0);
+        print_profile(&prof, 0, 0, NULL);
         eeb_net_free(net);
         return 0;
     }
@@ -326,17 +343,15 @@ int main(int argc, char **argv)
            "parameters\n",
            SIDE, SIDE, CLASSES, m.fwd / 1e9, (double)eeb_net_params(net) / 1e6);
     printf("  training MACs per item: forward %.3f G + backward data %.3f G (not the first "
-           "conv) + backward weight %.3f G = %.3f G;\n  the emulator's backward data multiplies "
-           "%.3f G (zeros at a stride's skipped pixels)\n",
-           m.fwd / 1e9, m.data / 1e9, m.weight / 1e9, (m.fwd + m.data + m.weight) / 1e9,
-           m.data_emu / 1e9);
+           "conv) + backward weight %.3f G = %.3f G\n",
+           m.fwd / 1e9, m.data / 1e9, m.weight / 1e9, (m.fwd + m.data + m.weight) / 1e9);
 
     if (why[0])
         printf("  emu at batch %d: %s\n  emu runs at batch %d, the largest its accumulators "
                "take\n",
                BATCH, why, eb);
 
-    struct timing emu = time_steps("emu", net, eb, 0, STEPS, vnni ? item_ops * eb : 0);
+    struct timing emu = time_steps("emu", net, eb, 0, STEPS, item_ops * eb);
     struct timing fp_same = time_steps("fp32", net, eb, cores, STEPS, 0);
     struct timing fp_32 = eb == BATCH ? fp_same : time_steps("fp32", net, BATCH, cores, STEPS, 0);
     double emu_items = eb / emu.step_s, fp_same_items = eb / fp_same.step_s,
@@ -357,18 +372,26 @@ int main(int argc, char **argv)
 
     struct eeb_emu_profile prof;
     emu_profile(net, eb, &prof);
-    if (vnni) {
-        printf("  int8 peak: %.1f GOP/s per core (vpdpbusd alone), %.1f GOP/s for %d cores; the "
-               "whole emulator step reaches %.1f%% of it\n  (%.1f%% on the MACs it multiplies, "
-               "with the zeros)\n",
-               emu.peak_gops, cores * emu.peak_gops, cores, 100 * emu.peak_share,
-               100 * emu.peak_share * (m.fwd + m.data_emu + m.weight) /
-                   (m.fwd + m.data + m.weight));
-        bench_line("resnet18_train_int8_peak_fraction", emu.peak_share, "1");
-    } else {
-        printf("  no AVX-512 VNNI here: the int8 peak share is not measured\n");
+    printf("  the emulator's GEMMs multiply on %s\n", eeb_emu_isa_name(isa));
+    for (int k = 0; k < PEAKS; k++) {
+        if (!has_peak[k]) {
+            printf("  no %s here: its int8 peak share is not measured\n", peak_name[k]);
+            continue;
+        }
+        printf("  int8 peak: %.1f GOP/s per core (%s alone), %.1f GOP/s for %d cores; the "
+               "whole emulator step reaches %.1f%% of it\n",
+               emu.peak_gops[k], peak_name[k], cores * emu.peak_gops[k], cores,
+               100 * emu.peak_share[k]);
     }
-    print_profile(&prof, 2 * (m.fwd + m.data_emu + m.weight) * eb, vnni ? emu.peak_gops : 0);
+    if (has_peak[PEAK_AMX])
+        printf("  (AMX's peak is %.1fx vpdpbusd's on this CPU)\n",
+               emu.peak_gops[PEAK_AMX] / emu.peak_gops[PEAK_VNNI]);
+    if (has_peak[PEAK_VNNI])
+        bench_line("resnet18_train_int8_peak_fraction", emu.peak_share[PEAK_VNNI], "1");
+    if (has_peak[PEAK_AMX])
+        bench_line("resnet18_train_int8_amx_peak_fraction", emu.peak_share[PEAK_AMX], "1");
+    const int used = has_peak[PEAK_AMX] ? PEAK_AMX : PEAK_VNNI;
+    print_profile(&prof, item_ops * eb, has_peak[used] ? emu.peak_gops[used] : 0, peak_name[used]);
     printf("  (this bench: %.0f s)\n", bench_seconds_since(t0));
     eeb_net_free(net);
     return 0;

@@ -460,12 +460,15 @@ static void bench_soak(const char *dir, const char *test, double seconds)
     pthread_join(reader, NULL);
     double end = bench_rss_kib(server);
 
-    /* stopped as an operator stops it; then every run and sample is there */
-    int st;
+    /* stopped as an operator stops it; then every run and sample is there
+     * (what it printed after "listening", the test set's line first, is
+     * read past) */
+    int st, stopped = 0;
     char line[256] = "";
     kill(server, SIGTERM);
-    if (!fgets(line, sizeof line, said) || !strstr(line, "stopped (SIGTERM)") ||
-        waitpid(server, &st, 0) != server || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    while (!stopped && fgets(line, sizeof line, said))
+        stopped = strstr(line, "stopped (SIGTERM)") != NULL;
+    if (!stopped || waitpid(server, &st, 0) != server || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         die("eeb serve did not stop cleanly on SIGTERM", line);
     fclose(said);
     soak_server = 0;

@@ -105,21 +105,6 @@ static double emu_step(const struct eeb_shard_info *info, const struct data *d)
     return bench_median(t, BENCH_REPS);
 }
 
-static void cpu_model(char *out, size_t n)
-{
-    char line[256];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(out, n, "unknown CPU");
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
-            snprintf(out, n, "%s", strchr(line, ':') + 2);
-            out[strcspn(out, "\n")] = '\0';
-            break;
-        }
-    if (f)
-        fclose(f);
-}
-
 int main(void)
 {
     const struct eeb_task_ops *cls = eeb_task_get(EEB_TASK_CLS);
@@ -129,19 +114,20 @@ int main(void)
                                   .c = 3,
                                   .frames = 1,
                                   .classes = cls->gen_classes};
-    struct eeb_sut_setup setup = {EEB_SUT_ABI_VERSION,
-                                  EEB_SUT_CLS,
-                                  info.classes,
-                                  1,
-                                  SIDE,
-                                  SIDE,
-                                  3,
-                                  BATCH,
-                                  5,
-                                  1,
-                                  1,
-                                  "",
-                                  "/tmp"};
+    struct eeb_sut_setup setup = {.abi_version = EEB_SUT_ABI_VERSION,
+                                  .task = EEB_SUT_CLS,
+                                  .classes = info.classes,
+                                  .frames = 1,
+                                  .height = SIDE,
+                                  .width = SIDE,
+                                  .channels = 3,
+                                  .batch_max = BATCH,
+                                  .top_k = 5,
+                                  .max_boxes = 1,
+                                  .seed = 1,
+                                  .config = "",
+                                  .workdir = "/tmp",
+                                  .xclbin = ""};
     static struct data d;
     make_data(&d, info.classes);
     char err[1024], cpu[128];
@@ -165,7 +151,7 @@ int main(void)
     lib_ops->close(in);
     eeb_sut_plugin_unload(lib);
     double overhead = step_out - step_in, emu = emu_step(&info, &d);
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     printf("nearest-mean SUT, cls %dx%dx3, batch %d (%d KiB of pixels a step), %s:\n", SIDE, SIDE,
            BATCH, BATCH * PIXELS / 1024, cpu);
     printf("  in process      %8.3f ms/step\n", step_in * 1e3);

@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     /* fp32's default of one OpenBLAS thread against one per core: > 1 when one is faster */
     bench_line("train_fp32_1_thread_vs_all_cores", fp32_n / fp32, "x");
     bench_line("train_int8_vs_kernel", kernel / emu, "x");
-    if (eeb_emu_gemm_best_isa() == EEB_EMU_ISA_AVX512VNNI) {
+    if (eeb_emu_gemm_best_isa() >= EEB_EMU_ISA_AVX512VNNI) {
         double f, whole;
         network_gemm_fractions(net, &f, &whole);
         printf(

@@ -20,6 +20,28 @@ Test(fx_arith, shift_round_is_half_up)
     cr_expect_eq(fx_shift_round(1000, 63), 0);
 }
 
+/* A shift planned once (the SGD loop's branch-free form) is
+ * fx_shift_round for every s, at every magnitude up to the saturation
+ * bound, on both sides of each left shift's saturation limit. */
+Test(fx_arith, planned_shift_is_shift_round)
+{
+    uint64_t st = 11;
+    for (int s = -70; s <= 70; s++) {
+        const struct fx_shift_plan plan = fx_plan_shift(s);
+        int64_t lim = s >= 0 ? 0 : FX_SHIFT_SAT >> (s < -40 ? 40 : -s);
+        for (int i = 0; i < 4000; i++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            int64_t v = (int64_t)(st >> 2) >> (int)(st % 62); /* |v| < 2^62 */
+            v = st & 1 ? -v : v;
+            if (i < 8) /* the limits and zero */
+                v = (int64_t[]){0, 1, -1, lim, -lim, lim - 1, 1 - lim, FX_SHIFT_SAT}[i];
+            cr_assert_eq(fx_shift_planned(v, &plan), fx_shift_round(v, s),
+                         "s %d v %lld: %lld, want %lld", s, (long long)v,
+                         (long long)fx_shift_planned(v, &plan), (long long)fx_shift_round(v, s));
+        }
+    }
+}
+
 /* The requantization loop (written for vectorizing) is the definition,
  * clamp(shift_round(acc, s)), on every shift and the int32 extremes. */
 Test(fx_arith, requant_range_is_the_definition)
@@ -33,7 +55,7 @@ Test(fx_arith, requant_range_is_the_definition)
         acc[i] = (int32_t)(uint32_t)st >> (int)(st >> 59); /* every magnitude */
     }
     acc[0] = INT32_MAX, acc[1] = INT32_MIN, acc[2] = -1, acc[3] = 1;
-    for (int s = -3; s <= 64; s++) {
+    for (int s = -40; s <= 64; s++) {
         uint32_t want_sat = 0;
         uint32_t sat = fx_requant_range(acc, 0, N, s, fx_round_half_up(), out);
         for (int i = 0; i < N; i++) {

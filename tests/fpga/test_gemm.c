@@ -7,6 +7,7 @@
 #include "fpga/emu/eeb_emu_gemm.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,11 +79,11 @@ static void check_strided(int m, int n, int k, int extreme, int a_gap)
             want_max = mag > want_max ? mag : want_max;
         }
     }
-    struct eeb_emu_packed_b pb;
-    cr_assert_eq(eeb_emu_gemm_pack_b(b, k, n, ldb, &pb), 0);
-    cr_assert_eq(eeb_emu_gemm_set_bias(&pb, bias), 0);
-    enum eeb_emu_isa list[3];
+    enum eeb_emu_isa list[4];
     for (int t = 0, nt = isas(list); t < nt; t++) {
+        struct eeb_emu_packed_b pb;
+        cr_assert_eq(eeb_emu_gemm_pack_b(list[t], b, k, n, ldb, &pb), 0);
+        cr_assert_eq(eeb_emu_gemm_set_bias(&pb, bias), 0);
         memset(got, 0x5a, (size_t)m * ldc * sizeof *got);
         uint32_t got_max = 7;
         cr_assert_eq(eeb_emu_gemm(list[t], m, a, lda, &pb, got, ldc, &got_max), 0);
@@ -95,8 +96,8 @@ static void check_strided(int m, int n, int k, int extreme, int a_gap)
                              n, k, i, j, got[(size_t)i * ldc + j], want[(size_t)i * ldc + j]);
         for (int i = 0; i < m; i++) /* the stride gap is not written */
             cr_assert_eq(got[(size_t)i * ldc + n], 0x5a5a5a5a);
+        eeb_emu_gemm_free_b(&pb);
     }
-    eeb_emu_gemm_free_b(&pb);
     if (a_map)
         munmap(a_map, a_map_len);
     else
@@ -139,12 +140,13 @@ Test(gemm, extreme_values_and_long_k)
 
 Test(gemm, a_is_read_in_place_and_never_past_its_end)
 {
-    /* VNNI reads A where it lies, 8 bytes at a time, 5 rows a tile: with
-     * rows packed tight and k % 8 != 0, the last row ends mid-group, right
-     * before a guard page, and a short last tile has rows that do not
-     * exist. */
+    /* VNNI reads A where it lies, 8 bytes at a time, 5 rows a tile, and
+     * AMX 64 bytes of 32 rows: with rows packed tight and k % 8 != 0, the
+     * last row ends mid-group, right before a guard page, and a short last
+     * tile has rows that do not exist. */
     rng_state = 11;
-    const int ms[] = {1, 4, 5, 6, 9, 16, 17}, ks[] = {1, 3, 5, 7, 8, 9, 15, 27, 66};
+    const int ms[] = {1, 4, 5, 6, 9, 16, 17, 33, 64, 65},
+              ks[] = {1, 3, 5, 7, 8, 9, 15, 27, 66, 130};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)
             check_strided(ms[i], 32 + (int)j, ks[j], 0, 0);
@@ -160,15 +162,15 @@ Test(gemm, pack_rejects_bad_k)
 {
     struct eeb_emu_packed_b pb;
     int8_t b[4] = {0};
-    cr_assert_eq(eeb_emu_gemm_pack_b(b, 0, 4, 4, &pb), -1);
-    cr_assert_eq(eeb_emu_gemm_pack_b(b, EEB_EMU_GEMM_MAX_K + 1, 1, 1, &pb), -1);
+    cr_assert_eq(eeb_emu_gemm_pack_b(EEB_EMU_ISA_SCALAR, b, 0, 4, 4, &pb), -1);
+    cr_assert_eq(eeb_emu_gemm_pack_b(EEB_EMU_ISA_AMX, b, EEB_EMU_GEMM_MAX_K + 1, 1, 1, &pb), -1);
 }
 
 Test(gemm, bias_beyond_the_int32_bound_is_refused)
 {
     struct eeb_emu_packed_b pb;
     int8_t b[8] = {0};
-    cr_assert_eq(eeb_emu_gemm_pack_b(b, 4, 2, 2, &pb), 0);
+    cr_assert_eq(eeb_emu_gemm_pack_b(EEB_EMU_ISA_SCALAR, b, 4, 2, 2, &pb), 0);
     int64_t ok[2] = {EEB_EMU_GEMM_BIAS_MAX(4), -EEB_EMU_GEMM_BIAS_MAX(4)};
     int64_t over[2] = {0, -EEB_EMU_GEMM_BIAS_MAX(4) - 1};
     cr_assert_eq(eeb_emu_gemm_set_bias(&pb, ok), 0);
@@ -177,10 +179,37 @@ Test(gemm, bias_beyond_the_int32_bound_is_refused)
     eeb_emu_gemm_free_b(&pb);
 }
 
-Test(gemm, this_cpu_uses_vnni_when_it_has_it)
+/* Whether the kernel lists a CPU flag in /proc/cpuinfo: it lists AMX's
+ * only where it supports the tiles, a source apart from the GEMM's own
+ * CPUID test. */
+static int kernel_lists_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    cr_assert_not_null(f);
+    char line[8192];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0)
+            for (char *t = strtok(strchr(line, ':') + 1, " \n"); t && !found;
+                 t = strtok(NULL, " \n"))
+                found = strcmp(t, flag) == 0;
+    fclose(f);
+    return found;
+}
+
+/* What this process is shown of the CPU decides (valgrind shows it no
+ * AVX-512, and the GEMM must not use what it cannot run); where it sees
+ * AVX-512, AMX is what the kernel lists. */
+Test(gemm, this_cpu_uses_its_fastest_instruction_set)
 {
     __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512bw"))
+        cr_skip_test("this process sees no AVX-512 on this CPU");
+    if (kernel_lists_flag("amx_int8") && kernel_lists_flag("amx_tile")) {
+        cr_assert_eq(eeb_emu_gemm_best_isa(), EEB_EMU_ISA_AMX);
+        return;
+    }
     if (!__builtin_cpu_supports("avx512vnni"))
-        cr_skip_test("this CPU has no AVX-512 VNNI");
+        cr_skip_test("this CPU has neither AMX nor AVX-512 VNNI");
     cr_assert_eq(eeb_emu_gemm_best_isa(), EEB_EMU_ISA_AVX512VNNI);
 }

@@ -91,7 +91,9 @@ static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const
     eeb_fx_set_batch(&img, n, pixels, labels);
     eeb_fx_set_hyper(&img, 0.05, 0.9, 1e-3, state, 0);
 
-    enum { MAX_RUNS = 8 };
+    enum {
+        MAX_RUNS = 1 + 2 * (EEB_EMU_ISA_AMX + 1)
+    }; /* the kernel, every ISA on 1 and 2 threads */
     uint8_t *mem[MAX_RUNS];
     struct eeb_emu *emu[MAX_RUNS] = {NULL};
     char name[MAX_RUNS][48] = {"kernel"};

@@ -1,0 +1,129 @@
+/*
+ * gemm_amx.c - the int8 GEMM on AMX tiles (Intel's tile registers).
+ *
+ * tdpbssd multiplies a tile of A (16 rows x 64 signed bytes of k) by a
+ * tile of B (16 rows of 4 k-bytes for each of 16 columns, signed) into a
+ * 16 x 16 tile of int32 sums: 16384 multiply-adds an instruction, exact,
+ * wrapping as int32 addition does (the sums stay far inside it: MAX_K).
+ * Eight tile registers make a 32 x 32 block of C: four C tiles, the two
+ * A tiles of its rows and the two B tiles of its columns, 4 tdpbssd per
+ * 64 rows of k.  A is read in place (row stride lda); the bias is added,
+ * and the largest |C| kept, on the way out of the tiles.
+ *
+ * A tile load reads 64 bytes of each row, past k when k is not a multiple
+ * of 64 (B's padding is zero there, so those bytes add nothing), and 32
+ * rows.  Where that would read outside A, the block's rows are first
+ * copied into zeroed scratch.
+ */
+#include "emu_int.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TARGET __attribute__((target("avx512f,avx512bw,amx-tile,amx-int8")))
+
+#define BLOCK_ROWS 32
+
+/* The tile registers' shapes (ldtilecfg's 64-byte operand, palette 1):
+ * 0-3 C, 4-5 A, 6-7 B, each 16 rows of 64 bytes. */
+struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64)));
+
+/* Rows [row0, row0 + 16) x columns [col0, col0 + 16) of C from C tile
+ * sums: bias added, stored where they are inside m x n. */
+TARGET static uint32_t store(const int32_t sums[16][16], int row0, int m, int col0, int n,
+                             const int32_t *bias, int32_t *c, int ldc)
+{
+    const int cols = n - col0 < 16 ? n - col0 : 16;
+    if (cols <= 0)
+        return 0;
+    const __mmask16 mask = (__mmask16)((1u << cols) - 1);
+    const __m512i b = _mm512_loadu_si512(bias + col0);
+    __m512i most = _mm512_setzero_si512();
+    for (int r = 0; r < 16 && row0 + r < m; r++) {
+        const __m512i v = _mm512_add_epi32(_mm512_load_si512(sums[r]), b);
+        _mm512_mask_storeu_epi32(c + (size_t)(row0 + r) * ldc + col0, mask, v);
+        most = _mm512_mask_max_epu32(most, mask, most, _mm512_abs_epi32(v));
+    }
+    return (uint32_t)_mm512_reduce_max_epu32(most);
+}
+
+/* C rows [0, rows) (rows <= 32) = 32 rows of A (row stride lda, readable
+ * to 64 * blocks) x every panel of B. */
+TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct eeb_emu_packed_b *b,
+                             int32_t *c, int ldc)
+{
+    int32_t sums[16][16] __attribute__((aligned(64)));
+    uint32_t most = 0;
+    const int blocks = b->kpad / 64;
+    for (int p = 0; p < b->panels; p++) {
+        const uint8_t *panel = emu_panel(b, p);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int g = 0; g < blocks; g++) {
+            _tile_loadd(4, a + (size_t)g * 64, lda);
+            _tile_loadd(5, a + (size_t)16 * lda + (size_t)g * 64, lda);
+            _tile_loadd(6, panel + (size_t)g * 2048, 64);
+            _tile_loadd(7, panel + (size_t)g * 2048 + 1024, 64);
+            _tile_dpbssd(0, 4, 6);
+            _tile_dpbssd(1, 4, 7);
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+        }
+        const int col0 = p * EMU_NR;
+        uint32_t got[4];
+        _tile_stored(0, sums, 64);
+        got[0] = store((const int32_t(*)[16])sums, 0, rows, col0, b->n, b->bias, c, ldc);
+        _tile_stored(1, sums, 64);
+        got[1] = store((const int32_t(*)[16])sums, 0, rows, col0 + 16, b->n, b->bias, c, ldc);
+        _tile_stored(2, sums, 64);
+        got[2] = store((const int32_t(*)[16])sums, 16, rows, col0, b->n, b->bias, c, ldc);
+        _tile_stored(3, sums, 64);
+        got[3] = store((const int32_t(*)[16])sums, 16, rows, col0 + 16, b->n, b->bias, c, ldc);
+        for (int t = 0; t < 4; t++)
+            most = got[t] > most ? got[t] : most;
+    }
+    return most;
+}
+
+TARGET int emu_gemm_amx(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
+                        int32_t *c, int ldc, uint32_t *most)
+{
+    struct tile_config config;
+    memset(&config, 0, sizeof config);
+    config.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        config.bytes_per_row[t] = 64;
+        config.rows[t] = 16;
+    }
+    int8_t *scratch = NULL;
+    const size_t kpad = (size_t)b->kpad, end = (size_t)(m - 1) * lda + (size_t)b->k;
+    _tile_loadconfig(&config);
+    for (int i0 = 0; i0 < m; i0 += BLOCK_ROWS) {
+        const int rows = m - i0 < BLOCK_ROWS ? m - i0 : BLOCK_ROWS;
+        const int8_t *rows_a = a + (size_t)i0 * lda;
+        int stride = lda;
+        if (rows < BLOCK_ROWS || (size_t)(i0 + BLOCK_ROWS - 1) * lda + kpad > end) {
+            if (!scratch && !(scratch = malloc(BLOCK_ROWS * kpad))) {
+                _tile_release();
+                return -1;
+            }
+            memset(scratch, 0, BLOCK_ROWS * kpad);
+            for (int r = 0; r < rows; r++)
+                memcpy(scratch + r * kpad, rows_a + (size_t)r * lda, (size_t)b->k);
+            rows_a = scratch;
+            stride = (int)kpad;
+        }
+        uint32_t got = block(rows_a, stride, rows, b, c + (size_t)i0 * ldc, ldc);
+        *most = got > *most ? got : *most;
+    }
+    _tile_release();
+    free(scratch);
+    return 0;
+}
