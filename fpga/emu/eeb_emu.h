@@ -39,7 +39,8 @@ enum eeb_emu_phase {
     EEB_EMU_PHASE_GEMM,    /* the int8 GEMMs */
     EEB_EMU_PHASE_IM2COL,  /* GEMM operands gathered: im2col of x or dy, dy transposed */
     EEB_EMU_PHASE_PACK,    /* B packed: weights (transposed for backward data), im2col rows */
-    EEB_EMU_PHASE_REDUCE,  /* weight gradients: the chunks' products stored or added into dW */
+    EEB_EMU_PHASE_REDUCE,  /* sums put in place: a weight gradient's chunks stored or added
+                            * into dW; strided backward data's phases to their pixels of dx */
     EEB_EMU_PHASE_REQUANT, /* int32 sums to int8 */
     EEB_EMU_PHASE_EWISE,   /* ReLU and residual add */
     EEB_EMU_PHASE_POOL,    /* max pools on the workers; average pools (the kernel's code) */

@@ -31,11 +31,11 @@ enum eeb_emu_isa { EEB_EMU_ISA_SCALAR, EEB_EMU_ISA_AVX2, EEB_EMU_ISA_AVX512VNNI,
  * in groups of 8 rows of k, each byte offset by +128 to unsigned, as
  * vpdpbusd wants it.  The scalar, AVX2 and VNNI paths read one layout. */
 struct eeb_emu_packed_b {
-    int k, n;             /* logical shape */
-    int kpad, panels;     /* k rounded up to the layout's group (8, or 64), n in 32-column panels */
-    enum eeb_emu_isa isa; /* packed for: AMX, or any of the others */
-    uint8_t *data;        /* panels * kpad * 32 bytes; the padding is 0 */
-    int32_t *bias;        /* added to each column, zero unless set; panels * 32 */
+    int k, n;         /* logical shape */
+    int kpad, panels; /* k rounded up to the layout's group (8, or 64), n in 32-column panels */
+    int amx;          /* in AMX's order (else vpdpbusd's, which the others read too) */
+    uint8_t *data;    /* panels * kpad * 32 bytes; the padding is 0 */
+    int32_t *bias;    /* added to each column, zero unless set; panels * 32 */
 };
 
 /* The best instruction set this CPU (and kernel) supports, and its name. */
@@ -49,6 +49,8 @@ const char *eeb_emu_isa_name(enum eeb_emu_isa isa);
  */
 int eeb_emu_gemm_pack_b(enum eeb_emu_isa isa, const int8_t *b, int k, int n, int ldb,
                         struct eeb_emu_packed_b *out);
+/* The bytes a K x N matrix takes packed for isa (padding included). */
+size_t eeb_emu_gemm_packed_bytes(enum eeb_emu_isa isa, int k, int n);
 void eeb_emu_gemm_free_b(struct eeb_emu_packed_b *b);
 
 /*

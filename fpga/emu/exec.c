@@ -372,6 +372,12 @@ static void rows_part(void *ctx, int part, int worker)
     uint64_t since = tick(j->e);
     int64_t r0 = (int64_t)part * j->per_part;
     int64_t r1 = r0 + j->per_part < j->rows ? r0 + j->per_part : j->rows;
+    if (j->ph && !j->ph->ntaps) { /* no window reaches these pixels: their dx is 0 */
+        for (int64_t r = r0; r < r1; r++)
+            memset(phase_pixel(j->acc, j->g, j->ph, r), 0, (size_t)j->n * sizeof *j->acc);
+        tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
+        return;
+    }
     const int8_t *a = j->src + r0 * j->k;
     if (j->fill || j->ph) {
         int8_t *col = grow(&w->col, (size_t)(r1 - r0) * (size_t)j->k);
@@ -515,7 +521,7 @@ static void free_blocks(struct blocks *b)
 
 static enum fx_status pack_weights(struct eeb_emu *e, struct pack_job *j)
 {
-    size_t bytes = (size_t)(j->k + 7) / 8 * 8 * (size_t)((j->n + EMU_NR - 1) / EMU_NR * EMU_NR);
+    size_t bytes = eeb_emu_gemm_packed_bytes(e->isa, j->k, j->n);
     int count = (int)((bytes + B_BLOCK_BYTES - 1) / B_BLOCK_BYTES);
     if (bytes >= 64 * 1024 && count < e->threads)
         count = e->threads;
@@ -620,11 +626,6 @@ static enum fx_status conv_bwd_data_phased(struct eeb_emu *e, uint8_t *mem,
                              .rows = (int64_t)g->n * ph[i].ny * ph[i].nx,
                              .acc = acc_of(mem, cv),
                              .ph = &ph[i]};
-        if (!ph[i].ntaps) { /* no window reaches these pixels: their dx is 0 */
-            for (int64_t r = 0; r < j.rows; r++)
-                memset(phase_pixel(j.acc, g, &ph[i], r), 0, (size_t)g->ic * sizeof(int32_t));
-            continue;
-        }
         struct blocks b = {0, 0, NULL};
         struct pack_job p = {.e = e,
                              .g = g,
@@ -635,7 +636,7 @@ static enum fx_status conv_bwd_data_phased(struct eeb_emu *e, uint8_t *mem,
                              .ph = &ph[i],
                              .b = &b};
         j.b = &b;
-        enum fx_status st = pack_weights(e, &p);
+        enum fx_status st = ph[i].ntaps ? pack_weights(e, &p) : FX_OK; /* none: zeros */
         if (st == FX_OK && gemm_rows(e, &j, &maxabs, &sat))
             st = FX_NO_MEMORY;
         free_blocks(&b);

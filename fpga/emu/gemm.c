@@ -151,31 +151,41 @@ static void pack_panel(const int8_t *b, int k, int ldb, int j0, int nc, uint8_t 
     }
 }
 
+/* The rows of k a packed group holds: AMX's tile depth, or vpdpbusd's 8. */
+static int k_group(enum eeb_emu_isa isa)
+{
+    return isa == EEB_EMU_ISA_AMX ? 64 : 8;
+}
+
+size_t eeb_emu_gemm_packed_bytes(enum eeb_emu_isa isa, int k, int n)
+{
+    return (size_t)round_up(k, k_group(isa)) * (size_t)round_up(n, EMU_NR);
+}
+
 int eeb_emu_gemm_pack_b(enum eeb_emu_isa isa, const int8_t *b, int k, int n, int ldb,
                         struct eeb_emu_packed_b *out)
 {
     memset(out, 0, sizeof *out);
     if (k <= 0 || n <= 0 || k > EEB_EMU_GEMM_MAX_K)
         return -1;
-    const int group = isa == EEB_EMU_ISA_AMX ? 64 : 8;
     out->k = k;
     out->n = n;
-    out->isa = isa == EEB_EMU_ISA_AMX ? EEB_EMU_ISA_AMX : EEB_EMU_ISA_AVX512VNNI;
-    out->kpad = round_up(k, group);
+    out->amx = isa == EEB_EMU_ISA_AMX;
+    out->kpad = round_up(k, k_group(isa));
     out->panels = round_up(n, EMU_NR) / EMU_NR;
-    size_t bytes = (size_t)out->panels * (size_t)out->kpad * EMU_NR;
+    size_t bytes = eeb_emu_gemm_packed_bytes(isa, k, n);
     out->data = aligned_alloc(64, bytes); /* bytes is a multiple of 256 */
     out->bias = calloc((size_t)out->panels * EMU_NR, sizeof *out->bias);
     if (!out->data || !out->bias) {
         eeb_emu_gemm_free_b(out);
         return -1;
     }
-    if (k % group || n % EMU_NR) /* padding: 0, which multiplies anything to 0 */
+    if (k % k_group(isa) || n % EMU_NR) /* padding: 0, which multiplies anything to 0 */
         memset(out->data, 0, bytes);
     for (int p = 0; p < out->panels; p++) {
         int j0 = p * EMU_NR, nc = n - j0 < EMU_NR ? n - j0 : EMU_NR;
         uint8_t *panel = out->data + (size_t)p * out->kpad * EMU_NR;
-        if (out->isa == EEB_EMU_ISA_AMX)
+        if (out->amx)
             pack_panel_amx(b, k, ldb, j0, nc, panel);
         else
             pack_panel(b, k, ldb, j0, nc, panel);
@@ -259,7 +269,7 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
     if (m <= 0)
         return 0;
     /* a programming error, not bad input: the layouts differ */
-    assert((isa == EEB_EMU_ISA_AMX) == (b->isa == EEB_EMU_ISA_AMX));
+    assert((isa == EEB_EMU_ISA_AMX) == b->amx);
     switch (isa) {
     case EEB_EMU_ISA_SCALAR: most = gemm_scalar(m, a, lda, b, c, ldc); break;
     case EEB_EMU_ISA_AVX512VNNI: most = emu_gemm_avx512vnni(m, a, lda, b, c, ldc); break;

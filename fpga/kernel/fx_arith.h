@@ -78,27 +78,29 @@ static inline int64_t fx_shift_round(int64_t v, int s)
 
 /*
  * fx_shift_round(v, s) for one s a whole loop long, as a plan made once:
- * v + add, shifted right by `right`, then left by `left` unless |v|
- * reaches lim (then saturated), and kept only if s <= 62.  The same value
- * for every v as fx_shift_round, without a branch on s per element: a
- * shifter's control, fixed before the pipeline starts; on a CPU, a loop
- * the compiler vectorizes.
+ * v + add, shifted right by `right`, then left by `left`, saturated to
+ * +-FX_SHIFT_SAT where v leaves [lo, hi], and kept only if s <= 62.  The
+ * same value as fx_shift_round for every v it is defined for, without a
+ * branch on s per element: a shifter's control, fixed before the
+ * pipeline starts; on a CPU, a loop the compiler vectorizes.
  */
 struct fx_shift_plan {
-    int64_t add, lim, keep;
+    int64_t add;    /* rounding: half of the right shift's unit */
+    int64_t lo, hi; /* a left shift saturates outside them (never a right one) */
+    int64_t keep;   /* 0 when s > 62: every value rounds to 0 */
     int right, left;
 };
 
 static inline struct fx_shift_plan fx_plan_shift(int s)
 {
-    struct fx_shift_plan p = {0, INT64_MAX, -1, 0, 0};
-    if (s > 62)
+    struct fx_shift_plan p = {0, INT64_MIN, INT64_MAX, -1, 0, 0};
+    if (s > 62) {
         p.keep = 0;
-    else if (s > 0)
+    } else if (s > 0) {
         p.add = (int64_t)1 << (s - 1), p.right = s;
-    else {
+    } else {
         p.left = s < -40 ? 40 : -s;
-        p.lim = FX_SHIFT_SAT >> p.left;
+        p.hi = (FX_SHIFT_SAT >> p.left) - 1, p.lo = -p.hi;
     }
     return p;
 }
@@ -106,7 +108,7 @@ static inline struct fx_shift_plan fx_plan_shift(int s)
 static inline int64_t fx_shift_planned(int64_t v, const struct fx_shift_plan *p)
 {
     int64_t r = (int64_t)((uint64_t)((v + p->add) >> p->right) << p->left);
-    r = v >= p->lim ? FX_SHIFT_SAT : v <= -p->lim ? -FX_SHIFT_SAT : r;
+    r = v > p->hi ? FX_SHIFT_SAT : v < p->lo ? -FX_SHIFT_SAT : r;
     return r & p->keep;
 }
 

@@ -132,9 +132,10 @@ FX_CPU_CLONES uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint
         return sat;
     }
     if (s <= 0 && s >= -30) {
-        /* a left shift (small sums: an error tensor late in training):
-         * a * 2^-s leaves +-127 exactly when |a| > 127 >> -s, so the
-         * clamp is decided before the shift, in int32, branch-free */
+        /* shift 0: every |sum| < 128, an error tensor late in training
+         * (the requantizations here choose s >= 0; a left shift is
+         * handled alike): a * 2^-s leaves +-127 exactly when |a| > 127 >>
+         * -s, so the clamp is decided before the shift, branch-free */
         const int left = -s;
         const int32_t fits = FX_Q8_MAX >> left;
         for (uint64_t i = begin; i < end; i++) {
@@ -881,24 +882,30 @@ static enum fx_status quant_w(uint8_t *mem, const struct fx_cmd *c)
     return FX_OK;
 }
 
-/* One SGD pass over weights [begin, end) (see sgd below): the momenta's
- * and the weights' clamps counted in sat[0] and sat[1], the largest |w|
- * after it returned. */
-struct fx_sgd_plan {
-    struct fx_shift_plan g, decay, lr, mom;
-    int64_t wd_m, lr_m, mom_m;
-    int decay_on;
-};
+struct fx_sgd_plan fx_sgd_plan(const struct fx_header *h, int e_w, int e_g, int decay_on)
+{
+    const int ev = e_w - FX_V_FRAC; /* the momentum's exponent */
+    const struct fx_sgd_plan p = {
+        .g = fx_plan_shift(ev - e_g), /* fx_align(g, e_g, ev) */
+        .decay = fx_plan_shift(ev - (e_w + h->wd_e)),
+        .lr = fx_plan_shift(-h->lr_e),
+        .mom = fx_plan_shift(-h->mom_e),
+        .wd_m = h->wd_m,
+        .lr_m = h->lr_m,
+        .mom_m = h->mom_m,
+        .decay_on = decay_on,
+    };
+    return p;
+}
 
-FX_CPU_CLONES static uint64_t fx_sgd_range(const struct fx_sgd_plan *p, int32_t *w, int32_t *v,
-                                           const int8_t *g, uint64_t begin, uint64_t end,
-                                           uint32_t sat[2])
+FX_CPU_CLONES uint64_t fx_sgd_range(const struct fx_sgd_plan *p, int32_t *w, int32_t *v,
+                                    const int8_t *g, uint64_t n, uint32_t sat[2])
 {
     const struct fx_sgd_plan q = *p; /* a copy the compiler knows nothing writes */
     const struct fx_shift_plan vfrac = fx_plan_shift(FX_V_FRAC);
     uint32_t vsat = 0, wsat = 0;
     uint64_t wmax = 0;
-    for (uint64_t i = begin; i < end; i++) {
+    for (uint64_t i = 0; i < n; i++) {
 #pragma HLS PIPELINE II = 1
         int64_t d = fx_shift_planned(g[i], &q.g);
         d += q.decay_on ? fx_shift_planned((int64_t)w[i] * q.wd_m, &q.decay) : 0;
@@ -949,19 +956,9 @@ static enum fx_status sgd(uint8_t *mem, const struct fx_cmd *c)
         item_count(tg) != count)
         return FX_BAD_OPERAND;
     int32_t *w = i32(mem, tw), *v = i32(mem, tv);
-    int ev = tw->exp - FX_V_FRAC;
-    const struct fx_sgd_plan plan = {
-        .g = fx_plan_shift(ev - tg->exp), /* fx_align(g, e_g, ev) */
-        .decay = fx_plan_shift(ev - (tw->exp + h->wd_e)),
-        .lr = fx_plan_shift(-h->lr_e),
-        .mom = fx_plan_shift(-h->mom_e),
-        .wd_m = h->wd_m,
-        .lr_m = h->lr_m,
-        .mom_m = h->mom_m,
-        .decay_on = !(c->flags & FX_C_NO_DECAY),
-    };
+    const struct fx_sgd_plan plan = fx_sgd_plan(h, tw->exp, tg->exp, !(c->flags & FX_C_NO_DECAY));
     uint32_t sat[2] = {0, 0};
-    uint64_t wmax = fx_sgd_range(&plan, w, v, i8(mem, tg), 0, count, sat);
+    uint64_t wmax = fx_sgd_range(&plan, w, v, i8(mem, tg), count, sat);
     tv->saturations += sat[0];
     tw->saturations += sat[1];
     if (wmax >= (uint64_t)1 << (FX_W_BITS - 2) && tw->exp < 127) {

@@ -5,6 +5,7 @@
 #ifndef FX_KERNEL_H
 #define FX_KERNEL_H
 
+#include "fx_arith.h"
 #include "fx_isa.h"
 
 /* PE array: FX_BT batch items x FX_CT channels multiply-accumulate per
@@ -86,6 +87,21 @@ struct fx_rounding fx_round_stochastic(const uint8_t *mem, unsigned tensor);
 uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int s,
                           struct fx_rounding r, int8_t *out);
 void fx_set_exp(struct fx_tensor *t, int e);
+
+/* The SGD command's loop (fx_kernel.c's sgd: the formula is there), its
+ * rounding shifts planned once from the header's m * 2^e pairs and the
+ * weights' (e_w) and gradients' (e_g) exponents. */
+struct fx_sgd_plan {
+    struct fx_shift_plan g, decay, lr, mom; /* d = g + wd * w; lr * d; mom * v */
+    int64_t wd_m, lr_m, mom_m;              /* the header's mantissas */
+    int decay_on;                           /* 0: FX_C_NO_DECAY (biases) */
+};
+struct fx_sgd_plan fx_sgd_plan(const struct fx_header *h, int e_w, int e_g, int decay_on);
+/* n weights w, momenta v and gradients g stepped in place; the momenta's
+ * and the weights' clamps counted in sat[0] and sat[1]; the largest |w|
+ * after the step returned. */
+uint64_t fx_sgd_range(const struct fx_sgd_plan *p, int32_t *w, int32_t *v, const int8_t *g,
+                      uint64_t n, uint32_t sat[2]);
 
 /* Descriptor id of the image at mem. */
 struct fx_tensor *fx_tensor_at(uint8_t *mem, unsigned id);

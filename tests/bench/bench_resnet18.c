@@ -21,10 +21,11 @@
  * one core (bench.h) read just before each timed step, times two cores;
  * on a CPU with AMX, where the emulator's GEMMs run on tiles, the step is
  * also set against the tdpbssd rate read the same way.
- * The emulator's GEMMs multiply these MACs and no more: at a stride, its
- * backward data takes per input pixel only the taps whose windows start on
- * an output pixel (here, sides divisible by the stride, as many products
- * as the forward pass's).
+ * The emulator's GEMMs multiply these MACs, the padding of their packed
+ * operands aside (on AMX, k to 64: the stem's 147 to 192): at a stride,
+ * its backward data takes per input pixel only the taps whose windows
+ * start on an output pixel (here, sides divisible by the stride, as many
+ * products as the forward pass's).
  *
  * `bench_resnet18 emu|fp32 [batch [steps]]` times one backend alone (for
  * perf record); `bench_resnet18 profile [batch]` prints the emulator's
@@ -272,9 +273,10 @@ static void emu_profile(const struct eeb_net *net, int batch, struct eeb_emu_pro
     eeb_net_free(fixed);
 }
 
-/* peak_gops: one core's rate of the instruction the GEMMs use, or 0. */
+/* peak_gops: one core's rate of the instruction the GEMMs use (peak_of),
+ * or 0; the GEMMs' share of it is the BENCH line `metric`. */
 static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, double peak_gops,
-                          const char *peak_of)
+                          const char *peak_of, const char *metric)
 {
     double all = (double)p->wall_ns * p->threads;
     printf("  emulator step by phase (%d profiled steps, %.0f ms each; share of %d cores x "
@@ -306,7 +308,7 @@ static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, doub
         printf("  the GEMMs alone (the MACs the emulator multiplies, over their core-time): %.0f%% "
                "of the %s peak\n",
                100 * f, peak_of);
-        bench_line("resnet18_emu_gemm_peak_fraction", f, "1");
+        bench_line(metric, f, "1");
     }
 }
 
@@ -324,7 +326,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "profile") == 0) { /* the emulator's phases alone */
         struct eeb_emu_profile prof;
         emu_profile(net, argc >= 3 ? atoi(argv[2]) : eb, &prof);
-        print_profile(&prof, 0, 0, NULL);
+        print_profile(&prof, 0, 0, NULL, NULL);
         eeb_net_free(net);
         return 0;
     }
@@ -391,7 +393,9 @@ int main(int argc, char **argv)
     if (has_peak[PEAK_AMX])
         bench_line("resnet18_train_int8_amx_peak_fraction", emu.peak_share[PEAK_AMX], "1");
     const int used = has_peak[PEAK_AMX] ? PEAK_AMX : PEAK_VNNI;
-    print_profile(&prof, item_ops * eb, has_peak[used] ? emu.peak_gops[used] : 0, peak_name[used]);
+    print_profile(&prof, item_ops * eb, has_peak[used] ? emu.peak_gops[used] : 0, peak_name[used],
+                  used == PEAK_AMX ? "resnet18_emu_gemm_amx_peak_fraction"
+                                   : "resnet18_emu_gemm_peak_fraction");
     printf("  (this bench: %.0f s)\n", bench_seconds_since(t0));
     eeb_net_free(net);
     return 0;

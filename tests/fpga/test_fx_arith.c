@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 Test(fx_arith, shift_round_is_half_up)
 {
@@ -21,25 +22,99 @@ Test(fx_arith, shift_round_is_half_up)
 }
 
 /* A shift planned once (the SGD loop's branch-free form) is
- * fx_shift_round for every s, at every magnitude up to the saturation
- * bound, on both sides of each left shift's saturation limit. */
+ * fx_shift_round for every s, at every magnitude, on both sides of each
+ * left shift's saturation limit (s = 0's too), and at int64's ends
+ * (short of INT64_MAX, where fx_shift_round's rounding add overflows). */
 Test(fx_arith, planned_shift_is_shift_round)
 {
     uint64_t st = 11;
     for (int s = -70; s <= 70; s++) {
         const struct fx_shift_plan plan = fx_plan_shift(s);
-        int64_t lim = s >= 0 ? 0 : FX_SHIFT_SAT >> (s < -40 ? 40 : -s);
+        int64_t lim = s > 0 ? 0 : FX_SHIFT_SAT >> (s < -40 ? 40 : -s);
+        const int64_t edges[] = {0,
+                                 1,
+                                 -1,
+                                 lim,
+                                 -lim,
+                                 lim - 1,
+                                 1 - lim,
+                                 lim + 1,
+                                 -lim - 1,
+                                 FX_SHIFT_SAT,
+                                 INT64_MIN,
+                                 -INT64_MAX,
+                                 INT64_MAX - FX_SHIFT_SAT};
+        const int nedges = (int)(sizeof edges / sizeof edges[0]);
         for (int i = 0; i < 4000; i++) {
             st ^= st << 13, st ^= st >> 7, st ^= st << 17;
-            int64_t v = (int64_t)(st >> 2) >> (int)(st % 62); /* |v| < 2^62 */
+            int64_t v = (int64_t)(st >> 2) >> (int)(st % 62); /* every magnitude to 2^62 */
             v = st & 1 ? -v : v;
-            if (i < 8) /* the limits and zero */
-                v = (int64_t[]){0, 1, -1, lim, -lim, lim - 1, 1 - lim, FX_SHIFT_SAT}[i];
+            if (i < nedges)
+                v = edges[i];
             cr_assert_eq(fx_shift_planned(v, &plan), fx_shift_round(v, s),
                          "s %d v %lld: %lld, want %lld", s, (long long)v,
                          (long long)fx_shift_planned(v, &plan), (long long)fx_shift_round(v, s));
         }
     }
+}
+
+/* The SGD loop (shift plans, written for vectorizing) is the formula it
+ * was written from, fx_align / fx_shift_round / fx_clamp per element, on
+ * every weight, momentum and saturation count: over hyper-parameters whose
+ * shifts go right, left (and saturate), past 62 and past -40, with decay
+ * on and off, at the extremes of w, v and g. */
+Test(fx_arith, sgd_range_is_the_definition)
+{
+    enum { N = 2048 };
+    static int32_t w[N], v[N], w0[N], v0[N];
+    static int8_t g[N];
+    static const struct {
+        int lr_m, lr_e, mom_m, mom_e, wd_m, wd_e, e_w, e_g;
+    } hyper[] = {
+        {20972, -21, 29491, -15, 17180, -25, -20, -9},  /* lr 0.01, mom 0.9, wd 5e-4 */
+        {16384, -14, 16384, -14, 16384, -14, -20, -30}, /* lr = mom = wd = 1 */
+        {1, -30, 32767, 20, 32767, 30, -20, 10},        /* left shifts that saturate */
+        {3, -90, 5, -80, 7, -100, 60, -70},             /* right shifts past 62 */
+        {-1, -3, -30000, -45, 12345, 50, -100, 100},    /* negative mantissas, past -40 */
+    }; /* chosen so that no product leaves int64 (the formula's own limit) */
+    uint64_t st = 5;
+    for (size_t c = 0; c < sizeof hyper / sizeof hyper[0]; c++)
+        for (int decay = 0; decay <= 1; decay++) {
+            for (int i = 0; i < N; i++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                w0[i] = (int32_t)(st % (2 * FX_W_MAX + 1)) - FX_W_MAX;
+                v0[i] = (int32_t)(uint32_t)(st >> 20) >> (int)(st % 32);
+                g[i] = (int8_t)(st >> 56);
+            }
+            w0[0] = FX_W_MAX, w0[1] = -FX_W_MAX, v0[0] = INT32_MAX, v0[1] = -INT32_MAX;
+            g[0] = 127, g[1] = -128, v0[2] = INT32_MIN;
+            struct fx_header h = {0};
+            h.lr_m = hyper[c].lr_m, h.lr_e = hyper[c].lr_e, h.mom_m = hyper[c].mom_m;
+            h.mom_e = hyper[c].mom_e, h.wd_m = hyper[c].wd_m, h.wd_e = hyper[c].wd_e;
+            const int e_w = hyper[c].e_w, e_g = hyper[c].e_g, ev = e_w - FX_V_FRAC;
+            memcpy(w, w0, sizeof w), memcpy(v, v0, sizeof v);
+            const struct fx_sgd_plan plan = fx_sgd_plan(&h, e_w, e_g, decay);
+            uint32_t sat[2] = {0, 0}, want_sat[2] = {0, 0};
+            uint64_t wmax = fx_sgd_range(&plan, w, v, g, N, sat), want_max = 0;
+            for (int i = 0; i < N; i++) {
+                int64_t d = fx_align(g[i], e_g, ev);
+                if (decay)
+                    d += fx_align((int64_t)w0[i] * h.wd_m, e_w + h.wd_e, ev);
+                int64_t step = fx_shift_round(d * h.lr_m, -h.lr_e);
+                int64_t vn = fx_clamp(fx_shift_round((int64_t)v0[i] * h.mom_m, -h.mom_e) + step,
+                                      INT32_MAX, &want_sat[0]);
+                int64_t wn =
+                    fx_clamp(w0[i] - fx_shift_round(vn, FX_V_FRAC), FX_W_MAX, &want_sat[1]);
+                cr_assert_eq(v[i], vn, "case %zu decay %d: v[%d] %d, want %lld", c, decay, i, v[i],
+                             (long long)vn);
+                cr_assert_eq(w[i], wn, "case %zu decay %d: w[%d] %d, want %lld", c, decay, i, w[i],
+                             (long long)wn);
+                want_max = fx_abs64(wn) > want_max ? fx_abs64(wn) : want_max;
+            }
+            cr_assert_eq(sat[0], want_sat[0], "case %zu decay %d: momenta clamped", c, decay);
+            cr_assert_eq(sat[1], want_sat[1], "case %zu decay %d: weights clamped", c, decay);
+            cr_assert_eq(wmax, want_max, "case %zu decay %d: largest |w|", c, decay);
+        }
 }
 
 /* The requantization loop (written for vectorizing) is the definition,
