@@ -18,6 +18,17 @@ struct shape {
     int m, n, k;
 };
 
+/* One core's register-only rate of an instruction, the median of BENCH_REPS. */
+static void print_peak(const char *instruction, const char *metric, double (*rate)(void))
+{
+    double p[BENCH_REPS];
+    for (int r = 0; r < BENCH_REPS; r++)
+        p[r] = rate();
+    double peak = bench_median(p, BENCH_REPS);
+    printf("%s register-only peak: %.1f GOP/s (one core)\n", instruction, peak);
+    bench_line(metric, peak, "GOP/s");
+}
+
 int main(void)
 {
     const struct shape shapes[] = {
@@ -27,22 +38,10 @@ int main(void)
     };
     enum eeb_emu_isa best = eeb_emu_gemm_best_isa();
     printf("int8 GEMM, best instruction set here: %s\n", eeb_emu_isa_name(best));
-    if (best >= EEB_EMU_ISA_AVX512VNNI) {
-        double p[BENCH_REPS];
-        for (int r = 0; r < BENCH_REPS; r++)
-            p[r] = bench_vnni_peak_gops();
-        double peak = bench_median(p, BENCH_REPS);
-        printf("vpdpbusd register-only peak: %.1f GOP/s (one core)\n", peak);
-        bench_line("vnni_peak", peak, "GOP/s");
-    }
-    if (best == EEB_EMU_ISA_AMX) {
-        double p[BENCH_REPS];
-        for (int r = 0; r < BENCH_REPS; r++)
-            p[r] = bench_amx_peak_gops();
-        double peak = bench_median(p, BENCH_REPS);
-        printf("AMX tdpbssd register-only peak: %.1f GOP/s (one core)\n", peak);
-        bench_line("amx_peak", peak, "GOP/s");
-    }
+    if (best >= EEB_EMU_ISA_AVX512VNNI)
+        print_peak("vpdpbusd", "vnni_peak", bench_vnni_peak_gops);
+    if (best == EEB_EMU_ISA_AMX)
+        print_peak("AMX tdpbssd", "amx_peak", bench_amx_peak_gops);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (int isa = best; isa >= EEB_EMU_ISA_SCALAR; isa--) {
             if (isa == EEB_EMU_ISA_SCALAR && s > 0)
