@@ -716,6 +716,52 @@ struct weight_job {
     int64_t *wide;     /* the sums so far, when they may leave int32 (shift > 0) */
 };
 
+/* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
+ * apart) in SSE2 registers: rows interleaved by bytes, then by pairs,
+ * quads and eights of bytes, each step doubling the run of one column. */
+static void transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd)
+{
+    __m128i a[16], b[16], c[16], d[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm_loadu_si128((const __m128i *)(src + i * lds));
+    for (int i = 0; i < 8; i++) { /* rows 2i, 2i+1: columns 0-7, 8-15 */
+        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
+        b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    }
+    for (int q = 0; q < 4; q++) /* rows 4q .. 4q+3: columns 0-3, 4-7, 8-11, 12-15 */
+        for (int h = 0; h < 2; h++) {
+            c[4 * q + 2 * h] = _mm_unpacklo_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+            c[4 * q + 2 * h + 1] = _mm_unpackhi_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+        }
+    for (int e = 0; e < 2; e++) /* rows 8e .. 8e+7: columns in pairs */
+        for (int k = 0; k < 4; k++) {
+            d[8 * e + 2 * k] = _mm_unpacklo_epi32(c[8 * e + k], c[8 * e + 4 + k]);
+            d[8 * e + 2 * k + 1] = _mm_unpackhi_epi32(c[8 * e + k], c[8 * e + 4 + k]);
+        }
+    for (int k = 0; k < 8; k++) { /* columns 2k and 2k+1, all 16 rows */
+        _mm_storeu_si128((__m128i *)(dst + 2 * k * ldd), _mm_unpacklo_epi64(d[k], d[k + 8]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * k + 1) * ldd), _mm_unpackhi_epi64(d[k], d[k + 8]));
+    }
+}
+
+/* Rows [r0, r1) of dy (oc bytes each) into dy^T (oc rows of rc bytes):
+ * 16 x 16 blocks in registers, the edges byte by byte. */
+static void transpose(const int8_t *dy, int oc, int8_t *dyt, int rc, int r0, int r1)
+{
+    int r = r0;
+    for (; r + 16 <= r1; r += 16) {
+        int o = 0;
+        for (; o + 16 <= oc; o += 16)
+            transpose16(dy + (size_t)r * oc + o, (size_t)oc, dyt + (size_t)o * rc + r, (size_t)rc);
+        for (; o < oc; o++)
+            for (int i = 0; i < 16; i++)
+                dyt[(size_t)o * rc + r + i] = dy[(size_t)(r + i) * oc + o];
+    }
+    for (; r < r1; r++)
+        for (int o = 0; o < oc; o++)
+            dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
+}
+
 /* Rows of the chunk into im2col (unless direct) and dy^T; their sums of
  * dy per channel (the bias gradient) into the worker's. */
 static void weight_gather(void *ctx, int part, int worker)
@@ -727,17 +773,11 @@ static void weight_gather(void *ctx, int part, int worker)
     const int r0 = part * GATHER_ROWS, r1 = r0 + GATHER_ROWS < rc ? r0 + GATHER_ROWS : rc;
     if (!direct(j->g))
         im2col(j->x, j->g, j->r0 + r0, j->r0 + r1, j->gathered + (size_t)r0 * j->k);
+    transpose(j->dy, oc, j->dyt, rc, r0, r1);
     int64_t *bias = w->sum.p;
-    for (int b = r0; b < r1; b += 64) /* in blocks of rows, so each write is a run */
-        for (int o = 0; o < oc; o++) {
-            int32_t sum = 0;
-            for (int r = b; r < b + 64 && r < r1; r++) {
-                int8_t v = j->dy[(size_t)r * oc + o];
-                j->dyt[(size_t)o * rc + r] = v;
-                sum += v;
-            }
-            bias[o] += sum;
-        }
+    for (int r = r0; r < r1; r++) /* row by row: a loop the compiler vectorizes */
+        for (int o = 0; o < oc; o++)
+            bias[o] += j->dy[(size_t)r * oc + o];
     tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
 }
 
