@@ -73,6 +73,12 @@ int eeb_emu_gemm_set_bias(struct eeb_emu_packed_b *b, const int64_t *bias);
 int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
                  const struct eeb_emu_packed_b *b, int32_t *c, int ldc, uint32_t *maxabs);
 
+/* Gives this thread AMX's tiles in the shapes the GEMM uses (eight of 16
+ * rows of 64 bytes: C in 0-3, A in 4-5, B in 6-7), for the GEMM and for a
+ * benchmark's peak; _tile_release() gives them back.  Only where
+ * best_isa is AMX (the process has then asked the kernel for them). */
+void eeb_emu_gemm_amx_tiles(void);
+
 /* The definition: a plain triple loop on unpacked B, for tests. */
 void eeb_emu_gemm_reference(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int ldb,
                             int32_t *c, int ldc);

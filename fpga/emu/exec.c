@@ -280,14 +280,25 @@ struct phase {
     int tap[PHASE_TAPS_MAX]; /* ky * kw + kx, W's tap */
 };
 
-/* Row r of the phase's pixels: its sums' place in dx's accumulators. */
-static int32_t *phase_pixel(int32_t *acc, const struct fx_geom *g, const struct phase *ph,
-                            int64_t r)
+/* Row r of the phase's pixels: its item, and where it is in the input. */
+struct pixel {
+    int n, iy, ix;
+};
+
+static struct pixel phase_pixel(const struct fx_geom *g, const struct phase *ph, int64_t r)
 {
     const int64_t per_item = (int64_t)ph->ny * ph->nx;
-    const int n = (int)(r / per_item), i = (int)(r % per_item);
-    const int iy = ph->py + g->s * (i / ph->nx), ix = ph->px + g->s * (i % ph->nx);
-    return acc + (((size_t)n * g->ih + iy) * g->iw + ix) * g->ic;
+    const int i = (int)(r % per_item);
+    struct pixel px = {(int)(r / per_item), ph->py + g->s * (i / ph->nx),
+                       ph->px + g->s * (i % ph->nx)};
+    return px;
+}
+
+/* Row r's sums' place in dx's accumulators. */
+static int32_t *phase_sums(int32_t *acc, const struct fx_geom *g, const struct phase *ph, int64_t r)
+{
+    const struct pixel px = phase_pixel(g, ph, r);
+    return acc + (((size_t)px.n * g->ih + px.iy) * g->iw + px.ix) * g->ic;
 }
 
 /* Rows [r0, r1) of a phase's im2col of the errors: per pixel and tap of
@@ -296,15 +307,14 @@ static int32_t *phase_pixel(int32_t *acc, const struct fx_geom *g, const struct 
 static void im2col_phase(const int8_t *dy, const struct fx_geom *g, const struct phase *ph,
                          int64_t r0, int64_t r1, int8_t *col)
 {
-    const int64_t per_item = (int64_t)ph->ny * ph->nx;
     for (int64_t r = r0; r < r1; r++) {
-        const int n = (int)(r / per_item), i = (int)(r % per_item);
-        const int iy = ph->py + g->s * (i / ph->nx), ix = ph->px + g->s * (i % ph->nx);
+        const struct pixel px = phase_pixel(g, ph, r);
         for (int t = 0; t < ph->ntaps; t++, col += g->oc) {
-            const int ty = iy + g->p - ph->tap[t] / g->kw, tx = ix + g->p - ph->tap[t] % g->kw;
+            const int ty = px.iy + g->p - ph->tap[t] / g->kw;
+            const int tx = px.ix + g->p - ph->tap[t] % g->kw;
             const int oy = ty / g->s, ox = tx / g->s; /* exact: the phase's taps */
             const int hit = ty >= 0 && tx >= 0 && oy < g->oh && ox < g->ow;
-            put_pixel(col, hit ? dy + (((size_t)n * g->oh + oy) * g->ow + ox) * g->oc : NULL,
+            put_pixel(col, hit ? dy + (((size_t)px.n * g->oh + oy) * g->ow + ox) * g->oc : NULL,
                       g->oc);
         }
     }
@@ -374,7 +384,7 @@ static void rows_part(void *ctx, int part, int worker)
     int64_t r1 = r0 + j->per_part < j->rows ? r0 + j->per_part : j->rows;
     if (j->ph && !j->ph->ntaps) { /* no window reaches these pixels: their dx is 0 */
         for (int64_t r = r0; r < r1; r++)
-            memset(phase_pixel(j->acc, j->g, j->ph, r), 0, (size_t)j->n * sizeof *j->acc);
+            memset(phase_sums(j->acc, j->g, j->ph, r), 0, (size_t)j->n * sizeof *j->acc);
         tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
         return;
     }
@@ -413,7 +423,7 @@ static void rows_part(void *ctx, int part, int worker)
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
     if (j->ph) {
         for (int64_t r = r0; r < r1; r++)
-            memcpy(phase_pixel(j->acc, j->g, j->ph, r), c + (r - r0) * j->n,
+            memcpy(phase_sums(j->acc, j->g, j->ph, r), c + (r - r0) * j->n,
                    (size_t)j->n * sizeof *c);
         tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
     }

@@ -33,6 +33,20 @@ struct tile_config {
     uint8_t rows[16];
 } __attribute__((aligned(64)));
 
+/* Constant data, not a local filled in: gcc 12 does not count a local's
+ * stores as read by ldtilecfg, and dropped them (the tiles then had no
+ * shape, and the first tile instruction faulted). */
+static const struct tile_config gemm_tiles = {
+    .palette = 1,
+    .bytes_per_row = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+TARGET void eeb_emu_gemm_amx_tiles(void)
+{
+    _tile_loadconfig(&gemm_tiles);
+}
+
 /* Rows [row0, row0 + 16) x columns [col0, col0 + 16) of C from C tile
  * sums: bias added, stored where they are inside m x n. */
 TARGET static uint32_t store(const int32_t sums[16][16], int row0, int m, int col0, int n,
@@ -76,18 +90,20 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
             _tile_dpbssd(2, 5, 6);
             _tile_dpbssd(3, 5, 7);
         }
-        const int col0 = p * EMU_NR;
-        uint32_t got[4];
-        _tile_stored(0, sums, 64);
-        got[0] = store((const int32_t(*)[16])sums, 0, rows, col0, b->n, b->bias, c, ldc);
-        _tile_stored(1, sums, 64);
-        got[1] = store((const int32_t(*)[16])sums, 0, rows, col0 + 16, b->n, b->bias, c, ldc);
-        _tile_stored(2, sums, 64);
-        got[2] = store((const int32_t(*)[16])sums, 16, rows, col0, b->n, b->bias, c, ldc);
-        _tile_stored(3, sums, 64);
-        got[3] = store((const int32_t(*)[16])sums, 16, rows, col0 + 16, b->n, b->bias, c, ldc);
-        for (int t = 0; t < 4; t++)
-            most = got[t] > most ? got[t] : most;
+        /* C tile t holds rows 16 * (t / 2) on, columns 16 * (t % 2) on of
+         * the panel (a tile's number must be a constant: one line each) */
+#define STORE_TILE(t)                                                                              \
+    do {                                                                                           \
+        _tile_stored(t, sums, 64);                                                                 \
+        uint32_t got = store((const int32_t(*)[16])sums, (t) / 2 * 16, rows,                       \
+                             p * EMU_NR + (t) % 2 * 16, b->n, b->bias, c, ldc);                    \
+        most = got > most ? got : most;                                                            \
+    } while (0)
+        STORE_TILE(0);
+        STORE_TILE(1);
+        STORE_TILE(2);
+        STORE_TILE(3);
+#undef STORE_TILE
     }
     return most;
 }
@@ -95,16 +111,9 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
 TARGET int emu_gemm_amx(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
                         int32_t *c, int ldc, uint32_t *most)
 {
-    struct tile_config config;
-    memset(&config, 0, sizeof config);
-    config.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        config.bytes_per_row[t] = 64;
-        config.rows[t] = 16;
-    }
     int8_t *scratch = NULL;
     const size_t kpad = (size_t)b->kpad, end = (size_t)(m - 1) * lda + (size_t)b->k;
-    _tile_loadconfig(&config);
+    eeb_emu_gemm_amx_tiles();
     for (int i0 = 0; i0 < m; i0 += BLOCK_ROWS) {
         const int rows = m - i0 < BLOCK_ROWS ? m - i0 : BLOCK_ROWS;
         const int8_t *rows_a = a + (size_t)i0 * lda;

@@ -911,6 +911,8 @@ FX_CPU_CLONES uint64_t fx_sgd_range(const struct fx_sgd_plan *p, int32_t *w, int
         d += q.decay_on ? fx_shift_planned((int64_t)w[i] * q.wd_m, &q.decay) : 0;
         int64_t step = fx_shift_planned(d * q.lr_m, &q.lr);
         int64_t vn = fx_shift_planned((int64_t)v[i] * q.mom_m, &q.mom) + step;
+        /* fx_clamp's count goes through a pointer, which the stores to v
+         * and w might alias: counted in locals here, so the loop vectorizes */
         vsat += vn > INT32_MAX || vn < -INT32_MAX;
         vn = vn > INT32_MAX ? INT32_MAX : vn < -INT32_MAX ? -INT32_MAX : vn;
         v[i] = (int32_t)vn;
@@ -918,8 +920,7 @@ FX_CPU_CLONES uint64_t fx_sgd_range(const struct fx_sgd_plan *p, int32_t *w, int
         wsat += wn > FX_W_MAX || wn < -FX_W_MAX;
         wn = wn > FX_W_MAX ? FX_W_MAX : wn < -FX_W_MAX ? -FX_W_MAX : wn;
         w[i] = (int32_t)wn;
-        uint64_t mag = (uint64_t)(wn < 0 ? -wn : wn);
-        wmax = mag > wmax ? mag : wmax;
+        wmax = fx_abs64(wn) > wmax ? fx_abs64(wn) : wmax;
     }
     sat[0] += vsat;
     sat[1] += wsat;

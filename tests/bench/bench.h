@@ -6,6 +6,7 @@
 #define EEB_BENCH_H
 
 #include "common/eeb_common.h"
+#include "fpga/emu/eeb_emu_gemm.h"
 
 #include <immintrin.h>
 #include <stdio.h>
@@ -158,17 +159,7 @@ __attribute__((target("avx512f,avx512vnni"))) static inline double bench_vnni_pe
  * instruction set is AMX: the process then has the kernel's leave). */
 __attribute__((target("amx-tile,amx-int8"))) static inline double bench_amx_peak_gops(void)
 {
-    struct {
-        uint8_t palette, start_row, reserved[14];
-        uint16_t bytes_per_row[16];
-        uint8_t rows[16];
-    } __attribute__((aligned(64))) config = {.palette = 1};
-    for (int t = 0; t < 8; t++) {
-        config.bytes_per_row[t] = 64;
-        config.rows[t] = 16;
-    }
-    _tile_loadconfig(&config);
-    /* the tiles' contents do not matter to the rate */
+    eeb_emu_gemm_amx_tiles(); /* the GEMM's shapes; their contents do not matter to the rate */
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);

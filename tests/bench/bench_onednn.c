@@ -224,9 +224,9 @@ static int threads_now(void)
 
 /*
  * One thread for oneDNN.  Debian's build runs on OpenMP (libgomp), which
- * reads OMP_NUM_THREADS when it is loaded, before main, so the setenv at
- * main's start comes too late for it (on a 2-core machine it had already
- * chosen 2).  So the OpenMP runtime is asked (through dlsym: no OpenMP
+ * reads OMP_NUM_THREADS when it is loaded, before main, so setting it in
+ * main comes too late (on a 2-core machine it had already chosen 2).  So
+ * the OpenMP runtime is asked (through dlsym: no OpenMP
  * header or flag is needed, libdnnl brings libgomp) and, if it would run
  * more, told.  Sets *was to what it first said; returns what it then
  * says, -1 if there is no OpenMP runtime.  main also checks, after the
@@ -356,7 +356,6 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
 
 int main(int argc, char **argv)
 {
-    setenv("OMP_NUM_THREADS", "1", 1); /* before any oneDNN call; see omp_one_thread */
     int64_t start = eeb_mono_ns();
     int omp_was = 0, omp = omp_one_thread(&omp_was);
     if (omp > 1) {

@@ -171,6 +171,7 @@ static void free_batch(struct eeb_batch *b)
  * the emulator multiplies on tiles. */
 enum { PEAK_VNNI, PEAK_AMX, PEAKS };
 static const char *const peak_name[PEAKS] = {"vpdpbusd", "AMX tdpbssd"};
+static double (*const peak_rate[PEAKS])(void) = {bench_vnni_peak_gops, bench_amx_peak_gops};
 static int has_peak[PEAKS];
 
 struct timing {
@@ -202,10 +203,9 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
     steps = steps < 16 ? steps : 16;
     for (int s = -1; s < steps; s++) {
         double p[PEAKS] = {0, 0};
-        if (s >= 0 && ops > 0 && has_peak[PEAK_VNNI])
-            p[PEAK_VNNI] = bench_vnni_peak_gops();
-        if (s >= 0 && ops > 0 && has_peak[PEAK_AMX])
-            p[PEAK_AMX] = bench_amx_peak_gops();
+        for (int k = 0; k < PEAKS; k++)
+            if (s >= 0 && ops > 0 && has_peak[k])
+                p[k] = peak_rate[k]();
         int64_t t0 = eeb_mono_ns();
         if (a->ops->train_batch(a, &b, &r, err, sizeof err)) {
             fprintf(stderr, "bench_resnet18: %s\n", err);

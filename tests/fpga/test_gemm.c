@@ -80,7 +80,7 @@ static void check_strided(int m, int n, int k, int extreme, int a_gap)
             want_max = mag > want_max ? mag : want_max;
         }
     }
-    enum eeb_emu_isa list[4];
+    enum eeb_emu_isa list[EEB_EMU_ISA_AMX + 1]; /* every ISA there is */
     for (int t = 0, nt = isas(list); t < nt; t++) {
         struct eeb_emu_packed_b pb;
         cr_assert_eq(eeb_emu_gemm_pack_b(list[t], b, k, n, ldb, &pb), 0);
