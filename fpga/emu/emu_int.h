@@ -18,6 +18,7 @@
 #define EEB_EMU_INT_H
 
 #include "eeb_emu_gemm.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #define EMU_NR 32 /* columns per B panel */
 
@@ -39,6 +40,47 @@ uint32_t emu_gemm_avx512vnni(int m, const int8_t *a, int lda, const struct eeb_e
 
 uint32_t emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_b *b, int32_t *c,
                        int ldc);
+
+/* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
+ * apart), in SSE2 registers (wgrad.c). */
+void emu_transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd);
+
+/* ---- the weight gradient as an implicit GEMM (wgrad.c has the layouts) ---- */
+
+#define EMU_WGRAD_STRIDE_MAX 4 /* s x s phases at most */
+
+struct emu_wgrad {
+    struct fx_geom g;
+    int icpad, ocpad; /* channels rounded up to 32: tiles come in pairs */
+    int wv, hv;       /* each phase's grid of pixels per item */
+    int phases;       /* the phases some tap reads */
+    int phase[EMU_WGRAD_STRIDE_MAX * EMU_WGRAD_STRIDE_MAX]; /* py * s + px -> its number, or -1 */
+    int64_t q, qpad; /* virtual pixels, n * hv * wv; rounded up to 64 */
+    size_t plane;    /* bytes per channel's plane of a phase */
+};
+
+/* The layout for a convolution of geometry g; -1 where it does not apply
+ * (input channels not a multiple of 16, or a stride past the maximum). */
+int emu_wgrad_plan(const struct fx_geom *g, struct emu_wgrad *w);
+size_t emu_wgrad_planes_bytes(const struct emu_wgrad *w); /* the planes: phases x icpad */
+size_t emu_wgrad_dy_bytes(const struct emu_wgrad *w);     /* dy packed: qpad x ocpad */
+/* Tap (ky * kw + kx): the offset of its reads from q in its phase's
+ * planes, and the number of its phase's first plane. */
+int emu_wgrad_tap_offset(const struct emu_wgrad *w, int tap, size_t *plane0);
+/* Item n of x into the planes, and of dy packed as B tiles (the last item
+ * also writes the zeros past it).  Items touch disjoint bytes. */
+void emu_wgrad_planes(const struct emu_wgrad *w, const int8_t *x, int n, int8_t *planes);
+void emu_wgrad_pack_dy(const struct emu_wgrad *w, const int8_t *dy, int n, int8_t *packed);
+
+/* On AMX (gemm_amx.c): sums[32][32] = 32 planes' rows from a (rows lda
+ * apart) x dy packed from packed on (two groups of 16 channels, blocks
+ * step bytes apart), over `blocks` blocks of 64 virtual pixels. */
+void emu_wgrad_amx(const int8_t *a, size_t lda, const int8_t *packed, size_t step, int blocks,
+                   int32_t sums[32][32]);
+/* rows x cols of sums stored (store) or added in int32 into c (rows ldc
+ * apart); the largest |sum| there.  For sums int32 holds exactly. */
+uint32_t emu_wgrad_amx_add(const int32_t sums[32][32], int rows, int cols, int store, int32_t *c,
+                           size_t ldc);
 
 /* ---- worker threads (pool.c) ---- */
 

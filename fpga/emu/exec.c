@@ -3,7 +3,8 @@
  *
  * It runs the same image and programs as the kernel C.  Convolution and FC
  * commands, where the time goes, become im2col + int8 GEMM (gemm.c) split
- * across the worker pool; max pools run on the pool by items and channels;
+ * across the worker pool (on AMX, weight gradients an implicit GEMM with
+ * no im2col: wgrad.c); max pools run on the pool by items and channels;
  * the weight updates run the kernel's own SGD and QUANT_W, one layer per
  * worker at a time; the other commands are cheap and run the kernel's own
  * code (fx_kernel_exec) on one core.  The arithmetic is the kernel's: the
@@ -708,15 +709,20 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
 #define WEIGHT_CHUNK 4096 /* reduction rows per chunk */
 #define GATHER_ROWS  256  /* rows per gathering part */
 
+/* A chunk of the weight gradient's products: the first (stored) or not
+ * (added), the last (shifted by fx_reduction_shift of all, and kept). */
+struct chunk {
+    int first, last, shift;
+};
+
 struct weight_job {
     struct eeb_emu *e;
     const struct fx_geom *g;
-    int k;             /* bytes per im2col row */
-    int64_t r0;        /* the chunk's first row of all (output pixels over the batch) */
-    int rc;            /* its rows */
-    int cols;          /* columns of col(x) per part */
-    int first, last;   /* chunk: the first (store) or not (add); the last (maxabs) */
-    int shift;         /* fx_reduction_shift of all the rows */
+    int k;      /* bytes per im2col row */
+    int64_t r0; /* the chunk's first row of all (output pixels over the batch) */
+    int rc;     /* its rows */
+    int cols;   /* columns of col(x) per part */
+    struct chunk chunk;
     const int8_t *x;   /* the input, batched */
     const int8_t *dy;  /* the chunk's rows of dy */
     const int8_t *col; /* the chunk's im2col rows (x itself for a direct conv) */
@@ -726,34 +732,6 @@ struct weight_job {
     int64_t *wide;     /* the sums so far, when they may leave int32 (shift > 0) */
 };
 
-/* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
- * apart) in SSE2 registers: rows interleaved by bytes, then by pairs,
- * quads and eights of bytes, each step doubling the run of one column. */
-static void transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd)
-{
-    __m128i a[16], b[16], c[16], d[16];
-    for (int i = 0; i < 16; i++)
-        a[i] = _mm_loadu_si128((const __m128i *)(src + i * lds));
-    for (int i = 0; i < 8; i++) { /* rows 2i, 2i+1: columns 0-7, 8-15 */
-        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
-        b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
-    }
-    for (int q = 0; q < 4; q++) /* rows 4q .. 4q+3: columns 0-3, 4-7, 8-11, 12-15 */
-        for (int h = 0; h < 2; h++) {
-            c[4 * q + 2 * h] = _mm_unpacklo_epi16(b[4 * q + h], b[4 * q + 2 + h]);
-            c[4 * q + 2 * h + 1] = _mm_unpackhi_epi16(b[4 * q + h], b[4 * q + 2 + h]);
-        }
-    for (int e = 0; e < 2; e++) /* rows 8e .. 8e+7: columns in pairs */
-        for (int k = 0; k < 4; k++) {
-            d[8 * e + 2 * k] = _mm_unpacklo_epi32(c[8 * e + k], c[8 * e + 4 + k]);
-            d[8 * e + 2 * k + 1] = _mm_unpackhi_epi32(c[8 * e + k], c[8 * e + 4 + k]);
-        }
-    for (int k = 0; k < 8; k++) { /* columns 2k and 2k+1, all 16 rows */
-        _mm_storeu_si128((__m128i *)(dst + 2 * k * ldd), _mm_unpacklo_epi64(d[k], d[k + 8]));
-        _mm_storeu_si128((__m128i *)(dst + (2 * k + 1) * ldd), _mm_unpackhi_epi64(d[k], d[k + 8]));
-    }
-}
-
 /* Rows [r0, r1) of dy (oc bytes each) into dy^T (oc rows of rc bytes):
  * 16 x 16 blocks in registers, the edges byte by byte. */
 static void transpose(const int8_t *dy, int oc, int8_t *dyt, int rc, int r0, int r1)
@@ -762,7 +740,8 @@ static void transpose(const int8_t *dy, int oc, int8_t *dyt, int rc, int r0, int
     for (; r + 16 <= r1; r += 16) {
         int o = 0;
         for (; o + 16 <= oc; o += 16)
-            transpose16(dy + (size_t)r * oc + o, (size_t)oc, dyt + (size_t)o * rc + r, (size_t)rc);
+            emu_transpose16(dy + (size_t)r * oc + o, (size_t)oc, dyt + (size_t)o * rc + r,
+                            (size_t)rc);
         for (; o < oc; o++)
             for (int i = 0; i < 16; i++)
                 dyt[(size_t)o * rc + r + i] = dy[(size_t)(r + i) * oc + o];
@@ -770,6 +749,54 @@ static void transpose(const int8_t *dy, int oc, int8_t *dyt, int rc, int r0, int
     for (; r < r1; r++)
         for (int o = 0; o < oc; o++)
             dyt[(size_t)o * rc + r] = dy[(size_t)r * oc + o];
+}
+
+/* One sum of dW over a chunk's products, added to the chunks' before it
+ * (in int32 while at most FX_MAX_REDUCTION products, else in int64), and
+ * at the last chunk stored shifted as the kernel stores it. */
+static inline void add_sum(const struct chunk *ch, int64_t v, int32_t *sum, int64_t *wide,
+                           struct worker *w)
+{
+    if (!ch->first)
+        v += wide ? *wide : *sum;
+    if (ch->last)
+        *sum = fx_store32(fx_shift_round(v, ch->shift), &w->maxabs, &w->sat);
+    else if (wide)
+        *wide = v;
+    else
+        *sum = (int32_t)v;
+}
+
+/* Each worker's sums of dy per output channel (the bias gradient),
+ * zeroed; -1 if out of memory. */
+static int zero_bias_sums(struct eeb_emu *e, int oc)
+{
+    for (int i = 0; i < e->threads; i++) {
+        int64_t *bias = grow(&e->w[i].sum, (size_t)oc * sizeof *bias);
+        if (!bias)
+            return -1;
+        memset(bias, 0, (size_t)oc * sizeof *bias);
+    }
+    return 0;
+}
+
+/* Rows [r0, r1) of dy (oc bytes each) added into the worker's sums per
+ * channel: row by row, a loop the compiler vectorizes. */
+static void sum_bias(const int8_t *dy, int oc, int64_t r0, int64_t r1, struct worker *w)
+{
+    enum { CH = 256, ROWS = 65536 }; /* |a part's sum| <= 2^23: int32 */
+    int64_t *bias = w->sum.p;
+    for (int o0 = 0; o0 < oc; o0 += CH)
+        for (int64_t p0 = r0; p0 < r1; p0 += ROWS) {
+            const int n = oc - o0 < CH ? oc - o0 : CH;
+            const int64_t p1 = r1 - p0 < ROWS ? r1 : p0 + ROWS;
+            int32_t part[CH] = {0};
+            for (int64_t r = p0; r < p1; r++)
+                for (int o = 0; o < n; o++)
+                    part[o] += dy[(size_t)r * oc + o0 + o];
+            for (int o = 0; o < n; o++)
+                bias[o0 + o] += part[o];
+        }
 }
 
 /* Rows of the chunk into im2col (unless direct) and dy^T; their sums of
@@ -784,10 +811,7 @@ static void weight_gather(void *ctx, int part, int worker)
     if (!direct(j->g))
         im2col(j->x, j->g, j->r0 + r0, j->r0 + r1, j->gathered + (size_t)r0 * j->k);
     transpose(j->dy, oc, j->dyt, rc, r0, r1);
-    int64_t *bias = w->sum.p;
-    for (int r = r0; r < r1; r++) /* row by row: a loop the compiler vectorizes */
-        for (int o = 0; o < oc; o++)
-            bias[o] += j->dy[(size_t)r * oc + o];
+    sum_bias(j->dy, oc, r0, r1, w);
     tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
 }
 
@@ -816,75 +840,28 @@ static void weight_columns(void *ctx, int part, int worker)
     for (int k = 0; k < n; k++) {
         int32_t *row = j->acc + (size_t)(k0 + k) * oc;
         int64_t *wide = j->wide ? j->wide + (size_t)(k0 + k) * oc : NULL;
-        for (int o = 0; o < oc; o++) {
-            int64_t v = c[(size_t)o * n + k];
-            if (!j->first)
-                v += wide ? wide[o] : row[o];
-            if (j->last)
-                row[o] = fx_store32(fx_shift_round(v, j->shift), &w->maxabs, &w->sat);
-            else if (wide)
-                wide[o] = v;
-            else
-                row[o] = (int32_t)v; /* at most FX_MAX_REDUCTION products so far */
-        }
+        for (int o = 0; o < oc; o++)
+            add_sum(&j->chunk, c[(size_t)o * n + k], row + o, wide ? wide + o : NULL, w);
     }
     tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
 }
 
-static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
-                                      const struct fx_conv *cv)
+/* dW's sums done (the largest kept by the workers, and their sums of dy
+ * per channel): both requantized as the kernel does. */
+static enum fx_status weight_done(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
+                                  const struct fx_conv *cv, int shift)
 {
     const struct fx_geom *g = &cv->g;
-    const int K = g->kh * g->kw * g->ic;
-    const int64_t rows = (int64_t)g->n * g->oh * g->ow;
-    const size_t nw = (size_t)K * g->oc;
-    const int chunk = rows < WEIGHT_CHUNK ? (int)rows : WEIGHT_CHUNK;
-    const size_t col_bytes = direct(g) ? 0 : (size_t)chunk * (size_t)K;
-    const int shift = fx_reduction_shift((uint64_t)rows, FX_MAX_REDUCTION);
-    int8_t *gathered = grow(&e->gathered, col_bytes + (size_t)chunk * (size_t)g->oc);
-    int64_t *wide = shift ? grow(&e->wide, nw * sizeof *wide) : NULL;
-    if (!gathered || (shift && !wide))
-        return FX_NO_MEMORY;
-    for (int i = 0; i < e->threads; i++) {
-        int64_t *bias = grow(&e->w[i].sum, (size_t)g->oc * sizeof *bias);
-        if (!bias)
-            return FX_NO_MEMORY;
-        memset(bias, 0, (size_t)g->oc * sizeof *bias);
-    }
-    /* columns per part: enough parts to keep every worker busy to the end,
-     * in whole panels of the packed B */
-    int parts = 4 * e->threads, cols = (K + parts - 1) / parts;
-    cols = cols < EMU_NR ? EMU_NR : cols > 256 ? 256 : (cols + EMU_NR - 1) / EMU_NR * EMU_NR;
-    struct weight_job j = {.e = e,
-                           .g = g,
-                           .k = K,
-                           .cols = cols,
-                           .x = i8_of(mem, cv->in),
-                           .shift = shift,
-                           .gathered = gathered,
-                           .dyt = gathered + col_bytes,
-                           .acc = acc_of(mem, cv),
-                           .wide = wide};
-    reset_workers(e);
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        j.r0 = r0;
-        j.rc = rows - r0 < chunk ? (int)(rows - r0) : chunk;
-        j.first = r0 == 0;
-        j.last = r0 + j.rc == rows;
-        j.dy = i8_of(mem, cv->out) + r0 * g->oc;
-        j.col = direct(g) ? j.x + r0 * K : gathered;
-        emu_pool_run(e->pool, (j.rc + GATHER_ROWS - 1) / GATHER_ROWS, weight_gather, &j);
-        emu_pool_run(e->pool, (K + cols - 1) / cols, weight_columns, &j);
-    }
+    const size_t nw = (size_t)g->kh * g->kw * g->ic * g->oc;
     uint64_t maxabs = 0;
     uint32_t sat = 0;
     if (gather(e, &maxabs, &sat))
         return FX_NO_MEMORY;
     cv->w->saturations += sat;
-    requantize(e, mem, j.acc, nw, maxabs, cv->in->exp + cv->out->exp + shift,
+    requantize(e, mem, acc_of(mem, cv), nw, maxabs, cv->in->exp + cv->out->exp + shift,
                fx_round_stochastic(mem, cmd->t[2]), cv->w);
 
-    int32_t *bacc = j.acc + nw;
+    int32_t *bacc = acc_of(mem, cv) + nw;
     maxabs = 0, sat = 0;
     for (int c = 0; c < g->oc; c++) {
         int64_t v = 0;
@@ -896,6 +873,163 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
     requantize(e, mem, bacc, (uint64_t)g->oc, maxabs, cv->out->exp,
                fx_round_stochastic(mem, cmd->t[3]), cv->b);
     return FX_OK;
+}
+
+/*
+ * On AMX, a convolution whose input channels come in 16s takes its weight
+ * gradient as an implicit GEMM (wgrad.c): x laid out in planes and dy in
+ * B tiles once, item by item on the workers; then each part, 32 rows of
+ * dW (one tap, 32 input channels) by 32 columns, keeps its sums in the
+ * tiles over WGRAD_CHUNK virtual pixels at a time.  No im2col, no packing
+ * of it, and dW's sums leave the tiles once per chunk rather than once per
+ * 64 rows of the reduction.
+ */
+#define WGRAD_CHUNK                                                                                \
+    8192 /* virtual pixels: a part's 32 planes and 32 columns of dy, 512 KiB, stay in L2 over its  \
+            taps */
+
+struct wgrad_job {
+    struct eeb_emu *e;
+    const struct emu_wgrad *w;
+    const int8_t *x, *dy;
+    int8_t *planes, *packed;
+    int64_t q0, q1; /* the chunk's virtual pixels */
+    struct chunk chunk;
+    int32_t *acc;
+    int64_t *wide;
+};
+
+/* Item n's pixels into the planes and its errors into B tiles. */
+static void wgrad_layout(void *ctx, int n, int worker)
+{
+    struct wgrad_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    const struct fx_geom *g = &j->w->g;
+    uint64_t since = tick(j->e);
+    emu_wgrad_planes(j->w, j->x, n, j->planes);
+    tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
+    emu_wgrad_pack_dy(j->w, j->dy, n, j->packed);
+    const int64_t pixels = (int64_t)g->oh * g->ow;
+    sum_bias(j->dy, g->oc, n * pixels, (n + 1) * pixels, w);
+    tock(j->e, w, EEB_EMU_PHASE_PACK, &since);
+}
+
+/* Part (c32, o32, tap), the tap varying fastest so that the part after
+ * reads the same planes and dy from L2: its sums over the chunk. */
+static void wgrad_part(void *ctx, int part, int worker)
+{
+    struct wgrad_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    const struct emu_wgrad *wg = j->w;
+    const struct fx_geom *g = &wg->g;
+    uint64_t since = tick(j->e);
+    const int taps = g->kh * g->kw, tap = part % taps;
+    const int o32 = part / taps % (wg->ocpad / 32), c32 = part / taps / (wg->ocpad / 32);
+    size_t plane0;
+    const int offset = emu_wgrad_tap_offset(wg, tap, &plane0);
+    const size_t step = (size_t)wg->ocpad / 16 * 1024; /* packed bytes per 64 pixels */
+    int32_t sums[32][32] __attribute__((aligned(64)));
+    emu_wgrad_amx(j->planes + (plane0 + (size_t)c32 * 32) * wg->plane + offset + j->q0, wg->plane,
+                  j->packed + (size_t)(j->q0 / 64) * step + (size_t)o32 * 2048, step,
+                  (int)((j->q1 - j->q0) / 64), sums);
+    tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
+    const int rows = g->ic - c32 * 32 < 32 ? g->ic - c32 * 32 : 32;
+    const int cols = g->oc - o32 * 32 < 32 ? g->oc - o32 * 32 : 32;
+    const size_t at = ((size_t)tap * g->ic + (size_t)c32 * 32) * g->oc + (size_t)o32 * 32;
+    if (!j->wide) { /* no shift: at most FX_MAX_REDUCTION products, |sum| <= 2^30, nothing saturates
+                     */
+        const uint32_t most =
+            emu_wgrad_amx_add(sums, rows, cols, j->chunk.first, j->acc + at, (size_t)g->oc);
+        if (j->chunk.last && most > w->maxabs)
+            w->maxabs = most;
+    } else
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const size_t i = at + (size_t)r * g->oc + (size_t)c;
+                add_sum(&j->chunk, sums[r][c], j->acc + i, j->wide + i, w);
+            }
+    tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
+}
+
+static enum fx_status conv_bwd_weight_tiles(struct eeb_emu *e, uint8_t *mem,
+                                            const struct fx_cmd *cmd, const struct fx_conv *cv,
+                                            const struct emu_wgrad *wg)
+{
+    const struct fx_geom *g = &cv->g;
+    const int64_t rows = (int64_t)g->n * g->oh * g->ow;
+    const int shift = fx_reduction_shift((uint64_t)rows, FX_MAX_REDUCTION);
+    const size_t planes = emu_wgrad_planes_bytes(wg);
+    int8_t *buf = grow(&e->gathered, planes + emu_wgrad_dy_bytes(wg));
+    const size_t nw = (size_t)g->kh * g->kw * g->ic * g->oc;
+    int64_t *wide = shift ? grow(&e->wide, nw * sizeof *wide) : NULL;
+    if (!buf || (shift && !wide) || zero_bias_sums(e, g->oc))
+        return FX_NO_MEMORY;
+    struct wgrad_job j = {.e = e,
+                          .w = wg,
+                          .x = i8_of(mem, cv->in),
+                          .dy = i8_of(mem, cv->out),
+                          .planes = buf,
+                          .packed = buf + planes,
+                          .chunk.shift = shift,
+                          .acc = acc_of(mem, cv),
+                          .wide = wide};
+    reset_workers(e);
+    emu_pool_run(e->pool, g->n, wgrad_layout, &j);
+    const int parts = g->kh * g->kw * (wg->icpad / 32) * (wg->ocpad / 32);
+    for (j.q0 = 0; j.q0 < wg->qpad; j.q0 = j.q1) {
+        j.q1 = wg->qpad - j.q0 < WGRAD_CHUNK ? wg->qpad : j.q0 + WGRAD_CHUNK;
+        j.chunk.first = j.q0 == 0;
+        j.chunk.last = j.q1 == wg->qpad;
+        emu_pool_run(e->pool, parts, wgrad_part, &j);
+    }
+    return weight_done(e, mem, cmd, cv, shift);
+}
+
+static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const struct fx_cmd *cmd,
+                                      const struct fx_conv *cv)
+{
+    const struct fx_geom *g = &cv->g;
+    struct emu_wgrad wg;
+    if (e->isa == EEB_EMU_ISA_AMX && !emu_wgrad_plan(g, &wg))
+        return conv_bwd_weight_tiles(e, mem, cmd, cv, &wg);
+    const int K = g->kh * g->kw * g->ic;
+    const int64_t rows = (int64_t)g->n * g->oh * g->ow;
+    const size_t nw = (size_t)K * g->oc;
+    const int chunk = rows < WEIGHT_CHUNK ? (int)rows : WEIGHT_CHUNK;
+    const size_t col_bytes = direct(g) ? 0 : (size_t)chunk * (size_t)K;
+    const int shift = fx_reduction_shift((uint64_t)rows, FX_MAX_REDUCTION);
+    int8_t *gathered = grow(&e->gathered, col_bytes + (size_t)chunk * (size_t)g->oc);
+    int64_t *wide = shift ? grow(&e->wide, nw * sizeof *wide) : NULL;
+    if (!gathered || (shift && !wide))
+        return FX_NO_MEMORY;
+    if (zero_bias_sums(e, g->oc))
+        return FX_NO_MEMORY;
+    /* columns per part: enough parts to keep every worker busy to the end,
+     * in whole panels of the packed B */
+    int parts = 4 * e->threads, cols = (K + parts - 1) / parts;
+    cols = cols < EMU_NR ? EMU_NR : cols > 256 ? 256 : (cols + EMU_NR - 1) / EMU_NR * EMU_NR;
+    struct weight_job j = {.e = e,
+                           .g = g,
+                           .k = K,
+                           .cols = cols,
+                           .x = i8_of(mem, cv->in),
+                           .chunk.shift = shift,
+                           .gathered = gathered,
+                           .dyt = gathered + col_bytes,
+                           .acc = acc_of(mem, cv),
+                           .wide = wide};
+    reset_workers(e);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        j.r0 = r0;
+        j.rc = rows - r0 < chunk ? (int)(rows - r0) : chunk;
+        j.chunk.first = r0 == 0;
+        j.chunk.last = r0 + j.rc == rows;
+        j.dy = i8_of(mem, cv->out) + r0 * g->oc;
+        j.col = direct(g) ? j.x + r0 * K : gathered;
+        emu_pool_run(e->pool, (j.rc + GATHER_ROWS - 1) / GATHER_ROWS, weight_gather, &j);
+        emu_pool_run(e->pool, (K + cols - 1) / cols, weight_columns, &j);
+    }
+    return weight_done(e, mem, cmd, cv, shift);
 }
 
 /* ---- element-wise operations ---- */

@@ -108,6 +108,48 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
     return most;
 }
 
+TARGET void emu_wgrad_amx(const int8_t *a, size_t lda, const int8_t *packed, size_t step,
+                          int blocks, int32_t sums[32][32])
+{
+    eeb_emu_gemm_amx_tiles();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int g = 0; g < blocks; g++) {
+        _tile_loadd(4, a + (size_t)g * 64, lda);
+        _tile_loadd(5, a + 16 * lda + (size_t)g * 64, lda);
+        _tile_loadd(6, packed + g * step, 64);
+        _tile_loadd(7, packed + g * step + 1024, 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, &sums[0][0], 32 * sizeof **sums);
+    _tile_stored(1, &sums[0][16], 32 * sizeof **sums);
+    _tile_stored(2, &sums[16][0], 32 * sizeof **sums);
+    _tile_stored(3, &sums[16][16], 32 * sizeof **sums);
+    _tile_release();
+}
+
+TARGET uint32_t emu_wgrad_amx_add(const int32_t sums[32][32], int rows, int cols, int store,
+                                  int32_t *c, size_t ldc)
+{
+    __m512i most = _mm512_setzero_si512();
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < 2 && cols > 16 * h; h++) {
+            const __mmask16 mask = cols - 16 * h >= 16 ? 0xffff : (1u << (cols - 16 * h)) - 1;
+            int32_t *dst = c + r * ldc + 16 * h;
+            __m512i v = _mm512_load_si512(sums[r] + 16 * h);
+            if (!store)
+                v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, dst));
+            _mm512_mask_storeu_epi32(dst, mask, v);
+            most = _mm512_mask_max_epu32(most, mask, most, _mm512_abs_epi32(v));
+        }
+    return (uint32_t)_mm512_reduce_max_epu32(most);
+}
+
 TARGET int emu_gemm_amx(int m, const int8_t *a, int lda, const struct eeb_emu_packed_b *b,
                         int32_t *c, int ldc, uint32_t *most)
 {

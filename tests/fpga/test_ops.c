@@ -9,6 +9,7 @@
  * A partial batch is used on purpose.
  */
 #include "fpga/emu/eeb_emu.h"
+#include "fpga/emu/emu_int.h"
 #include "fpga/fx/eeb_fx.h"
 #include "fpga/kernel/fx_kernel.h"
 #include "fpga/ref/eeb_ref.h"
@@ -423,4 +424,75 @@ Test(ops, layers_split_in_chunks_and_blocks, .timeout = 120)
     l = eeb_net_relu(net, eeb_net_conv(net, l, 160, 3, 1, 1));
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 0, "layers split in chunks and blocks");
+}
+
+/* The implicit GEMM's grids: as narrow as the padding lets a read past a
+ * row's end land on the next row's padding. */
+Test(ops, implicit_gemm_grids)
+{
+    const struct {
+        int side, k, s, p;
+        int grid, phases; /* expected */
+    } cases[] = {
+        {56, 3, 1, 1, 57, 1},   /* the right padding is the next row's left: iw + p */
+        {56, 3, 2, 1, 29, 4},   /* ow = 28; the last tap reads 28 of phase 0, input pixel 55 */
+        {56, 1, 2, 0, 28, 1},   /* one phase, read at offset 0 only */
+        {224, 7, 2, 3, 114, 4}, /* ow = 112; phase 0's column 114 (x 225) and 0 are padding */
+        {10, 3, 1, 0, 10, 1},   /* no padding: ow + 2, every read a real pixel */
+        {7, 5, 1, 2, 9, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int side = cases[i].side, k = cases[i].k, s = cases[i].s, p = cases[i].p;
+        const int out = (side + 2 * p - k) / s + 1;
+        struct fx_geom g = {2, side, side, 16, out, out, 24, k, k, s, p};
+        struct emu_wgrad w;
+        cr_assert_eq(emu_wgrad_plan(&g, &w), 0);
+        cr_expect_eq(w.wv, cases[i].grid, "%dx%d/%d pad %d at %d: width %d, not %d", k, k, s, p,
+                     side, w.wv, cases[i].grid);
+        cr_expect_eq(w.hv, cases[i].grid, "%dx%d/%d pad %d at %d: height %d", k, k, s, p, side,
+                     w.hv);
+        cr_expect_eq(w.phases, cases[i].phases, "%dx%d/%d: %d phases", k, k, s, w.phases);
+        cr_expect_eq(w.icpad, 32);
+        cr_expect_eq(w.ocpad, 32);
+        cr_expect_eq(w.plane % 128, 64, "planes an odd number of cache lines apart");
+        cr_expect_geq((int64_t)w.plane, w.qpad + (k - 1) / s * w.wv + (k - 1) / s);
+    }
+    struct fx_geom g = {2, 8, 8, 24, 8, 8, 16, 3, 3, 1, 1};
+    struct emu_wgrad w;
+    cr_expect_eq(emu_wgrad_plan(&g, &w), -1, "24 input channels: not in 16s");
+}
+
+/* On AMX, a weight gradient whose input channels come in 16s is an
+ * implicit GEMM over the input's phases (fpga/emu/wgrad.c): every window
+ * and stride the networks take, channels padded to 32 (48 in, 40 out),
+ * odd sides, no padding, a direct 1x1 and an FC; then the reduction in
+ * chunks of int32 sums (2 x 64 x 64 output pixels) and past
+ * FX_MAX_REDUCTION products, in int64 and shifted (3 x 150 x 150). */
+Test(ops, weight_gradient_as_an_implicit_gemm, .timeout = 300)
+{
+    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
+        cr_log_warn("no AMX here: the implicit GEMM is not run, only the other paths compared");
+    state = 97;
+    struct eeb_net *net = net_of(13, 11, 16);
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 32, 3, 2, 1));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 48, 5, 1, 2));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 16, 7, 2, 3));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 40, 1, 2, 0));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 32, 1, 1, 0));
+    head(net, eeb_net_gap(net, l));
+    check_exact(net, 4, 0, "implicit GEMM: windows, strides, padded channels");
+
+    net = net_of(12, 9, 32);
+    l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 0));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 32, 3, 2, 0));
+    head(net, eeb_net_relu(net, eeb_net_fc(net, l, 32)));
+    check_exact(net, 3, 0, "implicit GEMM: no padding, an FC");
+
+    net = net_of(64, 64, 16);
+    head(net, eeb_net_gap(net, eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 1))));
+    check_exact(net, 3, 0, "implicit GEMM: chunks of int32 sums");
+
+    net = net_of(150, 150, 16);
+    head(net, eeb_net_gap(net, eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 1))));
+    check_exact(net, 4, 0, "implicit GEMM: past FX_MAX_REDUCTION products");
 }

@@ -1,0 +1,256 @@
+/*
+ * wgrad.c - the weight gradient as an implicit GEMM: the layouts that let
+ * AMX's tiles read the convolution's windows in place, with no im2col.
+ *
+ *   dW[(ky, kx, ci)][o] = sum over output pixels (n, oy, ox) of
+ *                         xp[n][s*oy + ky][s*ox + kx][ci] * dy[n][oy][ox][o]
+ *
+ * where xp is x padded by p.  The input is laid out once channel by
+ * channel ("planes"), and split by the stride into s x s phases: xp's
+ * pixel (s*a + py, s*b + px) is phase (py, px)'s pixel (a, b), in a grid of
+ * hv x wv pixels per item.  Output pixel (n, oy, ox) becomes the virtual
+ * pixel q = (n*hv + oy)*wv + ox, and its tap (ky, kx) reads phase (ky % s,
+ * kx % s) at q + (ky / s)*wv + kx / s.  So for one tap and one channel,
+ * consecutive q read consecutive bytes of one plane: a tile of A (16
+ * channels x 64 q) is a single tile load from the planes, rows a plane
+ * apart.  B (64 q x 16 output channels) is dy packed in q's order; the
+ * virtual pixels that are no output pixel (oy >= oh or ox >= ow) are zero
+ * there, so they add nothing whatever x they meet.  Integer sums: the
+ * same bits as the kernel's loop.
+ *
+ * The grid's width wv is at least ow, and as small as it can be: a read
+ * past a grid row's end (b >= wv) lands on the next row's first pixels,
+ * which is right when the pixel read and the one landed on are both
+ * padding (zeros).  At stride 1 that makes wv = iw + p: a row's right
+ * padding is the next one's left.  The height hv likewise, into the next
+ * item.  Extra virtual pixels over ResNet-18's real ones: 4 % at 56 x 56,
+ * 31 % at 7 x 7.
+ */
+#include "emu_int.h"
+
+#include <emmintrin.h>
+#include <string.h>
+
+/* xp's row or column c (padded coordinates) is padding. */
+static int padding(int c, int p, int size)
+{
+    return c < p || c >= p + size;
+}
+
+/* The least grid width (or height) over `out` output pixels: every read
+ * at or past it must be padding, and so must the pixel it lands on.  Taps
+ * k of phase k % s are read at offset k / s. */
+static int grid(int out, int in, int taps, int s, int p)
+{
+    const int most = out + (taps - 1) / s;
+    for (int w = out; w < most; w++) {
+        int ok = 1;
+        for (int k = 0; k < taps && ok; k++)
+            for (int b = w; b < out + k / s && ok; b++)
+                ok = padding(s * b + k % s, p, in) && padding(s * (b - w) + k % s, p, in);
+        if (ok)
+            return w;
+    }
+    return most;
+}
+
+int emu_wgrad_plan(const struct fx_geom *g, struct emu_wgrad *w)
+{
+    memset(w, 0, sizeof *w);
+    if (g->ic % 16 || g->s > EMU_WGRAD_STRIDE_MAX || g->n < 1)
+        return -1;
+    w->g = *g;
+    w->icpad = (g->ic + 31) / 32 * 32;
+    w->ocpad = (g->oc + 31) / 32 * 32;
+    w->wv = grid(g->ow, g->iw, g->kw, g->s, g->p);
+    w->hv = grid(g->oh, g->ih, g->kh, g->s, g->p);
+    for (int i = 0; i < EMU_WGRAD_STRIDE_MAX * EMU_WGRAD_STRIDE_MAX; i++)
+        w->phase[i] = -1;
+    for (int ky = 0; ky < g->kh; ky++)
+        for (int kx = 0; kx < g->kw; kx++) {
+            int *ph = &w->phase[ky % g->s * g->s + kx % g->s];
+            if (*ph < 0)
+                *ph = w->phases++;
+        }
+    w->q = (int64_t)g->n * w->hv * w->wv;
+    w->qpad = (w->q + 63) / 64 * 64;
+    /* the farthest tap's read past the last virtual pixel; and planes an
+     * odd number of cache lines apart, so that a tile's 16 rows fall in
+     * different sets of the L1 (a multiple of 4 KiB put them in one) */
+    int64_t bytes = w->qpad + (int64_t)((g->kh - 1) / g->s) * w->wv + (g->kw - 1) / g->s;
+    bytes = (bytes + 63) / 64;
+    w->plane = (size_t)(bytes | 1) * 64;
+    return w->plane <= INT32_MAX ? 0 : -1; /* a tile load's row stride */
+}
+
+size_t emu_wgrad_planes_bytes(const struct emu_wgrad *w)
+{
+    return (size_t)w->phases * (size_t)w->icpad * w->plane;
+}
+
+size_t emu_wgrad_dy_bytes(const struct emu_wgrad *w)
+{
+    return (size_t)w->qpad * (size_t)w->ocpad;
+}
+
+int emu_wgrad_tap_offset(const struct emu_wgrad *w, int tap, size_t *plane0)
+{
+    const int s = w->g.s, ky = tap / w->g.kw, kx = tap % w->g.kw;
+    *plane0 = (size_t)w->phase[ky % s * s + kx % s] * (size_t)w->icpad;
+    return ky / s * w->wv + kx / s;
+}
+
+/* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
+ * apart) in SSE2 registers: rows interleaved by bytes, then by pairs,
+ * quads and eights of bytes, each step doubling the run of one column. */
+void emu_transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd)
+{
+    __m128i a[16], b[16], c[16], d[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm_loadu_si128((const __m128i *)(src + i * lds));
+    for (int i = 0; i < 8; i++) { /* rows 2i, 2i+1: columns 0-7, 8-15 */
+        b[2 * i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
+        b[2 * i + 1] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    }
+    for (int q = 0; q < 4; q++) /* rows 4q .. 4q+3: columns 0-3, 4-7, 8-11, 12-15 */
+        for (int h = 0; h < 2; h++) {
+            c[4 * q + 2 * h] = _mm_unpacklo_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+            c[4 * q + 2 * h + 1] = _mm_unpackhi_epi16(b[4 * q + h], b[4 * q + 2 + h]);
+        }
+    for (int e = 0; e < 2; e++) /* rows 8e .. 8e+7: columns in pairs */
+        for (int k = 0; k < 4; k++) {
+            d[8 * e + 2 * k] = _mm_unpacklo_epi32(c[8 * e + k], c[8 * e + 4 + k]);
+            d[8 * e + 2 * k + 1] = _mm_unpackhi_epi32(c[8 * e + k], c[8 * e + 4 + k]);
+        }
+    for (int k = 0; k < 8; k++) { /* columns 2k and 2k+1, all 16 rows */
+        _mm_storeu_si128((__m128i *)(dst + 2 * k * ldd), _mm_unpacklo_epi64(d[k], d[k + 8]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * k + 1) * ldd), _mm_unpackhi_epi64(d[k], d[k + 8]));
+    }
+}
+
+/* The first byte of item n's grid in a phase's plane of channel 0. */
+static int8_t *grid_of(const struct emu_wgrad *w, int8_t *planes, int phase, int n)
+{
+    return planes + (size_t)phase * w->icpad * w->plane + (size_t)n * w->hv * w->wv;
+}
+
+/* One row of x's pixels that fall in one phase: pixels x0, x0 + s, ...
+ * (count of them) into grid columns b0 on, channel by channel: 16 x 16
+ * blocks in registers, the last block ending on the last pixel (some
+ * transposed twice), rows of fewer than 16 byte by byte. */
+static void row_to_planes(const struct emu_wgrad *w, const int8_t *src, int count, int8_t *dst)
+{
+    const int ic = w->g.ic;
+    const size_t step = (size_t)w->g.s * ic;
+    if (count < 16) {
+        for (int i = 0; i < count; i++)
+            for (int c = 0; c < ic; c++)
+                dst[(size_t)c * w->plane + i] = src[(size_t)i * step + c];
+        return;
+    }
+    for (int i0 = 0; i0 < count; i0 += 16) {
+        const size_t i = (size_t)(i0 + 16 <= count ? i0 : count - 16);
+        for (int c = 0; c < ic; c += 16)
+            emu_transpose16(src + i * step + c, step, dst + (size_t)c * w->plane + i, w->plane);
+    }
+}
+
+void emu_wgrad_planes(const struct emu_wgrad *w, const int8_t *x, int n, int8_t *planes)
+{
+    const struct fx_geom *g = &w->g;
+    const size_t cells = (size_t)w->hv * w->wv;
+    /* the last item's grids run to the planes' ends (the farthest reads) */
+    const size_t zeros = n == g->n - 1 ? w->plane - (size_t)n * cells : cells;
+    for (int ph = 0; ph < w->phases; ph++)
+        for (int c = 0; c < w->icpad; c++)
+            memset(grid_of(w, planes, ph, n) + (size_t)c * w->plane, 0, zeros);
+    for (int y = 0; y < g->ih; y++) {
+        const int py = (y + g->p) % g->s, a = (y + g->p) / g->s;
+        if (a >= w->hv) /* past the grid: no tap reads it */
+            continue;
+        const int8_t *row = x + ((size_t)n * g->ih + y) * g->iw * g->ic;
+        for (int px = 0; px < g->s; px++) {
+            const int ph = w->phase[py * g->s + px];
+            /* the row's first pixel in phase px, and its grid column */
+            const int x0 = ((px - g->p) % g->s + g->s) % g->s, b0 = (x0 + g->p) / g->s;
+            if (ph < 0 || x0 >= g->iw || b0 >= w->wv)
+                continue;
+            int count = (g->iw - x0 + g->s - 1) / g->s;
+            count = b0 + count > w->wv ? w->wv - b0 : count;
+            row_to_planes(w, row + (size_t)x0 * g->ic, count,
+                          grid_of(w, planes, ph, n) + (size_t)a * w->wv + b0);
+        }
+    }
+}
+
+/* Packed dy: block g (64 virtual pixels), group h (16 output channels),
+ * pixel q's byte for channel o at
+ *   packed[(g * ocpad/16 + h) * 1024 + (q % 64) / 4 * 64 + (o % 16) * 4 + q % 4]:
+ * each 1024 bytes are one B tile as tdpbssd reads it. */
+static int8_t *packed_at(const struct emu_wgrad *w, int8_t *packed, int64_t q, int h)
+{
+    return packed + ((size_t)(q / 64) * (size_t)(w->ocpad / 16) + (size_t)h) * 1024 +
+           (size_t)(q % 64 / 4 * 64 + q % 4);
+}
+
+/* Output pixel q's errors, or NULL where q is no output pixel. */
+static const int8_t *dy_of(const struct emu_wgrad *w, const int8_t *dy, int64_t q)
+{
+    const int64_t cell = q % ((int64_t)w->hv * w->wv);
+    const int n = (int)(q / ((int64_t)w->hv * w->wv)), a = (int)(cell / w->wv),
+              b = (int)(cell % w->wv);
+    if (n >= w->g.n || a >= w->g.oh || b >= w->g.ow) /* past the last item: padding to 64 */
+        return NULL;
+    return dy + (((size_t)n * w->g.oh + a) * w->g.ow + b) * w->g.oc;
+}
+
+/* Pixel q's errors into packed, byte by byte (zeros where q is no
+ * output pixel, and in the columns past oc). */
+static void pack_pixel(const struct emu_wgrad *w, const int8_t *dy, int64_t q, int8_t *packed)
+{
+    const int8_t *src = dy_of(w, dy, q);
+    for (int h = 0; h < w->ocpad / 16; h++) {
+        int8_t *dst = packed_at(w, packed, q, h);
+        for (int i = 0; i < 16; i++)
+            dst[i * 4] = src && h * 16 + i < w->g.oc ? src[h * 16 + i] : 0;
+    }
+}
+
+void emu_wgrad_pack_dy(const struct emu_wgrad *w, const int8_t *dy, int n, int8_t *packed)
+{
+    const int64_t q0 = (int64_t)n * w->hv * w->wv;
+    const int64_t q1 = n == w->g.n - 1 ? w->qpad : q0 + (int64_t)w->hv * w->wv;
+    /* four pixels at a time where all four are this item's: interleaved
+     * by bytes, then pairs (B's 4 k-bytes per column); the ends byte by
+     * byte, as is all of it when oc is no multiple of 16 */
+    int64_t four = (q0 + 3) / 4 * 4, end = q1 / 4 * 4;
+    if (w->g.oc % 16 || four > q1)
+        four = q1;
+    if (end < four)
+        end = four;
+    for (int64_t q = q0; q < four; q++)
+        pack_pixel(w, dy, q, packed);
+    for (int64_t q = four; q < end; q += 4) {
+        const int8_t *src[4];
+        for (int i = 0; i < 4; i++)
+            src[i] = dy_of(w, dy, q + i);
+        for (int h = 0; h < w->ocpad / 16; h++) {
+            __m128i r[4];
+            for (int i = 0; i < 4; i++)
+                r[i] = src[i] && h * 16 < w->g.oc
+                           ? _mm_loadu_si128((const __m128i *)(src[i] + h * 16))
+                           : _mm_setzero_si128();
+            const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]),
+                          hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+            const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]),
+                          hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+            __m128i *out = (__m128i *)packed_at(w, packed, q, h);
+            _mm_storeu_si128(out, _mm_unpacklo_epi16(lo01, lo23));
+            _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
+            _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
+            _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
+        }
+    }
+    for (int64_t q = end; q < q1; q++)
+        pack_pixel(w, dy, q, packed);
+}
