@@ -14,7 +14,7 @@
 #ifndef EEB_EMU_GEMM_H
 #define EEB_EMU_GEMM_H
 
-#include "fpga/kernel/fx_isa.h"
+#include "fpga/kernel/fx_kernel.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +78,19 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
  * benchmark's peak; _tile_release() gives them back.  Only where
  * best_isa is AMX (the process has then asked the kernel for them). */
 void eeb_emu_gemm_amx_tiles(void);
+
+/*
+ * A convolution of geometry g (NHWC x of g->n items; W as B, k*k*ic rows
+ * in (ky, kx, ci) order by oc, packed for AMX) into NHWC int32 y, on this
+ * thread, the way the emulator runs it where its GEMMs are on AMX: an
+ * implicit GEMM with no im2col, for stride 1, input channels in 64s, and
+ * no 1x1 reading x in place.  scratch: eeb_emu_conv_scratch(g) bytes, 0
+ * where the implicit GEMM does not apply.  *maxabs as for the GEMM.
+ * Returns 0, or -1 where it does not apply (and nothing is done).
+ */
+size_t eeb_emu_conv_scratch(const struct fx_geom *g);
+int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_packed_b *w,
+                 int8_t *scratch, int32_t *y, uint32_t *maxabs);
 
 /* The definition: a plain triple loop on unpacked B, for tests. */
 void eeb_emu_gemm_reference(int m, int n, int k, const int8_t *a, int lda, const int8_t *b, int ldb,

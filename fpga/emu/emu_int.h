@@ -42,37 +42,67 @@ uint32_t emu_gemm_avx2(int m, const int16_t *a_s16, const struct eeb_emu_packed_
                        int ldc);
 
 /* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
- * apart), in SSE2 registers (wgrad.c). */
+ * apart), in SSE2 registers (implicit.c). */
 void emu_transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd);
 
-/* ---- the weight gradient as an implicit GEMM (wgrad.c has the layouts) ---- */
+/* ---- convolutions as implicit GEMMs on AMX (implicit.c has the layouts) ---- */
 
-#define EMU_WGRAD_STRIDE_MAX 4 /* s x s phases at most */
+#define EMU_IMPLICIT_STRIDE_MAX 4 /* s x s phases at most */
 
-struct emu_wgrad {
+struct emu_implicit {
     struct fx_geom g;
+    int wv, hv; /* each phase's grid of pixels per item */
+    int phases; /* the phases some tap reads */
+    int phase[EMU_IMPLICIT_STRIDE_MAX *
+              EMU_IMPLICIT_STRIDE_MAX]; /* py * s + px -> its number, or -1 */
+    int64_t q, qpad;                    /* virtual pixels, n * hv * wv; rounded up to 64 */
+    int reach;                          /* the farthest tap's offset from q */
+    /* the weight gradient's layout */
     int icpad, ocpad; /* channels rounded up to 32: tiles come in pairs */
-    int wv, hv;       /* each phase's grid of pixels per item */
-    int phases;       /* the phases some tap reads */
-    int phase[EMU_WGRAD_STRIDE_MAX * EMU_WGRAD_STRIDE_MAX]; /* py * s + px -> its number, or -1 */
-    int64_t q, qpad; /* virtual pixels, n * hv * wv; rounded up to 64 */
-    size_t plane;    /* bytes per channel's plane of a phase */
+    size_t plane;     /* bytes per channel's plane of a phase */
 };
 
-/* The layout for a convolution of geometry g; -1 where it does not apply
- * (input channels not a multiple of 16, or a stride past the maximum). */
-int emu_wgrad_plan(const struct fx_geom *g, struct emu_wgrad *w);
-size_t emu_wgrad_planes_bytes(const struct emu_wgrad *w); /* the planes: phases x icpad */
-size_t emu_wgrad_dy_bytes(const struct emu_wgrad *w);     /* dy packed: qpad x ocpad */
-/* Tap (ky * kw + kx): the offset of its reads from q in its phase's
- * planes, and the number of its phase's first plane. */
-int emu_wgrad_tap_offset(const struct emu_wgrad *w, int tap, size_t *plane0);
-/* Item n of x into the planes, and of dy packed as B tiles (the last item
- * also writes the zeros past it).  Items touch disjoint bytes. */
-void emu_wgrad_planes(const struct emu_wgrad *w, const int8_t *x, int n, int8_t *planes);
-void emu_wgrad_pack_dy(const struct emu_wgrad *w, const int8_t *dy, int n, int8_t *packed);
+/* The grids for a convolution of geometry g; -1 for a stride past the
+ * maximum. */
+int emu_implicit_plan(const struct fx_geom *g, struct emu_implicit *w);
+/* Tap (ky * kw + kx): its phase's number, and the offset of its reads
+ * from q in that phase's grid. */
+int emu_implicit_tap(const struct emu_implicit *w, int tap, int *offset);
 
-/* On AMX (gemm_amx.c): sums[32][32] = 32 planes' rows from a (rows lda
+/* Forward: x as pixels of ic bytes in the grids, the phases
+ * emu_implicit_pixels_bytes apart; item n of x into them (the last item
+ * also writes the zeros past it).  Items touch disjoint bytes. */
+size_t emu_implicit_pixels_bytes(const struct emu_implicit *w);
+void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grids);
+/* The grid of a convolution that runs as an implicit GEMM (stride 1,
+ * input channels in 64s, not a 1x1 that reads x in place); -1 if not. */
+int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w);
+/* Per 64 bytes of B's k (taps in (ky, kx, ci) order, ky turned around if
+ * flip), where A's rows start from the first virtual pixel's: into aoff
+ * unless NULL; the bytes they take. */
+size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff);
+/* Parts of EMU_IMPLICIT_ROWS virtual pixels; part `part` of the
+ * convolution by b (a block of columns, C at c), the largest |C|. */
+#define EMU_IMPLICIT_ROWS 256
+int emu_implicit_parts(const struct emu_implicit *w);
+uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, const int64_t *aoff,
+                           const struct eeb_emu_packed_b *b, int part, int32_t *c);
+
+/* Weight gradient: x as planes (a phase's grid of one channel), dy packed
+ * as B tiles; item n of each, as above.  Input channels in 16s. */
+size_t emu_wgrad_planes_bytes(const struct emu_implicit *w); /* phases x icpad planes */
+size_t emu_wgrad_dy_bytes(const struct emu_implicit *w);     /* qpad x ocpad */
+void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes);
+void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, int8_t *packed);
+
+/* The tile loops (gemm_amx.c).  Forward: C rows (virtual pixels) from a
+ * (pixels lda apart), one 64-byte step of k per packed B block, step i's
+ * A at a + aoff[i]; the bias added and each of the 32 rows stored at
+ * row[r] of c (none if -1), the largest |C| returned. */
+uint32_t emu_conv_amx(const int8_t *a, size_t lda, const int64_t *aoff, int steps,
+                      const struct eeb_emu_packed_b *b, const int64_t *row, int rows, int32_t *c,
+                      int ldc);
+/* Weight gradient: sums[32][32] = 32 planes' rows from a (rows lda
  * apart) x dy packed from packed on (two groups of 16 channels, blocks
  * step bytes apart), over `blocks` blocks of 64 virtual pixels. */
 void emu_wgrad_amx(const int8_t *a, size_t lda, const int8_t *packed, size_t step, int blocks,

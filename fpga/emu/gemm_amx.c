@@ -14,6 +14,12 @@
  * of 64 (B's padding is zero there, so those bytes add nothing), and 32
  * rows.  Where that would read outside A, the block's rows are first
  * copied into zeroed scratch.
+ *
+ * The implicit GEMMs (implicit.c has their layouts) take the same tiles:
+ * a convolution's A rows read from the input's grid at each 64 bytes of
+ * k's own offset, and its C rows stored by a map (virtual pixels that are
+ * no output pixel dropped); a weight gradient's 32 x 32 block summed over
+ * a run of virtual pixels, added to dW's int32 sums outside.
  */
 #include "emu_int.h"
 
@@ -47,9 +53,9 @@ TARGET void eeb_emu_gemm_amx_tiles(void)
     _tile_loadconfig(&gemm_tiles);
 }
 
-/* Rows [row0, row0 + 16) x columns [col0, col0 + 16) of C from C tile
- * sums: bias added, stored where they are inside m x n. */
-TARGET static uint32_t store(const int32_t sums[16][16], int row0, int m, int col0, int n,
+/* Columns [col0, col0 + 16) of C from C tile sums, those inside n: bias
+ * added, row r stored at row row[r] of c, unless that is -1. */
+TARGET static uint32_t store(const int32_t sums[16][16], const int64_t row[16], int col0, int n,
                              const int32_t *bias, int32_t *c, int ldc)
 {
     const int cols = n - col0 < 16 ? n - col0 : 16;
@@ -58,13 +64,26 @@ TARGET static uint32_t store(const int32_t sums[16][16], int row0, int m, int co
     const __mmask16 mask = (__mmask16)((1u << cols) - 1);
     const __m512i b = _mm512_loadu_si512(bias + col0);
     __m512i most = _mm512_setzero_si512();
-    for (int r = 0; r < 16 && row0 + r < m; r++) {
+    for (int r = 0; r < 16; r++) {
+        if (row[r] < 0)
+            continue;
         const __m512i v = _mm512_add_epi32(_mm512_load_si512(sums[r]), b);
-        _mm512_mask_storeu_epi32(c + (size_t)(row0 + r) * ldc + col0, mask, v);
+        _mm512_mask_storeu_epi32(c + (size_t)row[r] * ldc + col0, mask, v);
         most = _mm512_mask_max_epu32(most, mask, most, _mm512_abs_epi32(v));
     }
     return (uint32_t)_mm512_reduce_max_epu32(most);
 }
+
+/* C tile t (rows 16 * (t / 2) on, columns 16 * (t % 2) on of panel p) out
+ * of the tiles through sums, and stored; a tile's number must be a
+ * constant: one line each. */
+#define STORE_TILE(t, row, p)                                                                      \
+    do {                                                                                           \
+        _tile_stored(t, sums, 64);                                                                 \
+        uint32_t got = store((const int32_t(*)[16])sums, (row) + (t) / 2 * 16,                     \
+                             (p)*EMU_NR + (t) % 2 * 16, b->n, b->bias, c, ldc);                    \
+        most = got > most ? got : most;                                                            \
+    } while (0)
 
 /* C rows [0, rows) (rows <= 32) = 32 rows of A (row stride lda, readable
  * to 64 * blocks) x every panel of B. */
@@ -72,6 +91,9 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
                              int32_t *c, int ldc)
 {
     int32_t sums[16][16] __attribute__((aligned(64)));
+    int64_t row[BLOCK_ROWS];
+    for (int r = 0; r < BLOCK_ROWS; r++)
+        row[r] = r < rows ? r : -1;
     uint32_t most = 0;
     const int blocks = b->kpad / 64;
     for (int p = 0; p < b->panels; p++) {
@@ -90,21 +112,46 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
             _tile_dpbssd(2, 5, 6);
             _tile_dpbssd(3, 5, 7);
         }
-        /* C tile t holds rows 16 * (t / 2) on, columns 16 * (t % 2) on of
-         * the panel (a tile's number must be a constant: one line each) */
-#define STORE_TILE(t)                                                                              \
-    do {                                                                                           \
-        _tile_stored(t, sums, 64);                                                                 \
-        uint32_t got = store((const int32_t(*)[16])sums, (t) / 2 * 16, rows,                       \
-                             p * EMU_NR + (t) % 2 * 16, b->n, b->bias, c, ldc);                    \
-        most = got > most ? got : most;                                                            \
-    } while (0)
-        STORE_TILE(0);
-        STORE_TILE(1);
-        STORE_TILE(2);
-        STORE_TILE(3);
-#undef STORE_TILE
+        STORE_TILE(0, row, p);
+        STORE_TILE(1, row, p);
+        STORE_TILE(2, row, p);
+        STORE_TILE(3, row, p);
     }
+    return most;
+}
+
+TARGET uint32_t emu_conv_amx(const int8_t *a, size_t lda, const int64_t *aoff, int steps,
+                             const struct eeb_emu_packed_b *b, const int64_t *row, int rows,
+                             int32_t *c, int ldc)
+{
+    int32_t sums[16][16] __attribute__((aligned(64)));
+    uint32_t most = 0;
+    eeb_emu_gemm_amx_tiles();
+    for (int p = 0; p < b->panels; p++) {
+        const uint8_t *bp = emu_panel(b, p);
+        for (int r0 = 0; r0 < rows; r0 += 32) {
+            const int8_t *ar = a + (size_t)r0 * lda;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int g = 0; g < steps; g++) {
+                _tile_loadd(4, ar + aoff[g], lda);
+                _tile_loadd(5, ar + aoff[g] + 16 * lda, lda);
+                _tile_loadd(6, bp + (size_t)g * 2048, 64);
+                _tile_loadd(7, bp + (size_t)g * 2048 + 1024, 64);
+                _tile_dpbssd(0, 4, 6);
+                _tile_dpbssd(1, 4, 7);
+                _tile_dpbssd(2, 5, 6);
+                _tile_dpbssd(3, 5, 7);
+            }
+            STORE_TILE(0, row + r0, p);
+            STORE_TILE(1, row + r0, p);
+            STORE_TILE(2, row + r0, p);
+            STORE_TILE(3, row + r0, p);
+        }
+    }
+    _tile_release();
     return most;
 }
 

@@ -4,12 +4,15 @@
  * thread each, int8 x int8 -> int32 exact (signed source and weights, no
  * scales, no bias).
  *
- * eeb convolves as the emulator does, im2col + one int8 GEMM
- * (eeb_emu_gemm.h, on its best instruction set): the NHWC source unrolled
- * into a batch x output pixels by k*k*C_in matrix, in (ky, kx, c) order,
- * times the weights packed once.  Here im2col unrolls the whole batch
- * before the GEMM (the emulator itself works in parts whose rows stay in
- * cache), and the two are timed apart as well as together.  oneDNN gets
+ * eeb convolves as the emulator does (eeb_emu_gemm.h, on its best
+ * instruction set).  Where its GEMMs run on AMX, a stride-1 convolution
+ * whose input channels come in 64s is an implicit GEMM with no im2col
+ * (eeb_emu_conv, the emulator's own code on one thread).  The others are
+ * im2col + one int8 GEMM: the NHWC source unrolled into a batch x output
+ * pixels by k*k*C_in matrix, in (ky, kx, c) order, times the weights
+ * packed once; here im2col unrolls the whole batch before the GEMM (the
+ * emulator itself works in parts whose rows stay in cache), and the two
+ * are timed apart as well as together.  oneDNN gets
  * the same NHWC source and writes NHWC int32, eeb's C; it picks its own
  * weight layout (format any), reordered to once, outside the timing.
  * Before timing, each shape's two outputs must be equal bit for bit: a
@@ -248,15 +251,37 @@ struct result {
     double im2col_ms, gemm_ms, eeb_ms, dnnl_ms; /* medians */
     double ops;                                 /* 2 x MACs per batch */
     int reps;                                   /* repetitions the medians are of */
+    int implicit;                               /* eeb's implicit GEMM (no im2col) */
 };
 
-/* One eeb convolution of the batch src into out: im2col into a, then the
- * GEMM; adds the nanoseconds of each to ns[0] and ns[1]. */
+/* Shape c as the emulator's geometry. */
+static struct fx_geom geometry(const struct conv *c)
+{
+    struct fx_geom g = {
+        BATCH, c->h, c->w,      c->cin, out_side(c->h, c), out_side(c->w, c), c->cout,
+        c->k,  c->k, c->stride, c->pad};
+    return g;
+}
+
+/* One eeb convolution of the batch src into out: the implicit GEMM with
+ * its scratch, all counted in ns[1]; or im2col into a, then the GEMM,
+ * adding the nanoseconds of each to ns[0] and ns[1]. */
 static void eeb_conv(enum eeb_emu_isa isa, const struct conv *c, const int8_t *src, int8_t *a,
-                     const struct eeb_emu_packed_b *pb, int32_t *out, int64_t ns[2])
+                     int8_t *scratch, const struct eeb_emu_packed_b *pb, int32_t *out,
+                     int64_t ns[2])
 {
     const int m = BATCH * out_side(c->h, c) * out_side(c->w, c);
     int64_t t0 = eeb_mono_ns();
+    if (scratch) {
+        const struct fx_geom g = geometry(c);
+        uint32_t most = 0;
+        if (eeb_emu_conv(&g, src, pb, scratch, out, &most)) {
+            fprintf(stderr, "bench_onednn: %s: the implicit GEMM refused the shape\n", c->name);
+            exit(1);
+        }
+        ns[1] += eeb_mono_ns() - t0;
+        return;
+    }
     im2col(c, src, a);
     int64_t t1 = eeb_mono_ns();
     if (eeb_emu_gemm(isa, m, a, pb->k, pb, out, pb->n, NULL)) {
@@ -299,7 +324,10 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
     const int n = c->cout, k = c->k * c->k * c->cin;
     const size_t src_n = (size_t)BATCH * c->h * c->w * c->cin, out_n = (size_t)m * n;
     int8_t *src = alloc_or_die(src_n), *w = alloc_or_die((size_t)k * n);
-    int8_t *a = alloc_or_die((size_t)m * k);
+    const struct fx_geom g = geometry(c);
+    const size_t scratch_bytes = isa == EEB_EMU_ISA_AMX ? eeb_emu_conv_scratch(&g) : 0;
+    int8_t *a = scratch_bytes ? NULL : alloc_or_die((size_t)m * k);
+    int8_t *scratch = scratch_bytes ? alloc_or_die(scratch_bytes) : NULL;
     int32_t *c_eeb = alloc_or_die(out_n * sizeof *c_eeb);
     int32_t *c_dnnl = alloc_or_die(out_n * sizeof *c_dnnl);
     for (size_t i = 0; i < src_n; i++)
@@ -319,7 +347,7 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
     snprintf(impl, impl_len, "%s", d.impl);
 
     int64_t warm[2] = {0, 0}; /* the warm-up: first touch, JIT; then the check */
-    eeb_conv(isa, c, src, a, &pb, c_eeb, warm);
+    eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, warm);
     int64_t t0 = eeb_mono_ns();
     dnnl_conv_run(strm, &d, c->name);
     int64_t warm_dnnl = eeb_mono_ns() - t0;
@@ -333,7 +361,7 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
     for (int r = 0; r < reps; r++) {
         int64_t ns[2] = {0, 0};
         for (int i = 0; i < eeb_calls; i++)
-            eeb_conv(isa, c, src, a, &pb, c_eeb, ns);
+            eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, ns);
         t0 = eeb_mono_ns();
         for (int i = 0; i < dnnl_calls; i++)
             dnnl_conv_run(strm, &d, c->name);
@@ -347,10 +375,11 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
                          .eeb_ms = bench_median(t_eeb, (size_t)reps),
                          .dnnl_ms = bench_median(t_dnnl, (size_t)reps),
                          .ops = 2.0 * m * n * k,
-                         .reps = reps};
+                         .reps = reps,
+                         .implicit = scratch != NULL};
     dnnl_conv_free(&d);
     eeb_emu_gemm_free_b(&pb);
-    free(src), free(w), free(a), free(c_eeb), free(c_dnnl);
+    free(src), free(w), free(a), free(scratch), free(c_eeb), free(c_dnnl);
     return res;
 }
 
@@ -375,7 +404,10 @@ int main(int argc, char **argv)
            "s8 x s8 -> s32 exact, one thread each\n",
            BATCH);
     printf("  CPU: %s\n", cpu);
-    printf("  eeb: im2col + int8 GEMM on %s\n", eeb_emu_isa_name(isa));
+    printf("  eeb: int8 GEMMs on %s%s\n", eeb_emu_isa_name(isa),
+           isa == EEB_EMU_ISA_AMX ? "; at stride 1 with channels in 64s an implicit GEMM, else "
+                                    "im2col + GEMM"
+                                  : ", after im2col");
     printf("  oneDNN %d.%d.%d (commit %s): up to %s, %s runtime", v->major, v->minor, v->patch,
            v->hash, dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()),
            v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other");
@@ -406,10 +438,15 @@ int main(int argc, char **argv)
         char marked[16] = "";
         if (r.reps != BENCH_REPS)
             snprintf(marked, sizeof marked, " (%d reps)", r.reps);
-        printf("  %-21s x%d  eeb %8.2f ms (im2col %6.2f + gemm %8.2f) %6.1f GOP/s | oneDNN "
-               "%8.2f ms %6.1f GOP/s | eeb x%.2f  [%s]%s\n",
-               c->name, c->count, r.eeb_ms, r.im2col_ms, r.gemm_ms, eeb_gops, r.dnnl_ms, dnnl_gops,
-               ratio, impl, marked);
+        char how[48];
+        if (r.implicit)
+            snprintf(how, sizeof how, "implicit GEMM, no im2col");
+        else
+            snprintf(how, sizeof how, "im2col %6.2f + gemm %6.2f", r.im2col_ms, r.gemm_ms);
+        printf("  %-21s x%d  eeb %8.2f ms (%-25s) %6.1f GOP/s | oneDNN %8.2f ms %6.1f GOP/s | "
+               "eeb x%.2f  [%s]%s\n",
+               c->name, c->count, r.eeb_ms, how, eeb_gops, r.dnnl_ms, dnnl_gops, ratio, impl,
+               marked);
         const struct {
             const char *what;
             double value;

@@ -445,8 +445,8 @@ Test(ops, implicit_gemm_grids)
         const int side = cases[i].side, k = cases[i].k, s = cases[i].s, p = cases[i].p;
         const int out = (side + 2 * p - k) / s + 1;
         struct fx_geom g = {2, side, side, 16, out, out, 24, k, k, s, p};
-        struct emu_wgrad w;
-        cr_assert_eq(emu_wgrad_plan(&g, &w), 0);
+        struct emu_implicit w;
+        cr_assert_eq(emu_implicit_plan(&g, &w), 0);
         cr_expect_eq(w.wv, cases[i].grid, "%dx%d/%d pad %d at %d: width %d, not %d", k, k, s, p,
                      side, w.wv, cases[i].grid);
         cr_expect_eq(w.hv, cases[i].grid, "%dx%d/%d pad %d at %d: height %d", k, k, s, p, side,
@@ -457,17 +457,33 @@ Test(ops, implicit_gemm_grids)
         cr_expect_eq(w.plane % 128, 64, "planes an odd number of cache lines apart");
         cr_expect_geq((int64_t)w.plane, w.qpad + (k - 1) / s * w.wv + (k - 1) / s);
     }
-    struct fx_geom g = {2, 8, 8, 24, 8, 8, 16, 3, 3, 1, 1};
-    struct emu_wgrad w;
-    cr_expect_eq(emu_wgrad_plan(&g, &w), -1, "24 input channels: not in 16s");
+    struct fx_geom g = {2, 40, 40, 16, 8, 8, 16, 5, 5, 5, 0};
+    struct emu_implicit w;
+    cr_expect_eq(emu_implicit_plan(&g, &w), -1, "stride 5: 25 phases, past the maximum");
 }
 
-/* On AMX, a weight gradient whose input channels come in 16s is an
- * implicit GEMM over the input's phases (fpga/emu/wgrad.c): every window
- * and stride the networks take, channels padded to 32 (48 in, 40 out),
- * odd sides, no padding, a direct 1x1 and an FC; then the reduction in
- * chunks of int32 sums (2 x 64 x 64 output pixels) and past
- * FX_MAX_REDUCTION products, in int64 and shifted (3 x 150 x 150). */
+/* On AMX, convolutions are implicit GEMMs over the input's phases
+ * (fpga/emu/implicit.c).  Forward and backward data at stride 1 with
+ * input channels in 64s: padded or not, 3x3 and 5x5, odd sides. */
+Test(ops, convolutions_as_implicit_gemms, .timeout = 120)
+{
+    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
+        cr_log_warn("no AMX here: the implicit GEMMs are not run, only the other paths compared");
+    state = 98;
+    struct eeb_net *net = net_of(9, 11, 64);
+    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 64, 3, 1, 1));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 128, 3, 1, 0));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 5, 1, 2));
+    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 2, 1));
+    head(net, eeb_net_gap(net, l));
+    check_exact(net, 4, 0, "implicit GEMMs forward and backward");
+}
+
+/* Weight gradients whose input channels come in 16s, every window and
+ * stride the networks take, channels padded to 32 (48 in, 40 out), odd
+ * sides, no padding, a direct 1x1 and an FC; then the reduction in chunks
+ * of int32 sums (2 x 64 x 64 output pixels) and past FX_MAX_REDUCTION
+ * products, in int64 and shifted (3 x 150 x 150). */
 Test(ops, weight_gradient_as_an_implicit_gemm, .timeout = 300)
 {
     if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)

@@ -1,22 +1,24 @@
 /*
- * wgrad.c - the weight gradient as an implicit GEMM: the layouts that let
- * AMX's tiles read the convolution's windows in place, with no im2col.
+ * implicit.c - convolutions as implicit GEMMs: the layouts that let AMX's
+ * tiles read a convolution's windows in place, with no im2col.
  *
- *   dW[(ky, kx, ci)][o] = sum over output pixels (n, oy, ox) of
- *                         xp[n][s*oy + ky][s*ox + kx][ci] * dy[n][oy][ox][o]
- *
- * where xp is x padded by p.  The input is laid out once channel by
- * channel ("planes"), and split by the stride into s x s phases: xp's
+ * The input, padded by p, is split by the stride into s x s phases: xp's
  * pixel (s*a + py, s*b + px) is phase (py, px)'s pixel (a, b), in a grid of
  * hv x wv pixels per item.  Output pixel (n, oy, ox) becomes the virtual
  * pixel q = (n*hv + oy)*wv + ox, and its tap (ky, kx) reads phase (ky % s,
- * kx % s) at q + (ky / s)*wv + kx / s.  So for one tap and one channel,
- * consecutive q read consecutive bytes of one plane: a tile of A (16
- * channels x 64 q) is a single tile load from the planes, rows a plane
- * apart.  B (64 q x 16 output channels) is dy packed in q's order; the
- * virtual pixels that are no output pixel (oy >= oh or ox >= ow) are zero
- * there, so they add nothing whatever x they meet.  Integer sums: the
- * same bits as the kernel's loop.
+ * kx % s) at q + (ky / s)*wv + kx / s: for one tap, consecutive q read
+ * consecutive grid pixels, so a tile of 16 of them is one tile load.
+ *
+ *   forward    y[q][o] = sum over taps and ci of grid[q + tap][ci] * W[tap][ci][o]
+ *              The grids hold pixels of ic bytes: A's rows are 16 virtual
+ *              pixels, 64 channels each, ic bytes apart; the virtual
+ *              pixels that are no output pixel (oy >= oh or ox >= ow) are
+ *              computed and dropped.
+ *   weights    dW[tap][ci][o] = sum over q of plane[ci][q + tap] * dy[q][o]
+ *              The grids are laid out channel by channel ("planes"): A's
+ *              rows are 16 channels, 64 virtual pixels each, a plane
+ *              apart; B is dy packed in q's order, zero at the virtual
+ *              pixels that are no output pixel, so they add nothing.
  *
  * The grid's width wv is at least ow, and as small as it can be: a read
  * past a grid row's end (b >= wv) lands on the next row's first pixels,
@@ -24,7 +26,7 @@
  * padding (zeros).  At stride 1 that makes wv = iw + p: a row's right
  * padding is the next one's left.  The height hv likewise, into the next
  * item.  Extra virtual pixels over ResNet-18's real ones: 4 % at 56 x 56,
- * 31 % at 7 x 7.
+ * 31 % at 7 x 7.  Integer sums: the same bits as the kernel's loops.
  */
 #include "emu_int.h"
 
@@ -54,17 +56,17 @@ static int grid(int out, int in, int taps, int s, int p)
     return most;
 }
 
-int emu_wgrad_plan(const struct fx_geom *g, struct emu_wgrad *w)
+int emu_implicit_plan(const struct fx_geom *g, struct emu_implicit *w)
 {
     memset(w, 0, sizeof *w);
-    if (g->ic % 16 || g->s > EMU_WGRAD_STRIDE_MAX || g->n < 1)
+    if (g->s > EMU_IMPLICIT_STRIDE_MAX || g->n < 1)
         return -1;
     w->g = *g;
     w->icpad = (g->ic + 31) / 32 * 32;
     w->ocpad = (g->oc + 31) / 32 * 32;
     w->wv = grid(g->ow, g->iw, g->kw, g->s, g->p);
     w->hv = grid(g->oh, g->ih, g->kh, g->s, g->p);
-    for (int i = 0; i < EMU_WGRAD_STRIDE_MAX * EMU_WGRAD_STRIDE_MAX; i++)
+    for (int i = 0; i < EMU_IMPLICIT_STRIDE_MAX * EMU_IMPLICIT_STRIDE_MAX; i++)
         w->phase[i] = -1;
     for (int ky = 0; ky < g->kh; ky++)
         for (int kx = 0; kx < g->kw; kx++) {
@@ -74,30 +76,69 @@ int emu_wgrad_plan(const struct fx_geom *g, struct emu_wgrad *w)
         }
     w->q = (int64_t)g->n * w->hv * w->wv;
     w->qpad = (w->q + 63) / 64 * 64;
-    /* the farthest tap's read past the last virtual pixel; and planes an
-     * odd number of cache lines apart, so that a tile's 16 rows fall in
-     * different sets of the L1 (a multiple of 4 KiB put them in one) */
-    int64_t bytes = w->qpad + (int64_t)((g->kh - 1) / g->s) * w->wv + (g->kw - 1) / g->s;
-    bytes = (bytes + 63) / 64;
+    w->reach = (g->kh - 1) / g->s * w->wv + (g->kw - 1) / g->s;
+    /* planes reach the farthest tap's read past the last virtual pixel,
+     * and lie an odd number of cache lines apart, so that a tile's 16 rows
+     * fall in different sets of the L1 (a multiple of 4 KiB put them in
+     * one) */
+    const int64_t bytes = (w->qpad + w->reach + 63) / 64;
     w->plane = (size_t)(bytes | 1) * 64;
     return w->plane <= INT32_MAX ? 0 : -1; /* a tile load's row stride */
 }
 
-size_t emu_wgrad_planes_bytes(const struct emu_wgrad *w)
+size_t emu_wgrad_planes_bytes(const struct emu_implicit *w)
 {
     return (size_t)w->phases * (size_t)w->icpad * w->plane;
 }
 
-size_t emu_wgrad_dy_bytes(const struct emu_wgrad *w)
+size_t emu_wgrad_dy_bytes(const struct emu_implicit *w)
 {
     return (size_t)w->qpad * (size_t)w->ocpad;
 }
 
-int emu_wgrad_tap_offset(const struct emu_wgrad *w, int tap, size_t *plane0)
+int emu_implicit_tap(const struct emu_implicit *w, int tap, int *offset)
 {
     const int s = w->g.s, ky = tap / w->g.kw, kx = tap % w->g.kw;
-    *plane0 = (size_t)w->phase[ky % s * s + kx % s] * (size_t)w->icpad;
-    return ky / s * w->wv + kx / s;
+    *offset = ky / s * w->wv + kx / s;
+    return w->phase[ky % s * s + kx % s];
+}
+
+size_t emu_implicit_pixels_bytes(const struct emu_implicit *w)
+{
+    return ((size_t)(w->qpad + w->reach) * (size_t)w->g.ic + 63) / 64 * 64;
+}
+
+void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grids)
+{
+    const struct fx_geom *g = &w->g;
+    const size_t cells = (size_t)w->hv * w->wv, pixel = (size_t)g->ic;
+    for (int ph = 0; ph < w->phases; ph++) { /* the last item's grid runs to the end */
+        int8_t *grid0 = grids + (size_t)ph * emu_implicit_pixels_bytes(w) + n * cells * pixel;
+        memset(grid0, 0,
+               n == g->n - 1 ? emu_implicit_pixels_bytes(w) - n * cells * pixel : cells * pixel);
+    }
+    for (int y = 0; y < g->ih; y++) {
+        const int py = (y + g->p) % g->s, a = (y + g->p) / g->s;
+        if (a >= w->hv) /* past the grid: no tap reads it */
+            continue;
+        const int8_t *row = x + ((size_t)n * g->ih + y) * g->iw * pixel;
+        for (int px = 0; px < g->s; px++) {
+            const int ph = w->phase[py * g->s + px];
+            const int x0 = ((px - g->p) % g->s + g->s) % g->s, b0 = (x0 + g->p) / g->s;
+            if (ph < 0 || x0 >= g->iw || b0 >= w->wv)
+                continue;
+            int count = (g->iw - x0 + g->s - 1) / g->s;
+            count = b0 + count > w->wv ? w->wv - b0 : count;
+            int8_t *dst = grids + (size_t)ph * emu_implicit_pixels_bytes(w) +
+                          ((size_t)n * cells + (size_t)a * w->wv + (size_t)b0) * pixel;
+            if (g->s == 1)
+                memcpy(dst, row + (size_t)x0 * pixel, (size_t)count * pixel);
+            else
+                for (int i = 0; i < count; i++)
+                    memcpy(dst + (size_t)i * pixel, row + ((size_t)x0 + (size_t)i * g->s) * pixel,
+                           pixel);
+        }
+    }
 }
 
 /* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
@@ -129,7 +170,7 @@ void emu_transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd)
 }
 
 /* The first byte of item n's grid in a phase's plane of channel 0. */
-static int8_t *grid_of(const struct emu_wgrad *w, int8_t *planes, int phase, int n)
+static int8_t *grid_of(const struct emu_implicit *w, int8_t *planes, int phase, int n)
 {
     return planes + (size_t)phase * w->icpad * w->plane + (size_t)n * w->hv * w->wv;
 }
@@ -138,7 +179,7 @@ static int8_t *grid_of(const struct emu_wgrad *w, int8_t *planes, int phase, int
  * (count of them) into grid columns b0 on, channel by channel: 16 x 16
  * blocks in registers, the last block ending on the last pixel (some
  * transposed twice), rows of fewer than 16 byte by byte. */
-static void row_to_planes(const struct emu_wgrad *w, const int8_t *src, int count, int8_t *dst)
+static void row_to_planes(const struct emu_implicit *w, const int8_t *src, int count, int8_t *dst)
 {
     const int ic = w->g.ic;
     const size_t step = (size_t)w->g.s * ic;
@@ -155,7 +196,7 @@ static void row_to_planes(const struct emu_wgrad *w, const int8_t *src, int coun
     }
 }
 
-void emu_wgrad_planes(const struct emu_wgrad *w, const int8_t *x, int n, int8_t *planes)
+void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes)
 {
     const struct fx_geom *g = &w->g;
     const size_t cells = (size_t)w->hv * w->wv;
@@ -187,14 +228,14 @@ void emu_wgrad_planes(const struct emu_wgrad *w, const int8_t *x, int n, int8_t 
  * pixel q's byte for channel o at
  *   packed[(g * ocpad/16 + h) * 1024 + (q % 64) / 4 * 64 + (o % 16) * 4 + q % 4]:
  * each 1024 bytes are one B tile as tdpbssd reads it. */
-static int8_t *packed_at(const struct emu_wgrad *w, int8_t *packed, int64_t q, int h)
+static int8_t *packed_at(const struct emu_implicit *w, int8_t *packed, int64_t q, int h)
 {
     return packed + ((size_t)(q / 64) * (size_t)(w->ocpad / 16) + (size_t)h) * 1024 +
            (size_t)(q % 64 / 4 * 64 + q % 4);
 }
 
 /* Output pixel q's errors, or NULL where q is no output pixel. */
-static const int8_t *dy_of(const struct emu_wgrad *w, const int8_t *dy, int64_t q)
+static const int8_t *dy_of(const struct emu_implicit *w, const int8_t *dy, int64_t q)
 {
     const int64_t cell = q % ((int64_t)w->hv * w->wv);
     const int n = (int)(q / ((int64_t)w->hv * w->wv)), a = (int)(cell / w->wv),
@@ -206,7 +247,7 @@ static const int8_t *dy_of(const struct emu_wgrad *w, const int8_t *dy, int64_t 
 
 /* Pixel q's errors into packed, byte by byte (zeros where q is no
  * output pixel, and in the columns past oc). */
-static void pack_pixel(const struct emu_wgrad *w, const int8_t *dy, int64_t q, int8_t *packed)
+static void pack_pixel(const struct emu_implicit *w, const int8_t *dy, int64_t q, int8_t *packed)
 {
     const int8_t *src = dy_of(w, dy, q);
     for (int h = 0; h < w->ocpad / 16; h++) {
@@ -216,7 +257,7 @@ static void pack_pixel(const struct emu_wgrad *w, const int8_t *dy, int64_t q, i
     }
 }
 
-void emu_wgrad_pack_dy(const struct emu_wgrad *w, const int8_t *dy, int n, int8_t *packed)
+void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, int8_t *packed)
 {
     const int64_t q0 = (int64_t)n * w->hv * w->wv;
     const int64_t q1 = n == w->g.n - 1 ? w->qpad : q0 + (int64_t)w->hv * w->wv;
@@ -253,4 +294,79 @@ void emu_wgrad_pack_dy(const struct emu_wgrad *w, const int8_t *dy, int n, int8_
     }
     for (int64_t q = end; q < q1; q++)
         pack_pixel(w, dy, q, packed);
+}
+
+/* ---- the forward convolution ---- */
+
+int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w)
+{
+    const int in_place = g->kh == 1 && g->kw == 1 && g->p == 0; /* x is A itself */
+    if (g->s != 1 || g->ic % 64 || in_place)
+        return -1;
+    return emu_implicit_plan(g, w);
+}
+
+size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff)
+{
+    const struct fx_geom *g = &w->g;
+    const int steps = g->kh * g->kw * g->ic / 64;
+    for (int i = 0; aoff && i < steps; i++) {
+        const int tap = i * 64 / g->ic, ky = flip ? g->kh - 1 - tap / g->kw : tap / g->kw;
+        int offset;
+        emu_implicit_tap(w, ky * g->kw + tap % g->kw, &offset);
+        aoff[i] = (int64_t)offset * g->ic + i * 64 % g->ic;
+    }
+    return (size_t)steps * sizeof *aoff;
+}
+
+int emu_implicit_parts(const struct emu_implicit *w)
+{
+    return (int)((w->q + EMU_IMPLICIT_ROWS - 1) / EMU_IMPLICIT_ROWS);
+}
+
+/* Virtual pixel q's row of the output, or -1 where q is no output pixel. */
+static int64_t output_row(const struct emu_implicit *w, int64_t q)
+{
+    const int64_t cells = (int64_t)w->hv * w->wv, n = q / cells;
+    const int a = (int)(q % cells / w->wv), b = (int)(q % w->wv);
+    if (n >= w->g.n || a >= w->g.oh || b >= w->g.ow)
+        return -1;
+    return (n * w->g.oh + a) * w->g.ow + b;
+}
+
+uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, const int64_t *aoff,
+                           const struct eeb_emu_packed_b *b, int part, int32_t *c)
+{
+    const int64_t q0 = (int64_t)part * EMU_IMPLICIT_ROWS;
+    const int64_t q1 = w->q - q0 < EMU_IMPLICIT_ROWS ? w->q : q0 + EMU_IMPLICIT_ROWS;
+    int64_t row[EMU_IMPLICIT_ROWS]; /* 32 at a time: past q1 too, where q1 ends the grid */
+    for (int r = 0; r < EMU_IMPLICIT_ROWS; r++)
+        row[r] = output_row(w, q0 + r);
+    return emu_conv_amx(grid + (size_t)q0 * (size_t)w->g.ic, (size_t)w->g.ic, aoff, b->kpad / 64, b,
+                        row, (int)(q1 - q0), c, w->g.oc);
+}
+
+size_t eeb_emu_conv_scratch(const struct fx_geom *g)
+{
+    struct emu_implicit w;
+    if (emu_implicit_conv_plan(g, &w))
+        return 0;
+    return emu_implicit_pixels_bytes(&w) + emu_implicit_offsets(&w, 0, NULL);
+}
+
+int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_packed_b *w8,
+                 int8_t *scratch, int32_t *y, uint32_t *maxabs)
+{
+    struct emu_implicit w;
+    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX || !w8->amx || emu_implicit_conv_plan(g, &w))
+        return -1;
+    int64_t *aoff = (int64_t *)(void *)(scratch + emu_implicit_pixels_bytes(&w));
+    emu_implicit_offsets(&w, 0, aoff);
+    for (int n = 0; n < g->n; n++)
+        emu_implicit_pixels(&w, x, n, scratch);
+    for (int part = 0; part < emu_implicit_parts(&w); part++) {
+        const uint32_t most = emu_implicit_part(&w, scratch, aoff, w8, part, y);
+        *maxabs = most > *maxabs ? most : *maxabs;
+    }
+    return 0;
 }
