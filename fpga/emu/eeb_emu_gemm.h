@@ -80,15 +80,19 @@ int eeb_emu_gemm(enum eeb_emu_isa isa, int m, const int8_t *a, int lda,
 void eeb_emu_gemm_amx_tiles(void);
 
 /*
- * A convolution of geometry g (NHWC x of g->n items; W as B, k*k*ic rows
- * in (ky, kx, ci) order by oc, packed for AMX) into NHWC int32 y, on this
- * thread, the way the emulator runs it where its GEMMs are on AMX: an
- * implicit GEMM with no im2col, for stride 1, input channels in 64s, and
- * no 1x1 reading x in place.  scratch: eeb_emu_conv_scratch(g) bytes, 0
- * where the implicit GEMM does not apply.  *maxabs as for the GEMM.
- * Returns 0, or -1 where it does not apply (and nothing is done).
+ * A convolution of geometry g (NHWC x of g->n items) by W (k*k*ic rows in
+ * (ky, kx, ci) order by oc) into NHWC int32 y, on this thread, the way the
+ * emulator runs it where its GEMMs are on AMX: an implicit GEMM with no
+ * im2col, at stride 1 for input channels in 64s (no 1x1 reading x in
+ * place), or at a stride for few input channels (a window row of s x s
+ * pixels at a time in 64 bytes: ResNet's stem).  W packed for it by
+ * eeb_emu_conv_pack; scratch: eeb_emu_conv_scratch(g) bytes, 0 where the
+ * implicit GEMM does not apply.  *maxabs as for the GEMM.  The two others
+ * return 0, or -1 where it does not apply (and nothing is done) or
+ * memory ran out.
  */
 size_t eeb_emu_conv_scratch(const struct fx_geom *g);
+int eeb_emu_conv_pack(const struct fx_geom *g, const int8_t *w, struct eeb_emu_packed_b *out);
 int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_packed_b *w,
                  int8_t *scratch, int32_t *y, uint32_t *maxabs);
 

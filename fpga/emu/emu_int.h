@@ -60,6 +60,9 @@ struct emu_implicit {
     /* the weight gradient's layout */
     int icpad, ocpad; /* channels rounded up to 32: tiles come in pairs */
     size_t plane;     /* bytes per channel's plane of a phase */
+    /* space to depth: g is a stride-1 convolution over s x s pixels of
+     * this one (s2d.s 0 otherwise) */
+    struct fx_geom s2d;
 };
 
 /* The grids for a convolution of geometry g; -1 for a stride past the
@@ -77,9 +80,16 @@ void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, i
 /* The grid of a convolution that runs as an implicit GEMM (stride 1,
  * input channels in 64s, not a 1x1 that reads x in place); -1 if not. */
 int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w);
+/* A stride-s convolution g of few input channels as a stride-1 one of
+ * ceil(k/s) x ceil(k/s) taps over s x s pixels at a time (space to depth),
+ * each window row of those one 64-byte step of k; -1 where a window row
+ * takes more.  Its weights: B with 64 rows per window row (the taps past
+ * g's window zero) by oc, into out unless NULL; the bytes they take. */
+int emu_implicit_s2d_plan(const struct fx_geom *g, struct emu_implicit *w);
+size_t emu_implicit_s2d_weights(const struct emu_implicit *w, const int8_t *w8, int8_t *out);
 /* Per 64 bytes of B's k (taps in (ky, kx, ci) order, ky turned around if
- * flip), where A's rows start from the first virtual pixel's: into aoff
- * unless NULL; the bytes they take. */
+ * flip; space to depth: window rows), where A's rows start from the first
+ * virtual pixel's: into aoff unless NULL; the bytes they take. */
 size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff);
 /* Parts of EMU_IMPLICIT_ROWS virtual pixels; part `part` of the
  * convolution by b (a block of columns, C at c), the largest |C|. */

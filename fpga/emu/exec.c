@@ -62,7 +62,7 @@ struct eeb_emu {
     struct emu_pool *pool;
     int threads;
     struct worker *w;
-    struct buf bias, gathered, wide, updates;
+    struct buf bias, gathered, wide, updates, s2d;
     int profiling;
     struct eeb_emu_profile prof;
 };
@@ -91,7 +91,7 @@ void eeb_emu_free(struct eeb_emu *e)
     for (int i = 0; e->w && i < e->threads; i++)
         free(e->w[i].col.p), free(e->w[i].c32.p), free(e->w[i].sum.p);
     free(e->w);
-    free(e->bias.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p);
+    free(e->bias.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p), free(e->s2d.p);
     free(e);
 }
 
@@ -621,59 +621,67 @@ static void implicit_part(void *ctx, int part, int worker)
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
 }
 
-/* g's convolution of x by the packed weights b (B's k in (ky, kx, ci)
- * order, ky turned around if flip) into acc, as above; the largest |sum|
- * into *maxabs.  0 where it does not apply (nothing done), 1 when done,
- * -1 if memory ran out. */
-static int implicit_conv(struct eeb_emu *e, const struct fx_geom *g, const int8_t *x, int flip,
-                         const struct blocks *b, int32_t *acc, uint64_t *maxabs)
+/* The convolution planned in im, of x by the packed weights b (B's k in
+ * (ky, kx, ci) order, ky turned around if flip) into acc, as above; the
+ * largest |sum| into *maxabs.  -1 if memory ran out. */
+static int implicit_conv(struct eeb_emu *e, const struct emu_implicit *im, const int8_t *x,
+                         int flip, const struct blocks *b, int32_t *acc, uint64_t *maxabs)
 {
-    struct emu_implicit im;
-    if (e->isa != EEB_EMU_ISA_AMX || emu_implicit_conv_plan(g, &im))
-        return 0;
-    const size_t grid = emu_implicit_pixels_bytes(&im); /* one phase */
-    int8_t *buf = grow(&e->gathered, grid + emu_implicit_offsets(&im, flip, NULL));
+    const size_t grid = emu_implicit_pixels_bytes(im); /* one phase */
+    int8_t *buf = grow(&e->gathered, grid + emu_implicit_offsets(im, flip, NULL));
     if (!buf)
         return -1;
     int64_t *aoff = (int64_t *)(void *)(buf + grid);
-    emu_implicit_offsets(&im, flip, aoff);
+    emu_implicit_offsets(im, flip, aoff);
     struct implicit_job j = {.e = e,
-                             .w = &im,
+                             .w = im,
                              .x = x,
                              .grid = buf,
                              .aoff = aoff,
                              .b = b,
                              .acc = acc,
-                             .along = emu_implicit_parts(&im)};
+                             .along = emu_implicit_parts(im)};
     reset_workers(e);
-    emu_pool_run(e->pool, g->n, implicit_layout, &j);
+    emu_pool_run(e->pool, im->g.n, implicit_layout, &j);
     emu_pool_run(e->pool, j.along * b->count, implicit_part, &j);
     uint32_t unused = 0;
-    return gather(e, maxabs, &unused) ? -1 : 1;
+    return gather(e, maxabs, &unused);
 }
 
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
-    int k = g->kh * g->kw * g->ic;
     int e_acc = cv->in->exp + cv->w->exp;
     int64_t *bias = grow(&e->bias, (size_t)g->oc * sizeof *bias);
     if (!bias)
         return FX_NO_MEMORY;
     const int32_t *b24 = (const int32_t *)(const void *)(mem + cv->b->offset);
-    int wide = 0; /* a bias the GEMM cannot add in int32: all are added wide */
+    int64_t widest = 0;
     for (int c = 0; c < g->oc; c++) {
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
-        wide |= bias[c] > EEB_EMU_GEMM_BIAS_MAX(k) || bias[c] < -EEB_EMU_GEMM_BIAS_MAX(k);
+        widest = bias[c] > widest ? bias[c] : -bias[c] > widest ? -bias[c] : widest;
+    }
+    /* on AMX an implicit GEMM: at stride 1, or of s x s pixels at a time
+     * (space to depth) where few channels come in at a stride, its B then
+     * with 64 rows per window row */
+    struct emu_implicit im;
+    int implicit = e->isa == EEB_EMU_ISA_AMX &&
+                   (!emu_implicit_conv_plan(g, &im) || !emu_implicit_s2d_plan(g, &im));
+    int k = implicit && im.s2d.s ? im.g.kh * 64 : g->kh * g->kw * g->ic;
+    if (implicit && widest > EEB_EMU_GEMM_BIAS_MAX(k))
+        implicit = 0, k = g->kh * g->kw * g->ic;
+    const int wide = widest > EEB_EMU_GEMM_BIAS_MAX(k); /* the GEMM cannot add it in int32 */
+    const int8_t *w8 = i8_of(mem, cv->w);
+    if (implicit && im.s2d.s) {
+        int8_t *w2 = grow(&e->s2d, emu_implicit_s2d_weights(&im, w8, NULL));
+        if (!w2)
+            return FX_NO_MEMORY;
+        emu_implicit_s2d_weights(&im, w8, w2);
+        w8 = w2;
     }
     struct blocks b = {0, 0, NULL};
-    struct pack_job p = {.e = e,
-                         .g = g,
-                         .w8 = i8_of(mem, cv->w),
-                         .k = k,
-                         .n = g->oc,
-                         .bias = wide ? NULL : bias,
-                         .b = &b};
+    struct pack_job p = {
+        .e = e, .g = g, .w8 = w8, .k = k, .n = g->oc, .bias = wide ? NULL : bias, .b = &b};
     struct rows_job j = {.e = e,
                          .g = g,
                          .fill = direct(g) ? NULL : im2col,
@@ -686,12 +694,14 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
                          .wide_bias = wide ? bias : NULL};
     enum fx_status st = pack_weights(e, &p);
     uint64_t maxabs = 0;
-    const int done = st != FX_OK || wide ? 0 : implicit_conv(e, g, j.src, 0, &b, j.acc, &maxabs);
-    if (done > 0)
-        requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(),
-                   cv->out);
-    else if (st == FX_OK)
-        st = done < 0 ? FX_NO_MEMORY : run_rows(e, mem, &j, e_acc, cv->out);
+    if (st == FX_OK && implicit) {
+        if (implicit_conv(e, &im, j.src, 0, &b, j.acc, &maxabs))
+            st = FX_NO_MEMORY;
+        else
+            requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc,
+                       fx_round_half_up(), cv->out);
+    } else if (st == FX_OK)
+        st = run_rows(e, mem, &j, e_acc, cv->out);
     free_blocks(&b);
     return st;
 }
@@ -763,16 +773,19 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
      * taps turned around (im2col_errors' order) */
     const struct fx_geom dg = {g->n,  g->oh, g->ow, g->oc, g->ih,           g->iw,
                                g->ic, g->kh, g->kw, 1,     g->kh - 1 - g->p};
+    struct emu_implicit im;
+    const int implicit = e->isa == EEB_EMU_ISA_AMX && g->s == 1 && g->kh == g->kw &&
+                         g->kh - 1 - g->p >= 0 && !emu_implicit_conv_plan(&dg, &im);
     enum fx_status st = pack_weights(e, &p);
     uint64_t maxabs = 0;
-    const int done = st != FX_OK || g->s != 1 || g->kh != g->kw || g->kh - 1 - g->p < 0
-                         ? 0
-                         : implicit_conv(e, &dg, j.src, 1, &b, j.acc, &maxabs);
-    if (done > 0)
-        requantize(e, mem, j.acc, (uint64_t)j.rows * g->ic, maxabs, cv->out->exp + cv->w->exp,
-                   fx_round_half_up(), cv->in);
-    else if (st == FX_OK)
-        st = done < 0 ? FX_NO_MEMORY : run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
+    if (st == FX_OK && implicit) {
+        if (implicit_conv(e, &im, j.src, 1, &b, j.acc, &maxabs))
+            st = FX_NO_MEMORY;
+        else
+            requantize(e, mem, j.acc, (uint64_t)j.rows * g->ic, maxabs, cv->out->exp + cv->w->exp,
+                       fx_round_half_up(), cv->in);
+    } else if (st == FX_OK)
+        st = run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
     free_blocks(&b);
     return st;
 }

@@ -31,6 +31,7 @@
 #include "emu_int.h"
 
 #include <emmintrin.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* xp's row or column c (padded coordinates) is padding. */
@@ -105,11 +106,18 @@ int emu_implicit_tap(const struct emu_implicit *w, int tap, int *offset)
 
 size_t emu_implicit_pixels_bytes(const struct emu_implicit *w)
 {
-    return ((size_t)(w->qpad + w->reach) * (size_t)w->g.ic + 63) / 64 * 64;
+    /* a tile row reads 64 bytes from its pixel on, past ic when ic < 64 */
+    return ((size_t)(w->qpad + w->reach) * (size_t)w->g.ic + 64 + 63) / 64 * 64;
 }
+
+static void s2d_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grid);
 
 void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grids)
 {
+    if (w->s2d.s) {
+        s2d_pixels(w, x, n, grids);
+        return;
+    }
     const struct fx_geom *g = &w->g;
     const size_t cells = (size_t)w->hv * w->wv, pixel = (size_t)g->ic;
     for (int ph = 0; ph < w->phases; ph++) { /* the last item's grid runs to the end */
@@ -309,6 +317,11 @@ int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w)
 size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff)
 {
     const struct fx_geom *g = &w->g;
+    if (w->s2d.s) { /* a step per window row */
+        for (int u = 0; aoff && u < g->kh; u++)
+            aoff[u] = (int64_t)u * w->wv * g->ic;
+        return (size_t)g->kh * sizeof *aoff;
+    }
     const int steps = g->kh * g->kw * g->ic / 64;
     for (int i = 0; aoff && i < steps; i++) {
         const int tap = i * 64 / g->ic, ky = flip ? g->kh - 1 - tap / g->kw : tap / g->kw;
@@ -324,14 +337,18 @@ int emu_implicit_parts(const struct emu_implicit *w)
     return (int)((w->q + EMU_IMPLICIT_ROWS - 1) / EMU_IMPLICIT_ROWS);
 }
 
-/* Virtual pixel q's row of the output, or -1 where q is no output pixel. */
-static int64_t output_row(const struct emu_implicit *w, int64_t q)
+/* Virtual pixels q0 on: their rows of the output into row[0, count), -1
+ * for those that are no output pixel. */
+static void output_rows(const struct emu_implicit *w, int64_t q0, int count, int64_t *row)
 {
-    const int64_t cells = (int64_t)w->hv * w->wv, n = q / cells;
-    const int a = (int)(q % cells / w->wv), b = (int)(q % w->wv);
-    if (n >= w->g.n || a >= w->g.oh || b >= w->g.ow)
-        return -1;
-    return (n * w->g.oh + a) * w->g.ow + b;
+    const int64_t cells = (int64_t)w->hv * w->wv;
+    int64_t n = q0 / cells;
+    int a = (int)(q0 % cells / w->wv), b = (int)(q0 % w->wv);
+    for (int r = 0; r < count; r++) {
+        row[r] = n < w->g.n && a < w->g.oh && b < w->g.ow ? (n * w->g.oh + a) * w->g.ow + b : -1;
+        if (++b == w->wv && (b = 0, ++a == w->hv))
+            a = 0, n++;
+    }
 }
 
 uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, const int64_t *aoff,
@@ -340,25 +357,49 @@ uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, con
     const int64_t q0 = (int64_t)part * EMU_IMPLICIT_ROWS;
     const int64_t q1 = w->q - q0 < EMU_IMPLICIT_ROWS ? w->q : q0 + EMU_IMPLICIT_ROWS;
     int64_t row[EMU_IMPLICIT_ROWS]; /* 32 at a time: past q1 too, where q1 ends the grid */
-    for (int r = 0; r < EMU_IMPLICIT_ROWS; r++)
-        row[r] = output_row(w, q0 + r);
+    output_rows(w, q0, EMU_IMPLICIT_ROWS, row);
     return emu_conv_amx(grid + (size_t)q0 * (size_t)w->g.ic, (size_t)w->g.ic, aoff, b->kpad / 64, b,
                         row, (int)(q1 - q0), c, w->g.oc);
+}
+
+/* The emulator's implicit GEMM for g on AMX: at stride 1, or space to
+ * depth; -1 if neither. */
+static int conv_plan(const struct fx_geom *g, struct emu_implicit *w)
+{
+    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
+        return -1;
+    return emu_implicit_conv_plan(g, w) && emu_implicit_s2d_plan(g, w) ? -1 : 0;
 }
 
 size_t eeb_emu_conv_scratch(const struct fx_geom *g)
 {
     struct emu_implicit w;
-    if (emu_implicit_conv_plan(g, &w))
+    if (conv_plan(g, &w))
         return 0;
     return emu_implicit_pixels_bytes(&w) + emu_implicit_offsets(&w, 0, NULL);
+}
+
+int eeb_emu_conv_pack(const struct fx_geom *g, const int8_t *w8, struct eeb_emu_packed_b *out)
+{
+    struct emu_implicit w;
+    if (conv_plan(g, &w))
+        return -1;
+    if (!w.s2d.s)
+        return eeb_emu_gemm_pack_b(EEB_EMU_ISA_AMX, w8, g->kh * g->kw * g->ic, g->oc, g->oc, out);
+    int8_t *w2 = malloc(emu_implicit_s2d_weights(&w, w8, NULL));
+    if (!w2)
+        return -1;
+    emu_implicit_s2d_weights(&w, w8, w2);
+    const int rc = eeb_emu_gemm_pack_b(EEB_EMU_ISA_AMX, w2, w.g.kh * 64, g->oc, g->oc, out);
+    free(w2);
+    return rc;
 }
 
 int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_packed_b *w8,
                  int8_t *scratch, int32_t *y, uint32_t *maxabs)
 {
     struct emu_implicit w;
-    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX || !w8->amx || emu_implicit_conv_plan(g, &w))
+    if (conv_plan(g, &w) || !w8->amx)
         return -1;
     int64_t *aoff = (int64_t *)(void *)(scratch + emu_implicit_pixels_bytes(&w));
     emu_implicit_offsets(&w, 0, aoff);
@@ -369,4 +410,70 @@ int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_
         *maxabs = most > *maxabs ? most : *maxabs;
     }
     return 0;
+}
+
+/* ---- space to depth: a strided convolution of few input channels ---- */
+
+int emu_implicit_s2d_plan(const struct fx_geom *g, struct emu_implicit *w)
+{
+    const int s = g->s, c2 = s * s * g->ic;
+    const int kh2 = (g->kh + s - 1) / s, kw2 = (g->kw + s - 1) / s;
+    if (s < 2 || s > EMU_IMPLICIT_STRIDE_MAX || kw2 * c2 > 64)
+        return -1;
+    const struct fx_geom g2 = {g->n, g->oh + kh2 - 1, g->ow + kw2 - 1, c2, g->oh, g->ow, g->oc,
+                               kh2,  kw2,            1,                0};
+    if (emu_implicit_plan(&g2, w))
+        return -1;
+    w->s2d = *g;
+    return 0;
+}
+
+size_t emu_implicit_s2d_weights(const struct emu_implicit *w, const int8_t *w8, int8_t *out)
+{
+    const struct fx_geom *g = &w->s2d, *g2 = &w->g;
+    const size_t bytes = (size_t)g2->kh * 64 * (size_t)g->oc;
+    if (!out)
+        return bytes;
+    memset(out, 0, bytes);
+    for (int u = 0; u < g2->kh; u++)
+        for (int j = 0; j < g2->kw * g2->ic; j++) { /* (v, py, px, ci) */
+            const int v = j / g2->ic, rem = j % g2->ic;
+            const int py = rem / (g->s * g->ic), px = rem / g->ic % g->s, ci = rem % g->ic;
+            const int ky = g->s * u + py, kx = g->s * v + px;
+            if (ky < g->kh && kx < g->kw)
+                memcpy(out + ((size_t)u * 64 + (size_t)j) * g->oc,
+                       w8 + ((size_t)(ky * g->kw + kx) * g->ic + ci) * g->oc, (size_t)g->oc);
+        }
+    return bytes;
+}
+
+/* Item n's grid: pixel (a, b) holds, for py and px < s, xp's pixel
+ * (s*a + py, s*b + px) (x padded by p), py's px run of s*ic bytes one copy. */
+static void s2d_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grid)
+{
+    const struct fx_geom *g = &w->s2d;
+    const size_t cells = (size_t)w->hv * w->wv, c2 = (size_t)w->g.ic, run = (size_t)g->ic;
+    int8_t *item = grid + (size_t)n * cells * c2;
+    memset(item, 0, n == g->n - 1 ? emu_implicit_pixels_bytes(w) - (size_t)n * cells * c2
+                                  : cells * c2);
+    for (int a = 0; a < w->hv; a++)
+        for (int py = 0; py < g->s; py++) {
+            const int y = g->s * a + py - g->p;
+            if (y < 0 || y >= g->ih)
+                continue;
+            const int8_t *row = x + ((size_t)n * g->ih + (size_t)y) * g->iw * run;
+            for (int b = 0; b < w->wv; b++) {
+                const int x0 = g->s * b - g->p; /* px 0's pixel */
+                int8_t *dst = item + ((size_t)a * w->wv + (size_t)b) * c2 + (size_t)py * g->s * run;
+                if (x0 >= 0 && x0 + g->s <= g->iw) { /* the whole run: s*ic bytes */
+                    const int8_t *src = row + (size_t)x0 * run;
+                    for (size_t i = 0; i < (size_t)g->s * run; i++)
+                        dst[i] = src[i];
+                    continue;
+                }
+                for (int px = 0; px < g->s; px++)
+                    if (x0 + px >= 0 && x0 + px < g->iw)
+                        memcpy(dst + (size_t)px * run, row + (size_t)(x0 + px) * run, run);
+            }
+        }
 }
