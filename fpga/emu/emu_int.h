@@ -103,6 +103,10 @@ uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, con
 size_t emu_wgrad_planes_bytes(const struct emu_implicit *w); /* phases x icpad planes */
 size_t emu_wgrad_dy_bytes(const struct emu_implicit *w);     /* qpad x ocpad */
 void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes);
+/* Row c of tap's A tiles: its row of dW (tap * ic + c in W's (ky, kx, ci)
+ * order; space to depth: the tap and channel of the s x s pixels mapped
+ * back), or -1 for a tap past the window. */
+int64_t emu_wgrad_row(const struct emu_implicit *w, int tap, int c);
 void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, int8_t *packed);
 
 /* The tile loops (gemm_amx.c).  Forward: C rows (virtual pixels) from a

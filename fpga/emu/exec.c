@@ -698,8 +698,8 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
         if (implicit_conv(e, &im, j.src, 0, &b, j.acc, &maxabs))
             st = FX_NO_MEMORY;
         else
-            requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc,
-                       fx_round_half_up(), cv->out);
+            requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(),
+                       cv->out);
     } else if (st == FX_OK)
         st = run_rows(e, mem, &j, e_acc, cv->out);
     free_blocks(&b);
@@ -1038,19 +1038,26 @@ static void wgrad_part(void *ctx, int part, int worker)
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
     const int rows = g->ic - c32 * 32 < 32 ? g->ic - c32 * 32 : 32;
     const int cols = g->oc - o32 * 32 < 32 ? g->oc - o32 * 32 : 32;
-    const size_t at = ((size_t)tap * g->ic + (size_t)c32 * 32) * g->oc + (size_t)o32 * 32;
-    if (!j->wide) { /* no shift: at most FX_MAX_REDUCTION products, |sum| <= 2^30, nothing saturates
-                     */
-        const uint32_t most =
-            emu_wgrad_amx_add(sums, rows, cols, j->chunk.first, j->acc + at, (size_t)g->oc);
-        if (j->chunk.last && most > w->maxabs)
-            w->maxabs = most;
-    } else
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                const size_t i = at + (size_t)r * g->oc + (size_t)c;
-                add_sum(&j->chunk, sums[r][c], j->acc + i, j->wide + i, w);
-            }
+    for (int r0 = 0, n; r0 < rows; r0 += n) {
+        /* the run of rows from r0 that are consecutive rows of dW */
+        const int64_t row = emu_wgrad_row(wg, tap, c32 * 32 + r0);
+        for (n = 1; r0 + n < rows && emu_wgrad_row(wg, tap, c32 * 32 + r0 + n) == row + n; n++)
+            ;
+        if (row < 0)
+            continue;
+        const size_t at = (size_t)row * g->oc + (size_t)o32 * 32;
+        if (!j->wide) { /* no shift: at most FX_MAX_REDUCTION products, |sum| <= 2^30 */
+            const uint32_t most = emu_wgrad_amx_add((const int32_t(*)[32])sums[r0], n, cols,
+                                                    j->chunk.first, j->acc + at, (size_t)g->oc);
+            if (j->chunk.last && most > w->maxabs)
+                w->maxabs = most;
+        } else
+            for (int r = 0; r < n; r++)
+                for (int c = 0; c < cols; c++) {
+                    const size_t i = at + (size_t)r * g->oc + (size_t)c;
+                    add_sum(&j->chunk, sums[r0 + r][c], j->acc + i, j->wide + i, w);
+                }
+    }
     tock(j->e, w, EEB_EMU_PHASE_REDUCE, &since);
 }
 
@@ -1078,7 +1085,7 @@ static enum fx_status conv_bwd_weight_tiles(struct eeb_emu *e, uint8_t *mem,
                           .wide = wide};
     reset_workers(e);
     emu_pool_run(e->pool, g->n, wgrad_layout, &j);
-    const int parts = g->kh * g->kw * (wg->icpad / 32) * (wg->ocpad / 32);
+    const int parts = wg->g.kh * wg->g.kw * (wg->icpad / 32) * (wg->ocpad / 32);
     for (j.q0 = 0; j.q0 < wg->qpad; j.q0 = j.q1) {
         j.q1 = wg->qpad - j.q0 < WGRAD_CHUNK ? wg->qpad : j.q0 + WGRAD_CHUNK;
         j.chunk.first = j.q0 == 0;
@@ -1093,7 +1100,8 @@ static enum fx_status conv_bwd_weight(struct eeb_emu *e, uint8_t *mem, const str
 {
     const struct fx_geom *g = &cv->g;
     struct emu_implicit wg;
-    if (e->isa == EEB_EMU_ISA_AMX && g->ic % 16 == 0 && !emu_implicit_plan(g, &wg))
+    if (e->isa == EEB_EMU_ISA_AMX &&
+        ((g->ic % 16 == 0 && !emu_implicit_plan(g, &wg)) || !emu_implicit_s2d_plan(g, &wg)))
         return conv_bwd_weight_tiles(e, mem, cmd, cv, &wg);
     const int K = g->kh * g->kw * g->ic;
     const int64_t rows = (int64_t)g->n * g->oh * g->ow;

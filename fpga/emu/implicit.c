@@ -204,6 +204,44 @@ static void row_to_planes(const struct emu_implicit *w, const int8_t *src, int c
     }
 }
 
+/* Space to depth: item n's pixels into the planes of the s x s pixels'
+ * channels, (py, px, ci) each, byte by byte (the stem's 3 channels). */
+static void s2d_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes)
+{
+    const struct fx_geom *g = &w->s2d;
+    for (int a = 0; a < w->hv; a++)
+        for (int py = 0; py < g->s; py++) {
+            const int y = g->s * a + py - g->p;
+            if (y < 0 || y >= g->ih)
+                continue;
+            const int8_t *row = x + ((size_t)n * g->ih + (size_t)y) * g->iw * g->ic;
+            int8_t *cell = grid_of(w, planes, 0, n) + (size_t)a * w->wv;
+            for (int px = 0; px < g->s; px++) {
+                /* the grid columns whose pixel px is in the row */
+                const int b0 = (g->p - px + g->s - 1) / g->s;
+                int b1 = (g->iw + g->p - px + g->s - 1) / g->s;
+                b1 = b1 < w->wv ? b1 : w->wv;
+                for (int ci = 0; ci < g->ic; ci++) {
+                    int8_t *dst = cell + ((size_t)(py * g->s + px) * g->ic + (size_t)ci) * w->plane;
+                    for (int b = b0 < 0 ? 0 : b0; b < b1; b++)
+                        dst[b] = row[(size_t)(g->s * b + px - g->p) * g->ic + (size_t)ci];
+                }
+            }
+        }
+}
+
+int64_t emu_wgrad_row(const struct emu_implicit *w, int tap, int c)
+{
+    if (c >= w->g.ic)
+        return -1;
+    if (!w->s2d.s)
+        return (int64_t)tap * w->g.ic + c;
+    const struct fx_geom *g = &w->s2d;
+    const int u = tap / w->g.kw, v = tap % w->g.kw; /* c: (py, px, ci) */
+    const int ky = g->s * u + c / (g->s * g->ic), kx = g->s * v + c / g->ic % g->s;
+    return ky < g->kh && kx < g->kw ? (int64_t)(ky * g->kw + kx) * g->ic + c % g->ic : -1;
+}
+
 void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes)
 {
     const struct fx_geom *g = &w->g;
@@ -213,6 +251,10 @@ void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8
     for (int ph = 0; ph < w->phases; ph++)
         for (int c = 0; c < w->icpad; c++)
             memset(grid_of(w, planes, ph, n) + (size_t)c * w->plane, 0, zeros);
+    if (w->s2d.s) {
+        s2d_planes(w, x, n, planes);
+        return;
+    }
     for (int y = 0; y < g->ih; y++) {
         const int py = (y + g->p) % g->s, a = (y + g->p) / g->s;
         if (a >= w->hv) /* past the grid: no tap reads it */
@@ -253,6 +295,34 @@ static const int8_t *dy_of(const struct emu_implicit *w, const int8_t *dy, int64
     return dy + (((size_t)n * w->g.oh + a) * w->g.ow + b) * w->g.oc;
 }
 
+/* Virtual pixels in order from one on, without a division each. */
+struct walk {
+    const struct emu_implicit *w;
+    const int8_t *dy;
+    int n, a, b;
+};
+
+static struct walk walk_from(const struct emu_implicit *w, const int8_t *dy, int64_t q)
+{
+    const int64_t cells = (int64_t)w->hv * w->wv;
+    struct walk k = {w, dy, (int)(q / cells), (int)(q % cells / w->wv), (int)(q % w->wv)};
+    return k;
+}
+
+/* The walk's pixel's errors, or NULL where it is no output pixel; then
+ * the next pixel. */
+static const int8_t *walk_next(struct walk *k)
+{
+    const struct fx_geom *g = &k->w->g;
+    const int8_t *src =
+        k->n < g->n && k->a < g->oh && k->b < g->ow
+            ? k->dy + (((size_t)k->n * g->oh + (size_t)k->a) * g->ow + (size_t)k->b) * g->oc
+            : NULL;
+    if (++k->b == k->w->wv && (k->b = 0, ++k->a == k->w->hv))
+        k->a = 0, k->n++;
+    return src;
+}
+
 /* Pixel q's errors into packed, byte by byte (zeros where q is no
  * output pixel, and in the columns past oc). */
 static void pack_pixel(const struct emu_implicit *w, const int8_t *dy, int64_t q, int8_t *packed)
@@ -279,10 +349,11 @@ void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, in
         end = four;
     for (int64_t q = q0; q < four; q++)
         pack_pixel(w, dy, q, packed);
+    struct walk k = walk_from(w, dy, four);
     for (int64_t q = four; q < end; q += 4) {
         const int8_t *src[4];
         for (int i = 0; i < 4; i++)
-            src[i] = dy_of(w, dy, q + i);
+            src[i] = walk_next(&k);
         for (int h = 0; h < w->ocpad / 16; h++) {
             __m128i r[4];
             for (int i = 0; i < 4; i++)
@@ -420,8 +491,8 @@ int emu_implicit_s2d_plan(const struct fx_geom *g, struct emu_implicit *w)
     const int kh2 = (g->kh + s - 1) / s, kw2 = (g->kw + s - 1) / s;
     if (s < 2 || s > EMU_IMPLICIT_STRIDE_MAX || kw2 * c2 > 64)
         return -1;
-    const struct fx_geom g2 = {g->n, g->oh + kh2 - 1, g->ow + kw2 - 1, c2, g->oh, g->ow, g->oc,
-                               kh2,  kw2,            1,                0};
+    const struct fx_geom g2 = {
+        g->n, g->oh + kh2 - 1, g->ow + kw2 - 1, c2, g->oh, g->ow, g->oc, kh2, kw2, 1, 0};
     if (emu_implicit_plan(&g2, w))
         return -1;
     w->s2d = *g;
@@ -454,8 +525,8 @@ static void s2d_pixels(const struct emu_implicit *w, const int8_t *x, int n, int
     const struct fx_geom *g = &w->s2d;
     const size_t cells = (size_t)w->hv * w->wv, c2 = (size_t)w->g.ic, run = (size_t)g->ic;
     int8_t *item = grid + (size_t)n * cells * c2;
-    memset(item, 0, n == g->n - 1 ? emu_implicit_pixels_bytes(w) - (size_t)n * cells * c2
-                                  : cells * c2);
+    memset(item, 0,
+           n == g->n - 1 ? emu_implicit_pixels_bytes(w) - (size_t)n * cells * c2 : cells * c2);
     for (int a = 0; a < w->hv; a++)
         for (int py = 0; py < g->s; py++) {
             const int y = g->s * a + py - g->p;

@@ -460,6 +460,23 @@ Test(ops, implicit_gemm_grids)
     struct fx_geom g = {2, 40, 40, 16, 8, 8, 16, 5, 5, 5, 0};
     struct emu_implicit w;
     cr_expect_eq(emu_implicit_plan(&g, &w), -1, "stride 5: 25 phases, past the maximum");
+
+    /* ResNet's stem in space to depth: 2 x 2 pixels of 3 channels, a 4 x 4
+     * window of 12 channels over the padded 230 x 230 input's 115 x 115 */
+    struct fx_geom stem = {2, 224, 224, 3, 112, 112, 64, 7, 7, 2, 3};
+    cr_assert_eq(emu_implicit_s2d_plan(&stem, &w), 0);
+    cr_expect_eq(w.g.ic, 12);
+    cr_expect_eq(w.g.kh, 4);
+    cr_expect_eq(w.g.kw, 4);
+    cr_expect_eq(w.wv, 115);
+    cr_expect_eq(w.hv, 115);
+    /* tap (3, 3), channel (py 0, px 0, ci 2) is W's tap (6, 6); px 1 of it
+     * would be column 7, past the window */
+    cr_expect_eq(emu_wgrad_row(&w, 15, 2), (6 * 7 + 6) * 3 + 2);
+    cr_expect_eq(emu_wgrad_row(&w, 15, 3), -1);
+    cr_expect_eq(emu_wgrad_row(&w, 0, 12), -1, "past the 12 channels");
+    stem.ic = 6; /* a window row of 4 x 24 bytes: more than one step of k */
+    cr_expect_eq(emu_implicit_s2d_plan(&stem, &w), -1);
 }
 
 /* On AMX, convolutions are implicit GEMMs over the input's phases
