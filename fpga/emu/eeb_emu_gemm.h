@@ -83,9 +83,9 @@ void eeb_emu_gemm_amx_tiles(void);
  * A convolution of geometry g (NHWC x of g->n items) by W (k*k*ic rows in
  * (ky, kx, ci) order by oc) into NHWC int32 y, on this thread, the way the
  * emulator runs it where its GEMMs are on AMX: an implicit GEMM with no
- * im2col, at stride 1 for input channels in 64s (no 1x1 reading x in
- * place), or at a stride for few input channels (a window row of s x s
- * pixels at a time in 64 bytes: ResNet's stem).  W packed for it by
+ * im2col, for input channels in 64s (not a 1x1), or at a stride for few
+ * input channels (a window row of s x s pixels at a time in 64 bytes:
+ * ResNet's stem).  W packed for it by
  * eeb_emu_conv_pack; scratch: eeb_emu_conv_scratch(g) bytes, 0 where the
  * implicit GEMM does not apply.  *maxabs as for the GEMM.  The two others
  * return 0, or -1 where it does not apply (and nothing is done) or

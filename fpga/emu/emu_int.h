@@ -77,8 +77,8 @@ int emu_implicit_tap(const struct emu_implicit *w, int tap, int *offset);
  * also writes the zeros past it).  Items touch disjoint bytes. */
 size_t emu_implicit_pixels_bytes(const struct emu_implicit *w);
 void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grids);
-/* The grid of a convolution that runs as an implicit GEMM (stride 1,
- * input channels in 64s, not a 1x1 that reads x in place); -1 if not. */
+/* The grids of a convolution that runs as an implicit GEMM (input
+ * channels in 64s, not a 1x1); -1 if not. */
 int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w);
 /* A stride-s convolution g of few input channels as a stride-1 one of
  * ceil(k/s) x ceil(k/s) taps over s x s pixels at a time (space to depth),
@@ -93,7 +93,7 @@ size_t emu_implicit_s2d_weights(const struct emu_implicit *w, const int8_t *w8, 
 size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff);
 /* Parts of EMU_IMPLICIT_ROWS virtual pixels; part `part` of the
  * convolution by b (a block of columns, C at c), the largest |C|. */
-#define EMU_IMPLICIT_ROWS 256
+#define EMU_IMPLICIT_ROWS 512
 int emu_implicit_parts(const struct emu_implicit *w);
 uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, const int64_t *aoff,
                            const struct eeb_emu_packed_b *b, int part, int32_t *c);

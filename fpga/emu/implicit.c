@@ -375,12 +375,12 @@ void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, in
         pack_pixel(w, dy, q, packed);
 }
 
-/* ---- the forward convolution ---- */
+/* ---- the convolution ---- */
 
 int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w)
 {
     const int in_place = g->kh == 1 && g->kw == 1 && g->p == 0; /* x is A itself */
-    if (g->s != 1 || g->ic % 64 || in_place)
+    if (g->ic % 64 || in_place)
         return -1;
     return emu_implicit_plan(g, w);
 }
@@ -397,8 +397,9 @@ size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aof
     for (int i = 0; aoff && i < steps; i++) {
         const int tap = i * 64 / g->ic, ky = flip ? g->kh - 1 - tap / g->kw : tap / g->kw;
         int offset;
-        emu_implicit_tap(w, ky * g->kw + tap % g->kw, &offset);
-        aoff[i] = (int64_t)offset * g->ic + i * 64 % g->ic;
+        const int ph = emu_implicit_tap(w, ky * g->kw + tap % g->kw, &offset);
+        aoff[i] = (int64_t)ph * (int64_t)emu_implicit_pixels_bytes(w) + (int64_t)offset * g->ic +
+                  i * 64 % g->ic;
     }
     return (size_t)steps * sizeof *aoff;
 }
@@ -447,7 +448,7 @@ size_t eeb_emu_conv_scratch(const struct fx_geom *g)
     struct emu_implicit w;
     if (conv_plan(g, &w))
         return 0;
-    return emu_implicit_pixels_bytes(&w) + emu_implicit_offsets(&w, 0, NULL);
+    return (size_t)w.phases * emu_implicit_pixels_bytes(&w) + emu_implicit_offsets(&w, 0, NULL);
 }
 
 int eeb_emu_conv_pack(const struct fx_geom *g, const int8_t *w8, struct eeb_emu_packed_b *out)
@@ -472,7 +473,7 @@ int eeb_emu_conv(const struct fx_geom *g, const int8_t *x, const struct eeb_emu_
     struct emu_implicit w;
     if (conv_plan(g, &w) || !w8->amx)
         return -1;
-    int64_t *aoff = (int64_t *)(void *)(scratch + emu_implicit_pixels_bytes(&w));
+    int64_t *aoff = (int64_t *)(void *)(scratch + (size_t)w.phases * emu_implicit_pixels_bytes(&w));
     emu_implicit_offsets(&w, 0, aoff);
     for (int n = 0; n < g->n; n++)
         emu_implicit_pixels(&w, x, n, scratch);

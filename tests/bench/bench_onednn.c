@@ -5,10 +5,10 @@
  * scales, no bias).
  *
  * eeb convolves as the emulator does (eeb_emu_gemm.h, on its best
- * instruction set).  Where its GEMMs run on AMX, a stride-1 convolution
- * whose input channels come in 64s, and the stem (3 channels at stride
- * 2), are implicit GEMMs with no im2col (eeb_emu_conv, the emulator's own
- * code on one thread).  The others are
+ * instruction set).  Where its GEMMs run on AMX, a convolution whose
+ * input channels come in 64s (not a 1x1), and the stem (3 channels at
+ * stride 2), are implicit GEMMs with no im2col (eeb_emu_conv, the
+ * emulator's own code on one thread).  The others are
  * im2col + one int8 GEMM: the NHWC source unrolled into a batch x output
  * pixels by k*k*C_in matrix, in (ky, kx, c) order, times the weights
  * packed once; here im2col unrolls the whole batch before the GEMM (the
@@ -406,8 +406,7 @@ int main(int argc, char **argv)
            BATCH);
     printf("  CPU: %s\n", cpu);
     printf("  eeb: int8 GEMMs on %s%s\n", eeb_emu_isa_name(isa),
-           isa == EEB_EMU_ISA_AMX ? "; at stride 1 with channels in 64s and at the stem an "
-                                    "implicit GEMM, else im2col + GEMM"
+           isa == EEB_EMU_ISA_AMX ? "; implicit GEMMs (no im2col) but for the 1x1s"
                                   : ", after im2col");
     printf("  oneDNN %d.%d.%d (commit %s): up to %s, %s runtime", v->major, v->minor, v->patch,
            v->hash, dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()),

@@ -480,8 +480,9 @@ Test(ops, implicit_gemm_grids)
 }
 
 /* On AMX, convolutions are implicit GEMMs over the input's phases
- * (fpga/emu/implicit.c).  Forward and backward data at stride 1 with
- * input channels in 64s: padded or not, 3x3 and 5x5, odd sides. */
+ * (fpga/emu/implicit.c).  With input channels in 64s, forward at strides
+ * 1 and 2 and backward data at stride 1: padded or not, 3x3 and 5x5, odd
+ * sides. */
 Test(ops, convolutions_as_implicit_gemms, .timeout = 120)
 {
     if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
