@@ -1268,6 +1268,12 @@ static void maxpool_fwd_part(void *ctx, int part, int worker)
     tock(j->e, &j->e->w[worker], EEB_EMU_PHASE_POOL, &since);
 }
 
+/* Backward in two passes over a part's channels, POOL_CH at a time: each
+ * window's winning tap per channel (ky * kw + kx of its first maximum),
+ * then each input pixel's sum of the errors of the windows it won, added
+ * up where they lie, written once with the largest |sum| kept.  (Adding
+ * each window's errors into its winners' sums took a read and a write
+ * per channel, a channel at a time, and a pass to clear them.) */
 static void maxpool_bwd_part(void *ctx, int part, int worker)
 {
     struct pool_job *j = ctx;
@@ -1277,47 +1283,64 @@ static void maxpool_bwd_part(void *ctx, int part, int worker)
     const int per_item = (g->ic + j->cols - 1) / j->cols, n = part / per_item;
     const int first = part % per_item * j->cols;
     const int end = g->ic - first < j->cols ? g->ic : first + j->cols;
-    for (int y = 0; y < g->ih; y++)
-        for (int x = 0; x < g->iw; x++)
-            memset(j->acc + pool_at(g, n, y, x, g->ih, g->iw, first), 0,
-                   (size_t)(end - first) * sizeof *j->acc);
-    size_t at[POOL_TAPS];        /* a window's inputs (pad < window: one at least) */
-    uint8_t best[POOL_CH] = {0}; /* per channel: which of them is the maximum */
-    int8_t most[POOL_CH] = {0};  /* and its value */
+    uint8_t *winner = grow(&w->col, (size_t)g->oh * g->ow * POOL_CH);
+    if (!winner) {
+        w->oom = 1;
+        return;
+    }
+    uint32_t top = 0; /* the largest |sum|: a few errors each, no int32 clamps */
     for (int c0 = first; c0 < end; c0 += POOL_CH) {
         const int nc = end - c0 < POOL_CH ? end - c0 : POOL_CH;
         for (int oy = 0; oy < g->oh; oy++)
             for (int ox = 0; ox < g->ow; ox++) {
-                int taps = 0;
+                uint8_t best[POOL_CH]; /* locals, not the buffer: its stores could alias */
+                int8_t most[POOL_CH];
+                int seen = 0; /* taps inside the image so far (pad < window: one at least) */
                 for (int ky = 0; ky < g->kh; ky++)
                     for (int kx = 0; kx < g->kw; kx++) {
                         int iy = oy * g->s - g->p + ky, ix = ox * g->s - g->p + kx;
                         if ((unsigned)iy >= (unsigned)g->ih || (unsigned)ix >= (unsigned)g->iw)
                             continue;
-                        at[taps] = pool_at(g, n, iy, ix, g->ih, g->iw, c0);
-                        const int8_t *v = j->x + at[taps];
+                        const int8_t *v = j->x + pool_at(g, n, iy, ix, g->ih, g->iw, c0);
+                        const uint8_t tap = (uint8_t)(ky * g->kw + kx);
                         for (int c = 0; c < nc; c++) { /* strictly greater: the first wins */
-                            int win = taps == 0 || v[c] > most[c];
+                            int win = !seen || v[c] > most[c];
                             most[c] = win ? v[c] : most[c];
-                            best[c] = win ? (uint8_t)taps : best[c];
+                            best[c] = win ? tap : best[c];
                         }
-                        taps++;
+                        seen = 1;
                     }
-                const int8_t *d = j->dy + pool_at(g, n, oy, ox, g->oh, g->ow, c0);
-                for (int c = 0; c < nc; c++)
-                    j->acc[at[best[c]] + (size_t)c] += d[c];
+                memcpy(winner + ((size_t)oy * g->ow + (size_t)ox) * POOL_CH, best, (size_t)nc);
             }
-        uint32_t top = 0; /* the largest |sum|: a few errors each, no int32 clamps */
-        for (int y = 0; y < g->ih; y++)
+        for (int y = 0; y < g->ih; y++) {
+            /* the windows over row y: oy * s - p <= y <= oy * s - p + kh - 1 */
+            const int lo_y = y + g->p - g->kh + 1, hi_y = (y + g->p) / g->s;
+            const int oy0 = lo_y <= 0 ? 0 : (lo_y + g->s - 1) / g->s;
+            const int oy1 = hi_y < g->oh - 1 ? hi_y : g->oh - 1;
             for (int x = 0; x < g->iw; x++) {
-                const int32_t *a = j->acc + pool_at(g, n, y, x, g->ih, g->iw, c0);
+                const int lo_x = x + g->p - g->kw + 1, hi_x = (x + g->p) / g->s;
+                const int ox0 = lo_x <= 0 ? 0 : (lo_x + g->s - 1) / g->s;
+                const int ox1 = hi_x < g->ow - 1 ? hi_x : g->ow - 1;
+                int32_t sum[POOL_CH] = {0};
+                for (int oy = oy0; oy <= oy1; oy++)
+                    for (int ox = ox0; ox <= ox1; ox++) {
+                        const uint8_t tap =
+                            (uint8_t)((y - oy * g->s + g->p) * g->kw + (x - ox * g->s + g->p));
+                        const uint8_t *best = winner + ((size_t)oy * g->ow + (size_t)ox) * POOL_CH;
+                        const int8_t *d = j->dy + pool_at(g, n, oy, ox, g->oh, g->ow, c0);
+                        for (int c = 0; c < nc; c++) /* no branch: the compiler vectorizes it */
+                            sum[c] += (best[c] == tap) * d[c];
+                    }
+                int32_t *a = j->acc + pool_at(g, n, y, x, g->ih, g->iw, c0);
                 for (int c = 0; c < nc; c++) {
-                    uint32_t m = a[c] < 0 ? 0u - (uint32_t)a[c] : (uint32_t)a[c];
+                    a[c] = sum[c];
+                    const uint32_t m = (uint32_t)(sum[c] < 0 ? -sum[c] : sum[c]);
                     top = m > top ? m : top;
                 }
             }
-        w->maxabs = top > w->maxabs ? top : w->maxabs;
+        }
     }
+    w->maxabs = top > w->maxabs ? top : w->maxabs;
     tock(j->e, w, EEB_EMU_PHASE_POOL, &since);
 }
 
