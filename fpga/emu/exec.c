@@ -1288,13 +1288,13 @@ static void maxpool_bwd_part(void *ctx, int part, int worker)
         w->oom = 1;
         return;
     }
-    uint32_t top = 0; /* the largest |sum|: a few errors each, no int32 clamps */
+    uint32_t top = 0;            /* the largest |sum|: a few errors each, no int32 clamps */
+    uint8_t best[POOL_CH] = {0}; /* a window's winners: locals, for stores through */
+    int8_t most[POOL_CH] = {0};  /* the buffer's byte pointer could alias anything */
     for (int c0 = first; c0 < end; c0 += POOL_CH) {
         const int nc = end - c0 < POOL_CH ? end - c0 : POOL_CH;
         for (int oy = 0; oy < g->oh; oy++)
             for (int ox = 0; ox < g->ow; ox++) {
-                uint8_t best[POOL_CH]; /* locals, not the buffer: its stores could alias */
-                int8_t most[POOL_CH];
                 int seen = 0; /* taps inside the image so far (pad < window: one at least) */
                 for (int ky = 0; ky < g->kh; ky++)
                     for (int kx = 0; kx < g->kw; kx++) {
@@ -1326,10 +1326,10 @@ static void maxpool_bwd_part(void *ctx, int part, int worker)
                     for (int ox = ox0; ox <= ox1; ox++) {
                         const uint8_t tap =
                             (uint8_t)((y - oy * g->s + g->p) * g->kw + (x - ox * g->s + g->p));
-                        const uint8_t *best = winner + ((size_t)oy * g->ow + (size_t)ox) * POOL_CH;
+                        const uint8_t *won = winner + ((size_t)oy * g->ow + (size_t)ox) * POOL_CH;
                         const int8_t *d = j->dy + pool_at(g, n, oy, ox, g->oh, g->ow, c0);
                         for (int c = 0; c < nc; c++) /* no branch: the compiler vectorizes it */
-                            sum[c] += (best[c] == tap) * d[c];
+                            sum[c] += (won[c] == tap) * d[c];
                     }
                 int32_t *a = j->acc + pool_at(g, n, y, x, g->ih, g->iw, c0);
                 for (int c = 0; c < nc; c++) {

@@ -21,8 +21,11 @@
  * one core (bench.h) read just before each timed step, times two cores;
  * on a CPU with AMX, where the emulator's GEMMs run on tiles, the step is
  * also set against the tdpbssd rate read the same way.
- * The emulator's GEMMs multiply these MACs, the padding of their packed
- * operands aside (on AMX, k to 64: the stem's 147 to 192): at a stride,
+ * The emulator's GEMMs multiply these MACs and some zeros besides, which
+ * the shares below do not count: the padding of packed operands (k to 64
+ * on AMX); on AMX its implicit GEMMs' virtual pixels past each grid row
+ * (4 % more at 56 x 56, 31 % at 7 x 7) and the stem's taps past its 7 x 7
+ * window in space to depth (256 or 512 rows of k for 147).  At a stride,
  * its backward data takes per input pixel only the taps whose windows
  * start on an output pixel (here, sides divisible by the stride, as many
  * products as the forward pass's).
@@ -305,7 +308,7 @@ static void print_profile(const struct eeb_emu_profile *p, double gemm_ops, doub
     if (peak_gops > 0) {
         double gemm_s = p->ns[EEB_EMU_PHASE_GEMM] / 1e9 / PROFILED;
         double f = gemm_ops / gemm_s / 1e9 / peak_gops;
-        printf("  the GEMMs alone (the MACs the emulator multiplies, over their core-time): %.0f%% "
+        printf("  the GEMMs alone (the network's MACs over the GEMMs' core-time): %.0f%% "
                "of the %s peak\n",
                100 * f, peak_of);
         bench_line(metric, f, "1");
