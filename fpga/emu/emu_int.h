@@ -18,7 +18,6 @@
 #define EEB_EMU_INT_H
 
 #include "eeb_emu_gemm.h"
-#include "fpga/kernel/fx_kernel.h"
 
 #define EMU_NR 32 /* columns per B panel */
 
@@ -47,16 +46,18 @@ void emu_transpose16(const int8_t *src, size_t lds, int8_t *dst, size_t ldd);
 
 /* ---- convolutions as implicit GEMMs on AMX (implicit.c has the layouts) ---- */
 
-#define EMU_IMPLICIT_STRIDE_MAX 4 /* s x s phases at most */
+/* s x s phases at most: the strides eeb's networks take (net.c), the
+ * only ones tested; the kernel's other strides keep im2col */
+#define EMU_IMPLICIT_STRIDE_MAX 2
 
 struct emu_implicit {
     struct fx_geom g;
     int wv, hv; /* each phase's grid of pixels per item */
     int phases; /* the phases some tap reads */
-    int phase[EMU_IMPLICIT_STRIDE_MAX *
-              EMU_IMPLICIT_STRIDE_MAX]; /* py * s + px -> its number, or -1 */
-    int64_t q, qpad;                    /* virtual pixels, n * hv * wv; rounded up to 64 */
-    int reach;                          /* the farthest tap's offset from q */
+    /* py * s + px -> the phase's number, or -1 */
+    int phase[EMU_IMPLICIT_STRIDE_MAX * EMU_IMPLICIT_STRIDE_MAX];
+    int64_t q, qpad; /* virtual pixels, n * hv * wv; rounded up to 64 */
+    int reach;       /* the farthest tap's offset from q */
     /* the weight gradient's layout */
     int icpad, ocpad; /* channels rounded up to 32: tiles come in pairs */
     size_t plane;     /* bytes per channel's plane of a phase */
@@ -66,48 +67,50 @@ struct emu_implicit {
 };
 
 /* The grids for a convolution of geometry g; -1 for a stride past the
- * maximum. */
-int emu_implicit_plan(const struct fx_geom *g, struct emu_implicit *w);
+ * maximum, no items, or planes too long for a tile load's row stride. */
+int emu_implicit_plan(const struct fx_geom *g, struct emu_implicit *im);
 /* Tap (ky * kw + kx): its phase's number, and the offset of its reads
  * from q in that phase's grid. */
-int emu_implicit_tap(const struct emu_implicit *w, int tap, int *offset);
+int emu_implicit_tap(const struct emu_implicit *im, int tap, int *offset);
 
 /* Forward: x as pixels of ic bytes in the grids, the phases
  * emu_implicit_pixels_bytes apart; item n of x into them (the last item
  * also writes the zeros past it).  Items touch disjoint bytes. */
-size_t emu_implicit_pixels_bytes(const struct emu_implicit *w);
-void emu_implicit_pixels(const struct emu_implicit *w, const int8_t *x, int n, int8_t *grids);
-/* The grids of a convolution that runs as an implicit GEMM (input
- * channels in 64s, not a 1x1); -1 if not. */
-int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *w);
+size_t emu_implicit_pixels_bytes(const struct emu_implicit *im);
+void emu_implicit_pixels(const struct emu_implicit *im, const int8_t *x, int n, int8_t *grids);
+/* The grids of a convolution that runs as an implicit GEMM: input
+ * channels in 64s and not an unpadded 1x1, or space to depth (below); -1
+ * if neither. */
+int emu_implicit_conv_plan(const struct fx_geom *g, struct emu_implicit *im);
 /* A stride-s convolution g of few input channels as a stride-1 one of
  * ceil(k/s) x ceil(k/s) taps over s x s pixels at a time (space to depth),
  * each window row of those one 64-byte step of k; -1 where a window row
  * takes more.  Its weights: B with 64 rows per window row (the taps past
  * g's window zero) by oc, into out unless NULL; the bytes they take. */
-int emu_implicit_s2d_plan(const struct fx_geom *g, struct emu_implicit *w);
-size_t emu_implicit_s2d_weights(const struct emu_implicit *w, const int8_t *w8, int8_t *out);
+int emu_implicit_s2d_plan(const struct fx_geom *g, struct emu_implicit *im);
+size_t emu_implicit_s2d_weights(const struct emu_implicit *im, const int8_t *weights, int8_t *out);
 /* Per 64 bytes of B's k (taps in (ky, kx, ci) order, ky turned around if
  * flip; space to depth: window rows), where A's rows start from the first
  * virtual pixel's: into aoff unless NULL; the bytes they take. */
-size_t emu_implicit_offsets(const struct emu_implicit *w, int flip, int64_t *aoff);
+size_t emu_implicit_offsets(const struct emu_implicit *im, int flip, int64_t *aoff);
 /* Parts of EMU_IMPLICIT_ROWS virtual pixels; part `part` of the
  * convolution by b (a block of columns, C at c), the largest |C|. */
 #define EMU_IMPLICIT_ROWS 512
-int emu_implicit_parts(const struct emu_implicit *w);
-uint32_t emu_implicit_part(const struct emu_implicit *w, const int8_t *grid, const int64_t *aoff,
+int emu_implicit_parts(const struct emu_implicit *im);
+uint32_t emu_implicit_part(const struct emu_implicit *im, const int8_t *grid, const int64_t *aoff,
                            const struct eeb_emu_packed_b *b, int part, int32_t *c);
 
 /* Weight gradient: x as planes (a phase's grid of one channel), dy packed
- * as B tiles; item n of each, as above.  Input channels in 16s. */
-size_t emu_wgrad_planes_bytes(const struct emu_implicit *w); /* phases x icpad planes */
-size_t emu_wgrad_dy_bytes(const struct emu_implicit *w);     /* qpad x ocpad */
-void emu_wgrad_planes(const struct emu_implicit *w, const int8_t *x, int n, int8_t *planes);
+ * as B tiles; item n of each, as above.  Input channels in 16s, or space
+ * to depth. */
+size_t emu_wgrad_planes_bytes(const struct emu_implicit *im); /* phases x icpad planes */
+size_t emu_wgrad_dy_bytes(const struct emu_implicit *im);     /* qpad x ocpad */
+void emu_wgrad_planes(const struct emu_implicit *im, const int8_t *x, int n, int8_t *planes);
 /* Row c of tap's A tiles: its row of dW (tap * ic + c in W's (ky, kx, ci)
  * order; space to depth: the tap and channel of the s x s pixels mapped
  * back), or -1 for a tap past the window. */
-int64_t emu_wgrad_row(const struct emu_implicit *w, int tap, int c);
-void emu_wgrad_pack_dy(const struct emu_implicit *w, const int8_t *dy, int n, int8_t *packed);
+int64_t emu_wgrad_row(const struct emu_implicit *im, int tap, int c);
+void emu_wgrad_pack_dy(const struct emu_implicit *im, const int8_t *dy, int n, int8_t *packed);
 
 /* The tile loops (gemm_amx.c).  Forward: C rows (virtual pixels) from a
  * (pixels lda apart), one 64-byte step of k per packed B block, step i's

@@ -3,8 +3,8 @@
  *
  * It runs the same image and programs as the kernel C.  Convolution and FC
  * commands, where the time goes, become im2col + int8 GEMM (gemm.c) split
- * across the worker pool (on AMX, weight gradients an implicit GEMM with
- * no im2col: implicit.c); max pools run on the pool by items and channels;
+ * across the worker pool (on AMX, most of them implicit GEMMs with no
+ * im2col: implicit.c); max pools run on the pool by items and channels;
  * the weight updates run the kernel's own SGD and QUANT_W, one layer per
  * worker at a time; the other commands are cheap and run the kernel's own
  * code (fx_kernel_exec) on one core.  The arithmetic is the kernel's: the
@@ -585,9 +585,11 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
  * x 32 output channels keep their sums in the tiles over every tap and
  * channel, and leave them once, bias added.  The backward data pass at
  * stride 1 is such a convolution too: of dy, padded by k - 1 - p, with
- * W's taps turned around.  A 1x1 keeps im2col, one copy of each pixel it
- * reads (at stride 2 the grid was 5-20 % slower); so does a strided
- * backward data pass (by phases, with only their taps).
+ * W's taps turned around.  An unpadded 1x1 reads x in place at stride 1
+ * and keeps im2col at a stride, one copy of each pixel it reads (the grid
+ * was 5-20 % slower); a strided backward data pass keeps its phases, each
+ * with only its taps.  Few input channels at a stride (the stem) go in
+ * space to depth.
  */
 struct implicit_job {
     struct eeb_emu *e;
@@ -660,12 +662,10 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
         widest = bias[c] > widest ? bias[c] : -bias[c] > widest ? -bias[c] : widest;
     }
-    /* on AMX an implicit GEMM: at stride 1, or of s x s pixels at a time
-     * (space to depth) where few channels come in at a stride, its B then
-     * with 64 rows per window row */
+    /* on AMX an implicit GEMM, whose B for s x s pixels at a time (space
+     * to depth: few channels at a stride) has 64 rows per window row */
     struct emu_implicit im;
-    int implicit = e->isa == EEB_EMU_ISA_AMX &&
-                   (!emu_implicit_conv_plan(g, &im) || !emu_implicit_s2d_plan(g, &im));
+    int implicit = e->isa == EEB_EMU_ISA_AMX && !emu_implicit_conv_plan(g, &im);
     int k = implicit && im.s2d.s ? im.g.kh * 64 : g->kh * g->kw * g->ic;
     if (implicit && widest > EEB_EMU_GEMM_BIAS_MAX(k))
         implicit = 0, k = g->kh * g->kw * g->ic;
@@ -986,9 +986,10 @@ static enum fx_status weight_done(struct eeb_emu *e, uint8_t *mem, const struct 
  * of it, and dW's sums leave the tiles once per chunk rather than once per
  * 64 rows of the reduction.
  */
-#define WGRAD_CHUNK                                                                                \
-    8192 /* virtual pixels: a part's 32 planes and 32 columns of dy, 512 KiB, stay in L2 over its  \
-            taps */
+/* Virtual pixels per chunk: a part's 32 planes and 32 columns of dy, 512
+ * KiB, which the parts of the next taps read again (at stride 1 the same
+ * planes, shifted) while they are in L2, where the same worker takes them. */
+#define WGRAD_CHUNK 8192
 
 struct wgrad_job {
     struct eeb_emu *e;
@@ -1037,21 +1038,22 @@ static void wgrad_part(void *ctx, int part, int worker)
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
     const int rows = g->ic - c32 * 32 < 32 ? g->ic - c32 * 32 : 32;
     const int cols = g->oc - o32 * 32 < 32 ? g->oc - o32 * 32 : 32;
-    for (int r0 = 0, n; r0 < rows; r0 += n) {
+    for (int r0 = 0, len; r0 < rows; r0 += len) {
         /* the run of rows from r0 that are consecutive rows of dW */
         const int64_t row = emu_wgrad_row(wg, tap, c32 * 32 + r0);
-        for (n = 1; r0 + n < rows && emu_wgrad_row(wg, tap, c32 * 32 + r0 + n) == row + n; n++)
-            ;
-        if (row < 0)
+        len = 1;
+        if (row < 0) /* a tap past the window (space to depth) */
             continue;
+        while (r0 + len < rows && emu_wgrad_row(wg, tap, c32 * 32 + r0 + len) == row + len)
+            len++;
         const size_t at = (size_t)row * g->oc + (size_t)o32 * 32;
         if (!j->wide) { /* no shift: at most FX_MAX_REDUCTION products, |sum| <= 2^30 */
-            const uint32_t most = emu_wgrad_amx_add((const int32_t(*)[32])sums[r0], n, cols,
+            const uint32_t most = emu_wgrad_amx_add((const int32_t(*)[32])sums[r0], len, cols,
                                                     j->chunk.first, j->acc + at, (size_t)g->oc);
             if (j->chunk.last && most > w->maxabs)
                 w->maxabs = most;
         } else
-            for (int r = 0; r < n; r++)
+            for (int r = 0; r < len; r++)
                 for (int c = 0; c < cols; c++) {
                     const size_t i = at + (size_t)r * g->oc + (size_t)c;
                     add_sum(&j->chunk, sums[r0 + r][c], j->acc + i, j->wide + i, w);
@@ -1212,7 +1214,8 @@ static enum fx_status serial(struct eeb_emu *e, uint8_t *mem, const struct fx_cm
  * requantization (half up, at dy's exponent) makes dx.
  */
 #define POOL_CH   64  /* channels a window goes over at a time, backward */
-#define POOL_TAPS 255 /* window size the emulator pools itself (the kernel: any) */
+#define POOL_TAPS 255 /* window size the emulator pools itself (the kernel: any); a tap's */
+                      /* number fits the uint8_t of the backward pass's winners */
 
 struct pool_job {
     struct eeb_emu *e;
@@ -1288,9 +1291,12 @@ static void maxpool_bwd_part(void *ctx, int part, int worker)
         w->oom = 1;
         return;
     }
-    uint32_t top = 0;            /* the largest |sum|: a few errors each, no int32 clamps */
-    uint8_t best[POOL_CH] = {0}; /* a window's winners: locals, for stores through */
-    int8_t most[POOL_CH] = {0};  /* the buffer's byte pointer could alias anything */
+    uint32_t top = 0; /* the largest |sum|: a few errors each, no int32 clamps */
+    /* a window's winners and their values, in locals: stored through the
+     * buffer's byte pointer, which may alias anything, they kept gcc from
+     * vectorizing the loop */
+    uint8_t best[POOL_CH] = {0};
+    int8_t most[POOL_CH] = {0};
     for (int c0 = first; c0 < end; c0 += POOL_CH) {
         const int nc = end - c0 < POOL_CH ? end - c0 : POOL_CH;
         for (int oy = 0; oy < g->oh; oy++)

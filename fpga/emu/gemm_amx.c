@@ -135,11 +135,11 @@ TARGET uint32_t emu_conv_amx(const int8_t *a, size_t lda, const int64_t *aoff, i
             _tile_zero(1);
             _tile_zero(2);
             _tile_zero(3);
-            for (int g = 0; g < steps; g++) {
-                _tile_loadd(4, ar + aoff[g], lda);
-                _tile_loadd(5, ar + aoff[g] + 16 * lda, lda);
-                _tile_loadd(6, bp + (size_t)g * 2048, 64);
-                _tile_loadd(7, bp + (size_t)g * 2048 + 1024, 64);
+            for (int i = 0; i < steps; i++) {
+                _tile_loadd(4, ar + aoff[i], lda);
+                _tile_loadd(5, ar + aoff[i] + 16 * lda, lda);
+                _tile_loadd(6, bp + (size_t)i * 2048, 64);
+                _tile_loadd(7, bp + (size_t)i * 2048 + 1024, 64);
                 _tile_dpbssd(0, 4, 6);
                 _tile_dpbssd(1, 4, 7);
                 _tile_dpbssd(2, 5, 6);
@@ -163,11 +163,11 @@ TARGET void emu_wgrad_amx(const int8_t *a, size_t lda, const int8_t *packed, siz
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    for (int g = 0; g < blocks; g++) {
-        _tile_loadd(4, a + (size_t)g * 64, lda);
-        _tile_loadd(5, a + 16 * lda + (size_t)g * 64, lda);
-        _tile_loadd(6, packed + g * step, 64);
-        _tile_loadd(7, packed + g * step + 1024, 64);
+    for (int i = 0; i < blocks; i++) {
+        _tile_loadd(4, a + (size_t)i * 64, lda);
+        _tile_loadd(5, a + 16 * lda + (size_t)i * 64, lda);
+        _tile_loadd(6, packed + i * step, 64);
+        _tile_loadd(7, packed + i * step + 1024, 64);
         _tile_dpbssd(0, 4, 6);
         _tile_dpbssd(1, 4, 7);
         _tile_dpbssd(2, 5, 6);
@@ -225,3 +225,5 @@ TARGET int emu_gemm_amx(int m, const int8_t *a, int lda, const struct eeb_emu_pa
     free(scratch);
     return 0;
 }
+
+#undef STORE_TILE
