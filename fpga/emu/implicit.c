@@ -27,12 +27,22 @@
  * padding is the next one's left.  The height hv likewise, into the next
  * item.  Extra virtual pixels over ResNet-18's real ones: 4 % at 56 x 56,
  * 31 % at 7 x 7.  Integer sums: the same bits as the kernel's loops.
+ *
+ * Few input channels at a stride (ResNet's stem: 3 at stride 2) go in
+ * space to depth instead: s x s pixels as one of s*s*ic channels, a
+ * stride-1 convolution of ceil(k/s) x ceil(k/s) taps over them (the last
+ * section).
+ *
+ * Sections: the grids; the forward layout; the weight gradient's layout;
+ * the convolution; space to depth.
  */
 #include "emu_int.h"
 
 #include <emmintrin.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the grids ---- */
 
 /* xp's row or column c (padded coordinates) is padding. */
 static int padding(int c, int p, int size)
@@ -126,6 +136,8 @@ static int phase_run(const struct emu_implicit *im, int px, int *x0, int *b0)
     return *b0 + count > im->wv ? im->wv - *b0 : count;
 }
 
+/* ---- the forward layout: pixels ---- */
+
 size_t emu_implicit_pixels_bytes(const struct emu_implicit *im)
 {
     /* a tile row reads 64 bytes from its pixel on, past ic when ic < 64 */
@@ -166,6 +178,8 @@ void emu_implicit_pixels(const struct emu_implicit *im, const int8_t *x, int n, 
         }
     }
 }
+
+/* ---- the weight gradient's layout: planes, and dy packed ---- */
 
 /* A 16 x 16 block of bytes (rows lds apart) transposed into dst (rows ldd
  * apart) in SSE2 registers: rows interleaved by bytes, then by pairs,
