@@ -563,21 +563,6 @@ static int gemm_rows(struct eeb_emu *e, struct rows_job *j, uint64_t *maxabs, ui
     return gather(e, maxabs, sat);
 }
 
-/* Runs a GEMM-over-rows job, then requantizes its sums (at exponent
- * e_acc) into t, rounding half up. */
-static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j, int e_acc,
-                               struct fx_tensor *t)
-{
-    uint64_t maxabs = 0;
-    uint32_t sat = 0;
-    if (gemm_rows(e, j, &maxabs, &sat))
-        return FX_NO_MEMORY;
-    t->saturations += sat;
-    requantize(e, mem, j->acc, (uint64_t)j->rows * (uint64_t)j->n, maxabs, e_acc,
-               fx_round_half_up(), t);
-    return FX_OK;
-}
-
 /*
  * On AMX, a convolution whose input channels come in 64s runs as an
  * implicit GEMM: the input laid out in the phases' grids once
@@ -593,7 +578,7 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
  */
 struct implicit_job {
     struct eeb_emu *e;
-    const struct emu_implicit *w;
+    const struct emu_implicit *im;
     const int8_t *x;
     int8_t *grid;
     const int64_t *aoff;
@@ -606,7 +591,7 @@ static void implicit_layout(void *ctx, int n, int worker)
 {
     struct implicit_job *j = ctx;
     uint64_t since = tick(j->e);
-    emu_implicit_pixels(j->w, j->x, n, j->grid);
+    emu_implicit_pixels(j->im, j->x, n, j->grid);
     tock(j->e, &j->e->w[worker], EEB_EMU_PHASE_IM2COL, &since);
 }
 
@@ -616,7 +601,7 @@ static void implicit_part(void *ctx, int part, int worker)
     struct worker *w = &j->e->w[worker];
     uint64_t since = tick(j->e);
     const int block = part / j->along;
-    const uint32_t most = emu_implicit_part(j->w, j->grid, j->aoff, &j->b->b[block],
+    const uint32_t most = emu_implicit_part(j->im, j->grid, j->aoff, &j->b->b[block],
                                             part % j->along, j->acc + block * j->b->cols);
     w->maxabs = most > w->maxabs ? most : w->maxabs;
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
@@ -635,7 +620,7 @@ static int implicit_conv(struct eeb_emu *e, const struct emu_implicit *im, const
     int64_t *aoff = (int64_t *)(void *)(buf + grid);
     emu_implicit_offsets(im, flip, aoff);
     struct implicit_job j = {.e = e,
-                             .w = im,
+                             .im = im,
                              .x = x,
                              .grid = buf,
                              .aoff = aoff,
@@ -647,6 +632,24 @@ static int implicit_conv(struct eeb_emu *e, const struct emu_implicit *im, const
     emu_pool_run(e->pool, j.along * b->count, implicit_part, &j);
     uint32_t unused = 0;
     return gather(e, maxabs, &unused);
+}
+
+/* Runs a GEMM-over-rows job, or where im is given the implicit GEMM it
+ * plans into the same accumulators (flip as above), then requantizes the
+ * sums (at exponent e_acc) into t, rounding half up. */
+static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job *j,
+                               const struct emu_implicit *im, int flip, int e_acc,
+                               struct fx_tensor *t)
+{
+    uint64_t maxabs = 0;
+    uint32_t sat = 0;
+    if (im ? implicit_conv(e, im, j->src, flip, j->b, j->acc, &maxabs)
+           : gemm_rows(e, j, &maxabs, &sat))
+        return FX_NO_MEMORY;
+    t->saturations += sat;
+    requantize(e, mem, j->acc, (uint64_t)j->rows * (uint64_t)j->n, maxabs, e_acc,
+               fx_round_half_up(), t);
+    return FX_OK;
 }
 
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
@@ -692,15 +695,8 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
                          .acc = acc_of(mem, cv),
                          .wide_bias = wide ? bias : NULL};
     enum fx_status st = pack_weights(e, &p);
-    uint64_t maxabs = 0;
-    if (st == FX_OK && implicit) {
-        if (implicit_conv(e, &im, j.src, 0, &b, j.acc, &maxabs))
-            st = FX_NO_MEMORY;
-        else
-            requantize(e, mem, j.acc, (uint64_t)j.rows * g->oc, maxabs, e_acc, fx_round_half_up(),
-                       cv->out);
-    } else if (st == FX_OK)
-        st = run_rows(e, mem, &j, e_acc, cv->out);
+    if (st == FX_OK)
+        st = run_rows(e, mem, &j, implicit ? &im : NULL, 0, e_acc, cv->out);
     free_blocks(&b);
     return st;
 }
@@ -776,15 +772,8 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
     const int implicit = e->isa == EEB_EMU_ISA_AMX && g->s == 1 && g->kh == g->kw &&
                          g->kh - 1 - g->p >= 0 && !emu_implicit_conv_plan(&dg, &im);
     enum fx_status st = pack_weights(e, &p);
-    uint64_t maxabs = 0;
-    if (st == FX_OK && implicit) {
-        if (implicit_conv(e, &im, j.src, 1, &b, j.acc, &maxabs))
-            st = FX_NO_MEMORY;
-        else
-            requantize(e, mem, j.acc, (uint64_t)j.rows * g->ic, maxabs, cv->out->exp + cv->w->exp,
-                       fx_round_half_up(), cv->in);
-    } else if (st == FX_OK)
-        st = run_rows(e, mem, &j, cv->out->exp + cv->w->exp, cv->in);
+    if (st == FX_OK)
+        st = run_rows(e, mem, &j, implicit ? &im : NULL, 1, cv->out->exp + cv->w->exp, cv->in);
     free_blocks(&b);
     return st;
 }
@@ -993,7 +982,7 @@ static enum fx_status weight_done(struct eeb_emu *e, uint8_t *mem, const struct 
 
 struct wgrad_job {
     struct eeb_emu *e;
-    const struct emu_implicit *w;
+    const struct emu_implicit *im;
     const int8_t *x, *dy;
     int8_t *planes, *packed;
     int64_t q0, q1; /* the chunk's virtual pixels */
@@ -1007,11 +996,11 @@ static void wgrad_layout(void *ctx, int n, int worker)
 {
     struct wgrad_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    const struct fx_geom *g = &j->w->g;
+    const struct fx_geom *g = &j->im->g;
     uint64_t since = tick(j->e);
-    emu_wgrad_planes(j->w, j->x, n, j->planes);
+    emu_wgrad_planes(j->im, j->x, n, j->planes);
     tock(j->e, w, EEB_EMU_PHASE_IM2COL, &since);
-    emu_wgrad_pack_dy(j->w, j->dy, n, j->packed);
+    emu_wgrad_pack_dy(j->im, j->dy, n, j->packed);
     const int64_t pixels = (int64_t)g->oh * g->ow;
     sum_bias(j->dy, g->oc, n * pixels, (n + 1) * pixels, w);
     tock(j->e, w, EEB_EMU_PHASE_PACK, &since);
@@ -1023,7 +1012,7 @@ static void wgrad_part(void *ctx, int part, int worker)
 {
     struct wgrad_job *j = ctx;
     struct worker *w = &j->e->w[worker];
-    const struct emu_implicit *wg = j->w;
+    const struct emu_implicit *wg = j->im;
     const struct fx_geom *g = &wg->g;
     uint64_t since = tick(j->e);
     const int taps = g->kh * g->kw, tap = part % taps;
@@ -1076,7 +1065,7 @@ static enum fx_status conv_bwd_weight_tiles(struct eeb_emu *e, uint8_t *mem,
     if (!buf || (shift && !wide) || zero_bias_sums(e, g->oc))
         return FX_NO_MEMORY;
     struct wgrad_job j = {.e = e,
-                          .w = wg,
+                          .im = wg,
                           .x = i8_of(mem, cv->in),
                           .dy = i8_of(mem, cv->out),
                           .planes = buf,
@@ -1271,6 +1260,15 @@ static void maxpool_fwd_part(void *ctx, int part, int worker)
     tock(j->e, &j->e->w[worker], EEB_EMU_PHASE_POOL, &since);
 }
 
+/* The windows (k wide, at stride s, padding p) over input row or column
+ * i: o * s - p <= i <= o * s - p + k - 1 for o in [*o0, *o1], of out. */
+static void windows_over(int i, int k, int s, int p, int out, int *o0, int *o1)
+{
+    const int lo = i + p - k + 1, hi = (i + p) / s;
+    *o0 = lo <= 0 ? 0 : (lo + s - 1) / s;
+    *o1 = hi < out - 1 ? hi : out - 1;
+}
+
 /* Backward in two passes over a part's channels, POOL_CH at a time: each
  * window's winning tap per channel (ky * kw + kx of its first maximum),
  * then each input pixel's sum of the errors of the windows it won, added
@@ -1318,15 +1316,10 @@ static void maxpool_bwd_part(void *ctx, int part, int worker)
                     }
                 memcpy(winner + ((size_t)oy * g->ow + (size_t)ox) * POOL_CH, best, (size_t)nc);
             }
-        for (int y = 0; y < g->ih; y++) {
-            /* the windows over row y: oy * s - p <= y <= oy * s - p + kh - 1 */
-            const int lo_y = y + g->p - g->kh + 1, hi_y = (y + g->p) / g->s;
-            const int oy0 = lo_y <= 0 ? 0 : (lo_y + g->s - 1) / g->s;
-            const int oy1 = hi_y < g->oh - 1 ? hi_y : g->oh - 1;
-            for (int x = 0; x < g->iw; x++) {
-                const int lo_x = x + g->p - g->kw + 1, hi_x = (x + g->p) / g->s;
-                const int ox0 = lo_x <= 0 ? 0 : (lo_x + g->s - 1) / g->s;
-                const int ox1 = hi_x < g->ow - 1 ? hi_x : g->ow - 1;
+        for (int y = 0, oy0, oy1; y < g->ih; y++) {
+            windows_over(y, g->kh, g->s, g->p, g->oh, &oy0, &oy1);
+            for (int x = 0, ox0, ox1; x < g->iw; x++) {
+                windows_over(x, g->kw, g->s, g->p, g->ow, &ox0, &ox1);
                 int32_t sum[POOL_CH] = {0};
                 for (int oy = oy0; oy <= oy1; oy++)
                     for (int ox = ox0; ox <= ox1; ox++) {

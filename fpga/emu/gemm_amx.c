@@ -85,6 +85,32 @@ TARGET static uint32_t store(const int32_t sums[16][16], const int64_t row[16], 
         most = got > most ? got : most;                                                            \
     } while (0)
 
+/* The four C tiles = the sum over steps i of A's two tiles (32 rows, lda
+ * apart, from a + aoff[i], or a + 64 * i without aoff) by B's two (from
+ * b + i * bstep, the second 1024 bytes on).  Inlined, so that a NULL aoff
+ * costs the loop nothing. */
+TARGET static inline __attribute__((always_inline)) void multiply(const int8_t *a, size_t lda,
+                                                                  const int64_t *aoff,
+                                                                  const uint8_t *b, size_t bstep,
+                                                                  int steps)
+{
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int i = 0; i < steps; i++) {
+        const int8_t *ai = a + (aoff ? aoff[i] : (int64_t)i * 64);
+        _tile_loadd(4, ai, lda);
+        _tile_loadd(5, ai + 16 * lda, lda);
+        _tile_loadd(6, b + (size_t)i * bstep, 64);
+        _tile_loadd(7, b + (size_t)i * bstep + 1024, 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+}
+
 /* C rows [0, rows) (rows <= 32) = 32 rows of A (row stride lda, readable
  * to 64 * blocks) x every panel of B. */
 TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct eeb_emu_packed_b *b,
@@ -97,21 +123,7 @@ TARGET static uint32_t block(const int8_t *a, int lda, int rows, const struct ee
     uint32_t most = 0;
     const int blocks = b->kpad / 64;
     for (int p = 0; p < b->panels; p++) {
-        const uint8_t *panel = emu_panel(b, p);
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int g = 0; g < blocks; g++) {
-            _tile_loadd(4, a + (size_t)g * 64, lda);
-            _tile_loadd(5, a + (size_t)16 * lda + (size_t)g * 64, lda);
-            _tile_loadd(6, panel + (size_t)g * 2048, 64);
-            _tile_loadd(7, panel + (size_t)g * 2048 + 1024, 64);
-            _tile_dpbssd(0, 4, 6);
-            _tile_dpbssd(1, 4, 7);
-            _tile_dpbssd(2, 5, 6);
-            _tile_dpbssd(3, 5, 7);
-        }
+        multiply(a, (size_t)lda, NULL, emu_panel(b, p), 2048, blocks);
         STORE_TILE(0, row, p);
         STORE_TILE(1, row, p);
         STORE_TILE(2, row, p);
@@ -127,30 +139,14 @@ TARGET uint32_t emu_conv_amx(const int8_t *a, size_t lda, const int64_t *aoff, i
     int32_t sums[16][16] __attribute__((aligned(64)));
     uint32_t most = 0;
     eeb_emu_gemm_amx_tiles();
-    for (int p = 0; p < b->panels; p++) {
-        const uint8_t *bp = emu_panel(b, p);
+    for (int p = 0; p < b->panels; p++)
         for (int r0 = 0; r0 < rows; r0 += 32) {
-            const int8_t *ar = a + (size_t)r0 * lda;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-            for (int i = 0; i < steps; i++) {
-                _tile_loadd(4, ar + aoff[i], lda);
-                _tile_loadd(5, ar + aoff[i] + 16 * lda, lda);
-                _tile_loadd(6, bp + (size_t)i * 2048, 64);
-                _tile_loadd(7, bp + (size_t)i * 2048 + 1024, 64);
-                _tile_dpbssd(0, 4, 6);
-                _tile_dpbssd(1, 4, 7);
-                _tile_dpbssd(2, 5, 6);
-                _tile_dpbssd(3, 5, 7);
-            }
+            multiply(a + (size_t)r0 * lda, lda, aoff, emu_panel(b, p), 2048, steps);
             STORE_TILE(0, row + r0, p);
             STORE_TILE(1, row + r0, p);
             STORE_TILE(2, row + r0, p);
             STORE_TILE(3, row + r0, p);
         }
-    }
     _tile_release();
     return most;
 }
@@ -159,20 +155,7 @@ TARGET void emu_wgrad_amx(const int8_t *a, size_t lda, const int8_t *packed, siz
                           int blocks, int32_t sums[32][32])
 {
     eeb_emu_gemm_amx_tiles();
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (int i = 0; i < blocks; i++) {
-        _tile_loadd(4, a + (size_t)i * 64, lda);
-        _tile_loadd(5, a + 16 * lda + (size_t)i * 64, lda);
-        _tile_loadd(6, packed + i * step, 64);
-        _tile_loadd(7, packed + i * step + 1024, 64);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-    }
+    multiply(a, lda, NULL, (const uint8_t *)packed, step, blocks);
     _tile_stored(0, &sums[0][0], 32 * sizeof **sums);
     _tile_stored(1, &sums[0][16], 32 * sizeof **sums);
     _tile_stored(2, &sums[16][0], 32 * sizeof **sums);

@@ -162,11 +162,17 @@ static struct eeb_net *net_of(int h, int w, int c)
     return net;
 }
 
+/* A conv (out channels, k x k, stride s, padding p), then a ReLU. */
+static int conv_relu(struct eeb_net *net, int in, int out, int k, int s, int p)
+{
+    return eeb_net_relu(net, eeb_net_conv(net, in, out, k, s, p));
+}
+
 /* input -> conv 3x3 -> relu: the op under test then has an error to pass
  * back, so its backward-data command runs too. */
 static int stem(struct eeb_net *net, int channels)
 {
-    return eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, channels, 3, 1, 1));
+    return conv_relu(net, EEB_NET_INPUT, channels, 3, 1, 1);
 }
 
 static void head(struct eeb_net *net, int l)
@@ -200,7 +206,7 @@ Test(ops, bias_wider_than_the_accumulator)
 {
     state = 77;
     struct eeb_net *net = net_of(6, 6, 3);
-    head(net, eeb_net_relu(net, eeb_net_conv(net, stem(net, 4), 5, 3, 1, 1)));
+    head(net, conv_relu(net, stem(net, 4), 5, 3, 1, 1));
     check_exact_biased(net, 3, 0, "wide bias", 1e6f);
 }
 
@@ -354,7 +360,7 @@ Test(ops, residual_add_with_a_fork)
     for (state = 21; state < 24; state++) {
         struct eeb_net *net = net_of(8, 8, 3);
         int a = stem(net, 6);
-        int b = eeb_net_relu(net, eeb_net_conv(net, a, 6, 3, 1, 1));
+        int b = conv_relu(net, a, 6, 3, 1, 1);
         b = eeb_net_conv(net, b, 6, 3, 1, 1);
         int l = eeb_net_relu(net, eeb_net_add(net, b, a)); /* a is read twice */
         head(net, eeb_net_gap(net, l));
@@ -370,7 +376,7 @@ Test(ops, concat)
         int b = eeb_net_conv(net, a, 5, 1, 1, 0);
         int c = eeb_net_conv(net, EEB_NET_INPUT, 4, 3, 1, 1);
         int l = eeb_net_concat(net, b, c);
-        head(net, eeb_net_relu(net, eeb_net_conv(net, l, 4, 1, 1, 0)));
+        head(net, conv_relu(net, l, 4, 1, 1, 0));
         check_exact(net, 3, 0, "concat");
     }
 }
@@ -386,7 +392,7 @@ Test(ops, slice)
         int l = eeb_net_relu(net, eeb_net_concat(net, a, b));
         int c = eeb_net_slice(net, l, 1, 6), d = eeb_net_slice(net, l, 4, 6);
         l = eeb_net_add(net, c, d);
-        head(net, eeb_net_relu(net, eeb_net_conv(net, l, 4, 1, 1, 0)));
+        head(net, conv_relu(net, l, 4, 1, 1, 0));
         check_exact(net, 3, 0, "slice");
     }
 }
@@ -395,7 +401,7 @@ Test(ops, grid_detector_loss)
 {
     for (state = 41; state < 44; state++) {
         struct eeb_net *net = net_of(12, 12, 3);
-        int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 8, 3, 2, 1));
+        int l = conv_relu(net, EEB_NET_INPUT, 8, 3, 2, 1);
         l = eeb_net_conv(net, l, 5 + 2 + (int)rnd(4), 1, 1, 0);
         eeb_net_grid_loss(net, l);
         check_exact(net, 4, 0, "grid loss");
@@ -407,7 +413,7 @@ Test(ops, frozen_layers)
     state = 51;
     struct eeb_net *net = net_of(8, 8, 3);
     int l = stem(net, 4);
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 6, 3, 2, 1));
+    l = conv_relu(net, l, 6, 3, 2, 1);
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 2, "two of three layers frozen");
 }
@@ -422,9 +428,9 @@ Test(ops, layers_split_in_chunks_and_blocks, .timeout = 120)
     state = 61;
     struct eeb_net *net = net_of(40, 40, 3);
     int l = stem(net, 8);
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 2, 1));
+    l = conv_relu(net, l, 64, 3, 2, 1);
     l = eeb_net_maxpool(net, l, 3, 2, 1);
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 160, 3, 1, 1));
+    l = conv_relu(net, l, 160, 3, 1, 1);
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 0, "layers split in chunks and blocks");
 }
@@ -503,6 +509,13 @@ Test(ops, implicit_gemm_grids)
     cr_expect_eq(emu_implicit_s2d_plan(&stem, &w), -1);
 }
 
+/* Where there is no AMX, that the implicit GEMMs are not run here. */
+static void say_without_amx(void)
+{
+    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
+        cr_log_info("no AMX here: the implicit GEMMs are not run, only the other paths compared");
+}
+
 /* On AMX, convolutions are implicit GEMMs over the input's phases
  * (fpga/emu/implicit.c).  With input channels in 64s, forward at strides
  * 1 and 2 and backward data at stride 1 (dy padded by 1 and 2: networks
@@ -510,15 +523,14 @@ Test(ops, implicit_gemm_grids)
  * 2 in space to depth, windows 3 to 7. */
 Test(ops, convolutions_as_implicit_gemms, .timeout = 120)
 {
-    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
-        cr_log_info("no AMX here: the implicit GEMMs are not run, only the other paths compared");
+    say_without_amx();
     state = 98;
     struct eeb_net *net = net_of(9, 11, 64);
-    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 64, 3, 1, 1));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 1, 1));  /* dy padded by 1 */
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 128, 3, 1, 0)); /* by 2 */
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 5, 1, 2));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 64, 3, 2, 1));
+    int l = conv_relu(net, EEB_NET_INPUT, 64, 3, 1, 1);
+    l = conv_relu(net, l, 64, 3, 1, 1);  /* dy padded by 1 */
+    l = conv_relu(net, l, 128, 3, 1, 0); /* by 2 */
+    l = conv_relu(net, l, 64, 5, 1, 2);
+    l = conv_relu(net, l, 64, 3, 2, 1);
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 0, "implicit GEMMs forward and backward");
 
@@ -544,29 +556,28 @@ Test(ops, convolutions_as_implicit_gemms, .timeout = 120)
  * stems' weight gradients in space to depth are in the test above.) */
 Test(ops, weight_gradient_as_an_implicit_gemm, .timeout = 300)
 {
-    if (eeb_emu_gemm_best_isa() != EEB_EMU_ISA_AMX)
-        cr_log_info("no AMX here: the implicit GEMM is not run, only the other paths compared");
+    say_without_amx();
     state = 97;
     struct eeb_net *net = net_of(13, 11, 16);
-    int l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 32, 3, 2, 1));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 48, 5, 1, 2));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 16, 7, 2, 3));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 48, 1, 2, 0));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 40, 1, 1, 0));
+    int l = conv_relu(net, EEB_NET_INPUT, 32, 3, 2, 1);
+    l = conv_relu(net, l, 48, 5, 1, 2);
+    l = conv_relu(net, l, 16, 7, 2, 3);
+    l = conv_relu(net, l, 48, 1, 2, 0);
+    l = conv_relu(net, l, 40, 1, 1, 0);
     head(net, eeb_net_gap(net, l));
     check_exact(net, 4, 0, "implicit GEMM: windows, strides, padded channels");
 
     net = net_of(12, 9, 32);
-    l = eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 0));
-    l = eeb_net_relu(net, eeb_net_conv(net, l, 32, 3, 2, 0));
+    l = conv_relu(net, EEB_NET_INPUT, 16, 3, 1, 0);
+    l = conv_relu(net, l, 32, 3, 2, 0);
     head(net, eeb_net_relu(net, eeb_net_fc(net, l, 32)));
     check_exact(net, 3, 0, "implicit GEMM: no padding, an FC");
 
     net = net_of(64, 64, 16);
-    head(net, eeb_net_gap(net, eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 1))));
+    head(net, eeb_net_gap(net, conv_relu(net, EEB_NET_INPUT, 16, 3, 1, 1)));
     check_exact(net, 3, 0, "implicit GEMM: chunks of int32 sums");
 
     net = net_of(150, 150, 16);
-    head(net, eeb_net_gap(net, eeb_net_relu(net, eeb_net_conv(net, EEB_NET_INPUT, 16, 3, 1, 1))));
+    head(net, eeb_net_gap(net, conv_relu(net, EEB_NET_INPUT, 16, 3, 1, 1)));
     check_exact(net, 4, 0, "implicit GEMM: past FX_MAX_REDUCTION products");
 }
