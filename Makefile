@@ -30,8 +30,8 @@ CFLAGS  += -std=c11 -ffp-contract=off $(OPT) $(WARN) -fPIC
 CPPFLAGS += -D_GNU_SOURCE -I. -MMD -MP \
             -DEEB_RULES_V1_PATH='"scoring/rules/v1.json"'
 LDLIBS  := -lsqlite3 -ljansson -lexpat -lturbojpeg -lavformat -lavcodec -lswscale -lavutil \
-           -lopenblas -lsensors -lmicrohttpd -lcurl -lcrypto -larchive -lprotobuf-c -lz -lpthread \
-           -ldl -lm
+           -lopenblas -ldnnl -lsensors -lmicrohttpd -lcurl -lcrypto -larchive -lprotobuf-c -lz \
+           -lpthread -ldl -lm
 
 # Every package the project builds, tests or runs against.
 DEB_PACKAGES := build-essential clang pkg-config \
@@ -191,8 +191,6 @@ $(call obj,tests/bench/bench_sut_exec.c): CPPFLAGS += \
     -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"'
 $(BUILD)/bench/bench_sut_exec: | $(SUT_EXAMPLES) $(SUT_SERVE)
 
-# bench_onednn sets eeb's int8 convolution against oneDNN's (libdnnl-dev).
-$(BUILD)/bench/bench_onednn: LDLIBS += -ldnnl
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
 	@mkdir -p $(@D)

@@ -7,7 +7,7 @@
 #include "common/eeb_common.h"
 #include "power/eeb_power.h"
 #include "rundb/eeb_rundb.h"
-#include "fpga/emu/eeb_emu_gemm.h"
+#include "fpga/emu/eeb_emu.h"
 #include "scoring/eeb_score.h"
 
 #include <expat.h>
@@ -66,17 +66,20 @@ static void version(void)
 {
     printf("eeb %s\n", EEB_VERSION);
     printf("run database schema v%d; scoring rules built in: v1\n", EEB_RUNDB_SCHEMA);
-    int jpeg = LIBJPEG_TURBO_VERSION_NUMBER;
+    int jpeg = LIBJPEG_TURBO_VERSION_NUMBER, onednn;
+    const char *dnnl = eeb_emu_onednn_version(&onednn);
     printf("libraries: SQLite %s, jansson %s, %s, libjpeg-turbo %d.%d.%d (built with), FFmpeg %s "
-           "(libavformat %u.%u, libavcodec %u.%u), libsensors %s\n",
+           "(libavformat %u.%u, libavcodec %u.%u), libsensors %s, oneDNN %s\n",
            sqlite3_libversion(), jansson_version_str(), XML_ExpatVersion(), jpeg / 1000000,
            jpeg / 1000 % 1000, jpeg % 1000, av_version_info(), avformat_version() >> 16,
            avformat_version() >> 8 & 0xff, avcodec_version() >> 16, avcodec_version() >> 8 & 0xff,
-           libsensors_version);
+           libsensors_version, dnnl);
     printf("accelerator backends:");
     for (const struct eeb_accel_ops *const *b = eeb_accel_list(); *b; b++)
         printf(" %s", (*b)->name);
-    printf(" (emulator on %s here)\n", eeb_emu_isa_name(eeb_emu_gemm_best_isa()));
+    printf(" (emulator on %s here, %s)\n", eeb_emu_isa_name(eeb_emu_gemm_best_isa()),
+           onednn ? "with oneDNN's convolutions where faster"
+                  : "without oneDNN: its int8 sums are not exact on this CPU");
     printf("power sources:");
     for (const struct eeb_power_source_ops *const *o = eeb_power_sources(); *o; o++)
         printf(" %s:", (*o)->scheme);

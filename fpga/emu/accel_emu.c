@@ -15,10 +15,24 @@ struct emu_accel {
     struct eeb_emu *emu;
 };
 
+/* The stats' detail: instruction set, threads, and the convolution
+ * shapes oneDNN runs (which the emulator learns on the first steps). */
+static void describe(struct emu_accel *a)
+{
+    int seen, by_onednn;
+    eeb_emu_onednn_shapes(a->emu, &seen, &by_onednn);
+    int len = snprintf(a->host.detail, sizeof a->host.detail, "%s, %d threads",
+                       eeb_emu_isa_name(eeb_emu_isa(a->emu)), eeb_emu_threads(a->emu));
+    if (by_onednn && len > 0 && (size_t)len < sizeof a->host.detail)
+        snprintf(a->host.detail + len, sizeof a->host.detail - (size_t)len,
+                 ", oneDNN %d/%d conv shapes", by_onednn, seen);
+}
+
 static int emu_run(struct fxhost *h, enum fx_program prog, char *err, size_t errlen)
 {
     struct emu_accel *a = (struct emu_accel *)h;
     eeb_emu_run(a->emu, h->img.mem, prog);
+    describe(a);
     return fxhost_check_status(h, err, errlen);
 }
 
@@ -38,8 +52,7 @@ static int emu_open(const struct eeb_accel_config *cfg, struct eeb_accel **out, 
         return eeb_errf(err, errlen, EEB_ENOMEM, "emu: cannot start %d worker threads", threads);
     }
     a->host.run = emu_run;
-    snprintf(a->host.detail, sizeof a->host.detail, "%s, %d threads",
-             eeb_emu_isa_name(eeb_emu_isa(a->emu)), eeb_emu_threads(a->emu));
+    describe(a);
     return EEB_OK;
 }
 

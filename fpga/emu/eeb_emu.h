@@ -25,6 +25,23 @@ void eeb_emu_free(struct eeb_emu *e);
 int eeb_emu_threads(const struct eeb_emu *e);
 enum eeb_emu_isa eeb_emu_isa(const struct eeb_emu *e);
 
+/*
+ * oneDNN for the forward convolutions where it is faster (onednn.c; the
+ * same bits, where its int8 sums are exact: CPUs with VNNI or AMX).
+ * AUTO, the default there, runs eeb's own and oneDNN's by turns on a
+ * geometry's first calls, EEB_EMU_ONEDNN_TRIALS timed of each, then keeps
+ * the faster; OFF runs eeb's own; ON oneDNN wherever it can (tests).
+ */
+enum eeb_emu_onednn { EEB_EMU_ONEDNN_OFF, EEB_EMU_ONEDNN_AUTO, EEB_EMU_ONEDNN_ON };
+#define EEB_EMU_ONEDNN_TRIALS 3
+void eeb_emu_set_onednn(struct eeb_emu *e, enum eeb_emu_onednn mode);
+/* The forward convolutions' geometries seen (where oneDNN could run
+ * them), and those oneDNN now runs: chosen, or ON. */
+void eeb_emu_onednn_shapes(const struct eeb_emu *e, int *seen, int *by_onednn);
+/* oneDNN's version ("2.6.3"); *usable: whether its int8 sums are exact on
+ * this CPU, so that the emulator may use it. */
+const char *eeb_emu_onednn_version(int *usable);
+
 /* Runs program prog of the image at mem, as fx_kernel() does: the outcome
  * is in the header (status, status_cmd).  Returns 0, or -1 if it stopped. */
 int eeb_emu_run(struct eeb_emu *e, uint8_t *mem, uint32_t prog);

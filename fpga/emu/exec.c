@@ -51,10 +51,23 @@ static void *grow(struct buf *b, size_t bytes)
 /* What each worker owns, and the results it gathers over its parts. */
 struct worker {
     struct buf col, c32, sum;
+    void *dnn_stream; /* oneDNN's, made on first use */
+    struct buf dnn_scratch;
     uint64_t maxabs;
     uint32_t sat;
     int oom;
     uint64_t ns[EEB_EMU_PHASES]; /* profiling: this run's time by phase */
+};
+
+/* A geometry oneDNN may convolve (see onednn_or_eeb): its primitive
+ * (NULL where oneDNN refused it or failed), and the trials that choose
+ * between it and eeb's own: calls of each ([0] eeb's, [1] oneDNN's, whose
+ * first builds its kernels and is not timed), and the fastest, ns. */
+struct dnn_layer {
+    struct fx_geom g;
+    struct emu_onednn *d;
+    int calls[2];
+    uint64_t best[2];
 };
 
 struct eeb_emu {
@@ -62,7 +75,10 @@ struct eeb_emu {
     struct emu_pool *pool;
     int threads;
     struct worker *w;
-    struct buf bias, gathered, wide, updates, s2d;
+    struct buf bias, bias32, gathered, wide, updates, s2d;
+    enum eeb_emu_onednn onednn;
+    struct dnn_layer *dnn; /* the geometries oneDNN has seen */
+    int ndnn;
     int profiling;
     struct eeb_emu_profile prof;
 };
@@ -73,6 +89,7 @@ struct eeb_emu *eeb_emu_new(int threads, enum eeb_emu_isa isa)
     if (!e)
         return NULL;
     e->isa = isa;
+    e->onednn = emu_onednn_exact() ? EEB_EMU_ONEDNN_AUTO : EEB_EMU_ONEDNN_OFF;
     e->pool = emu_pool_new(threads);
     e->threads = e->pool ? emu_pool_threads(e->pool) : 0;
     e->w = calloc((size_t)(e->threads ? e->threads : 1), sizeof *e->w);
@@ -88,11 +105,22 @@ void eeb_emu_free(struct eeb_emu *e)
     if (!e)
         return;
     emu_pool_free(e->pool);
-    for (int i = 0; e->w && i < e->threads; i++)
+    for (int i = 0; e->w && i < e->threads; i++) {
         free(e->w[i].col.p), free(e->w[i].c32.p), free(e->w[i].sum.p);
+        emu_onednn_stream_free(e->w[i].dnn_stream), free(e->w[i].dnn_scratch.p);
+    }
+    for (int i = 0; i < e->ndnn; i++)
+        emu_onednn_free(e->dnn[i].d);
+    free(e->dnn);
     free(e->w);
-    free(e->bias.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p), free(e->s2d.p);
+    free(e->bias.p), free(e->bias32.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p),
+        free(e->s2d.p);
     free(e);
+}
+
+void eeb_emu_set_onednn(struct eeb_emu *e, enum eeb_emu_onednn mode)
+{
+    e->onednn = emu_onednn_exact() ? mode : EEB_EMU_ONEDNN_OFF;
 }
 
 int eeb_emu_threads(const struct eeb_emu *e)
@@ -652,10 +680,130 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
     return FX_OK;
 }
 
+/* ---- oneDNN's forward convolutions ---- */
+
+/* The oneDNN layer of geometry g, added (with its primitive, if oneDNN
+ * takes it) on first sight; NULL if out of memory. */
+static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g)
+{
+    for (int i = 0; i < e->ndnn; i++)
+        if (!memcmp(&e->dnn[i].g, g, sizeof *g))
+            return &e->dnn[i];
+    struct dnn_layer *more = realloc(e->dnn, (size_t)(e->ndnn + 1) * sizeof *more);
+    if (!more)
+        return NULL;
+    e->dnn = more;
+    struct dnn_layer *l = &e->dnn[e->ndnn++];
+    memset(l, 0, sizeof *l);
+    l->g = *g;
+    struct fx_geom item = *g; /* the workers take items */
+    item.n = 1;
+    l->d = emu_onednn_new(&item);
+    return l;
+}
+
+/* 1 if oneDNN runs this call of layer l: always where ON; in AUTO, by
+ * turns (oneDNN first) until both have had their trials, then the
+ * faster. */
+static int onednn_or_eeb(const struct eeb_emu *e, const struct dnn_layer *l)
+{
+    if (!l || !l->d)
+        return 0;
+    if (e->onednn == EEB_EMU_ONEDNN_ON)
+        return 1;
+    if (l->calls[0] < EEB_EMU_ONEDNN_TRIALS || l->calls[1] <= EEB_EMU_ONEDNN_TRIALS)
+        return l->calls[1] <= l->calls[0];
+    return l->best[1] < l->best[0];
+}
+
+void eeb_emu_onednn_shapes(const struct eeb_emu *e, int *seen, int *by_onednn)
+{
+    *seen = e->ndnn, *by_onednn = 0;
+    for (int i = 0; i < e->ndnn; i++) {
+        const struct dnn_layer *l = &e->dnn[i];
+        const int tried =
+            l->calls[0] >= EEB_EMU_ONEDNN_TRIALS && l->calls[1] > EEB_EMU_ONEDNN_TRIALS;
+        *by_onednn += l->d && (e->onednn == EEB_EMU_ONEDNN_ON || (tried && onednn_or_eeb(e, l)));
+    }
+}
+
+/* A call of layer l by eeb's own (0) or oneDNN (1) took ns. */
+static void count_call(struct dnn_layer *l, int onednn, uint64_t ns)
+{
+    const int timed = !onednn || l->calls[1] > 0;
+    if (timed && (!l->best[onednn] || ns < l->best[onednn]))
+        l->best[onednn] = ns;
+    l->calls[onednn]++;
+}
+
+struct onednn_job {
+    struct eeb_emu *e;
+    const struct emu_onednn *d;
+    const int8_t *x;
+    const int32_t *bias;
+    int32_t *acc;
+    size_t in, out; /* an item's input bytes, output sums */
+};
+
+static void onednn_item(void *ctx, int n, int worker)
+{
+    struct onednn_job *j = ctx;
+    struct worker *w = &j->e->w[worker];
+    uint64_t since = tick(j->e);
+    void *scratch = grow(&w->dnn_scratch, emu_onednn_scratch_bytes(j->d) + 1);
+    uint32_t most = 0;
+    if (!w->dnn_stream)
+        w->dnn_stream = emu_onednn_stream_new();
+    if (!scratch || !w->dnn_stream ||
+        emu_onednn_run(j->d, w->dnn_stream, scratch, j->x + (size_t)n * j->in, j->bias,
+                       j->acc + (size_t)n * j->out, &most)) {
+        w->oom = 1;
+        return;
+    }
+    w->maxabs = most > w->maxabs ? most : w->maxabs;
+    tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
+}
+
+/* Convolution cv through oneDNN, item by item on the workers, the bias
+ * (in int32: the caller checked) added; the largest |sum| into *maxabs.
+ * -1 if memory ran out or oneDNN failed. */
+static int onednn_conv(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                       struct emu_onednn *d, const int64_t *bias, uint64_t *maxabs)
+{
+    const struct fx_geom *g = &cv->g;
+    struct worker *caller = &e->w[0]; /* the pool's worker 0 */
+    int32_t *b32 = grow(&e->bias32, (size_t)g->oc * sizeof *b32);
+    if (!b32 || (!caller->dnn_stream && !(caller->dnn_stream = emu_onednn_stream_new())))
+        return -1;
+    for (int c = 0; c < g->oc; c++)
+        b32[c] = (int32_t)bias[c];
+    uint64_t since = tick(e);
+    if (emu_onednn_weights(d, caller->dnn_stream, i8_of(mem, cv->w)))
+        return -1;
+    tock(e, caller, EEB_EMU_PHASE_PACK, &since);
+    struct onednn_job j = {.e = e,
+                           .d = d,
+                           .x = i8_of(mem, cv->in),
+                           .bias = b32,
+                           .acc = acc_of(mem, cv),
+                           .in = (size_t)g->ih * g->iw * g->ic,
+                           .out = (size_t)g->oh * g->ow * g->oc};
+    reset_workers(e);
+    emu_pool_run(e->pool, g->n, onednn_item, &j);
+    uint32_t unused = 0;
+    return gather(e, maxabs, &unused);
+}
+
+/* eeb's own forward convolution: see below. */
+static enum fx_status conv_fwd_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                                   const int64_t *bias, int64_t widest, int e_acc);
+
+/* A forward convolution by oneDNN or by eeb's own (see eeb_emu.h), which
+ * give the same bits. */
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
-    int e_acc = cv->in->exp + cv->w->exp;
+    const int e_acc = cv->in->exp + cv->w->exp;
     int64_t *bias = grow(&e->bias, (size_t)g->oc * sizeof *bias);
     if (!bias)
         return FX_NO_MEMORY;
@@ -665,6 +813,44 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
         widest = bias[c] > widest ? bias[c] : -bias[c] > widest ? -bias[c] : widest;
     }
+    /* oneDNN's sums plus the bias must stay in int32, as the GEMM's */
+    struct dnn_layer *l = e->onednn != EEB_EMU_ONEDNN_OFF &&
+                                  widest <= EEB_EMU_GEMM_BIAS_MAX((int64_t)g->kh * g->kw * g->ic)
+                              ? dnn_layer(e, g)
+                              : NULL;
+    const uint64_t t0 = now_ns();
+    const size_t sums = (size_t)g->n * g->oh * g->ow * g->oc;
+    int32_t *acc = acc_of(mem, cv), *first = NULL;
+    const int by_onednn = onednn_or_eeb(e, l);
+    if (by_onednn) {
+        uint64_t maxabs = 0;
+        const int ok = !onednn_conv(e, mem, cv, l->d, bias, &maxabs);
+        if (ok && l->calls[1] > 0) {
+            requantize(e, mem, acc, sums, maxabs, e_acc, fx_round_half_up(), cv->out);
+            count_call(l, 1, now_ns() - t0);
+            return FX_OK;
+        }
+        /* a geometry's first sums from oneDNN are checked against eeb's
+         * own on the same input, whose output the call keeps */
+        if (ok && (first = malloc(sums * sizeof *first)))
+            memcpy(first, acc, sums * sizeof *first);
+    }
+    enum fx_status st = conv_fwd_own(e, mem, cv, bias, widest, e_acc);
+    if (by_onednn && first && st == FX_OK && !memcmp(first, acc, sums * sizeof *first))
+        count_call(l, 1, 0);
+    else if (by_onednn) { /* oneDNN failed or differed: eeb's own from now on */
+        emu_onednn_free(l->d);
+        l->d = NULL;
+    } else if (l && l->d)
+        count_call(l, 0, now_ns() - t0);
+    free(first);
+    return st;
+}
+
+static enum fx_status conv_fwd_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                                   const int64_t *bias, int64_t widest, int e_acc)
+{
+    const struct fx_geom *g = &cv->g;
     /* on AMX an implicit GEMM, whose B for s x s pixels at a time (space
      * to depth: few channels at a stride) has 64 rows per window row */
     struct emu_implicit im;

@@ -2,7 +2,22 @@
  * bench_onednn.c - eeb's int8 convolution against oneDNN's on the
  * convolution shapes of a ResNet-18 at 224x224: forward, batch 32, one
  * thread each, int8 x int8 -> int32 exact (signed source and weights, no
- * scales, no bias).
+ * scales).
+ *
+ * Two comparisons.  The convolutions alone: eeb's (with the bias and the
+ * largest |sum|, which its tiles add and find as they leave) against
+ * oneDNN's on the batch in one call, no bias.  And a training step's
+ * work, as the emulator would have to run either: the weights prepared
+ * (training changes them every step: eeb packs them, oneDNN reorders them
+ * to its layout), the convolution, its bias and the largest |sum|, which
+ * the requantization after a layer needs.  oneDNN adds an int8
+ * convolution's bias in float (a sum of 250004869 came out 250004864),
+ * so there the bias is a pass of eeb's own that also finds the largest
+ * |sum|: after the whole batch's call, or after each item's while its
+ * sums are in cache, whichever is faster on the shape (each way is
+ * faster on some).  The emulator itself times the two in the training
+ * step, on its workers, and keeps the faster on each shape (eeb_emu.h);
+ * here they are shape by shape on one core.
  *
  * eeb convolves as the emulator does (eeb_emu_gemm.h, on its best
  * instruction set).  Where its GEMMs run on AMX, a convolution whose
@@ -15,9 +30,9 @@
  * emulator itself works in parts whose rows stay in cache), and the two
  * are timed apart as well as together.  oneDNN gets
  * the same NHWC source and writes NHWC int32, eeb's C; it picks its own
- * weight layout (format any), reordered to once, outside the timing.
- * Before timing, each shape's two outputs must be equal bit for bit: a
- * difference ends the bench non-zero, naming the shape and the element.
+ * weight layout (format any).  Before timing, each shape's outputs (and
+ * largest |sum|) must be equal bit for bit: a difference ends the bench
+ * non-zero, naming the shape and the element.
  *
  * Sections: the shapes; oneDNN's side; eeb's side; main (threads check,
  * then per shape: check, time, report; then the forward pass's totals,
@@ -38,6 +53,7 @@
  */
 #include "bench.h"
 #include "fpga/emu/eeb_emu_gemm.h"
+#include "fpga/emu/emu_int.h"
 
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -76,6 +92,15 @@ static const struct conv convs[] = {
 static int out_side(int in, const struct conv *c)
 {
     return (in + 2 * c->pad - c->k) / c->stride + 1;
+}
+
+/* Shape c as the emulator's geometry. */
+static struct fx_geom geometry(const struct conv *c)
+{
+    struct fx_geom g = {
+        BATCH, c->h, c->w,      c->cin, out_side(c->h, c), out_side(c->w, c), c->cout,
+        c->k,  c->k, c->stride, c->pad};
+    return g;
 }
 
 static uint64_t state = 88172645463325252ull;
@@ -210,6 +235,60 @@ static void im2col(const struct conv *c, const int8_t *x, int8_t *a)
             }
 }
 
+/* ---- oneDNN as the emulator calls it ---- */
+
+/* The emulator's oneDNN convolution of shape c (fpga/emu/onednn.c), of
+ * `items` items a call, with a stream and scratchpad of its own. */
+struct emu_dnnl {
+    struct emu_onednn *d;
+    void *stream, *scratch;
+    int items;
+};
+
+static void emu_dnnl_init(const struct conv *c, int items, struct emu_dnnl *out)
+{
+    struct fx_geom g = geometry(c);
+    g.n = items;
+    out->items = items;
+    out->d = emu_onednn_new(&g);
+    out->stream = emu_onednn_stream_new();
+    out->scratch = out->d ? malloc(emu_onednn_scratch_bytes(out->d) + 1) : NULL;
+    if (!out->d || !out->stream || !out->scratch) {
+        fprintf(stderr,
+                "bench_onednn: %s: the emulator's oneDNN convolution of %d item(s) failed\n",
+                c->name, items);
+        exit(1);
+    }
+}
+
+/* A step's work: the weights w reordered, then the batch src into dst,
+ * `items` at a time, the bias added; the largest |sum|. */
+static uint32_t emu_dnnl_run(const struct emu_dnnl *e, const struct conv *c, const int8_t *w,
+                             const int8_t *src, const int32_t *bias, int32_t *dst)
+{
+    const size_t in = (size_t)c->h * c->w * c->cin;
+    const size_t out = (size_t)out_side(c->h, c) * out_side(c->w, c) * c->cout;
+    int failed = emu_onednn_weights(e->d, e->stream, w);
+    uint32_t most = 0, m = 0;
+    for (int i = 0; i < BATCH && !failed; i += e->items) {
+        failed = emu_onednn_run(e->d, e->stream, e->scratch, src + (size_t)i * in, bias,
+                                dst + (size_t)i * out, &m);
+        most = m > most ? m : most;
+    }
+    if (failed) {
+        fprintf(stderr, "bench_onednn: %s: the emulator's oneDNN convolution failed\n", c->name);
+        exit(1);
+    }
+    return most;
+}
+
+static void emu_dnnl_free(struct emu_dnnl *e)
+{
+    emu_onednn_free(e->d);
+    emu_onednn_stream_free(e->stream);
+    free(e->scratch);
+}
+
 /* ---- main ---- */
 
 /* This process's threads now (/proc/self/status), 0 if it cannot tell. */
@@ -250,33 +329,28 @@ static int omp_one_thread(int *was)
 
 struct result {
     double im2col_ms, gemm_ms, eeb_ms, dnnl_ms; /* medians */
-    double ops;                                 /* 2 x MACs per batch */
-    int reps;                                   /* repetitions the medians are of */
-    int implicit;                               /* eeb's implicit GEMM (no im2col) */
+    double pack_ms;                             /* eeb's weights packed, as each step */
+    double dnnl_step_ms; /* oneDNN as the emulator calls it: weights, convolution, bias */
+    int by_item;         /* oneDNN's faster way was item by item */
+    double ops;          /* 2 x MACs per batch */
+    int reps;            /* repetitions the medians are of */
+    int implicit;        /* eeb's implicit GEMM (no im2col) */
 };
 
-/* Shape c as the emulator's geometry. */
-static struct fx_geom geometry(const struct conv *c)
-{
-    struct fx_geom g = {
-        BATCH, c->h, c->w,      c->cin, out_side(c->h, c), out_side(c->w, c), c->cout,
-        c->k,  c->k, c->stride, c->pad};
-    return g;
-}
-
-/* One eeb convolution of the batch src into out: the implicit GEMM with
- * its scratch, all counted in ns[1]; or im2col into a, then the GEMM,
- * adding the nanoseconds of each to ns[0] and ns[1]. */
+/* One eeb convolution of the batch src into out, the bias packed in pb
+ * added and the largest |sum| into *most: the implicit GEMM with its
+ * scratch, all counted in ns[1]; or im2col into a, then the GEMM, adding
+ * the nanoseconds of each to ns[0] and ns[1]. */
 static void eeb_conv(enum eeb_emu_isa isa, const struct conv *c, const int8_t *src, int8_t *a,
                      int8_t *scratch, const struct eeb_emu_packed_b *pb, int32_t *out,
-                     int64_t ns[2])
+                     int64_t ns[2], uint32_t *most)
 {
     const int m = BATCH * out_side(c->h, c) * out_side(c->w, c);
     int64_t t0 = eeb_mono_ns();
+    *most = 0;
     if (scratch) {
         const struct fx_geom g = geometry(c);
-        uint32_t most = 0;
-        if (eeb_emu_conv(&g, src, pb, scratch, out, &most)) {
+        if (eeb_emu_conv(&g, src, pb, scratch, out, most)) {
             fprintf(stderr, "bench_onednn: %s: the implicit GEMM refused the shape\n", c->name);
             exit(1);
         }
@@ -285,7 +359,7 @@ static void eeb_conv(enum eeb_emu_isa isa, const struct conv *c, const int8_t *s
     }
     im2col(c, src, a);
     int64_t t1 = eeb_mono_ns();
-    if (eeb_emu_gemm(isa, m, a, pb->k, pb, out, pb->n, NULL)) {
+    if (eeb_emu_gemm(isa, m, a, pb->k, pb, out, pb->n, most)) {
         fprintf(stderr, "bench_onednn: %s: out of memory in the GEMM\n", c->name);
         exit(1);
     }
@@ -293,21 +367,41 @@ static void eeb_conv(enum eeb_emu_isa isa, const struct conv *c, const int8_t *s
     ns[1] += eeb_mono_ns() - t1;
 }
 
-/* Ends the bench if the two NHWC outputs of shape c differ anywhere. */
-static void check_equal(const struct conv *c, const int32_t *eeb, const int32_t *dnnl)
+/* eeb's weights w (and bias) packed for its convolution of shape c, the
+ * implicit GEMM's or the GEMM's, as the emulator does each step. */
+static void eeb_pack(enum eeb_emu_isa isa, const struct conv *c, int implicit, const int8_t *w,
+                     const int64_t *bias, struct eeb_emu_packed_b *pb)
+{
+    const struct fx_geom g = geometry(c);
+    const int k = c->k * c->k * c->cin, n = c->cout;
+    if (implicit ? eeb_emu_conv_pack(&g, w, pb) : eeb_emu_gemm_pack_b(isa, w, k, n, n, pb)) {
+        fprintf(stderr, "bench_onednn: %s: packing %dx%d failed\n", c->name, k, n);
+        exit(1);
+    }
+    if (eeb_emu_gemm_set_bias(pb, bias)) {
+        fprintf(stderr, "bench_onednn: %s: a bias too wide for the GEMM\n", c->name);
+        exit(1);
+    }
+}
+
+/* Ends the bench if the two NHWC outputs of shape c differ anywhere,
+ * oneDNN's given bias (NULL: none) first. */
+static void check_equal(const struct conv *c, const int32_t *eeb, const int32_t *dnnl,
+                        const int32_t *bias, const char *which)
 {
     const size_t oh = (size_t)out_side(c->h, c), ow = (size_t)out_side(c->w, c);
     const size_t n = (size_t)c->cout, total = BATCH * oh * ow * n;
     size_t i = 0;
-    while (i < total && eeb[i] == dnnl[i])
+    while (i < total && eeb[i] == (int32_t)((uint32_t)dnnl[i] + (bias ? (uint32_t)bias[i % n] : 0)))
         i++;
     if (i == total)
         return;
     size_t px = i / n;
     fprintf(stderr,
-            "bench_onednn: %s: eeb and oneDNN differ first at element %zu of %zu (NHWC n=%zu "
-            "y=%zu x=%zu c=%zu): eeb %d, oneDNN %d\n",
-            c->name, i, total, px / (oh * ow), px / ow % oh, px % ow, i % n, eeb[i], dnnl[i]);
+            "bench_onednn: %s: eeb and %s differ first at element %zu of %zu (NHWC n=%zu "
+            "y=%zu x=%zu c=%zu): eeb %d, oneDNN %d%s\n",
+            c->name, which, i, total, px / (oh * ow), px / ow % oh, px % ow, i % n, eeb[i], dnnl[i],
+            bias ? " before the bias" : "");
     exit(1);
 }
 
@@ -331,42 +425,78 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
     int8_t *scratch = scratch_bytes ? alloc_or_die(scratch_bytes) : NULL;
     int32_t *c_eeb = alloc_or_die(out_n * sizeof *c_eeb);
     int32_t *c_dnnl = alloc_or_die(out_n * sizeof *c_dnnl);
+    int32_t *c_biased = alloc_or_die(out_n * sizeof *c_biased);
+    int32_t *bias = alloc_or_die((size_t)n * sizeof *bias);
+    int64_t *bias64 = alloc_or_die((size_t)n * sizeof *bias64);
     for (size_t i = 0; i < src_n; i++)
         src[i] = rnd8();
     for (size_t i = 0; i < (size_t)k * n; i++)
         w[i] = rnd8();
+    for (int j = 0; j < n; j++) /* 2^29 > 2^24: float could not carry it */
+        bias64[j] = bias[j] = (int32_t)((uint32_t)rnd8() << 22 | (uint8_t)rnd8()) / 2;
     memset(c_eeb, 0x11, out_n * sizeof *c_eeb); /* unequal, so an unwritten output shows */
     memset(c_dnnl, 0x22, out_n * sizeof *c_dnnl);
 
     struct eeb_emu_packed_b pb;
-    if (scratch ? eeb_emu_conv_pack(&g, w, &pb) : eeb_emu_gemm_pack_b(isa, w, k, n, n, &pb)) {
-        fprintf(stderr, "bench_onednn: %s: packing %dx%d failed\n", c->name, k, n);
-        exit(1);
-    }
+    eeb_pack(isa, c, scratch != NULL, w, bias64, &pb);
     struct dnnl_conv d;
     dnnl_conv_init(eng, strm, c, src, w, c_dnnl, &d);
     snprintf(impl, impl_len, "%s", d.impl);
+    struct emu_dnnl ways[2]; /* as the emulator: the whole batch a call, an item a call */
+    emu_dnnl_init(c, BATCH, &ways[0]);
+    emu_dnnl_init(c, 1, &ways[1]);
 
-    int64_t warm[2] = {0, 0}; /* the warm-up: first touch, JIT; then the check */
-    eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, warm);
+    int64_t warm[2] = {0, 0}; /* the warm-up: first touch, JIT; then the checks */
+    uint32_t eeb_most = 0;
+    eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, warm, &eeb_most);
     int64_t t0 = eeb_mono_ns();
     dnnl_conv_run(strm, &d, c->name);
     int64_t warm_dnnl = eeb_mono_ns() - t0;
-    check_equal(c, c_eeb, c_dnnl);
+    check_equal(c, c_eeb, c_dnnl, bias, "oneDNN");
+    int64_t warm_step[2];
+    for (int v = 0; v < 2; v++) {
+        memset(c_biased, 0x33, out_n * sizeof *c_biased);
+        t0 = eeb_mono_ns();
+        const uint32_t dnnl_most = emu_dnnl_run(&ways[v], c, w, src, bias, c_biased);
+        warm_step[v] = eeb_mono_ns() - t0;
+        check_equal(c, c_eeb, c_biased, NULL, "the emulator's oneDNN");
+        if (eeb_most != dnnl_most) {
+            fprintf(stderr, "bench_onednn: %s: the largest |sum|: eeb %u, oneDNN's sums %u\n",
+                    c->name, eeb_most, dnnl_most);
+            exit(1);
+        }
+    }
 
     const int reps =
-        (double)(warm[0] + warm[1] + warm_dnnl) / 1e9 > WARMUP_SLOW_S ? REPS_SLOW : BENCH_REPS;
+        (double)(warm[0] + warm[1] + warm_dnnl + warm_step[0] + warm_step[1]) / 1e9 > WARMUP_SLOW_S
+            ? REPS_SLOW
+            : BENCH_REPS;
     const int eeb_calls = calls_for(warm[0] + warm[1]), dnnl_calls = calls_for(warm_dnnl);
     double t_im2col[BENCH_REPS] = {0}, t_gemm[BENCH_REPS] = {0}, t_eeb[BENCH_REPS] = {0},
-           t_dnnl[BENCH_REPS] = {0};
+           t_dnnl[BENCH_REPS] = {0}, t_step[2][BENCH_REPS] = {{0}}, t_pack[BENCH_REPS] = {0};
     for (int r = 0; r < reps; r++) {
+        /* packed twice, the second timed: the emulator packs into memory it
+         * keeps, where a fresh allocation here may first fault its pages in */
+        for (int twice = 0; twice < 2; twice++) {
+            t0 = eeb_mono_ns();
+            eeb_emu_gemm_free_b(&pb);
+            eeb_pack(isa, c, scratch != NULL, w, bias64, &pb);
+            t_pack[r] = (double)(eeb_mono_ns() - t0) / 1e6;
+        }
         int64_t ns[2] = {0, 0};
         for (int i = 0; i < eeb_calls; i++)
-            eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, ns);
+            eeb_conv(isa, c, src, a, scratch, &pb, c_eeb, ns, &eeb_most);
         t0 = eeb_mono_ns();
         for (int i = 0; i < dnnl_calls; i++)
             dnnl_conv_run(strm, &d, c->name);
         t_dnnl[r] = (double)(eeb_mono_ns() - t0) / 1e6 / dnnl_calls;
+        for (int v = 0; v < 2; v++) {
+            const int calls = calls_for(warm_step[v]);
+            t0 = eeb_mono_ns();
+            for (int i = 0; i < calls; i++)
+                emu_dnnl_run(&ways[v], c, w, src, bias, c_biased);
+            t_step[v][r] = (double)(eeb_mono_ns() - t0) / 1e6 / calls;
+        }
         t_im2col[r] = (double)ns[0] / 1e6 / eeb_calls;
         t_gemm[r] = (double)ns[1] / 1e6 / eeb_calls;
         t_eeb[r] = (double)(ns[0] + ns[1]) / 1e6 / eeb_calls;
@@ -375,10 +505,18 @@ static struct result run_shape(dnnl_engine_t eng, dnnl_stream_t strm, enum eeb_e
                          .gemm_ms = bench_median(t_gemm, (size_t)reps),
                          .eeb_ms = bench_median(t_eeb, (size_t)reps),
                          .dnnl_ms = bench_median(t_dnnl, (size_t)reps),
+                         .pack_ms = bench_median(t_pack, (size_t)reps),
                          .ops = 2.0 * m * n * k,
                          .reps = reps,
                          .implicit = scratch != NULL};
+    for (int v = 0; v < 2; v++) { /* the faster way */
+        const double ms = bench_median(t_step[v], (size_t)reps);
+        if (v == 0 || ms < res.dnnl_step_ms)
+            res.dnnl_step_ms = ms, res.by_item = v;
+        emu_dnnl_free(&ways[v]);
+    }
     dnnl_conv_free(&d);
+    free(c_biased), free(bias), free(bias64);
     eeb_emu_gemm_free_b(&pb);
     free(src), free(w), free(a), free(scratch), free(c_eeb), free(c_dnnl);
     return res;
@@ -417,11 +555,16 @@ int main(int argc, char **argv)
         printf(" at 1 thread (it had read %d before main; set by omp_set_num_threads)\n", omp_was);
     else
         printf(" at 1 thread (OMP_NUM_THREADS)\n");
-    printf("  ms per batch (median of %d unless marked); eeb x = eeb's speed over oneDNN's\n",
-           BENCH_REPS);
+    printf(
+        "  ms per batch (median of %d unless marked); eeb x = eeb's speed over oneDNN's; a step: "
+        "weights prepared, convolution, bias, largest |sum|\n  (oneDNN's bias and largest |sum| "
+        "in a pass after the batch's call, or after each item's: +item)\n",
+        BENCH_REPS);
 
-    double eeb_total = 0, dnnl_total = 0;
-    int eeb_wins = 0, dnnl_wins = 0, layers = 0;
+    /* totals over the forward pass: eeb, oneDNN alone; each step as the
+     * emulator would run them (see the top), and the faster of those */
+    double eeb_total = 0, dnnl_total = 0, eeb_step = 0, dnnl_step = 0, best_step = 0;
+    int eeb_wins = 0, dnnl_wins = 0, step_wins = 0, layers = 0;
     size_t ran = 0;
     for (size_t s = 0; s < NCONVS; s++) {
         const struct conv *c = &convs[s];
@@ -434,7 +577,8 @@ int main(int argc, char **argv)
             return 1;
         }
         double eeb_gops = r.ops / r.eeb_ms / 1e6, dnnl_gops = r.ops / r.dnnl_ms / 1e6;
-        double ratio = r.dnnl_ms / r.eeb_ms;
+        double eeb_s = r.eeb_ms + r.pack_ms, dnnl_s = r.dnnl_step_ms;
+        double ratio = r.dnnl_ms / r.eeb_ms, step_ratio = dnnl_s / eeb_s;
         char marked[16] = "";
         if (r.reps != BENCH_REPS)
             snprintf(marked, sizeof marked, " (%d reps)", r.reps);
@@ -442,11 +586,11 @@ int main(int argc, char **argv)
         if (r.implicit)
             snprintf(how, sizeof how, "implicit GEMM, no im2col");
         else
-            snprintf(how, sizeof how, "im2col %6.2f + gemm %6.2f", r.im2col_ms, r.gemm_ms);
-        printf("  %-21s x%d  eeb %8.2f ms (%-25s) %6.1f GOP/s | oneDNN %8.2f ms %6.1f GOP/s | "
-               "eeb x%.2f  [%s]%s\n",
-               c->name, c->count, r.eeb_ms, how, eeb_gops, r.dnnl_ms, dnnl_gops, ratio, impl,
-               marked);
+            snprintf(how, sizeof how, "im2col %5.2f + gemm %5.2f", r.im2col_ms, r.gemm_ms);
+        printf("  %-21s x%d  eeb %6.2f ms (%-23s) %6.1f GOP/s | oneDNN %6.2f ms %6.1f GOP/s | eeb "
+               "x%.2f | a step: eeb %6.2f ms, oneDNN %6.2f ms%-5s eeb x%.2f  [%s]%s\n",
+               c->name, c->count, r.eeb_ms, how, eeb_gops, r.dnnl_ms, dnnl_gops, ratio, eeb_s,
+               dnnl_s, r.by_item ? " +item" : "", step_ratio, impl, marked);
         const struct {
             const char *what;
             double value;
@@ -454,7 +598,8 @@ int main(int argc, char **argv)
         } lines[] = {{"eeb", r.eeb_ms, "ms"},         {"eeb_im2col", r.im2col_ms, "ms"},
                      {"eeb_gemm", r.gemm_ms, "ms"},   {"onednn", r.dnnl_ms, "ms"},
                      {"eeb_gops", eeb_gops, "GOP/s"}, {"onednn_gops", dnnl_gops, "GOP/s"},
-                     {"eeb_vs_onednn", ratio, "x"}};
+                     {"eeb_vs_onednn", ratio, "x"},   {"eeb_step", eeb_s, "ms"},
+                     {"onednn_step", dnnl_s, "ms"},   {"eeb_vs_onednn_step", step_ratio, "x"}};
         for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
             char name[96];
             snprintf(name, sizeof name, "conv_int8_%s_%s", c->name, lines[i].what);
@@ -462,22 +607,36 @@ int main(int argc, char **argv)
         }
         eeb_total += c->count * r.eeb_ms;
         dnnl_total += c->count * r.dnnl_ms;
+        eeb_step += c->count * eeb_s;
+        dnnl_step += c->count * dnnl_s;
+        best_step += c->count * (dnnl_s < eeb_s ? dnnl_s : eeb_s);
         eeb_wins += r.eeb_ms < r.dnnl_ms;
         dnnl_wins += r.dnnl_ms < r.eeb_ms;
+        step_wins += dnnl_s < eeb_s;
         layers += c->count;
     }
     if (ran == 0) {
         fprintf(stderr, "bench_onednn: no shape's name holds '%s'\n", argv[1]);
         return 1;
     }
-    printf("  faster on %d of %zu shapes: eeb, on %d: oneDNN; %s %d convolutions: eeb %.1f ms, "
-           "oneDNN %.1f ms per batch (eeb x%.2f)\n",
-           eeb_wins, ran, dnnl_wins, ran == NCONVS ? "the forward pass's" : "these shapes'", layers,
-           eeb_total, dnnl_total, dnnl_total / eeb_total);
+    printf("  %s %d convolutions, ms per batch:\n"
+           "    the convolutions alone: eeb %.1f, oneDNN %.1f (eeb x%.2f); faster on %d of %zu "
+           "shapes: eeb, on %d: oneDNN\n"
+           "    a step as the emulator runs them: eeb %.1f, oneDNN %.1f (eeb x%.2f); oneDNN faster "
+           "on %d of %zu shapes;\n"
+           "    the faster of the two on each shape %.1f: oneDNN where it is faster would save "
+           "%.1f ms a batch\n",
+           ran == NCONVS ? "the forward pass's" : "these shapes'", layers, eeb_total, dnnl_total,
+           dnnl_total / eeb_total, eeb_wins, ran, dnnl_wins, eeb_step, dnnl_step,
+           dnnl_step / eeb_step, step_wins, ran, best_step, eeb_step - best_step);
     if (ran == NCONVS) {
         bench_line("conv_int8_resnet18_fwd_eeb", eeb_total, "ms");
         bench_line("conv_int8_resnet18_fwd_onednn", dnnl_total, "ms");
         bench_line("conv_int8_resnet18_fwd_eeb_vs_onednn", dnnl_total / eeb_total, "x");
+        bench_line("conv_int8_resnet18_fwd_eeb_step", eeb_step, "ms");
+        bench_line("conv_int8_resnet18_fwd_onednn_step", dnnl_step, "ms");
+        bench_line("conv_int8_resnet18_fwd_eeb_vs_onednn_step", dnnl_step / eeb_step, "x");
+        bench_line("conv_int8_resnet18_fwd_faster_of_both_step", best_step, "ms");
     }
     printf("  (this bench: %.0f s)\n", bench_seconds_since(start));
     dnnl_stream_destroy(strm);

@@ -10,8 +10,11 @@
  * an image that holds them to int32 accumulators (FX_MAX_REDUCTION terms)
  * refuses batch 32, and then the emulator trains at the largest batch
  * whose sums fit (5), the refusal printed, and float32 at that batch too.
- * Each backend: one untimed warm-up step, then the median of STEPS steps
- * timed one by one.
+ * Each backend: untimed warm-up steps, then the median of STEPS steps
+ * timed one by one.  One warm-up step for float32; for the emulator
+ * WARMUP_EMU, in which each convolution shape runs eeb's own and oneDNN's
+ * by turns, timed, before it keeps the faster (eeb_emu.h).  The emulator's
+ * line says which shapes went to oneDNN.
  *
  * Training MACs are counted as the device's programs do the work (the
  * compiler's rule, fpga/fx/compile.c): forward for every conv and FC;
@@ -45,8 +48,10 @@
 #define SIDE     224
 #define CLASSES  101
 #define BATCH    32 /* asked for; the emulator's is at most what its accumulators hold */
-#define STEPS    3  /* timed steps per backend, after one warm-up */
-#define PROFILED 2  /* profiled emulator steps, after one warm-up */
+#define STEPS    3  /* timed steps per backend, after the warm-up */
+#define PROFILED 2  /* profiled emulator steps, after the warm-up */
+/* the emulator's warm-up: every convolution shape past its oneDNN trials */
+#define WARMUP_EMU (2 * EEB_EMU_ONEDNN_TRIALS + 1)
 
 static uint64_t state = 88172645463325252ull;
 static int cores; /* online: the emulator's workers, fp32's threads, the peak's multiple */
@@ -184,7 +189,7 @@ struct timing {
     char detail[64];
 };
 
-/* One warm-up step, then `steps` steps of `batch` items each timed alone.
+/* Warm-up steps, then `steps` steps of `batch` items each timed alone.
  * With ops > 0, each step's ops/s is also set against `cores` times each
  * peak this CPU has, read just before it. */
 static struct timing time_steps(const char *backend, const struct eeb_net *net, int batch,
@@ -204,7 +209,8 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
     struct eeb_train_result r;
     double t[16], share[PEAKS][16], peak[PEAKS][16];
     steps = steps < 16 ? steps : 16;
-    for (int s = -1; s < steps; s++) {
+    const int warmup = strcmp(backend, "emu") ? 1 : WARMUP_EMU;
+    for (int s = -warmup; s < steps; s++) {
         double p[PEAKS] = {0, 0};
         for (int k = 0; k < PEAKS; k++)
             if (s >= 0 && ops > 0 && has_peak[k])
@@ -215,7 +221,7 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
             exit(1);
         }
         if (s < 0)
-            continue; /* warm-up: first touch of the image's pages, OpenBLAS's buffers */
+            continue; /* warm-up: first touch of the image's pages, OpenBLAS's buffers, trials */
         t[s] = bench_seconds_since(t0);
         for (int k = 0; k < PEAKS; k++) {
             peak[k][s] = p[k];
@@ -236,8 +242,8 @@ static struct timing time_steps(const char *backend, const struct eeb_net *net, 
     return out;
 }
 
-/* The emulator's phase profile over PROFILED training steps (after one
- * warm-up), run on the image directly: the backend hides its emulator. */
+/* The emulator's phase profile over PROFILED training steps (after
+ * WARMUP_EMU), run on the image directly: the backend hides its emulator. */
 static void emu_profile(const struct eeb_net *net, int batch, struct eeb_emu_profile *prof)
 {
     struct eeb_net *fixed = eeb_net_clone(net);
@@ -258,8 +264,8 @@ static void emu_profile(const struct eeb_net *net, int batch, struct eeb_emu_pro
     eeb_fx_set_batch(&img, batch, b.pixels, b.labels);
     eeb_fx_set_hyper(&img, 0.01, 0.9, 5e-4, 1, 0);
     int failed = eeb_emu_run(emu, img.mem, FX_PROG_INIT);
-    for (int s = 0; s <= PROFILED && !failed; s++) {
-        if (s == 1)
+    for (int s = 0; s < WARMUP_EMU + PROFILED && !failed; s++) {
+        if (s == WARMUP_EMU)
             eeb_emu_profile_start(emu, 1);
         eeb_fx_header(&img)->step = (uint32_t)s;
         failed = eeb_emu_run(emu, img.mem, FX_PROG_TRAIN);

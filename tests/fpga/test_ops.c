@@ -69,8 +69,12 @@ static void run(uint8_t *mem, struct eeb_emu *emu, uint32_t prog)
 
 /* Runs net on the kernel and on emulators; the images must agree.  A
  * nonzero bias replaces every conv and FC layer's biases. */
-static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const char *what,
-                               float bias)
+/* Trains net on the kernel and on the emulator, every ISA on 1 and 2
+ * threads with eeb's own convolutions, and on the best with oneDNN's
+ * forward convolutions in mode `onednn` (where its sums are exact), for
+ * `steps` steps; every emulator's image must be the kernel's. */
+static void check_exact_steps(struct eeb_net *net, int batch, int frozen, const char *what,
+                              float bias, int steps, enum eeb_emu_onednn onednn)
 {
     char err[256];
     /* a refused layer returns -1, which later layers would take as the
@@ -96,24 +100,35 @@ static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const
     eeb_fx_set_hyper(&img, 0.05, 0.9, 1e-3, state, 0);
 
     enum {
-        MAX_RUNS = 1 + 2 * (EEB_EMU_ISA_AMX + 1)
-    }; /* the kernel, every ISA on 1 and 2 threads */
+        MAX_RUNS = 2 + 2 * (EEB_EMU_ISA_AMX + 1)
+    }; /* the kernel, every ISA on 1 and 2 threads, oneDNN */
     uint8_t *mem[MAX_RUNS];
     struct eeb_emu *emu[MAX_RUNS] = {NULL};
-    char name[MAX_RUNS][48] = {"kernel"};
+    char name[MAX_RUNS][64] = {"kernel"};
     int runs = 1;
     for (int isa = EEB_EMU_ISA_SCALAR; isa <= (int)eeb_emu_gemm_best_isa(); isa++)
         for (int threads = 1; threads <= 2; threads++, runs++) {
             emu[runs] = eeb_emu_new(threads, (enum eeb_emu_isa)isa);
             cr_assert(emu[runs]);
+            eeb_emu_set_onednn(emu[runs], EEB_EMU_ONEDNN_OFF);
             snprintf(name[runs], sizeof name[runs], "emu %s %d thread(s)",
                      eeb_emu_isa_name((enum eeb_emu_isa)isa), threads);
         }
+    const int with_onednn = emu_onednn_exact() ? runs++ : 0;
+    if (with_onednn) {
+        emu[with_onednn] = eeb_emu_new(2, eeb_emu_gemm_best_isa());
+        cr_assert(emu[with_onednn]);
+        eeb_emu_set_onednn(emu[with_onednn], onednn);
+        snprintf(name[with_onednn], sizeof name[with_onednn], "emu %s 2 threads, oneDNN %s",
+                 eeb_emu_isa_name(eeb_emu_gemm_best_isa()),
+                 onednn == EEB_EMU_ONEDNN_ON ? "on" : "by timing");
+    } else
+        cr_log_info("%s: oneDNN's int8 sums are not exact on this CPU: not compared", what);
     for (int r = 0; r < runs; r++) {
         mem[r] = aligned_alloc(FX_ALIGN, img.bytes);
         memcpy(mem[r], img.mem, img.bytes);
         run(mem[r], emu[r], FX_PROG_INIT);
-        for (uint32_t step = 0; step < 2; step++) {
+        for (uint32_t step = 0; step < (uint32_t)steps; step++) {
             ((struct fx_header *)mem[r])->step = step;
             run(mem[r], emu[r], FX_PROG_TRAIN);
         }
@@ -124,6 +139,13 @@ static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const
             off++;
         cr_expect_eq(off, img.bytes, "%s: %s differs from the kernel at byte %zu (tensor %d)", what,
                      name[r], off, tensor_at_offset(mem[0], off));
+    }
+    if (with_onednn) { /* it ran: where it always does, or where it was faster */
+        int seen, by_onednn;
+        eeb_emu_onednn_shapes(emu[with_onednn], &seen, &by_onednn);
+        cr_expect(bias != 0 || seen > 0, "%s: no convolution went to oneDNN's trials", what);
+        if (onednn == EEB_EMU_ONEDNN_ON)
+            cr_expect_eq(by_onednn, seen, "%s: oneDNN ran %d of %d shapes", what, by_onednn, seen);
     }
     /* the case is only a test if training changed the weights */
     const struct eeb_fx_params *p = NULL;
@@ -151,7 +173,7 @@ static void check_exact_biased(struct eeb_net *net, int batch, int frozen, const
 
 static void check_exact(struct eeb_net *net, int batch, int frozen, const char *what)
 {
-    check_exact_biased(net, batch, frozen, what, 0);
+    check_exact_steps(net, batch, frozen, what, 0, 2, EEB_EMU_ONEDNN_ON);
 }
 
 static struct eeb_net *net_of(int h, int w, int c)
@@ -199,6 +221,21 @@ Test(ops, conv_every_kernel_stride_and_padding, .timeout = 120)
             }
 }
 
+/* oneDNN by timing: each convolution shape runs eeb's own and oneDNN's by
+ * turns until both have had their trials, then the faster; the steps
+ * here take every shape past its trials, and every one gives the
+ * kernel's bits. */
+Test(ops, onednn_chosen_by_timing, .timeout = 120)
+{
+    state = 79;
+    struct eeb_net *net = net_of(12, 12, 3);
+    int l = conv_relu(net, stem(net, 16), 64, 3, 2, 1);
+    l = conv_relu(net, l, 64, 3, 1, 1);
+    head(net, conv_relu(net, l, 32, 1, 1, 0));
+    check_exact_steps(net, 3, 0, "oneDNN by timing", 0, 2 * EEB_EMU_ONEDNN_TRIALS + 2,
+                      EEB_EMU_ONEDNN_AUTO);
+}
+
 /* Biases so large at the accumulators' exponent that the GEMM cannot add
  * them in int32: the emulator adds them wide, and the sums saturate, the
  * same on every backend. */
@@ -207,7 +244,7 @@ Test(ops, bias_wider_than_the_accumulator)
     state = 77;
     struct eeb_net *net = net_of(6, 6, 3);
     head(net, conv_relu(net, stem(net, 4), 5, 3, 1, 1));
-    check_exact_biased(net, 3, 0, "wide bias", 1e6f);
+    check_exact_steps(net, 3, 0, "wide bias", 1e6f, 2, EEB_EMU_ONEDNN_ON);
 }
 
 Test(ops, fully_connected_and_flatten)

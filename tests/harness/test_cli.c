@@ -2,6 +2,7 @@
  * test_cli.c - the eeb command as a user runs it: golden outputs, exit
  * codes, and error messages that name the culprit.
  */
+#include "fpga/emu/eeb_emu.h"
 #include "rundb/eeb_rundb.h"
 #include "tests/testlib.h"
 
@@ -160,6 +161,12 @@ Test(cli, help_and_version)
     assert_has(r.out, "accelerator backends: emu kernel fp32");
     assert_has(r.out, "libjpeg-turbo 2.");
     assert_has(r.out, ", FFmpeg ");
+    int onednn;
+    char dnnl[48];
+    snprintf(dnnl, sizeof dnnl, ", oneDNN %s", eeb_emu_onednn_version(&onednn));
+    assert_has(r.out, dnnl);
+    assert_has(r.out, onednn ? "with oneDNN's convolutions where faster"
+                             : "without oneDNN: its int8 sums are not exact");
     assert_has(r.out, "power sources:");
     test_run_free(&r);
 }
