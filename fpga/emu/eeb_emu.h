@@ -26,17 +26,18 @@ int eeb_emu_threads(const struct eeb_emu *e);
 enum eeb_emu_isa eeb_emu_isa(const struct eeb_emu *e);
 
 /*
- * oneDNN for the forward convolutions where it is faster (onednn.c; the
- * same bits, where its int8 sums are exact: CPUs with VNNI or AMX).
- * AUTO, the default there, runs eeb's own and oneDNN's by turns on a
- * geometry's first calls, EEB_EMU_ONEDNN_TRIALS timed of each, then keeps
- * the faster; OFF runs eeb's own; ON oneDNN wherever it can (tests).
+ * oneDNN for the forward convolutions and the stride-1 backward data
+ * passes where it is faster (onednn.c; the same bits, where its int8 sums
+ * are exact: CPUs with VNNI or AMX).  AUTO, the default there, runs eeb's
+ * own and oneDNN's by turns on a geometry's first calls (forward and
+ * backward apart), EEB_EMU_ONEDNN_TRIALS timed of each, then keeps the
+ * faster; OFF runs eeb's own; ON oneDNN wherever it can (tests).
  */
 enum eeb_emu_onednn { EEB_EMU_ONEDNN_OFF, EEB_EMU_ONEDNN_AUTO, EEB_EMU_ONEDNN_ON };
 #define EEB_EMU_ONEDNN_TRIALS 3
 void eeb_emu_set_onednn(struct eeb_emu *e, enum eeb_emu_onednn mode);
-/* The forward convolutions' geometries seen (where oneDNN could run
- * them), and those oneDNN now runs: chosen, or ON. */
+/* The convolutions' geometries seen (where oneDNN could run them), and
+ * those oneDNN now runs: chosen, or ON. */
 void eeb_emu_onednn_shapes(const struct eeb_emu *e, int *seen, int *by_onednn);
 /* oneDNN's version ("2.6.3"); *usable: whether its int8 sums are exact on
  * this CPU, so that the emulator may use it. */

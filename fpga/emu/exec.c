@@ -65,6 +65,7 @@ struct worker {
  * first builds its kernels and is not timed), and the fastest, ns. */
 struct dnn_layer {
     struct fx_geom g;
+    int backward; /* backward data: eeb's own way and W differ from the forward's */
     struct emu_onednn *d;
     int calls[2];
     uint64_t best[2];
@@ -75,7 +76,7 @@ struct eeb_emu {
     struct emu_pool *pool;
     int threads;
     struct worker *w;
-    struct buf bias, bias32, gathered, wide, updates, s2d;
+    struct buf bias, bias32, turned, gathered, wide, updates, s2d;
     enum eeb_emu_onednn onednn;
     struct dnn_layer *dnn; /* the geometries oneDNN has seen */
     int ndnn;
@@ -113,8 +114,8 @@ void eeb_emu_free(struct eeb_emu *e)
         emu_onednn_free(e->dnn[i].d);
     free(e->dnn);
     free(e->w);
-    free(e->bias.p), free(e->bias32.p), free(e->gathered.p), free(e->wide.p), free(e->updates.p),
-        free(e->s2d.p);
+    free(e->bias.p), free(e->bias32.p), free(e->turned.p), free(e->gathered.p), free(e->wide.p),
+        free(e->updates.p), free(e->s2d.p);
     free(e);
 }
 
@@ -682,12 +683,12 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
 
 /* ---- oneDNN's forward convolutions ---- */
 
-/* The oneDNN layer of geometry g, added (with its primitive, if oneDNN
- * takes it) on first sight; NULL if out of memory. */
-static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g)
+/* The oneDNN layer of geometry g, forward or backward, added (with its
+ * primitive, if oneDNN takes it) on first sight; NULL if out of memory. */
+static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g, int backward)
 {
     for (int i = 0; i < e->ndnn; i++)
-        if (!memcmp(&e->dnn[i].g, g, sizeof *g))
+        if (!memcmp(&e->dnn[i].g, g, sizeof *g) && e->dnn[i].backward == backward)
             return &e->dnn[i];
     struct dnn_layer *more = realloc(e->dnn, (size_t)(e->ndnn + 1) * sizeof *more);
     if (!more)
@@ -696,6 +697,7 @@ static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g)
     struct dnn_layer *l = &e->dnn[e->ndnn++];
     memset(l, 0, sizeof *l);
     l->g = *g;
+    l->backward = backward;
     struct fx_geom item = *g; /* the workers take items */
     item.n = 1;
     l->d = emu_onednn_new(&item);
@@ -764,28 +766,65 @@ static void onednn_item(void *ctx, int n, int worker)
     tock(j->e, w, EEB_EMU_PHASE_GEMM, &since);
 }
 
-/* Convolution cv through oneDNN, item by item on the workers, the bias
- * (in int32: the caller checked) added; the largest |sum| into *maxabs.
- * -1 if memory ran out or oneDNN failed. */
-static int onednn_conv(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
-                       struct emu_onednn *d, const int64_t *bias, uint64_t *maxabs)
+/*
+ * A convolution as oneDNN is given it: geometry g of x (NHWC) by W into
+ * acc, bias added (NULL: none; |bias| at most widest), requantized at
+ * exponent e_acc into out.  W is the command's, in (ky, kx, ci) rows by
+ * oc (HWIO), or for backward data its transpose with the taps turned
+ * around (see conv_bwd_data), made here when oneDNN runs.
+ */
+struct dnn_call {
+    struct fx_geom g;
+    const int8_t *x, *w;
+    int backward;
+    const int64_t *bias;
+    int64_t widest;
+    int32_t *acc;
+    int e_acc;
+    struct fx_tensor *out;
+};
+
+/* W' for backward data at stride 1: W'[ky][kx][o][i] = W[kh-1-ky][kw-1-kx][i][o]. */
+static void turn_around(const struct fx_geom *g, const int8_t *w, int8_t *out)
 {
-    const struct fx_geom *g = &cv->g;
+    for (int t = 0; t < g->kh * g->kw; t++) {
+        const int8_t *tap = w + (size_t)(g->kh * g->kw - 1 - t) * g->ic * g->oc;
+        int8_t *to = out + (size_t)t * g->oc * g->ic;
+        for (int i = 0; i < g->ic; i++)
+            for (int o = 0; o < g->oc; o++)
+                to[(size_t)o * g->ic + i] = tap[(size_t)i * g->oc + o];
+    }
+}
+
+/* Call c through oneDNN's primitive d, item by item on the workers; the
+ * largest |sum| into *maxabs.  -1 if memory ran out or oneDNN failed. */
+static int onednn_conv(struct eeb_emu *e, const struct fx_conv *cv, const struct dnn_call *c,
+                       struct emu_onednn *d, uint64_t *maxabs)
+{
+    const struct fx_geom *g = &c->g;
     struct worker *caller = &e->w[0]; /* the pool's worker 0 */
     int32_t *b32 = grow(&e->bias32, (size_t)g->oc * sizeof *b32);
+    const int8_t *w = c->w;
     if (!b32 || (!caller->dnn_stream && !(caller->dnn_stream = emu_onednn_stream_new())))
         return -1;
-    for (int c = 0; c < g->oc; c++)
-        b32[c] = (int32_t)bias[c];
+    for (int o = 0; o < g->oc; o++)
+        b32[o] = c->bias ? (int32_t)c->bias[o] : 0;
     uint64_t since = tick(e);
-    if (emu_onednn_weights(d, caller->dnn_stream, i8_of(mem, cv->w)))
+    if (c->backward) { /* the command's g: W is kh x kw x ic x oc */
+        int8_t *turned = grow(&e->turned, (size_t)g->kh * g->kw * g->ic * g->oc);
+        if (!turned)
+            return -1;
+        turn_around(&cv->g, w, turned);
+        w = turned;
+    }
+    if (emu_onednn_weights(d, caller->dnn_stream, w))
         return -1;
     tock(e, caller, EEB_EMU_PHASE_PACK, &since);
     struct onednn_job j = {.e = e,
                            .d = d,
-                           .x = i8_of(mem, cv->in),
+                           .x = c->x,
                            .bias = b32,
-                           .acc = acc_of(mem, cv),
+                           .acc = c->acc,
                            .in = (size_t)g->ih * g->iw * g->ic,
                            .out = (size_t)g->oh * g->ow * g->oc};
     reset_workers(e);
@@ -794,12 +833,53 @@ static int onednn_conv(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv
     return gather(e, maxabs, &unused);
 }
 
-/* eeb's own forward convolution: see below. */
-static enum fx_status conv_fwd_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
-                                   const int64_t *bias, int64_t widest, int e_acc);
+/* eeb's own way with a convolution command (c describes it as oneDNN
+ * sees it). */
+typedef enum fx_status own_conv_fn(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                                   const struct dnn_call *c);
 
-/* A forward convolution by oneDNN or by eeb's own (see eeb_emu.h), which
- * give the same bits. */
+/* Command cv by oneDNN or by eeb's own (see eeb_emu.h), which give the
+ * same bits. */
+static enum fx_status onednn_or_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                                    const struct dnn_call *c, own_conv_fn *own)
+{
+    const struct fx_geom *g = &c->g;
+    /* oneDNN's sums plus the bias must stay in int32, as the GEMM's */
+    struct dnn_layer *l = e->onednn != EEB_EMU_ONEDNN_OFF &&
+                                  c->widest <= EEB_EMU_GEMM_BIAS_MAX((int64_t)g->kh * g->kw * g->ic)
+                              ? dnn_layer(e, g, c->backward)
+                              : NULL;
+    const uint64_t t0 = now_ns();
+    const size_t sums = (size_t)g->n * g->oh * g->ow * g->oc;
+    int32_t *first = NULL;
+    const int by_onednn = onednn_or_eeb(e, l);
+    if (by_onednn) {
+        uint64_t maxabs = 0;
+        const int ok = !onednn_conv(e, cv, c, l->d, &maxabs);
+        if (ok && l->calls[1] > 0) {
+            requantize(e, mem, c->acc, sums, maxabs, c->e_acc, fx_round_half_up(), c->out);
+            count_call(l, 1, now_ns() - t0);
+            return FX_OK;
+        }
+        /* a geometry's first sums from oneDNN are checked against eeb's
+         * own on the same input, whose output the call keeps */
+        if (ok && (first = malloc(sums * sizeof *first)))
+            memcpy(first, c->acc, sums * sizeof *first);
+    }
+    enum fx_status st = own(e, mem, cv, c);
+    if (by_onednn && first && st == FX_OK && !memcmp(first, c->acc, sums * sizeof *first))
+        count_call(l, 1, 0);
+    else if (by_onednn) { /* oneDNN failed or differed: eeb's own from now on */
+        emu_onednn_free(l->d);
+        l->d = NULL;
+    } else if (l && l->d)
+        count_call(l, 0, now_ns() - t0);
+    free(first);
+    return st;
+}
+
+static own_conv_fn conv_fwd_own;
+
 static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
     const struct fx_geom *g = &cv->g;
@@ -813,44 +893,24 @@ static enum fx_status conv_fwd(struct eeb_emu *e, uint8_t *mem, const struct fx_
         bias[c] = fx_align(b24[c], cv->b->exp, e_acc);
         widest = bias[c] > widest ? bias[c] : -bias[c] > widest ? -bias[c] : widest;
     }
-    /* oneDNN's sums plus the bias must stay in int32, as the GEMM's */
-    struct dnn_layer *l = e->onednn != EEB_EMU_ONEDNN_OFF &&
-                                  widest <= EEB_EMU_GEMM_BIAS_MAX((int64_t)g->kh * g->kw * g->ic)
-                              ? dnn_layer(e, g)
-                              : NULL;
-    const uint64_t t0 = now_ns();
-    const size_t sums = (size_t)g->n * g->oh * g->ow * g->oc;
-    int32_t *acc = acc_of(mem, cv), *first = NULL;
-    const int by_onednn = onednn_or_eeb(e, l);
-    if (by_onednn) {
-        uint64_t maxabs = 0;
-        const int ok = !onednn_conv(e, mem, cv, l->d, bias, &maxabs);
-        if (ok && l->calls[1] > 0) {
-            requantize(e, mem, acc, sums, maxabs, e_acc, fx_round_half_up(), cv->out);
-            count_call(l, 1, now_ns() - t0);
-            return FX_OK;
-        }
-        /* a geometry's first sums from oneDNN are checked against eeb's
-         * own on the same input, whose output the call keeps */
-        if (ok && (first = malloc(sums * sizeof *first)))
-            memcpy(first, acc, sums * sizeof *first);
-    }
-    enum fx_status st = conv_fwd_own(e, mem, cv, bias, widest, e_acc);
-    if (by_onednn && first && st == FX_OK && !memcmp(first, acc, sums * sizeof *first))
-        count_call(l, 1, 0);
-    else if (by_onednn) { /* oneDNN failed or differed: eeb's own from now on */
-        emu_onednn_free(l->d);
-        l->d = NULL;
-    } else if (l && l->d)
-        count_call(l, 0, now_ns() - t0);
-    free(first);
-    return st;
+    const struct dnn_call c = {.g = *g,
+                               .x = i8_of(mem, cv->in),
+                               .w = i8_of(mem, cv->w),
+                               .bias = bias,
+                               .widest = widest,
+                               .acc = acc_of(mem, cv),
+                               .e_acc = e_acc,
+                               .out = cv->out};
+    return onednn_or_own(e, mem, cv, &c, conv_fwd_own);
 }
 
 static enum fx_status conv_fwd_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
-                                   const int64_t *bias, int64_t widest, int e_acc)
+                                   const struct dnn_call *c)
 {
     const struct fx_geom *g = &cv->g;
+    const int64_t *bias = c->bias;
+    const int64_t widest = c->widest;
+    const int e_acc = c->e_acc;
     /* on AMX an implicit GEMM, whose B for s x s pixels at a time (space
      * to depth: few channels at a stride) has 64 rows per window row */
     struct emu_implicit im;
@@ -930,8 +990,10 @@ static enum fx_status conv_bwd_data_phased(struct eeb_emu *e, uint8_t *mem,
     return FX_OK;
 }
 
-static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
+static enum fx_status conv_bwd_data_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
+                                        const struct dnn_call *unused)
 {
+    (void)unused;
     const struct fx_geom *g = &cv->g;
     struct phase ph[64];
     int count = g->s > 1 && g->s * g->s <= 64 ? phases(g, ph) : 0;
@@ -962,6 +1024,25 @@ static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struc
         st = run_rows(e, mem, &j, implicit ? &im : NULL, 1, cv->out->exp + cv->w->exp, cv->in);
     free_blocks(&b);
     return st;
+}
+
+/* Backward data: at stride 1 (square windows), the convolution of dy
+ * padded by k - 1 - p by W turned around, which oneDNN can run too; at a
+ * stride, eeb's phases. */
+static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
+{
+    const struct fx_geom *g = &cv->g;
+    if (g->s != 1 || g->kh != g->kw || g->kh - 1 - g->p < 0 || e->onednn == EEB_EMU_ONEDNN_OFF)
+        return conv_bwd_data_own(e, mem, cv, NULL);
+    const struct dnn_call c = {
+        .g = {g->n, g->oh, g->ow, g->oc, g->ih, g->iw, g->ic, g->kh, g->kw, 1, g->kh - 1 - g->p},
+        .x = i8_of(mem, cv->out),
+        .w = i8_of(mem, cv->w),
+        .backward = 1,
+        .acc = acc_of(mem, cv),
+        .e_acc = cv->out->exp + cv->w->exp,
+        .out = cv->in};
+    return onednn_or_own(e, mem, cv, &c, conv_bwd_data_own);
 }
 
 /* ---- backward weight ---- */

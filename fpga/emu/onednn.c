@@ -55,6 +55,15 @@ static void start(void)
         engine = NULL;
 }
 
+/* The engine goes when this code does: at exit, or when a plugin that
+ * holds the emulator is unloaded (its pointer would go, the engine stay). */
+__attribute__((destructor)) static void stop(void)
+{
+    if (engine)
+        dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+
 int emu_onednn_exact(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
