@@ -132,24 +132,28 @@ uint32_t emu_wgrad_amx_add(const int32_t sums[32][32], int rows, int cols, int s
 /* ---- oneDNN (onednn.c) ---- */
 
 struct emu_onednn;
+struct dnnl_stream; /* oneDNN's dnnl_stream_t */
 
-/* Whether oneDNN's int8 sums are exact on this CPU (VNNI or AMX). */
+/* Whether oneDNN's int8 sums are exact on this CPU (AVX-512 VNNI or AMX),
+ * below 2^24. */
 int emu_onednn_exact(void);
-/* A forward convolution of geometry g, its g->n items a call; NULL where
- * oneDNN is not exact or refuses the geometry. */
+/* A convolution of geometry g, its g->n items a call; NULL where oneDNN
+ * is not exact or refuses the geometry. */
 struct emu_onednn *emu_onednn_new(const struct fx_geom *g);
 void emu_onednn_free(struct emu_onednn *d);
 /* A worker's stream (NULL if it could not be made) and the scratchpad
  * bytes it brings to each call. */
-void *emu_onednn_stream_new(void);
-void emu_onednn_stream_free(void *stream);
+struct dnnl_stream *emu_onednn_stream_new(void);
+void emu_onednn_stream_free(struct dnnl_stream *stream);
 size_t emu_onednn_scratch_bytes(const struct emu_onednn *d);
 /* W ((ky, kx, ci) rows by oc, as the image holds it) into oneDNN's layout,
  * once a convolution; then the items x (NHWC) into y (NHWC int32), bias[oc]
- * added and the largest |y| into *maxabs.  0, or -1 if oneDNN failed. */
-int emu_onednn_weights(struct emu_onednn *d, void *stream, const int8_t *w);
-int emu_onednn_run(const struct emu_onednn *d, void *stream, void *scratch, const int8_t *x,
-                   const int32_t *bias, int32_t *y, uint32_t *maxabs);
+ * added and the largest |y| into *maxabs.  0, or -1 if oneDNN failed or a
+ * sum reached 2^24 before the bias (it may have been rounded: see
+ * onednn.c): then y is no use. */
+int emu_onednn_weights(struct emu_onednn *d, struct dnnl_stream *stream, const int8_t *w);
+int emu_onednn_run(const struct emu_onednn *d, struct dnnl_stream *stream, void *scratch,
+                   const int8_t *x, const int32_t *bias, int32_t *y, uint32_t *maxabs);
 
 /* ---- worker threads (pool.c) ---- */
 

@@ -4,7 +4,8 @@
  * It runs the same image and programs as the kernel C.  Convolution and FC
  * commands, where the time goes, become im2col + int8 GEMM (gemm.c) split
  * across the worker pool (on AMX, most of them implicit GEMMs with no
- * im2col: implicit.c); max pools run on the pool by items and channels;
+ * im2col: implicit.c), or, where that measured faster, oneDNN's
+ * convolutions (onednn.c); max pools run on the pool by items and channels;
  * the weight updates run the kernel's own SGD and QUANT_W, one layer per
  * worker at a time; the other commands are cheap and run the kernel's own
  * code (fx_kernel_exec) on one core.  The arithmetic is the kernel's: the
@@ -14,7 +15,8 @@
  * asked (eeb_emu_profile_start), the emulator times its phases.
  *
  * Sections: scratch buffers; profiling; the im2cols; GEMMs over rows;
- * requantization in parallel; packing the weights; forward; backward data;
+ * requantization in parallel; packing the weights; forward (eeb's
+ * implicit GEMMs); oneDNN's convolutions, and the forward pass; backward data;
  * backward weight; element-wise operations; commands on one core; max
  * pools; the weight updates; the run loop.
  */
@@ -51,7 +53,7 @@ static void *grow(struct buf *b, size_t bytes)
 /* What each worker owns, and the results it gathers over its parts. */
 struct worker {
     struct buf col, c32, sum;
-    void *dnn_stream; /* oneDNN's, made on first use */
+    struct dnnl_stream *dnn_stream; /* oneDNN's, made on first use */
     struct buf dnn_scratch;
     uint64_t maxabs;
     uint32_t sat;
@@ -59,12 +61,13 @@ struct worker {
     uint64_t ns[EEB_EMU_PHASES]; /* profiling: this run's time by phase */
 };
 
-/* A geometry oneDNN may convolve (see onednn_or_eeb): its primitive
- * (NULL where oneDNN refused it or failed), and the trials that choose
- * between it and eeb's own: calls of each ([0] eeb's, [1] oneDNN's, whose
- * first builds its kernels and is not timed), and the fastest, ns. */
+/* A geometry oneDNN may convolve (see onednn_or_eeb), of one item (the
+ * batch may vary): its primitive (NULL where oneDNN refused it or
+ * failed), and the trials that choose between it and eeb's own: calls of
+ * each ([0] eeb's, [1] oneDNN's, whose first builds its kernels and is
+ * not timed), and the fastest, ns. */
 struct dnn_layer {
-    struct fx_geom g;
+    struct fx_geom item;
     int backward; /* backward data: eeb's own way and W differ from the forward's */
     struct emu_onednn *d;
     int calls[2];
@@ -681,14 +684,17 @@ static enum fx_status run_rows(struct eeb_emu *e, uint8_t *mem, struct rows_job 
     return FX_OK;
 }
 
-/* ---- oneDNN's forward convolutions ---- */
+/* ---- oneDNN's convolutions, and the forward pass ---- */
 
-/* The oneDNN layer of geometry g, forward or backward, added (with its
- * primitive, if oneDNN takes it) on first sight; NULL if out of memory. */
+/* The oneDNN layer of geometry g's items, forward or backward, added (with
+ * its primitive, if oneDNN takes it) on first sight; NULL if out of
+ * memory. */
 static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g, int backward)
 {
+    struct fx_geom item = *g; /* the workers take items */
+    item.n = 1;
     for (int i = 0; i < e->ndnn; i++)
-        if (!memcmp(&e->dnn[i].g, g, sizeof *g) && e->dnn[i].backward == backward)
+        if (!memcmp(&e->dnn[i].item, &item, sizeof item) && e->dnn[i].backward == backward)
             return &e->dnn[i];
     struct dnn_layer *more = realloc(e->dnn, (size_t)(e->ndnn + 1) * sizeof *more);
     if (!more)
@@ -696,12 +702,16 @@ static struct dnn_layer *dnn_layer(struct eeb_emu *e, const struct fx_geom *g, i
     e->dnn = more;
     struct dnn_layer *l = &e->dnn[e->ndnn++];
     memset(l, 0, sizeof *l);
-    l->g = *g;
+    l->item = item;
     l->backward = backward;
-    struct fx_geom item = *g; /* the workers take items */
-    item.n = 1;
     l->d = emu_onednn_new(&item);
     return l;
+}
+
+/* Whether both ways of layer l have had their trials. */
+static int tried(const struct dnn_layer *l)
+{
+    return l->calls[0] >= EEB_EMU_ONEDNN_TRIALS && l->calls[1] > EEB_EMU_ONEDNN_TRIALS;
 }
 
 /* 1 if oneDNN runs this call of layer l: always where ON; in AUTO, by
@@ -713,7 +723,7 @@ static int onednn_or_eeb(const struct eeb_emu *e, const struct dnn_layer *l)
         return 0;
     if (e->onednn == EEB_EMU_ONEDNN_ON)
         return 1;
-    if (l->calls[0] < EEB_EMU_ONEDNN_TRIALS || l->calls[1] <= EEB_EMU_ONEDNN_TRIALS)
+    if (!tried(l))
         return l->calls[1] <= l->calls[0];
     return l->best[1] < l->best[0];
 }
@@ -723,9 +733,7 @@ void eeb_emu_onednn_shapes(const struct eeb_emu *e, int *seen, int *by_onednn)
     *seen = e->ndnn, *by_onednn = 0;
     for (int i = 0; i < e->ndnn; i++) {
         const struct dnn_layer *l = &e->dnn[i];
-        const int tried =
-            l->calls[0] >= EEB_EMU_ONEDNN_TRIALS && l->calls[1] > EEB_EMU_ONEDNN_TRIALS;
-        *by_onednn += l->d && (e->onednn == EEB_EMU_ONEDNN_ON || (tried && onednn_or_eeb(e, l)));
+        *by_onednn += l->d && (e->onednn == EEB_EMU_ONEDNN_ON || (tried(l) && onednn_or_eeb(e, l)));
     }
 }
 
@@ -833,6 +841,17 @@ static int onednn_conv(struct eeb_emu *e, const struct fx_conv *cv, const struct
     return gather(e, maxabs, &unused);
 }
 
+/* The largest |v| of n sums. */
+static uint64_t largest(const int32_t *v, size_t n)
+{
+    uint64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t a = v[i] < 0 ? (uint64_t) - (int64_t)v[i] : (uint64_t)v[i];
+        most = a > most ? a : most;
+    }
+    return most;
+}
+
 /* eeb's own way with a convolution command (c describes it as oneDNN
  * sees it). */
 typedef enum fx_status own_conv_fn(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
@@ -852,24 +871,26 @@ static enum fx_status onednn_or_own(struct eeb_emu *e, uint8_t *mem, const struc
     const uint64_t t0 = now_ns();
     const size_t sums = (size_t)g->n * g->oh * g->ow * g->oc;
     int32_t *first = NULL;
+    uint64_t maxabs = 0;
     const int by_onednn = onednn_or_eeb(e, l);
     if (by_onednn) {
-        uint64_t maxabs = 0;
         const int ok = !onednn_conv(e, cv, c, l->d, &maxabs);
         if (ok && l->calls[1] > 0) {
             requantize(e, mem, c->acc, sums, maxabs, c->e_acc, fx_round_half_up(), c->out);
             count_call(l, 1, now_ns() - t0);
             return FX_OK;
         }
-        /* a geometry's first sums from oneDNN are checked against eeb's
-         * own on the same input, whose output the call keeps */
+        /* a geometry's first sums from oneDNN, and their largest, are
+         * checked against eeb's own on the same input, whose output the
+         * call keeps */
         if (ok && (first = malloc(sums * sizeof *first)))
             memcpy(first, c->acc, sums * sizeof *first);
     }
     enum fx_status st = own(e, mem, cv, c);
-    if (by_onednn && first && st == FX_OK && !memcmp(first, c->acc, sums * sizeof *first))
+    if (by_onednn && first && st == FX_OK && !memcmp(first, c->acc, sums * sizeof *first) &&
+        maxabs == largest(c->acc, sums))
         count_call(l, 1, 0);
-    else if (by_onednn) { /* oneDNN failed or differed: eeb's own from now on */
+    else if (by_onednn) { /* oneDNN failed, refused or differed: eeb's own from now on */
         emu_onednn_free(l->d);
         l->d = NULL;
     } else if (l && l->d)
@@ -990,6 +1011,19 @@ static enum fx_status conv_bwd_data_phased(struct eeb_emu *e, uint8_t *mem,
     return FX_OK;
 }
 
+/* Backward data at stride 1 (square windows) is the convolution of dy,
+ * padded by k - 1 - p, by W with its taps turned around: its geometry
+ * into *dg, or 0 where the pass is no such convolution. */
+static int bwd_as_conv(const struct fx_geom *g, struct fx_geom *dg)
+{
+    if (g->s != 1 || g->kh != g->kw || g->kh - 1 - g->p < 0)
+        return 0;
+    const struct fx_geom d = {g->n,  g->oh, g->ow, g->oc, g->ih,           g->iw,
+                              g->ic, g->kh, g->kw, 1,     g->kh - 1 - g->p};
+    *dg = d;
+    return 1;
+}
+
 static enum fx_status conv_bwd_data_own(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
                                         const struct dnn_call *unused)
 {
@@ -1012,13 +1046,12 @@ static enum fx_status conv_bwd_data_own(struct eeb_emu *e, uint8_t *mem, const s
                          .rows = (int64_t)g->n * g->ih * g->iw,
                          .b = &b,
                          .acc = acc_of(mem, cv)};
-    /* at stride 1: a convolution of dy padded by k - 1 - p, W's rows of
-     * taps turned around (im2col_errors' order) */
-    const struct fx_geom dg = {g->n,  g->oh, g->ow, g->oc, g->ih,           g->iw,
-                               g->ic, g->kh, g->kw, 1,     g->kh - 1 - g->p};
+    /* at stride 1 an implicit GEMM, W's rows of taps turned around
+     * (im2col_errors' order) */
+    struct fx_geom dg;
     struct emu_implicit im;
-    const int implicit = e->isa == EEB_EMU_ISA_AMX && g->s == 1 && g->kh == g->kw &&
-                         g->kh - 1 - g->p >= 0 && !emu_implicit_conv_plan(&dg, &im);
+    const int implicit =
+        e->isa == EEB_EMU_ISA_AMX && bwd_as_conv(g, &dg) && !emu_implicit_conv_plan(&dg, &im);
     enum fx_status st = pack_weights(e, &p);
     if (st == FX_OK)
         st = run_rows(e, mem, &j, implicit ? &im : NULL, 1, cv->out->exp + cv->w->exp, cv->in);
@@ -1026,22 +1059,20 @@ static enum fx_status conv_bwd_data_own(struct eeb_emu *e, uint8_t *mem, const s
     return st;
 }
 
-/* Backward data: at stride 1 (square windows), the convolution of dy
- * padded by k - 1 - p by W turned around, which oneDNN can run too; at a
- * stride, eeb's phases. */
+/* Backward data: where it is a convolution (bwd_as_conv), oneDNN can run
+ * it too; at a stride, eeb's phases. */
 static enum fx_status conv_bwd_data(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv)
 {
-    const struct fx_geom *g = &cv->g;
-    if (g->s != 1 || g->kh != g->kw || g->kh - 1 - g->p < 0 || e->onednn == EEB_EMU_ONEDNN_OFF)
+    struct fx_geom dg;
+    if (e->onednn == EEB_EMU_ONEDNN_OFF || !bwd_as_conv(&cv->g, &dg))
         return conv_bwd_data_own(e, mem, cv, NULL);
-    const struct dnn_call c = {
-        .g = {g->n, g->oh, g->ow, g->oc, g->ih, g->iw, g->ic, g->kh, g->kw, 1, g->kh - 1 - g->p},
-        .x = i8_of(mem, cv->out),
-        .w = i8_of(mem, cv->w),
-        .backward = 1,
-        .acc = acc_of(mem, cv),
-        .e_acc = cv->out->exp + cv->w->exp,
-        .out = cv->in};
+    const struct dnn_call c = {.g = dg,
+                               .x = i8_of(mem, cv->out),
+                               .w = i8_of(mem, cv->w),
+                               .backward = 1,
+                               .acc = acc_of(mem, cv),
+                               .e_acc = cv->out->exp + cv->w->exp,
+                               .out = cv->in};
     return onednn_or_own(e, mem, cv, &c, conv_bwd_data_own);
 }
 

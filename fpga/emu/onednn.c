@@ -1,14 +1,19 @@
 /*
- * onednn.c - a forward convolution through oneDNN (Debian's libdnnl), for
- * the layers where it is faster than eeb's own: the same bits.
+ * onednn.c - a convolution through oneDNN (Debian's libdnnl), for the
+ * layers where it is faster than eeb's own (the forward pass, and backward
+ * data at stride 1, which is a forward convolution of dy): the same bits.
  *
  * oneDNN sums an int8 convolution's s8 x s8 products in int32 exactly on
- * CPUs with VNNI or AMX; on older ones it multiplies in 16-bit pairs that
- * saturate (its "nuances of int8 computations"; under valgrind, which
- * shows it AVX2, a sum came out wrong), so there it is not used.  It adds
- * an int8 convolution's bias in float (a sum of 250004869 came out
- * 250004864), so the bias is added here, with the search for the largest
- * |sum| the requantization needs, while an item's sums are in cache.
+ * CPUs with AVX-512 VNNI or AMX; on older ones it multiplies in 16-bit
+ * pairs that saturate (its "nuances of int8 computations"; under
+ * valgrind, which shows it AVX2, a sum came out wrong), so there it is
+ * not used (nor on AVX2-VNNI, not measured).  On the way out some of its
+ * kernels pass the sums through float (to scale them; a bias of its own,
+ * always: a sum of 250004869 came out 250004864), which is exact below
+ * 2^24 only.  So the bias is added here, with the search for the largest
+ * |sum| the requantization needs, while an item's sums are in cache; and a
+ * call any of whose sums reaches 2^24 before the bias (rounding keeps a
+ * sum on its side of 2^24) is refused, for eeb's own to do.
  *
  * One primitive per geometry, of g->n items a call (the emulator's
  * workers take one item at a time).  Its weights are reordered to oneDNN's layout once a
@@ -38,7 +43,10 @@ struct emu_onednn {
     size_t scratch; /* bytes a call's scratchpad takes */
 };
 
+#define FLOAT_EXACT (1u << 24) /* float holds every integer below it */
+
 static dnnl_engine_t engine;
+static char version[32];
 static int (*omp_get)(void);
 static void (*omp_set)(int);
 
@@ -46,8 +54,9 @@ static void start(void)
 {
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     const int exact = isa == dnnl_cpu_isa_avx512_core_vnni ||
-                      isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx ||
-                      isa == dnnl_cpu_isa_avx2_vnni;
+                      isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(version, sizeof version, "%d.%d.%d", v->major, v->minor, v->patch);
     /* through dlsym: libdnnl brings libgomp, and eeb needs no OpenMP flag */
     omp_get = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
     omp_set = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
@@ -56,7 +65,8 @@ static void start(void)
 }
 
 /* The engine goes when this code does: at exit, or when a plugin that
- * holds the emulator is unloaded (its pointer would go, the engine stay). */
+ * holds the emulator is unloaded (its pointer would go, the engine stay);
+ * its emulators are freed before. */
 __attribute__((destructor)) static void stop(void)
 {
     if (engine)
@@ -73,11 +83,8 @@ int emu_onednn_exact(void)
 
 const char *eeb_emu_onednn_version(int *usable)
 {
-    static char text[32];
-    const dnnl_version_t *v = dnnl_version();
-    snprintf(text, sizeof text, "%d.%d.%d", v->major, v->minor, v->patch);
     *usable = emu_onednn_exact();
-    return text;
+    return version;
 }
 
 /* What this thread's OpenMP would run, now set to one thread; 0 if no
@@ -167,7 +174,7 @@ size_t emu_onednn_scratch_bytes(const struct emu_onednn *d)
     return d->scratch;
 }
 
-void *emu_onednn_stream_new(void)
+struct dnnl_stream *emu_onednn_stream_new(void)
 {
     dnnl_stream_t s;
     return emu_onednn_exact() &&
@@ -176,14 +183,15 @@ void *emu_onednn_stream_new(void)
                : NULL;
 }
 
-void emu_onednn_stream_free(void *stream)
+void emu_onednn_stream_free(struct dnnl_stream *stream)
 {
     if (stream)
         dnnl_stream_destroy(stream);
 }
 
 /* Runs prim on stream with args; -1 if oneDNN failed. */
-static int execute(dnnl_primitive_t prim, void *stream, int nargs, const dnnl_exec_arg_t *args)
+static int execute(dnnl_primitive_t prim, dnnl_stream_t stream, int nargs,
+                   const dnnl_exec_arg_t *args)
 {
     const int was = one_thread();
     int ok = dnnl_primitive_execute(prim, stream, nargs, args) == dnnl_success &&
@@ -192,7 +200,7 @@ static int execute(dnnl_primitive_t prim, void *stream, int nargs, const dnnl_ex
     return ok ? 0 : -1;
 }
 
-int emu_onednn_weights(struct emu_onednn *d, void *stream, const int8_t *w)
+int emu_onednn_weights(struct emu_onednn *d, struct dnnl_stream *stream, const int8_t *w)
 {
     dnnl_memory_t user;
     if (dnnl_memory_create(&user, &d->user, engine, (void *)(uintptr_t)w) != dnnl_success)
@@ -204,37 +212,45 @@ int emu_onednn_weights(struct emu_onednn *d, void *stream, const int8_t *w)
 }
 
 /* Adds bias[j] to column j of the pixels x n sums y; their largest |sum|
- * (|sum| < 2^31, as in eeb's GEMM). */
+ * before (*raw) and after (|sum| < 2^31, as in eeb's GEMM). */
 __attribute__((target("avx512f"))) static uint32_t bias_avx512(int32_t *y, size_t pixels, int n,
-                                                               const int32_t *bias)
+                                                               const int32_t *bias, uint32_t *raw)
 {
-    __m512i most = _mm512_setzero_si512();
+    __m512i most = _mm512_setzero_si512(), before = _mm512_setzero_si512();
     for (size_t p = 0; p < pixels; p++, y += n)
         for (int j = 0; j < n; j += 16) {
-            const __m512i v =
-                _mm512_add_epi32(_mm512_loadu_si512(y + j), _mm512_loadu_si512(bias + j));
+            const __m512i u = _mm512_loadu_si512(y + j);
+            const __m512i v = _mm512_add_epi32(u, _mm512_loadu_si512(bias + j));
             _mm512_storeu_si512(y + j, v);
+            before = _mm512_max_epu32(before, _mm512_abs_epi32(u));
             most = _mm512_max_epu32(most, _mm512_abs_epi32(v));
         }
+    *raw = _mm512_reduce_max_epu32(before);
     return _mm512_reduce_max_epu32(most);
 }
 
-static uint32_t add_bias(int32_t *y, size_t pixels, int n, const int32_t *bias)
+static uint32_t magnitude(int32_t v)
+{
+    return v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+}
+
+static uint32_t add_bias(int32_t *y, size_t pixels, int n, const int32_t *bias, uint32_t *raw)
 {
     if (n % 16 == 0 && __builtin_cpu_supports("avx512f"))
-        return bias_avx512(y, pixels, n, bias);
-    uint32_t most = 0;
+        return bias_avx512(y, pixels, n, bias, raw);
+    uint32_t most = 0, before = 0;
     for (size_t p = 0; p < pixels; p++, y += n)
         for (int j = 0; j < n; j++) {
+            before = magnitude(y[j]) > before ? magnitude(y[j]) : before;
             y[j] = (int32_t)((uint32_t)y[j] + (uint32_t)bias[j]);
-            const uint32_t a = y[j] < 0 ? 0u - (uint32_t)y[j] : (uint32_t)y[j];
-            most = a > most ? a : most;
+            most = magnitude(y[j]) > most ? magnitude(y[j]) : most;
         }
+    *raw = before;
     return most;
 }
 
-int emu_onednn_run(const struct emu_onednn *d, void *stream, void *scratch, const int8_t *x,
-                   const int32_t *bias, int32_t *y, uint32_t *maxabs)
+int emu_onednn_run(const struct emu_onednn *d, struct dnnl_stream *stream, void *scratch,
+                   const int8_t *x, const int32_t *bias, int32_t *y, uint32_t *maxabs)
 {
     dnnl_memory_t mx = NULL, my = NULL, ms = NULL;
     const dnnl_memory_desc_t *smd =
@@ -250,8 +266,8 @@ int emu_onednn_run(const struct emu_onednn *d, void *stream, void *scratch, cons
     dnnl_memory_destroy(mx);
     dnnl_memory_destroy(my);
     dnnl_memory_destroy(ms);
-    if (!ok)
-        return -1;
-    *maxabs = add_bias(y, (size_t)d->g.n * d->g.oh * d->g.ow, d->g.oc, bias);
-    return 0;
+    uint32_t raw = 0;
+    if (ok)
+        *maxabs = add_bias(y, (size_t)d->g.n * d->g.oh * d->g.ow, d->g.oc, bias, &raw);
+    return ok && raw < FLOAT_EXACT ? 0 : -1;
 }

@@ -241,7 +241,8 @@ static void im2col(const struct conv *c, const int8_t *x, int8_t *a)
  * `items` items a call, with a stream and scratchpad of its own. */
 struct emu_dnnl {
     struct emu_onednn *d;
-    void *stream, *scratch;
+    struct dnnl_stream *stream;
+    void *scratch;
     int items;
 };
 

@@ -67,12 +67,11 @@ static void run(uint8_t *mem, struct eeb_emu *emu, uint32_t prog)
                  h->status_cmd, h->status);
 }
 
-/* Runs net on the kernel and on emulators; the images must agree.  A
- * nonzero bias replaces every conv and FC layer's biases. */
 /* Trains net on the kernel and on the emulator, every ISA on 1 and 2
  * threads with eeb's own convolutions, and on the best with oneDNN's
- * forward convolutions in mode `onednn` (where its sums are exact), for
- * `steps` steps; every emulator's image must be the kernel's. */
+ * (forward, and backward data at stride 1) in mode `onednn` where its
+ * sums are exact, for `steps` steps; every emulator's image must be the
+ * kernel's.  A nonzero bias replaces every conv and FC layer's biases. */
 static void check_exact_steps(struct eeb_net *net, int batch, int frozen, const char *what,
                               float bias, int steps, enum eeb_emu_onednn onednn)
 {
@@ -234,6 +233,42 @@ Test(ops, onednn_chosen_by_timing, .timeout = 120)
     head(net, conv_relu(net, l, 32, 1, 1, 0));
     check_exact_steps(net, 3, 0, "oneDNN by timing", 0, 2 * EEB_EMU_ONEDNN_TRIALS + 2,
                       EEB_EMU_ONEDNN_AUTO);
+}
+
+/* oneDNN may round sums from 2^24 on (onednn.c): a call whose sums reach
+ * it is refused; one whose sums stay just below comes back exact, the bias
+ * added and the largest |sum| found. */
+Test(ops, onednn_refuses_sums_past_2_24)
+{
+    if (!emu_onednn_exact()) {
+        cr_log_info("oneDNN's int8 sums are not exact on this CPU: nothing to test");
+        return;
+    }
+    enum { IC = 1024, OC = 16 };
+    const struct fx_geom g = {1, 1, 1, IC, 1, 1, OC, 1, 1, 1, 0}; /* a 1x1 of 1024 channels */
+    static int8_t x[IC], w[IC * OC];
+    int32_t y[OC], bias[OC];
+    for (int j = 0; j < OC; j++)
+        bias[j] = j - 8;
+    struct emu_onednn *d = emu_onednn_new(&g);
+    struct dnnl_stream *stream = emu_onednn_stream_new();
+    cr_assert(d && stream, "oneDNN took no 1x1 convolution");
+    void *scratch = malloc(emu_onednn_scratch_bytes(d) + 1);
+    uint32_t most = 0;
+    memset(x, -128, sizeof x); /* 1024 products of 16384: 2^24 */
+    memset(w, -128, sizeof w);
+    cr_assert_eq(emu_onednn_weights(d, stream, w), 0);
+    cr_expect_eq(emu_onednn_run(d, stream, scratch, x, bias, y, &most), -1,
+                 "sums of 2^24 were not refused");
+    memset(w, 0, OC); /* input channel 0's row: 1023 products, 16760832 */
+    cr_assert_eq(emu_onednn_weights(d, stream, w), 0);
+    cr_assert_eq(emu_onednn_run(d, stream, scratch, x, bias, y, &most), 0);
+    for (int j = 0; j < OC; j++)
+        cr_expect_eq(y[j], 1023 * 16384 + j - 8, "column %d: %d", j, y[j]);
+    cr_expect_eq(most, 1023u * 16384 + 7);
+    free(scratch);
+    emu_onednn_stream_free(stream);
+    emu_onednn_free(d);
 }
 
 /* Biases so large at the accumulators' exponent that the GEMM cannot add
