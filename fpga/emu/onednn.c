@@ -16,12 +16,12 @@
  * sum on its side of 2^24) is refused, for eeb's own to do.
  *
  * One primitive per geometry, of g->n items a call (the emulator's
- * workers take one item at a time).  Its weights are reordered to oneDNN's layout once a
- * convolution (training changes them every step).  Each worker brings its
- * own stream and scratchpad: oneDNN's own scratchpad may not be used by
- * two threads.  oneDNN runs on OpenMP (libgomp), which would start a team
- * of threads beside the workers: each call asks it for one, and gives the
- * calling thread's setting back after.
+ * workers take one item at a time).  Its weights are reordered to
+ * oneDNN's layout once a convolution (training changes them every step).
+ * Each worker brings its own stream and scratchpad: oneDNN's own
+ * scratchpad may not be used by two threads.  oneDNN runs on OpenMP
+ * (libgomp), which would start a team of threads beside the workers: each
+ * call asks it for one, and gives the calling thread's setting back after.
  */
 #include "emu_int.h"
 
@@ -43,7 +43,7 @@ struct emu_onednn {
     size_t scratch; /* bytes a call's scratchpad takes */
 };
 
-#define FLOAT_EXACT (1u << 24) /* float holds every integer below it */
+#define FLOAT_EXACT (1u << 24) /* float holds every integer of smaller magnitude */
 
 static dnnl_engine_t engine;
 static char version[32];
