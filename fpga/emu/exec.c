@@ -760,6 +760,7 @@ static void onednn_item(void *ctx, int n, int worker)
     struct onednn_job *j = ctx;
     struct worker *w = &j->e->w[worker];
     uint64_t since = tick(j->e);
+    /* a byte at least: grow gives none for none */
     void *scratch = grow(&w->dnn_scratch, emu_onednn_scratch_bytes(j->d) + 1);
     uint32_t most = 0;
     if (!w->dnn_stream)
@@ -841,17 +842,6 @@ static int onednn_conv(struct eeb_emu *e, const struct fx_conv *cv, const struct
     return gather(e, maxabs, &unused);
 }
 
-/* The largest |v| of n sums. */
-static uint64_t largest(const int32_t *v, size_t n)
-{
-    uint64_t most = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint64_t a = v[i] < 0 ? (uint64_t) - (int64_t)v[i] : (uint64_t)v[i];
-        most = a > most ? a : most;
-    }
-    return most;
-}
-
 /* eeb's own way with a convolution command (c describes it as oneDNN
  * sees it). */
 typedef enum fx_status own_conv_fn(struct eeb_emu *e, uint8_t *mem, const struct fx_conv *cv,
@@ -888,7 +878,7 @@ static enum fx_status onednn_or_own(struct eeb_emu *e, uint8_t *mem, const struc
     }
     enum fx_status st = own(e, mem, cv, c);
     if (by_onednn && first && st == FX_OK && !memcmp(first, c->acc, sums * sizeof *first) &&
-        maxabs == largest(c->acc, sums))
+        maxabs == fx_maxabs32(c->acc, sums))
         count_call(l, 1, 0);
     else if (by_onednn) { /* oneDNN failed, refused or differed: eeb's own from now on */
         emu_onednn_free(l->d);

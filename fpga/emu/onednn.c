@@ -24,6 +24,7 @@
  * call asks it for one, and gives the calling thread's setting back after.
  */
 #include "emu_int.h"
+#include "fpga/kernel/fx_arith.h"
 
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -40,7 +41,8 @@ struct emu_onednn {
     dnnl_memory_t wei;                 /* W in oneDNN's layout */
     dnnl_primitive_desc_t reorder_pd;
     dnnl_primitive_t reorder;
-    size_t scratch; /* bytes a call's scratchpad takes */
+    const dnnl_memory_desc_t *scratch_md; /* a call's scratchpad (the pd's) */
+    size_t scratch;                       /* and its bytes */
 };
 
 #define FLOAT_EXACT (1u << 24) /* float holds every integer of smaller magnitude */
@@ -160,6 +162,7 @@ struct emu_onednn *emu_onednn_new(const struct fx_geom *g)
          dnnl_reorder_primitive_desc_create(&d->reorder_pd, &d->user, engine, wmd, engine, NULL) ==
              dnnl_success &&
          dnnl_primitive_create(&d->reorder, d->reorder_pd) == dnnl_success;
+    d->scratch_md = smd;
     d->scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
     threads_back(was);
     if (!ok) {
@@ -229,35 +232,30 @@ __attribute__((target("avx512f"))) static uint32_t bias_avx512(int32_t *y, size_
     return _mm512_reduce_max_epu32(most);
 }
 
-static uint32_t magnitude(int32_t v)
-{
-    return v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-}
-
 static uint32_t add_bias(int32_t *y, size_t pixels, int n, const int32_t *bias, uint32_t *raw)
 {
     if (n % 16 == 0 && __builtin_cpu_supports("avx512f"))
         return bias_avx512(y, pixels, n, bias, raw);
-    uint32_t most = 0, before = 0;
+    uint64_t most = 0, before = 0;
     for (size_t p = 0; p < pixels; p++, y += n)
         for (int j = 0; j < n; j++) {
-            before = magnitude(y[j]) > before ? magnitude(y[j]) : before;
+            const uint64_t was = fx_abs64(y[j]);
             y[j] = (int32_t)((uint32_t)y[j] + (uint32_t)bias[j]);
-            most = magnitude(y[j]) > most ? magnitude(y[j]) : most;
+            before = was > before ? was : before;
+            most = fx_abs64(y[j]) > most ? fx_abs64(y[j]) : most;
         }
-    *raw = before;
-    return most;
+    *raw = (uint32_t)before;
+    return (uint32_t)most;
 }
 
 int emu_onednn_run(const struct emu_onednn *d, struct dnnl_stream *stream, void *scratch,
                    const int8_t *x, const int32_t *bias, int32_t *y, uint32_t *maxabs)
 {
     dnnl_memory_t mx = NULL, my = NULL, ms = NULL;
-    const dnnl_memory_desc_t *smd =
-        dnnl_primitive_desc_query_md(d->pd, dnnl_query_scratchpad_md, 0);
-    int ok = dnnl_memory_create(&mx, &d->src, engine, (void *)(uintptr_t)x) == dnnl_success &&
-             dnnl_memory_create(&my, &d->dst, engine, y) == dnnl_success &&
-             (!d->scratch || dnnl_memory_create(&ms, smd, engine, scratch) == dnnl_success);
+    int ok =
+        dnnl_memory_create(&mx, &d->src, engine, (void *)(uintptr_t)x) == dnnl_success &&
+        dnnl_memory_create(&my, &d->dst, engine, y) == dnnl_success &&
+        (!d->scratch || dnnl_memory_create(&ms, d->scratch_md, engine, scratch) == dnnl_success);
     const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, mx},
                                     {DNNL_ARG_WEIGHTS, d->wei},
                                     {DNNL_ARG_DST, my},

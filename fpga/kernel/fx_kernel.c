@@ -858,8 +858,7 @@ static enum fx_status grid_loss(uint8_t *mem, const struct fx_cmd *c)
 
 /* ---- weights ---- */
 
-/* The largest |v[i]|, i < n (in uint32: |INT32_MIN| fits). */
-FX_CPU_CLONES static uint64_t maxabs32(const int32_t *v, uint64_t n)
+FX_CPU_CLONES uint64_t fx_maxabs32(const int32_t *v, uint64_t n)
 {
     uint32_t most = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -878,7 +877,7 @@ static enum fx_status quant_w(uint8_t *mem, const struct fx_cmd *c)
         return FX_BAD_OPERAND;
     const int32_t *w = i32(mem, tw);
     uint64_t count = item_count(tw);
-    requantize(w, count, maxabs32(w, count), tw->exp, fx_round_half_up(), i8(mem, tq), tq);
+    requantize(w, count, fx_maxabs32(w, count), tw->exp, fx_round_half_up(), i8(mem, tq), tq);
     return FX_OK;
 }
 

@@ -87,6 +87,8 @@ struct fx_rounding fx_round_stochastic(const uint8_t *mem, unsigned tensor);
 uint32_t fx_requant_range(const int32_t *acc, uint64_t begin, uint64_t end, int s,
                           struct fx_rounding r, int8_t *out);
 void fx_set_exp(struct fx_tensor *t, int e);
+/* The largest |v[i]|, i < n (in uint32: |INT32_MIN| fits). */
+uint64_t fx_maxabs32(const int32_t *v, uint64_t n);
 
 /* The SGD command's loop (fx_kernel.c's sgd: the formula is there), its
  * rounding shifts planned once from the header's m * 2^e pairs and the

@@ -253,7 +253,7 @@ static void emu_dnnl_init(const struct conv *c, int items, struct emu_dnnl *out)
     out->items = items;
     out->d = emu_onednn_new(&g);
     out->stream = emu_onednn_stream_new();
-    out->scratch = out->d ? malloc(emu_onednn_scratch_bytes(out->d) + 1) : NULL;
+    out->scratch = out->d ? malloc(emu_onednn_scratch_bytes(out->d) + 1) : NULL; /* not 0 */
     if (!out->d || !out->stream || !out->scratch) {
         fprintf(stderr,
                 "bench_onednn: %s: the emulator's oneDNN convolution of %d item(s) failed\n",

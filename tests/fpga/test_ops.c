@@ -237,38 +237,45 @@ Test(ops, onednn_chosen_by_timing, .timeout = 120)
 
 /* oneDNN may round sums from 2^24 on (onednn.c): a call whose sums reach
  * it is refused; one whose sums stay just below comes back exact, the bias
- * added and the largest |sum| found. */
-Test(ops, onednn_refuses_sums_past_2_24)
+ * added and the largest |sum| found.  A 1x1 of 1024 input channels to oc. */
+static void refused_past_2_24(int oc)
 {
-    if (!emu_onednn_exact()) {
-        cr_log_info("oneDNN's int8 sums are not exact on this CPU: nothing to test");
-        return;
-    }
-    enum { IC = 1024, OC = 16 };
-    const struct fx_geom g = {1, 1, 1, IC, 1, 1, OC, 1, 1, 1, 0}; /* a 1x1 of 1024 channels */
-    static int8_t x[IC], w[IC * OC];
-    int32_t y[OC], bias[OC];
-    for (int j = 0; j < OC; j++)
+    enum { IC = 1024, OC_MAX = 16 };
+    const struct fx_geom g = {1, 1, 1, IC, 1, 1, oc, 1, 1, 1, 0};
+    static int8_t x[IC], w[IC * OC_MAX];
+    int32_t y[OC_MAX], bias[OC_MAX];
+    for (int j = 0; j < oc; j++)
         bias[j] = j - 8;
     struct emu_onednn *d = emu_onednn_new(&g);
     struct dnnl_stream *stream = emu_onednn_stream_new();
-    cr_assert(d && stream, "oneDNN took no 1x1 convolution");
+    cr_assert(d && stream, "oneDNN took no 1x1 convolution to %d channels", oc);
     void *scratch = malloc(emu_onednn_scratch_bytes(d) + 1);
     uint32_t most = 0;
     memset(x, -128, sizeof x); /* 1024 products of 16384: 2^24 */
     memset(w, -128, sizeof w);
     cr_assert_eq(emu_onednn_weights(d, stream, w), 0);
     cr_expect_eq(emu_onednn_run(d, stream, scratch, x, bias, y, &most), -1,
-                 "sums of 2^24 were not refused");
-    memset(w, 0, OC); /* input channel 0's row: 1023 products, 16760832 */
+                 "%d channels: sums of 2^24 were not refused", oc);
+    memset(w, 0, (size_t)oc); /* input channel 0's row: 1023 products, 16760832 */
     cr_assert_eq(emu_onednn_weights(d, stream, w), 0);
     cr_assert_eq(emu_onednn_run(d, stream, scratch, x, bias, y, &most), 0);
-    for (int j = 0; j < OC; j++)
-        cr_expect_eq(y[j], 1023 * 16384 + j - 8, "column %d: %d", j, y[j]);
-    cr_expect_eq(most, 1023u * 16384 + 7);
+    for (int j = 0; j < oc; j++)
+        cr_expect_eq(y[j], 1023 * 16384 + j - 8, "%d channels, column %d: %d", oc, j, y[j]);
+    cr_expect_eq(most, 1023u * 16384 + (unsigned)oc - 9, "%d channels", oc);
     free(scratch);
     emu_onednn_stream_free(stream);
     emu_onednn_free(d);
+}
+
+/* 16 output channels take the AVX-512 pass, 5 the scalar one. */
+Test(ops, onednn_refuses_sums_past_2_24)
+{
+    if (!emu_onednn_exact()) {
+        cr_log_info("oneDNN's int8 sums are not exact on this CPU: nothing to test");
+        return;
+    }
+    refused_past_2_24(16);
+    refused_past_2_24(5);
 }
 
 /* Biases so large at the accumulators' exponent that the GEMM cannot add
