@@ -120,7 +120,15 @@ void eeb_utf8_trim(char *s);
 #define EEB_DECLARED_PUNCT "_.:=,/+-"
 #define EEB_DECLARED_MAX   63
 
-/* Writes s to f as HTML text or attribute value (<, >, &, ", ' escaped). */
+/* The bytes of the character at s that a terminal or a browser acts on
+ * rather than shows -- an ASCII control but tab and newline, DEL, or a
+ * Unicode bidi control (U+202E turns "exe.gnp" into what reads "png.exe")
+ * -- with shown its visible form ("\x1b", "\u202e"); 0 for any other. */
+#define EEB_CONTROL_SHOWN 8
+size_t eeb_text_control(const char *s, char shown[EEB_CONTROL_SHOWN]);
+
+/* Writes s to f as HTML text or attribute value (<, >, &, ", ' escaped,
+ * and controls shown as eeb_text_control says). */
 void eeb_html_text(FILE *f, const char *s);
 
 /* Room for any double eeb_number_text writes, and its NUL. */
@@ -144,6 +152,10 @@ int eeb_sha256_file(const char *path, char out[EEB_SHA256_HEX], char *err, size_
 /* The same for what is left of f (opened from path, which errors name). */
 int eeb_sha256_stream(FILE *f, const char *path, char out[EEB_SHA256_HEX], char *err,
                       size_t errlen);
+/* HMAC-SHA-256 of data under key, as lowercase hex: a name that only the
+ * key's holder can make or tell apart from random ("" if libcrypto fails). */
+void eeb_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
+                     char out[EEB_SHA256_HEX]);
 
 /*
  * A file written so that a crash leaves the old file or the whole new one,

@@ -1,12 +1,13 @@
 /*
  * sha256.c - SHA-256 digests (OpenSSL's libcrypto) of the files a run
  * depends on -- the model, the shards, the xclbin -- so that a result
- * names exactly what produced it.
+ * names exactly what produced it; and HMAC-SHA-256, a keyed digest.
  */
 #include "eeb_common.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,18 @@ void eeb_sha256(const void *data, size_t len, char out[EEB_SHA256_HEX])
     /* Fails only when libcrypto cannot allocate; the digest is then empty,
      * which no comparison will mistake for a real one. */
     if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) || n != 32) {
+        out[0] = '\0';
+        return;
+    }
+    hex(md, out);
+}
+
+void eeb_hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
+                     char out[EEB_SHA256_HEX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (keylen > INT32_MAX || !HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &n) || n != 32) {
         out[0] = '\0';
         return;
     }

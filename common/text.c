@@ -4,6 +4,7 @@
  */
 #include "eeb_common.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int eeb_text_ok(const char *s, size_t max, const char *punct)
@@ -29,4 +30,27 @@ void eeb_utf8_trim(char *s)
     size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
     if (n - (lead - 1) < want)
         s[lead - 1] = '\0';
+}
+
+size_t eeb_text_control(const char *s, char shown[EEB_CONTROL_SHOWN])
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if ((u[0] < 0x20 && u[0] != '\t' && u[0] != '\n') || u[0] == 0x7f) {
+        snprintf(shown, EEB_CONTROL_SHOWN, "\\x%02x", u[0]);
+        return 1;
+    }
+    /* the bidi controls, which reorder the text about them: U+061C,
+     * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 */
+    unsigned code = 0;
+    size_t len = 0;
+    if (u[0] == 0xd8 && u[1] == 0x9c)
+        code = 0x061c, len = 2;
+    else if (u[0] == 0xe2 && u[1] == 0x80 &&
+             (u[2] == 0x8e || u[2] == 0x8f || (u[2] >= 0xaa && u[2] <= 0xae)))
+        code = 0x2000 | (u[2] & 0x3f), len = 3;
+    else if (u[0] == 0xe2 && u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9)
+        code = 0x2040 | (u[2] & 0x3f), len = 3;
+    if (len)
+        snprintf(shown, EEB_CONTROL_SHOWN, "\\u%04x", code);
+    return len;
 }

@@ -235,7 +235,7 @@ static const char *declared_backend(const char *backend, char out[EEB_DECLARED_M
     enum eeb_sut_kind kind = eeb_sut_kind_of(backend);
     if (kind != EEB_SUT_BUILTIN)
         return kind == EEB_SUT_LIBRARY ? EEB_SUT_DECLARED_LIBRARY : EEB_SUT_DECLARED_EXEC;
-    snprintf(out, EEB_DECLARED_MAX + 1, "%.*s", (int)strcspn(backend, ":?"), backend);
+    snprintf(out, EEB_DECLARED_MAX + 1, "%.*s", (int)strcspn(backend, "?"), backend);
     return eeb_text_ok(backend, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT) ? backend
            : eeb_text_ok(out, EEB_DECLARED_MAX, EEB_DECLARED_PUNCT)   ? out
                                                                       : "unknown";
@@ -265,12 +265,17 @@ json_t *eeb_client_declaration(const char *config_json, int official)
                                                                              : backend;
     /* a design only if the run modeled one (a team's SUT has none): left
      * out, as the server takes it, not null */
-    json_t *o = json_pack("{s:s?, s:{s:o, s:o, s:o, s:o}, s:s?, s:s, s:s, s:s*, s:b}", "task",
-                          cfg.task[0] ? cfg.task : NULL, "util", "lut",
-                          eeb_json_number(cfg.util[0]), "ff", eeb_json_number(cfg.util[1]), "bram",
-                          eeb_json_number(cfg.util[2]), "dsp", eeb_json_number(cfg.util[3]),
-                          "provenance", cfg.provenance[0] ? cfg.provenance : NULL, "device", device,
-                          "backend", backend, "design", design, "official", official);
+    int modeled = strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0;
+    json_t *o =
+        json_pack("{s:s?, s:s?, s:s, s:s, s:s*, s:b}", "task", cfg.task[0] ? cfg.task : NULL,
+                  "provenance", cfg.provenance[0] ? cfg.provenance : NULL, "device", device,
+                  "backend", backend, "design", design, "official", official);
+    if (o && !modeled) /* a modeled run's M_u is its design's, which the server models */
+        json_object_set_new(o, "util",
+                            json_pack("{s:o, s:o, s:o, s:o}", "lut", eeb_json_number(cfg.util[0]),
+                                      "ff", eeb_json_number(cfg.util[1]), "bram",
+                                      eeb_json_number(cfg.util[2]), "dsp",
+                                      eeb_json_number(cfg.util[3])));
     if (o && cfg.rate_hz > 0)
         json_object_set_new(o, "rate_hz", json_real(cfg.rate_hz));
     if (o && cfg.finetune_sha256[0])
@@ -285,13 +290,15 @@ json_t *eeb_client_declaration(const char *config_json, int official)
         json_object_set_new(o, "division", json_string(cfg.division));
     if (o && cfg.tier_w > 0)
         json_object_set_new(o, "p_max_w", json_real(cfg.tier_w));
-    if (o && strcmp(cfg.clock, EEB_CLOCK_MODELED) == 0) /* what the server times it by, and
-                                                         * what it was modeled for */
-        json_object_set_new(o, "clock",
-                            json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind", EEB_CLOCK_MODELED,
-                                      "train_step_s", eeb_json_number(cfg.device_step_s), "train_w",
-                                      eeb_json_number(cfg.device_train_w), "batch",
-                                      count_json(cfg.batch), "frozen", count_json(cfg.frozen)));
+    if (o && modeled) /* what the server times it by, what it was modeled for, and the
+                       * schedule the server counts its steps by */
+        json_object_set_new(
+            o, "clock",
+            json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "kind", EEB_CLOCK_MODELED,
+                      "train_step_s", eeb_json_number(cfg.device_step_s), "train_w",
+                      eeb_json_number(cfg.device_train_w), "batch", count_json(cfg.batch), "frozen",
+                      count_json(cfg.frozen), "epochs", count_json(cfg.epochs), "steps",
+                      count_json(cfg.steps)));
     return o;
 }
 

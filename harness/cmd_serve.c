@@ -27,8 +27,10 @@ static void help(void)
 {
     puts("Usage: eeb serve [--db FILE] [--bind ADDR] [--port N] [--threads N] [--max-body BYTES]\n"
          "                 [--rate-limit N] [--burst N] [--test TASK=FILE.eebd ...]\n"
+         "                 [--practice TASK=FILE.eebd ...]\n"
          "                 [--finetune TASK=FILE.eebd ...] [--model TASK=FILE.eebm ...]\n"
-         "                 [--stream-allowance S]\n"
+         "                 [--stream-allowance S] [--predict-within S]\n"
+         "                 [--quota registrations|scored|samples=N ...]\n"
          "                 [--station TEAM=METER ...]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
@@ -71,21 +73,26 @@ static void help(void)
          "                                  each checked against the chain held and stamped\n"
          "                                  with the server's clock (sent again: held)\n"
          "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
-         "  GET  /api/v1/runs/ID/test       then: the task's test inputs, labels stripped (.eebd)\n"
+         "  GET  /api/v1/runs/ID/test       then, once: the test inputs, labels stripped, under\n"
+         "                                  names the server makes (.eebd); an official run's\n"
+         "                                  after a fine-tune the server saw\n"
          "  POST /api/v1/runs/ID/predictions  {\"predictions\": [{\"id\", \"top\": [..]} or\n"
          "                                  {\"id\", \"boxes\": [[class, score, x0, y0, x1, "
          "y1]..]}]}\n"
          "  POST /api/v1/runs/ID/score      the server recounts M_s with its labels and judges\n"
-         "                                  the chain it holds; an official run's is invalid if\n"
-         "                                  its fine-tune was not streamed as it went\n"
+         "                                  the chain it holds; an official run's is invalid,\n"
+         "                                  with no M_s, if its fine-tune was not streamed as\n"
+         "                                  it went or its predictions came late\n"
          "  GET  /api/v1/leaderboard?task=T[&round=R][&provenance=P][&device=D]\n"
          "       [&division=closed|open][&all=1]  the round's entries, ranked by S\n"
          "  GET  /api/v1/runs?task=T        every scored run, one by one\n"
          "  GET  /leaderboard, /runs, /runs/ID\n"
          "                                  the pages: tables sortable by column; a run's report\n"
          "Writes need `Authorization: Bearer TOKEN`, and a team reaches only its own runs\n"
-         "(403); errors are JSON naming the field at fault; bodies over --max-body are\n"
-         "refused (413) before they are read; a team past its rate limit gets 429.\n"
+         "(another's is 404, as none is); errors are JSON naming the field at fault;\n"
+         "bodies over --max-body are refused (413) before they are read; a team past its\n"
+         "rate limit or a quota gets 429.  Only an official run is judged on the secret\n"
+         "test set; any other run is a rehearsal, judged on the practice set.\n"
          "\n"
          "admin add-team makes a team and prints its token: it is shown once and stored\n"
          "only as its SHA-256.\n"
@@ -127,8 +134,13 @@ static void help(void)
          "  --max-body BYTES   the largest request body (default 1048576)\n"
          "  --rate-limit N     a team's requests per second, 0 for no limit (default 200)\n"
          "  --burst N          and at once (default 400)\n"
-         "  --test TASK=FILE   the TASK (cls, det, video) test set the server holds; its\n"
-         "                     inputs are served without labels (repeat per task)\n"
+         "  --test TASK=FILE   the TASK (cls, det, video) secret test set: official runs\n"
+         "                     are judged on it; its inputs are served without labels,\n"
+         "                     under names made by the server's key (repeat per task)\n"
+         "  --practice TASK=FILE\n"
+         "                     the TASK practice test set, whose labels are public: runs\n"
+         "                     that are not official (eeb submit) are judged on it, never\n"
+         "                     on the secret set (repeat per task)\n"
          "  --model TASK=FILE  the TASK base model runs start from: registration names it\n"
          "                     by its SHA-256 and refuses a run that declares another one,\n"
          "                     or an official run that declares none; a run on the modeled\n"
@@ -155,6 +167,12 @@ static void help(void)
          "                     an official run's stream: the longest a link of its\n"
          "                     fine-tune may arrive after the run wrote it, and the longest\n"
          "                     pause between links, in seconds (default 10)\n"
+         "  --predict-within S a run's predictions must arrive within S seconds of its\n"
+         "                     test inputs being served, or it is invalid (default 900)\n"
+         "  --quota NAME=N     what a team may do in a UTC day: registrations (runs\n"
+         "                     registered, default 100), scored (runs scored, default 30),\n"
+         "                     samples (power samples stored, default 20000000); -1 for no\n"
+         "                     limit; past one, 429 naming it (repeat per quota)\n"
          "\n"
          "admin open-round's options:\n"
          "  --runs N           an entry's official runs, 1..25 (default 5)\n"
@@ -212,12 +230,14 @@ static void held_file(FILE *f, const char *sep, const char *what, const char *pa
 static void say_holdings(const struct eeb_server_config *c)
 {
     for (int t = 0; t < EEB_TASK_COUNT; t++) {
-        if (!c->test[t] && !c->finetune[t] && !c->model[t])
+        if (!c->test[t] && !c->practice[t] && !c->finetune[t] && !c->model[t])
             continue;
         printf("eeb serve: %s:", eeb_task_name((enum eeb_task)t));
         const char *sep = " ";
         if (c->test[t])
             held_file(stdout, sep, "test set", c->test[t], 1), sep = ", ";
+        if (c->practice[t])
+            held_file(stdout, sep, "practice set", c->practice[t], 1), sep = ", ";
         if (c->finetune[t])
             held_file(stdout, sep, "fine-tune set", c->finetune[t], 1), sep = ", ";
         if (c->model[t])
@@ -271,6 +291,27 @@ static int per_task(const char *option, char *arg, const char *files[EEB_TASK_CO
         return eeb_cli_usage_error(cmd, "%s: %s", option, err);
     files[t] = eq + 1;
     return EEB_EXIT_OK;
+}
+
+/* "--quota NAME=N": a team's daily quota, NAME registrations, scored or
+ * samples, N a count or -1 for none. */
+static int quota(const char *arg, struct eeb_server_config *c)
+{
+    static const char *const names[] = {"registrations", "scored", "samples"};
+    const char *eq = strchr(arg, '=');
+    for (int q = 0; eq && q < 3; q++)
+        if ((size_t)(eq - arg) == strlen(names[q]) &&
+            strncmp(arg, names[q], strlen(names[q])) == 0) {
+            char *end;
+            long long n = strtoll(eq + 1, &end, 10);
+            if (end == eq + 1 || *end || n < -1)
+                return eeb_cli_usage_error(cmd, "--quota %s: expected a count, or -1 for none",
+                                           arg);
+            c->quota[q] = n;
+            return EEB_EXIT_OK;
+        }
+    return eeb_cli_usage_error(cmd, "--quota %s: expected registrations=N, scored=N or samples=N",
+                               arg);
 }
 
 /* --station TEAM=URI into the next free station. */
@@ -331,6 +372,9 @@ enum {
     O_MODEL,
     O_STREAM,
     O_STATION,
+    O_PRACTICE,
+    O_PREDICT_WITHIN,
+    O_QUOTA,
     O_N,
     O_RUNS,
     O_AGGREGATE,
@@ -361,6 +405,9 @@ static const struct serve_option {
     {{"model", 1, 0, O_MODEL}, V(SERVE)},
     {{"stream-allowance", 1, 0, O_STREAM}, V(SERVE)},
     {{"station", 1, 0, O_STATION}, V(SERVE)},
+    {{"practice", 1, 0, O_PRACTICE}, V(SERVE)},
+    {{"predict-within", 1, 0, O_PREDICT_WITHIN}, V(SERVE)},
+    {{"quota", 1, 0, O_QUOTA}, V(SERVE)},
     {{"out", 1, 0, 'o'}, V(MAKE_TEST) | V(STATION_KEY)},
     {{"n", 1, 0, O_N}, V(MAKE_TEST)},
     {{"runs", 1, 0, O_RUNS}, V(OPEN_ROUND)},
@@ -471,6 +518,13 @@ int eeb_cmd_serve(int argc, char **argv)
         case O_FINETUNE: rc = per_task("--finetune", optarg, cfg.finetune); break;
         case O_MODEL: rc = per_task("--model", optarg, cfg.model); break;
         case O_STATION: rc = station(optarg, &cfg); break;
+        case O_PRACTICE: rc = per_task("--practice", optarg, cfg.practice); break;
+        case O_QUOTA: rc = quota(optarg, &cfg); break;
+        case O_PREDICT_WITHIN:
+            rc = eeb_cli_number(cmd, "--predict-within", optarg, &cfg.predict_within_s);
+            if (rc == 0 && !(cfg.predict_within_s > 0))
+                rc = eeb_cli_usage_error(cmd, "--predict-within must be a positive number");
+            break;
         case O_STREAM:
             rc = eeb_cli_number(cmd, "--stream-allowance", optarg, &cfg.stream_allowance_s);
             if (rc == 0 && !(cfg.stream_allowance_s > 0))

@@ -36,6 +36,10 @@ int eeb_provenance_parse(const char *name, enum eeb_provenance *out);
  * -1 for the others (a meter's, known once it is opened). */
 int eeb_power_uri_provenance(const char *uri);
 
+/* Whether uri names one of eeb's sources by its scheme as eeb spells it
+ * (a wrapper's inner source too): "Replay:" is none of them. */
+int eeb_power_uri_known(const char *uri);
+
 struct eeb_power_source {
     const struct eeb_power_source_ops *ops;
     char *uri;                      /* as opened */

@@ -92,6 +92,15 @@ int eeb_power_uri_provenance(const char *uri)
                                               : -1;
 }
 
+int eeb_power_uri_known(const char *uri)
+{
+    const struct eeb_power_source_ops *o = uri ? scheme_of(uri) : NULL;
+    if (!o || !(o->caps & EEB_POWER_CAP_WRAPPER))
+        return o != NULL;
+    const char *args = strchr(uri, ':'), *inner = args ? strchr(args + 1, ':') : NULL;
+    return inner && eeb_power_uri_known(inner + 1);
+}
+
 int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, size_t errlen)
 {
     const struct eeb_power_source_ops *o = scheme_of(uri);

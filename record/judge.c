@@ -550,8 +550,9 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     }
     /* a count the configuration lacks (or garbles) is none */
     out->test_items = cfg.test_items >= 0 ? (uint64_t)cfg.test_items : 0;
-    /* an official run's predictions hold no truth: its M_s is the server's */
-    if (isnan(m_s) && cfg.official) {
+    /* an official run's predictions hold no truth, nor do those a server
+     * holds: its M_s is the server's */
+    if (isnan(m_s) && (cfg.official || cfg.held_by_server)) {
         char gerr[256];
         if (eeb_rundb_result_get(sr->db, row->id, "m_s", &m_s, gerr, sizeof gerr))
             why(out, "M_s is the server's, and none was stored");

@@ -143,6 +143,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
                                       .test_items = NAN,
                                       .batch = NAN,
                                       .frozen = NAN,
+                                      .epochs = NAN,
+                                      .steps = NAN,
                                       .tier_w = NAN};
     for (int i = 0; i < 4; i++)
         out->util[i] = out->weights[i] = NAN;
@@ -184,8 +186,11 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->device_train_w = eeb_json_number_at(device, "train_w");
     out->batch = eeb_json_number_at(json_object_get(o, "training"), "batch");
     out->frozen = eeb_json_number_at(json_object_get(o, "training"), "frozen");
+    out->epochs = eeb_json_number_at(json_object_get(o, "training"), "epochs");
+    out->steps = eeb_json_number_at(json_object_get(o, "training"), "steps");
     const json_t *official = json_object_get(o, "official");
     out->official = json_is_object(official);
+    out->held_by_server = json_is_object(json_object_get(o, "server"));
     text_at(official, "entry", out->entry, sizeof out->entry);
     text_at(official, "division", out->division, sizeof out->division);
     out->tier_w = eeb_json_number_at(official, "tier_w");

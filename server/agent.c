@@ -140,13 +140,13 @@ static int read_samples(json_t *a, struct batch *b, struct eeb_srv_fault *f)
                                "expected its time t_ns, an integer after the one before "
                                "and not after now_ns");
         snprintf(at, sizeof at, "samples[%zu][1]", i);
-        if (eeb_srv_number_field(json_array_get(v, 1), at, -1e6, 1e6, &x->watts, f))
+        if (eeb_srv_reading_field(json_array_get(v, 1), at, EEB_SRV_WATTS, &x->watts, f))
             return -1;
         snprintf(at, sizeof at, "samples[%zu][2]", i);
-        if (eeb_srv_optional_number(json_array_get(v, 2), at, &x->volts, f))
+        if (eeb_srv_reading_field(json_array_get(v, 2), at, EEB_SRV_VOLTS, &x->volts, f))
             return -1;
         snprintf(at, sizeof at, "samples[%zu][3]", i);
-        if (eeb_srv_optional_number(json_array_get(v, 3), at, &x->amps, f))
+        if (eeb_srv_reading_field(json_array_get(v, 3), at, EEB_SRV_AMPS, &x->amps, f))
             return -1;
     }
     b->n = json_array_size(a);
@@ -164,6 +164,9 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
     enum eeb_provenance p;
     if (!b->source || !*b->source || strlen(b->source) > 255)
         return eeb_srv_bad(f, "source", "expected the meter's URI, 1 to 255 characters");
+    if (!eeb_power_uri_known(b->source)) /* one spelling a scheme: what it fixes is read */
+        return eeb_srv_bad(f, "source",
+                           "expected one of eeb's power sources by its scheme, in lower case");
     if (!b->provenance || eeb_provenance_parse(b->provenance, &p))
         return eeb_srv_bad(f, "provenance", "expected measured, counter, modeled or declared");
     int fixed = eeb_power_uri_provenance(b->source); /* sim: is modeled, replay: declared */

@@ -106,6 +106,18 @@ struct eeb_server_config {
     /* The test sets the server alone holds, per task (NULL: none).  A run
      * fetches its task's inputs with the labels stripped. */
     const char *test[EEB_TASK_COUNT];
+    /* A practice test set per task (NULL: none), whose labels are not
+     * secret: runs that are not official (rehearsals, `eeb submit`) are
+     * judged on it, never on the secret set, so that no score answers
+     * anything of the secret labels but an official run's. */
+    const char *practice[EEB_TASK_COUNT];
+    /* How long after its test inputs were served a run's predictions may
+     * arrive (default 900 s); later, the run is invalid. */
+    double predict_within_s;
+    /* Per team and UTC day: runs registered, runs scored and power samples
+     * stored (in the order of enum eeb_srv_quota; < 0: no limit); past
+     * one, 429 naming it. */
+    int64_t quota[3];
     /* The fine-tune set of each task (NULL: none named).  Registration
      * names it by its SHA-256; a run declaring another one is refused. */
     const char *finetune[EEB_TASK_COUNT];

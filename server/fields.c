@@ -43,10 +43,26 @@ int eeb_srv_number_field(json_t *v, const char *field, double lo, double hi, dou
     return 0;
 }
 
-int eeb_srv_optional_number(json_t *v, const char *field, double *out, struct eeb_srv_fault *f)
+/* What a meter on a board's supply may read: no negative power (a board
+ * gives none back, and -5 W beside +5 W would cancel its energy), no more
+ * than a rack of accelerators draws. */
+static const double reading_max[] = {
+    [EEB_SRV_WATTS] = 1e5, [EEB_SRV_VOLTS] = 1e3, [EEB_SRV_AMPS] = 1e3};
+static const char *const reading_name[] = {
+    [EEB_SRV_WATTS] = "watts", [EEB_SRV_VOLTS] = "volts", [EEB_SRV_AMPS] = "amps"};
+
+int eeb_srv_reading_field(json_t *v, const char *field, enum eeb_srv_reading kind, double *out,
+                          struct eeb_srv_fault *f)
 {
     *out = NAN;
-    return json_is_null(v) ? 0 : eeb_srv_number_field(v, field, -1e9, 1e9, out, f);
+    if (kind != EEB_SRV_WATTS && json_is_null(v))
+        return 0;
+    double x = json_number_value(v);
+    if (!json_is_number(v) || !isfinite(x) || x < 0 || x > reading_max[kind])
+        return eeb_srv_bad(f, field, "expected %s of 0 to %g%s", reading_name[kind],
+                           reading_max[kind], kind == EEB_SRV_WATTS ? "" : ", or null");
+    *out = x;
+    return 0;
 }
 
 enum MHD_Result eeb_srv_fail_fault(struct eeb_srv_call *k, const struct eeb_srv_fault *f)

@@ -59,6 +59,8 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .rate_limit = 200,
                                     .rate_burst = 400,
                                     .stream_allowance_s = 10,
+                                    .predict_within_s = 900,
+                                    .quota = {100, 30, 20000000},
                                     .meter_rate_hz = 10,
                                     .station_clock_window_s = 60};
 }
@@ -69,16 +71,27 @@ void eeb_srv_log(struct eeb_server *s, const char *fmt, ...)
 {
     if (!s->cfg.log)
         return;
-    char at[EEB_UTC_TEXT], line[1024];
+    char at[EEB_UTC_TEXT], line[1024], shown[4 * sizeof line], c[EEB_CONTROL_SHOWN];
     eeb_utc_text(eeb_utc_ns(), at);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    for (char *c = line; *c; c++) /* a team's text forges no line of the log */
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    fprintf(s->cfg.log, "%s eeb serve: %s\n", at, line); /* one call: lines never interleave */
+    /* a team's text forges no line of the log, and reorders none */
+    size_t n = 0;
+    for (const char *p = line; *p && n + EEB_CONTROL_SHOWN < sizeof shown; p++) {
+        size_t len = 1;
+        if (*p == '\n' || *p == '\t') /* shown in a page, but here the end of a line */
+            snprintf(c, sizeof c, "\\x%02x", *p);
+        else
+            len = eeb_text_control(p, c);
+        if (len)
+            n += (size_t)snprintf(shown + n, sizeof shown - n, "%s", c), p += len - 1;
+        else
+            shown[n++] = *p;
+    }
+    shown[n] = '\0';
+    fprintf(s->cfg.log, "%s eeb serve: %s\n", at, shown); /* one call: lines never interleave */
     fflush(s->cfg.log);
 }
 
@@ -322,19 +335,19 @@ static int match(const char *pattern, const char *url, int64_t *id)
     return !*pattern && !*url;
 }
 
-/* The team's own run {id} into k (1), or the answer sent (0: 404, 403). */
+/* The team's own run {id} into k (1), or the answer sent (0: 404, for a
+ * run of another team's as for none). */
 static int own_run(struct eeb_srv_call *k, enum MHD_Result *sent)
 {
     char err[256], msg[96];
     int found = eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err);
     if (found < 0) {
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
-    } else if (!found) {
-        snprintf(msg, sizeof msg, "no run %lld", (long long)k->id);
+    } else if (!found || k->run.team != k->team) {
+        /* another team's run is answered as none: which ids exist is
+         * not a team's to learn */
+        snprintf(msg, sizeof msg, "no run %lld of team %s", (long long)k->id, k->team_name);
         *sent = eeb_srv_call_fail(k, 404, NULL, msg);
-    } else if (k->run.team != k->team) {
-        snprintf(msg, sizeof msg, "run %lld belongs to another team", (long long)k->id);
-        *sent = eeb_srv_call_fail(k, 403, NULL, msg);
         found = 0;
     }
     return found > 0;
@@ -448,40 +461,46 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- start and stop ---- */
 
-static void free_tests(struct eeb_server *s)
+static void free_sets(struct eeb_srv_testset **sets)
 {
     for (int t = 0; t < EEB_TASK_COUNT; t++)
-        if (s->test[t]) {
-            eeb_srv_testset_free(s->test[t]);
-            free(s->test[t]);
-            s->test[t] = NULL;
+        if (sets[t]) {
+            eeb_srv_testset_free(sets[t]);
+            free(sets[t]);
+            sets[t] = NULL;
         }
 }
 
-/* Each test set given: its truth held, its inputs copied without it to
- * <db>.<task>-inputs.eebd. */
-static int load_tests(struct eeb_server *s, char *err, size_t errlen)
+/* Each test set given (practice: the practice sets): its truth held, its
+ * inputs copied without it to <db>.<task>-inputs.eebd (-practice.eebd);
+ * the secret sets' items named by the server's key. */
+static int load_sets(struct eeb_server *s, int practice, char *err, size_t errlen)
 {
-    for (int t = 0; t < EEB_TASK_COUNT; t++) {
-        if (!s->cfg.test[t])
+    const char *const *paths = practice ? s->cfg.practice : s->cfg.test;
+    struct eeb_srv_testset **sets = practice ? s->practice : s->test;
+    uint8_t key[EEB_SRV_KEY_BYTES];
+    int rc = practice ? EEB_OK : eeb_srv_store_key(s->store, key, err, errlen);
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
+        if (!paths[t])
             continue;
         char *inputs = NULL;
-        if (asprintf(&inputs, "%s.%s-inputs.eebd", s->cfg.db, eeb_task_name((enum eeb_task)t)) <
-                0 ||
-            !(s->test[t] = calloc(1, sizeof *s->test[t]))) {
+        if (asprintf(&inputs, "%s.%s-%s.eebd", s->cfg.db, eeb_task_name((enum eeb_task)t),
+                     practice ? "practice" : "inputs") < 0 ||
+            !(sets[t] = calloc(1, sizeof *sets[t]))) {
             free(inputs);
-            return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+            rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+            break;
         }
-        int rc =
-            eeb_srv_testset_load(s->test[t], (enum eeb_task)t, s->cfg.test[t], inputs, err, errlen);
+        rc = eeb_srv_testset_load(sets[t], (enum eeb_task)t, paths[t], inputs,
+                                  practice ? NULL : key, err, errlen);
         free(inputs);
         if (rc) {
-            free(s->test[t]);
-            s->test[t] = NULL;
-            return rc;
+            free(sets[t]);
+            sets[t] = NULL;
         }
     }
-    return EEB_OK;
+    explicit_bzero(key, sizeof key);
+    return rc;
 }
 
 /* Each base model given, named by its SHA-256, its network kept. */
@@ -509,7 +528,8 @@ static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
 static void server_free(struct eeb_server *s)
 {
     eeb_srv_store_close(s->store);
-    free_tests(s);
+    free_sets(s->test);
+    free_sets(s->practice);
     eeb_srv_board_cache_free(s);
     for (int t = 0; t < EEB_TASK_COUNT; t++)
         eeb_net_free(s->model[t].net);
@@ -540,7 +560,9 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     if (rc == EEB_OK)
         rc = eeb_srv_store_open(cfg->db, &s->store, err, errlen);
     if (rc == EEB_OK)
-        rc = load_tests(s, err, errlen);
+        rc = load_sets(s, 0, err, errlen);
+    if (rc == EEB_OK)
+        rc = load_sets(s, 1, err, errlen);
     if (rc == EEB_OK)
         rc = name_finetune_sets(s, err, errlen);
     if (rc == EEB_OK)

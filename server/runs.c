@@ -12,11 +12,13 @@
 #include "tasks/eeb_metrics.h"
 #include "tasks/eeb_prediction.h"
 #include "fpga/accel/eeb_accel.h"
+#include "fpga/net/eeb_net.h"
 #include "fpga/model/eeb_perf.h"
 #include "power/eeb_power.h"
 #include "record/eeb_record.h"
 #include "rundb/eeb_config_record.h"
 #include "tasks/eeb_tasks.h"
+#include "sut/eeb_sut_host.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -40,6 +42,28 @@ static int text_field(json_t *o, const char *key, size_t max, const char **out,
             f, key, "expected 1 to %zu letters, digits and characters of " EEB_DECLARED_PUNCT, max);
     *out = s;
     return 0;
+}
+
+/* The backend as the server takes it, in its one form: eeb's own by name
+ * (emu, kernel, fp32, xrt, or the faulty wrapper around one of them,
+ * faulty:emu), a team's SUT by its kind (library, exec).  Another spelling
+ * (EMU) is refused: it would name no CPU backend, and pass for a board. */
+static int canonical_backend(const char *name)
+{
+    static const char *const names[] = {
+        "emu", "kernel", "fp32", "xrt", EEB_SUT_DECLARED_LIBRARY, EEB_SUT_DECLARED_EXEC};
+    const char *inner = strncmp(name, "faulty:", 7) == 0 ? name + 7 : name;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(inner, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The test set a run is judged on: an official run's is the secret one,
+ * any other's the practice set (NULL: the server holds none). */
+static const struct eeb_srv_testset *judged_on(const struct eeb_server *s, int task, int practice)
+{
+    return practice ? s->practice[task] : s->test[task];
 }
 
 /* ---- the run as JSON ---- */
@@ -86,6 +110,9 @@ struct declared {
     int modeled_clock;      /* T is steps x step_s, E that at train_w */
     double step_s, train_w; /* the modeled device's, declared */
     int64_t batch, frozen;  /* what its device was modeled for */
+    int64_t epochs;         /* its schedule: epochs of the fine-tune set, */
+    int64_t max_steps;      /*   cut at this many steps (-1: none) */
+    int64_t schedule_steps; /* the steps the server counts it is to take (0: not counted) */
     /* in a round: the entry it is a run of, its division and P_max tier */
     const char *entry, *division;
     double p_max_w; /* NAN: the round's lowest tier */
@@ -110,6 +137,8 @@ static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fa
     if (strcmp(d->provenance, "modeled"))
         return eeb_srv_bad(f, "clock", "a run on the modeled clock has modeled figures, not %s",
                            d->provenance);
+    json_t *steps = json_object_get(clock, "steps");
+    d->max_steps = -1;
     return eeb_srv_number_field(json_object_get(clock, "train_step_s"), "clock.train_step_s", 1e-12,
                                 1e6, &d->step_s, f) ||
                    eeb_srv_number_field(json_object_get(clock, "train_w"), "clock.train_w", 0, 1e6,
@@ -117,7 +146,11 @@ static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fa
                    eeb_srv_int_field(json_object_get(clock, "batch"), "clock.batch", 1, 65535,
                                      &d->batch, f) ||
                    eeb_srv_int_field(json_object_get(clock, "frozen"), "clock.frozen", 0, 4096,
-                                     &d->frozen, f)
+                                     &d->frozen, f) ||
+                   eeb_srv_int_field(json_object_get(clock, "epochs"), "clock.epochs", 1, 100000,
+                                     &d->epochs, f) ||
+                   (steps && !json_is_null(steps) &&
+                    eeb_srv_int_field(steps, "clock.steps", 0, INT32_MAX, &d->max_steps, f))
                ? -1
                : 0;
 }
@@ -135,9 +168,9 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
         return eeb_srv_bad(f, "task", "expected a string: cls, det or video");
     if (eeb_task_parse(json_string_value(task), &d->task, why, sizeof why))
         return eeb_srv_bad(f, "task", "%s", why);
-    if (!json_is_object(util))
+    if (util && !json_is_object(util))
         return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
-    for (int u = 0; u < EEB_UTIL_COUNT; u++) {
+    for (int u = 0; util && u < EEB_UTIL_COUNT; u++) {
         char field[32];
         snprintf(field, sizeof field, "util.%s", eeb_score_util_name((enum eeb_util_kind)u));
         if (eeb_srv_number_field(json_object_get(util, eeb_score_util_name((enum eeb_util_kind)u)),
@@ -164,6 +197,10 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
         text_field(body, "entry", EEB_ROUND_NAME - 1, &d->entry, f) ||
         text_field(body, "division", 6, &d->division, f))
         return -1;
+    if (!json_object_get(body, "backend") || !canonical_backend(d->backend))
+        return eeb_srv_bad(f, "backend",
+                           "expected emu, kernel, fp32, xrt, faulty:NAME (eeb's own, in lower "
+                           "case) or a team's SUT by its kind, library or exec");
     if (strcmp(d->division, "closed") && strcmp(d->division, "open"))
         return eeb_srv_bad(f, "division", "expected closed or open");
     json_t *tier = json_object_get(body, "p_max_w");
@@ -180,6 +217,12 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f))
         return -1;
+    if (d->modeled_clock && util)
+        return eeb_srv_bad(f, "util",
+                           "a modeled run's M_u is its design's, which the server models: send "
+                           "none");
+    if (!d->modeled_clock && !util)
+        return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
     static const char *const known[] = {"task",   "util",    "provenance", "rate_hz",  "official",
                                         "device", "backend", "design",     "finetune", "model",
                                         "clock",  "entry",   "division",   "p_max_w"};
@@ -205,8 +248,8 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
 {
     const struct eeb_weights *w = &s->weights[d->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
-    json_t *o =
-        json_pack("{s:{s:s, s:b}}", "server", "team", k->team_name, "official", d->official);
+    json_t *o = json_pack("{s:{s:s, s:b, s:b}}", "server", "team", k->team_name, "official",
+                          d->official, "practice", r->practice);
     if (o && round) /* the entry it is a run of, and the seed it was handed */
         json_object_set_new(json_object_get(o, "server"), "round",
                             json_pack("{s:s, s:s, s:s, s:I}", "name", round->name, "entry",
@@ -225,8 +268,12 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         } else {
             eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
         }
-        eeb_config_put_input(o, "test", NULL, NULL, s->test[d->task]->n);
-        eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
+        eeb_config_put_input(o, "test", NULL, NULL, judged_on(s, (int)d->task, r->practice)->n);
+        if (d->modeled_clock) /* the design's, as the server modeled it */
+            eeb_config_put_util(o, d->util, "modeled by the server from the design", "modeled",
+                                NULL);
+        else
+            eeb_config_put_util(o, d->util, "declared at registration", "declared", NULL);
         eeb_config_put_budgets(o, r->t_max_s, r->p_max_w,
                                d->modeled_clock ? EEB_CLOCK_MODELED : EEB_CLOCK_WALL, NAN, -1);
         if (d->modeled_clock) { /* what the judge times the run by, and what it was
@@ -234,9 +281,12 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
             json_object_set_new(o, "device_model",
                                 json_pack("{s:s?, s:f, s:f}", "design", d->design, "train_step_s",
                                           d->step_s, "train_w", d->train_w));
-            json_object_set_new(o, "training",
-                                json_pack("{s:I, s:I}", "batch", (json_int_t)d->batch, "frozen",
-                                          (json_int_t)d->frozen));
+            json_object_set_new(
+                o, "training",
+                json_pack("{s:I, s:I, s:I, s:o, s:I}", "batch", (json_int_t)d->batch, "frozen",
+                          (json_int_t)d->frozen, "epochs", (json_int_t)d->epochs, "steps",
+                          d->max_steps >= 0 ? json_integer((json_int_t)d->max_steps) : json_null(),
+                          "schedule_steps", (json_int_t)d->schedule_steps));
         }
         if (d->model) /* the server's file, if it is the one: eeb check finds it there */
             eeb_config_put_input(o, "model",
@@ -255,8 +305,9 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
 
 /* What a registered run is held to besides its budgets: the rules and the
  * fine-tune set (null if the server names none). */
-static void add_terms(json_t *o, const struct eeb_server *s, enum eeb_task task)
+static void add_terms(json_t *o, const struct eeb_server *s, const struct eeb_srv_run *r)
 {
+    enum eeb_task task = (enum eeb_task)r->task;
     const struct eeb_weights *w = &s->weights[task];
     const struct eeb_srv_finetune_set *ft = &s->finetune[task];
     json_object_set_new(o, "rules",
@@ -268,7 +319,12 @@ static void add_terms(json_t *o, const struct eeb_server *s, enum eeb_task task)
                         ft->sha256[0] ? json_pack("{s:s, s:I}", "sha256", ft->sha256, "items",
                                                   (json_int_t)ft->items)
                                       : json_null());
-    json_object_set_new(o, "test_items", json_integer((json_int_t)s->test[task]->n));
+    json_object_set_new(o, "test_items",
+                        json_integer((json_int_t)judged_on(s, r->task, r->practice)->n));
+    /* the time its predictions have once its test inputs are served */
+    json_object_set_new(o, "predict_within_s", json_real(s->cfg.predict_within_s));
+    if (r->schedule_steps) /* the steps the server counts its fine-tune is to take */
+        json_object_set_new(o, "schedule_steps", json_integer((json_int_t)r->schedule_steps));
 }
 
 /* The fine-tune set a run declares must be the one the server names, if
@@ -288,62 +344,120 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
     return -1;
 }
 
-/* The base model a run declares must be the one the server names, if it
- * names one (an official run must declare it); and a run on the modeled
- * clock must declare the step time and power the analytical model gives
- * for its design, batch and frozen layers on it, bit for bit (the same
- * arithmetic, eeb check's too).  0, or the 409 sent. */
-static int model_agrees(struct eeb_srv_call *k, const struct declared *d, int open_division,
-                        enum MHD_Result *sent)
+/* The learnable layers of net: the most a run may hold frozen is one
+ * fewer, so that a fine-tune trains something. */
+static int learnable_layers(const struct eeb_net *net)
 {
-    const struct eeb_srv_base_model *bm = &k->s->model[d->task];
-    char msg[1024], err[256];
-    if (!bm->sha256[0])
-        return 0;
-    if (open_division && d->model && strcmp(d->model, bm->sha256)) { /* free to start elsewhere */
-        if (!d->modeled_clock)
-            return 0;
-        /* but a device modeled on a model the server does not hold is the
-         * team's word for T and E: refused */
-        snprintf(msg, sizeof msg,
-                 "a run on the modeled clock is timed by the analytical model on this server's "
-                 "%s base model (sha256 %s); a run from another model runs on its board",
-                 eeb_task_name(d->task), bm->sha256);
-        *sent = eeb_srv_call_fail(k, 409, "clock", msg);
-        return -1;
-    }
-    if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official) {
-        snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s",
-                 eeb_task_name(d->task), bm->sha256,
-                 d->model ? "" : "; an official run declares it");
-        *sent = eeb_srv_call_fail(k, 409, "model", msg);
-        return -1;
-    }
-    if (!d->modeled_clock || !d->model) /* started from another model: not the server's to model */
-        return 0;
+    int n = 0;
+    for (int i = 0; i < net->nlayers; i++)
+        n += eeb_layer_learnable(&net->layers[i]) != 0;
+    return n;
+}
+
+/* A run on the modeled clock, modeled again by the server on its base
+ * model: the step time and power declared must be the analytical model's
+ * for the run's design, batch and frozen layers, bit for bit (the same
+ * arithmetic, eeb check's too), and its M_u is the design's, into d.
+ * field and msg say why not (msg ""). */
+static void model_device(const struct eeb_srv_base_model *bm, struct declared *d,
+                         const char **field, char *msg, size_t n)
+{
     struct eeb_design design;
     struct eeb_perf perf = {0};
-    const char *field = "design";
+    struct eeb_util util;
+    char err[256], spec[128];
+    int learnable = learnable_layers(bm->net);
+    *field = "clock", msg[0] = '\0';
     if (!d->design)
-        snprintf(msg, sizeof msg, "a run on the modeled clock declares the design it modeled");
+        snprintf(msg, n, "a run on the modeled clock declares the design it modeled"),
+            *field = "design";
+    else if (d->frozen >= learnable)
+        snprintf(msg, n,
+                 "the base model has %d learnable layers: at most %d may be frozen (a fine-tune "
+                 "trains one at least), not %lld",
+                 learnable, learnable - 1, (long long)d->frozen),
+            *field = "clock.frozen";
     else if (eeb_design_for(&design, d->design, bm->net, err, sizeof err) ||
              eeb_perf_model(&design, bm->net, (int)d->batch, (int)d->frozen, &perf, err,
                             sizeof err))
-        snprintf(msg, sizeof msg, "its device cannot be modeled: %s", err);
-    else if (perf.train_step_s != d->step_s || perf.train_power_w != d->train_w)
-        snprintf(msg, sizeof msg,
-                 "the analytical model gives %.17g s and %.17g W a training step for design %s, "
-                 "batch %lld and %lld frozen layers on the base model, not the %.17g s and %.17g "
-                 "W declared",
-                 perf.train_step_s, perf.train_power_w, d->design, (long long)d->batch,
-                 (long long)d->frozen, d->step_s, d->train_w),
-            field = "clock";
-    else
-        msg[0] = '\0';
+        snprintf(msg, n, "its device cannot be modeled: %s", err), *field = "design";
+    else if (perf.train_step_s != d->step_s || perf.train_power_w != d->train_w) {
+        /* which figure, not the model's answer: a registration is no
+         * oracle for the analytical model either */
+        int step = perf.train_step_s != d->step_s;
+        *field = step ? "clock.train_step_s" : "clock.train_w";
+        snprintf(msg, n,
+                 "the %s declared is not the analytical model's for design %s, batch %lld and "
+                 "%lld frozen layers on the base model",
+                 step ? "step time" : "training power", d->design, (long long)d->batch,
+                 (long long)d->frozen);
+    } else {
+        eeb_resources_spec(&perf.res, spec, sizeof spec);
+        if (eeb_score_util_from_spec(spec, &util, err, sizeof err))
+            snprintf(msg, n, "its design's utilization cannot be read: %s", err), *field = "design";
+        else
+            memcpy(d->util, util.frac, sizeof d->util);
+    }
     eeb_perf_free(&perf);
+}
+
+/* The base model a run declares must be the one the server names, if it
+ * names one (an official run must declare it).  A run on the modeled
+ * clock needs the server to hold the base model and the fine-tune set, to
+ * model its device and count its steps: its figures are the server's
+ * model's, never a team's word.  0, or the 409 sent. */
+static int model_agrees(struct eeb_srv_call *k, struct declared *d, int open_division,
+                        enum MHD_Result *sent)
+{
+    const struct eeb_srv_base_model *bm = &k->s->model[d->task];
+    const char *task = eeb_task_name(d->task), *field = "model";
+    char msg[1024];
+    msg[0] = '\0';
+    if (d->modeled_clock && !bm->sha256[0])
+        snprintf(msg, sizeof msg,
+                 "this server holds no %s base model to model a device on (eeb serve --model): "
+                 "a modeled run's time, energy and utilization are the server's model's, never "
+                 "its own word",
+                 task),
+            field = "clock";
+    else if (d->modeled_clock && !k->s->finetune[d->task].sha256[0])
+        snprintf(msg, sizeof msg,
+                 "this server names no %s fine-tune set (eeb serve --finetune) to count a "
+                 "modeled run's steps on",
+                 task),
+            field = "clock";
+    else if (!bm->sha256[0])
+        return 0;
+    else if (open_division && d->modeled_clock && d->model && strcmp(d->model, bm->sha256))
+        snprintf(msg, sizeof msg,
+                 "a run on the modeled clock is timed by the analytical model on this server's "
+                 "%s base model (sha256 %s); a run from another model runs on its board",
+                 task, bm->sha256),
+            field = "clock";
+    else if (open_division && d->model &&
+             strcmp(d->model, bm->sha256)) /* free to start elsewhere */
+        return 0;
+    else if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official || d->modeled_clock)
+        snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s", task, bm->sha256,
+                 d->model ? "" : "; an official or modeled run declares it");
+    else if (d->modeled_clock)
+        model_device(bm, d, &field, msg, sizeof msg);
     if (msg[0])
         *sent = eeb_srv_call_fail(k, 409, field, msg);
     return msg[0] ? -1 : 0;
+}
+
+/* The steps a run on the modeled clock is to take, as the server counts
+ * them: its epochs of the fine-tune set in batches (the last one partial),
+ * cut at the steps it asked for and at those T_max holds on its clock. */
+static int64_t schedule_steps(const struct eeb_server *s, const struct declared *d, double t_max_s)
+{
+    int64_t items = (int64_t)s->finetune[d->task].items;
+    double steps = (double)d->epochs * (double)((items + d->batch - 1) / d->batch);
+    double in_tmax = floor(t_max_s / d->step_s);
+    if (d->max_steps >= 0 && (double)d->max_steps < steps)
+        steps = (double)d->max_steps;
+    return (int64_t)(in_tmax < steps ? in_tmax : steps);
 }
 
 static int count_round(void *arg, int64_t id, const struct eeb_round *r)
@@ -428,15 +542,28 @@ static int take_round(struct eeb_srv_call *k, const struct declared *d, struct e
 
 /* Director mode: the meter of the team's station opened for its official
  * run on a board, whose figures are then the server's measurement (their
- * provenance the meter's); without one, a run's own "measured" log is
- * declared.  0, or the 503 sent. */
+ * provenance the meter's); without one, a run's own "measured" or
+ * "counter" log is declared, and a "modeled" one must be on the modeled
+ * clock.  0, or the 400 or 503 sent. */
 static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv_meter *m,
                       enum MHD_Result *sent)
 {
     int station = eeb_srv_station(k->s, k->team_name);
     char err[512], msg[640];
     if (station < 0 || !d->official || d->modeled_clock || eeb_accel_never_on_board(d->backend)) {
-        if (strcmp(d->provenance, "measured") == 0)
+        /* modeled figures are the server's model's, on the modeled clock;
+         * a run timed on the wall has a meter's (sim:'s watts would be
+         * the team's pick) */
+        if (strcmp(d->provenance, "modeled") == 0 && !d->modeled_clock) {
+            *sent = eeb_srv_call_fail(k, 400, "clock",
+                                      "a modeled run is timed on the modeled clock: declare "
+                                      "{\"kind\": \"modeled\", \"train_step_s\", \"train_w\", "
+                                      "\"batch\", \"frozen\", \"epochs\"}; a run on the wall "
+                                      "clock is measured by a meter");
+            return -1;
+        }
+        /* what no meter of the server's read is the team's word */
+        if (strcmp(d->provenance, "measured") == 0 || strcmp(d->provenance, "counter") == 0)
             d->provenance = "declared";
         return 0;
     }
@@ -455,7 +582,7 @@ static json_t *registered_json(struct eeb_srv_call *k, const struct eeb_srv_run 
                                const struct eeb_round *round, const struct eeb_srv_claim *c)
 {
     json_t *o = run_json(r);
-    add_terms(o, k->s, (enum eeb_task)r->task);
+    add_terms(o, k->s, r);
     if (o && c && c->round)
         json_object_set_new(
             o, "round",
@@ -463,6 +590,60 @@ static json_t *registered_json(struct eeb_srv_call *k, const struct eeb_srv_run 
                       "division", c->division, "run", c->index, "of", round->runs, "aggregate",
                       eeb_round_aggregate_name(round->aggregate), "seed", (json_int_t)c->seed));
     return o;
+}
+
+/* n of the team's quota q taken for today: 1, or 0 with the 429 (or the
+ * 500) sent. */
+static int take_quota(struct eeb_srv_call *k, enum eeb_srv_quota q, int64_t n,
+                      enum MHD_Result *sent)
+{
+    int64_t used, limit = k->s->cfg.quota[q];
+    char err[256], field[32], msg[320];
+    int rc = eeb_srv_store_quota_take(k->s->store, k->team, q, n, limit, &used, err, sizeof err);
+    if (rc < 0)
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
+    if (rc != 0)
+        return rc > 0;
+    snprintf(field, sizeof field, "quota.%s", eeb_srv_quota_name(q));
+    snprintf(msg, sizeof msg,
+             "team %s has used %lld of its %lld %s today (UTC)%s; the organizer sets this quota "
+             "(eeb serve --quota %s=N)",
+             k->team_name, (long long)used, (long long)limit, eeb_srv_quota_name(q),
+             n > 1 ? ", and this asks for more" : "", eeb_srv_quota_name(q));
+    *sent = eeb_srv_call_fail(k, 429, field, msg);
+    return 0;
+}
+
+/* What was taken of a quota given back: the act it was for did not
+ * happen. */
+static void give_back(struct eeb_srv_call *k, enum eeb_srv_quota q, int64_t n)
+{
+    int64_t used;
+    char err[256];
+    (void)eeb_srv_store_quota_take(k->s->store, k->team, q, -n, -1, &used, err, sizeof err);
+}
+
+/* The set the run will be judged on, or the 409 sent: an official run
+ * needs the secret test set, any other run the practice set (a rehearsal
+ * is never judged on the secret labels, so no score tells of them). */
+static const struct eeb_srv_testset *set_for(struct eeb_srv_call *k, const struct declared *d,
+                                             enum MHD_Result *sent)
+{
+    const struct eeb_srv_testset *t = judged_on(k->s, d->task, !d->official);
+    char msg[320];
+    const char *task = eeb_task_name(d->task);
+    if (t)
+        return t;
+    if (d->official)
+        snprintf(msg, sizeof msg, "this server holds no %s test set", task);
+    else
+        snprintf(msg, sizeof msg,
+                 "a run that is not official is a rehearsal, judged on the practice test set "
+                 "(whose labels are public), never on the secret one; this server holds no %s "
+                 "practice set (eeb serve --practice %s=FILE)",
+                 task, task);
+    *sent = eeb_srv_call_fail(k, 409, d->official ? "task" : "practice", msg);
+    return NULL;
 }
 
 /* POST /api/v1/runs: a run, with the budgets and rules it is held to. */
@@ -480,22 +661,26 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
     char err[256];
     if (read_declared(body, &d, &f)) {
         sent = eeb_srv_fail_fault(k, &f);
-    } else if (!k->s->test[d.task]) {
-        snprintf(err, sizeof err, "this server holds no %s test set", eeb_task_name(d.task));
-        sent = eeb_srv_call_fail(k, 409, "task", err);
-    } else if ((!d.official || take_round(k, &d, &round, &claim, &sent) == 0) &&
+    } else if (set_for(k, &d, &sent) &&
+               (!d.official || take_round(k, &d, &round, &claim, &sent) == 0) &&
                finetune_agrees(k, &d, &sent) == 0 &&
                model_agrees(k, &d, claim.round && strcmp(d.division, "open") == 0, &sent) == 0 &&
-               read_meter(k, &d, &m, &sent) == 0) {
+               take_quota(k, EEB_SRV_QUOTA_REGISTRATIONS, 1, &sent) &&
+               /* a meter that does not answer registers nothing: the quota back */
+               (read_meter(k, &d, &m, &sent) == 0 ||
+                (give_back(k, EEB_SRV_QUOTA_REGISTRATIONS, 1), 0))) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
         const struct eeb_round_task *rt = claim.round ? &round.task[d.task] : NULL;
         struct eeb_srv_run r = {.team = k->team,
                                 .task = (int)d.task,
                                 .official = d.official,
+                                .practice = !d.official,
                                 .t_max_s = rt ? rt->t_max_s : p->t_max_s,
                                 .p_max_w = !rt                ? p->p_max_w
                                            : isnan(d.p_max_w) ? rt->tiers_w[0]
                                                               : d.p_max_w};
+        if (d.modeled_clock)
+            r.schedule_steps = d.schedule_steps = schedule_steps(k->s, &d, r.t_max_s);
         snprintf(r.team_name, sizeof r.team_name, "%s", k->team_name);
         snprintf(r.rules_version, sizeof r.rules_version, "%s", k->s->rules_version);
         snprintf(r.backend, sizeof r.backend, "%s", d.backend);
@@ -530,12 +715,14 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
             else
                 eeb_srv_log(k->s, "run %lld registered: team %s, %s, %s%s", (long long)r.id,
                             k->team_name, eeb_task_name(d.task), r.provenance,
-                            d.official ? ", official" : "");
+                            d.official ? ", official" : ", a rehearsal on the practice set");
             atomic_fetch_add(&k->s->changes, 1); /* running, on the leaderboard */
             if (started)
                 eeb_srv_meter_bind(k->s, m.meter_run, r.id);
             sent = eeb_srv_call_json(k, 201, registered_json(k, &r, &round, &claim));
         }
+        if (!registered)
+            give_back(k, EEB_SRV_QUOTA_REGISTRATIONS, 1);
         if (started && !registered) /* held, but for no run */
             eeb_srv_meter_drop(k->s, m.meter_run);
         else if (!started && m.meter_run) /* opened, never held */
@@ -638,13 +825,13 @@ static int read_samples(json_t *sa, const char *field, struct eeb_rundb_link *l,
             return -1;
         s[i].t_mono_ns = t[0], s[i].t_utc_ns = t[1];
         snprintf(at, sizeof at, "%s[%zu][2]", field, i);
-        if (eeb_srv_number_field(json_array_get(x, 2), at, -1e9, 1e9, &s[i].watts, f))
+        if (eeb_srv_reading_field(json_array_get(x, 2), at, EEB_SRV_WATTS, &s[i].watts, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][3]", field, i);
-        if (eeb_srv_optional_number(json_array_get(x, 3), at, &s[i].volts, f))
+        if (eeb_srv_reading_field(json_array_get(x, 3), at, EEB_SRV_VOLTS, &s[i].volts, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][4]", field, i);
-        if (eeb_srv_optional_number(json_array_get(x, 4), at, &s[i].amps, f))
+        if (eeb_srv_reading_field(json_array_get(x, 4), at, EEB_SRV_AMPS, &s[i].amps, f))
             return -1;
         snprintf(at, sizeof at, "%s[%zu][5]", field, i);
         if (eeb_srv_int_field(json_array_get(x, 5), at, 0, UINT32_MAX, &flags, f))
@@ -695,6 +882,10 @@ static int read_link(json_t *x, size_t i, struct eeb_rundb_link *l, struct eeb_s
     l->source = json_string_value(json_object_get(x, "source"));
     if (!l->source || !*l->source || strlen(l->source) > 1023)
         return eeb_srv_bad(f, at, "expected the meter's URI, 1 to 1023 characters");
+    if (!eeb_power_uri_known(l->source)) /* one spelling a scheme: what it fixes is read */
+        return eeb_srv_bad(f, at,
+                           "expected one of eeb's power sources by its scheme, in lower case "
+                           "(hwmon:, rapl:, scpi://, ptd://, replay:, sim:, faulty:)");
     snprintf(at, sizeof at, "%s.samples", field);
     return read_samples(json_object_get(x, "samples"), at, l, f);
 }
@@ -741,9 +932,55 @@ static enum MHD_Result refuse_links(struct eeb_srv_call *k, enum eeb_link_verdic
     return eeb_srv_call_json(k, 409, o);
 }
 
+/* The links' claims the run may not make, or 0: a source whose readings
+ * are modeled (sim:) or declared (replay:) in a run that says more of its
+ * figures; a chain whose origin is another run's (a copy, sent again as
+ * a new run).  The 400 or 409 sent names the link. */
+static int links_refused(struct eeb_srv_call *k, const struct eeb_rundb_link *links, size_t n,
+                         enum MHD_Result *sent)
+{
+    enum eeb_provenance claimed;
+    char field[64], msg[320], err[256];
+    int known = eeb_provenance_parse(k->run.provenance, &claimed) == 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct eeb_rundb_link *l = &links[i];
+        /* (the server's meter judges a run it reads; the run's own log is
+         * only held to it) */
+        int fixed = l->kind == EEB_LINK_SAMPLES && !k->run.meter_run
+                        ? eeb_power_uri_provenance(l->source)
+                        : -1;
+        int64_t owner = 0;
+        if (fixed >= 0 && known && claimed != EEB_MODELED && (int)claimed != fixed) {
+            snprintf(field, sizeof field, "links[%zu].source", i);
+            snprintf(msg, sizeof msg, "%.64s reads %s figures; this run's are %s", l->source,
+                     eeb_provenance_name((enum eeb_provenance)fixed), k->run.provenance);
+            *sent = eeb_srv_call_fail(k, 400, field, msg);
+            return 1;
+        }
+        if (l->kind != EEB_LINK_ORIGIN)
+            continue;
+        if (eeb_srv_store_origin_owner(k->s->store, l->uuid, l->head, k->id, &owner, err,
+                                       sizeof err)) {
+            *sent = eeb_srv_call_fail(k, 500, NULL, err);
+            return 1;
+        }
+        if (owner) {
+            snprintf(field, sizeof field, "links[%zu]", i);
+            snprintf(msg, sizeof msg,
+                     "this chain (origin %s) is run %lld's: a run is sent once, as the run it "
+                     "is",
+                     l->uuid, (long long)owner);
+            *sent = eeb_srv_call_fail(k, 409, field, msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* POST /api/v1/runs/{id}/links: links of the run's chain with their
  * records, each checked against the chain held before it is stored, and
- * stamped with the server's clock; a link sent again is answered as held. */
+ * stamped with the server's clock; a link sent again is answered as held.
+ * The samples of links new to the server count against the team's quota. */
 enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
@@ -754,23 +991,29 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
         return sent;
     struct eeb_rundb_link *links = NULL;
     size_t n = 0, at = 0;
+    int64_t fresh = 0; /* samples in links the server does not hold yet */
     struct eeb_srv_fault f = {.field = ""};
     char err[512];
-    if (read_links(body, &links, &n, &f)) {
+    int bad = read_links(body, &links, &n, &f);
+    for (size_t i = 0; !bad && i < n; i++)
+        fresh += links[i].seq >= k->run.links ? (int64_t)links[i].nsamples : 0;
+    if (bad) {
         sent = eeb_srv_fail_fault(k, &f);
-    } else {
+    } else if (!links_refused(k, links, n, &sent) &&
+               take_quota(k, EEB_SRV_QUOTA_SAMPLES, fresh, &sent)) {
         enum eeb_link_verdict v;
         int64_t next = 0;
         int rc =
             eeb_srv_store_run_links(k->s->store, k->id, links, n, &v, &at, &next, err, sizeof err);
+        if (rc || v != EEB_LINKS_STORED) /* nothing of the request is stored */
+            give_back(k, EEB_SRV_QUOTA_SAMPLES, fresh);
         if (rc)
             sent = eeb_srv_call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
         else if (v != EEB_LINKS_STORED)
             sent = refuse_links(k, v, at, &links[at], next);
         else {
             eeb_srv_meter_heard(k->s, k->id, 0);
-            for (size_t i = 0; i < n; i++)
-                atomic_fetch_add(&k->s->samples_received, links[i].nsamples);
+            atomic_fetch_add(&k->s->samples_received, (unsigned long long)fresh);
             sent = eeb_srv_call_json(k, 200, json_pack("{s:I}", "next", (json_int_t)next));
         }
     }
@@ -834,13 +1077,38 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
 }
 
 /* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
- * once fine-tuning is complete. */
+ * once fine-tuning is complete, and once a run: an official run's only
+ * after a fine-tune the server saw (its stream, its steps), so that no
+ * run has the inputs without having trained first. */
 enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
-    if (!in_state(k, "complete", "scored", &sent))
+    struct eeb_srv_window window;
+    char err[512], why[512], msg[768];
+    if (!in_state(k, "complete", NULL, &sent))
         return sent;
-    return eeb_srv_call_file(k, "application/octet-stream", k->s->test[k->run.task]->inputs);
+    if (!k->run.practice &&
+        eeb_srv_fine_tuned(k->s, &k->run, &window, why, sizeof why, err, sizeof err))
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    if (!k->run.practice && why[0]) {
+        snprintf(msg, sizeof msg,
+                 "run %lld's test inputs follow a fine-tune the server saw, and its record "
+                 "shows none: %s",
+                 (long long)k->id, why);
+        return eeb_srv_call_fail(k, 409, "links", msg);
+    }
+    int fresh = eeb_srv_store_run_test_served(k->s->store, k->id, err, sizeof err);
+    if (fresh < 0)
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    if (!fresh) {
+        snprintf(msg, sizeof msg, "run %lld's test inputs were served already: once a run",
+                 (long long)k->id);
+        return eeb_srv_call_fail(k, 409, "test", msg);
+    }
+    const struct eeb_srv_testset *t = judged_on(k->s, k->run.task, k->run.practice);
+    eeb_srv_log(k->s, "run %lld: %zu test inputs served; its predictions are due within %g s",
+                (long long)k->id, t->n, k->s->cfg.predict_within_s);
+    return eeb_srv_call_file(k, "application/octet-stream", t->inputs);
 }
 
 /* ---- predictions ---- */
@@ -853,8 +1121,8 @@ static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
     char field[96];
     json_t *top = json_object_get(p, EEB_PREDICTION_KEY_TOP), *x;
     size_t j;
+    (void)item; /* its truth stays in the server's memory */
     snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP, i);
-    rec->label = item->label;
     if (!json_is_array(top) || json_array_size(top) < 1 || json_array_size(top) > EEB_TOPK_MAX)
         return eeb_srv_bad(f, field, "expected 1 to %d classes, best first", EEB_TOPK_MAX);
     json_array_foreach(top, j, x)
@@ -880,9 +1148,9 @@ static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
     if (!json_is_array(boxes) || json_array_size(boxes) > EEB_SHARD_MAX_BOXES)
         return eeb_srv_bad(f, field, "expected up to %d [class, score, x0, y0, x1, y1]",
                            EEB_SHARD_MAX_BOXES);
+    (void)item; /* its truth stays in the server's memory */
     rec->boxes = calloc(json_array_size(boxes) + 1, sizeof *rec->boxes);
-    rec->truth = calloc((size_t)item->nboxes + 1, sizeof *rec->truth);
-    if (!rec->boxes || !rec->truth)
+    if (!rec->boxes)
         return eeb_srv_bad(f, field, "out of memory");
     json_array_foreach(boxes, j, x)
     {
@@ -902,16 +1170,11 @@ static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
         rec->boxes[rec->nboxes++] =
             (struct eeb_prediction_box){(int)v[0], v[1], v[2], v[3], v[4], v[5]};
     }
-    for (int b = 0; b < item->nboxes; b++) {
-        const struct eeb_box *bx = &item->boxes[b];
-        rec->truth[rec->ntruth++] =
-            (struct eeb_prediction_truth){bx->cls, bx->difficult, bx->x0, bx->y0, bx->x1, bx->y1};
-    }
     return 0;
 }
 
-/* One prediction, checked, as the payload `eeb run` stores: with the truth,
- * so that `eeb check` recounts M_s from the server's database alone. */
+/* One prediction, checked, as the payload `eeb run` stores, without the
+ * truth: the labels are in no record (the server counts M_s in memory). */
 static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset *t,
                               const struct eeb_srv_held_item **item, char **text,
                               struct eeb_srv_fault *f)
@@ -926,8 +1189,7 @@ static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset 
         return eeb_srv_bad(f, field, "expected a string");
     if (!(*item = eeb_srv_testset_find(t, id)))
         return eeb_srv_bad(f, field, "no test item has this id");
-    struct eeb_prediction rec = {
-        .kind = eeb_task_get(t->task)->prediction, .id = id, .has_truth = 1};
+    struct eeb_prediction rec = {.kind = eeb_task_get(t->task)->prediction, .id = id};
     int rc = rec.kind == EEB_PREDICTION_BOXES ? detected_boxes(p, i, t, *item, &rec, f)
                                               : ranked_classes(p, i, t, *item, &rec, f);
     if (rc == 0 && !(*text = eeb_prediction_write(&rec)))
@@ -944,11 +1206,15 @@ enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
     enum MHD_Result sent;
     if (!in_state(k, "complete", NULL, &sent))
         return sent;
+    if (!k->run.practice && !k->run.test_served_utc_ns)
+        return eeb_srv_call_fail(k, 409, "test",
+                                 "an official run's predictions follow its test inputs (GET "
+                                 "/api/v1/runs/{id}/test), which it was not served");
     json_t *body = eeb_srv_call_body(k, &sent);
     if (!body)
         return sent;
     json_t *list = json_object_get(body, "predictions");
-    const struct eeb_srv_testset *t = k->s->test[k->run.task];
+    const struct eeb_srv_testset *t = judged_on(k->s, k->run.task, k->run.practice);
     size_t n = json_array_size(list);
     int64_t *items = calloc(n + 1, sizeof *items);
     char **payloads = calloc(n + 1, sizeof *payloads), err[512];
@@ -1084,9 +1350,34 @@ static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *
     return rc;
 }
 
+/* Why an official run's labels may not count (its M_s, its S, a verdict
+ * on them), "" if they may: it fine-tuned as the server saw (its stream,
+ * its steps), and its predictions followed its test inputs in time.  A
+ * rehearsal's always may: its labels are public. */
+static int labels_barred(struct eeb_srv_call *k, struct eeb_srv_window *window, char *why, size_t n,
+                         char *err, size_t errlen)
+{
+    const struct eeb_srv_run *r = &k->run;
+    double late_s = (double)(r->predicted_utc_ns - r->test_served_utc_ns) / 1e9;
+    why[0] = '\0';
+    int rc = r->practice ? EEB_OK : eeb_srv_fine_tuned(k->s, r, window, why, n, err, errlen);
+    if (rc || why[0] || r->practice)
+        return rc;
+    if (!r->test_served_utc_ns)
+        snprintf(why, n, "its test inputs were never served");
+    else if (r->predicted_utc_ns && late_s > k->s->cfg.predict_within_s)
+        snprintf(why, n,
+                 "its predictions arrived %.1f s after its test inputs were served; the server "
+                 "allows %g s",
+                 late_s, k->s->cfg.predict_within_s);
+    return EEB_OK;
+}
+
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
  * sent and the labels the server holds.  Asked again, it answers the same
- * verdict. */
+ * verdict.  An official run that did not fine-tune as the server saw is
+ * judged without its labels: invalid, with no M_s, so that no score is an
+ * oracle for them. */
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
@@ -1098,19 +1389,24 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
         return eeb_srv_call_fail(k, 409, "links",
                                  "the run sent no chain: the server judges a run from its chain "
                                  "of events and samples (POST /api/v1/runs/{id}/links)");
-    if (!store_counters(k, &sent))
+    if (!store_counters(k, &sent) || !take_quota(k, EEB_SRV_QUOTA_SCORED, 1, &sent))
         return sent;
     const char *path = eeb_srv_store_path(k->s->store);
     struct eeb_run_outcome o = {0};
     struct eeb_srv_window window = {0};
-    char err[512], stream[384] = "", unmetered[256] = "";
+    char err[512], barred[512] = "", unmetered[256] = "", unjudged[256] = "";
+    double m_s = NAN;
     /* an official run's stream, and with it the window the server's meter
      * (director mode) is read over, before the judge reads the meter: a
      * station agent's samples to the window's end in */
-    if (k->run.official &&
-        eeb_srv_stream_check(path, k->id, k->run.begun_utc_ns, k->s->cfg.stream_allowance_s,
-                             &window, stream, sizeof stream, err, sizeof err))
+    int rc = labels_barred(k, &window, barred, sizeof barred, err, sizeof err);
+    if (rc == EEB_OK && !barred[0])
+        rc = eeb_srv_testset_m_s(judged_on(k->s, k->run.task, k->run.practice), k->s->store, k->id,
+                                 &m_s, unjudged, sizeof unjudged, err, sizeof err);
+    if (rc) {
+        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
         return eeb_srv_call_fail(k, 500, NULL, err);
+    }
     if (k->run.meter_run)
         eeb_srv_meter_settle(k->s, k->id, window.end_utc_ns);
     if (k->run.meter_run && !window.whole)
@@ -1120,10 +1416,16 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     else if (k->run.meter_run &&
              eeb_srv_store_meter_window(k->s->store, k->run.meter_run, window.begin_utc_ns,
                                         window.end_utc_ns, unmetered, sizeof unmetered, err,
-                                        sizeof err))
+                                        sizeof err)) {
+        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (eeb_run_judge(path, k->id, NAN, &o, err, sizeof err))
+    }
+    /* the labels' count where it may be had, else none: the judge then
+     * gives every other figure, and the run is invalid for the reason */
+    if (eeb_run_judge(path, k->id, isnan(m_s) ? 0 : m_s, &o, err, sizeof err)) {
+        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
         return eeb_srv_call_fail(k, 500, NULL, err);
+    }
     if (unmetered[0])
         invalidate(&o, "%s", unmetered);
     o.complete = 1;
@@ -1135,10 +1437,16 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                    "the fine-tune window (%.3f s) is longer than the server saw between register "
                    "and complete (%.3f s)",
                    o.t_s, seen_s);
-    if (k->run.official && o.valid && stream[0])
-        invalidate(&o, "%s", stream);
-    if (o.valid && round_check(k, &o, err, sizeof err))
+    if (barred[0])
+        invalidate(&o, "%s", barred);
+    else if (unjudged[0])
+        invalidate(&o, "%s", unjudged);
+    if (barred[0] || unjudged[0])
+        o.score.m_s = NAN;
+    if (o.valid && round_check(k, &o, err, sizeof err)) {
+        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
         return eeb_srv_call_fail(k, 500, NULL, err);
+    }
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);
@@ -1146,10 +1454,13 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     r->m_u = o.score.m_u, r->m_t = o.score.m_t, r->m_p = o.score.m_p, r->m_s = o.score.m_s;
     r->t_s = o.t_s, r->energy_j = o.energy_j, r->s_uncertainty = o.s_uncertainty;
     /* the verdict in the run's record, as `eeb run` stores one; the
-     * utilization was declared at registration */
+     * utilization was declared at registration, or modeled by the server */
     char *score = score_json(&o);
-    int moved = eeb_srv_store_run_scored(k->s->store, r, &o, "modeled", score, err, sizeof err);
+    int moved = eeb_srv_store_run_scored(
+        k->s->store, r, &o, r->schedule_steps ? "modeled" : "declared", score, err, sizeof err);
     free(score);
+    if (moved <= 0)
+        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
     if (moved < 0)
         return eeb_srv_call_fail(k, 500, NULL, err);
     if (!moved) /* scored by a request racing this one: its verdict stands */

@@ -33,19 +33,28 @@ struct eeb_srv_held_item {
 struct eeb_srv_testset {
     enum eeb_task task;
     int classes;
+    int secret;                      /* the official runs' set: served under keyed names */
     char *inputs;                    /* the copy without labels that is served */
     struct eeb_srv_held_item *items; /* by id */
     size_t n;
 };
 
 /* Reads the test set at path (of task) and writes its inputs, labels and
- * boxes stripped, to inputs_path. */
+ * boxes stripped, to inputs_path: the secret set (key: the server's) under
+ * names and in an order made by the key, a practice set (key NULL) as it
+ * is in its file. */
 int eeb_srv_testset_load(struct eeb_srv_testset *t, enum eeb_task task, const char *path,
-                         const char *inputs_path, char *err, size_t errlen);
+                         const char *inputs_path, const uint8_t *key, char *err, size_t errlen);
 void eeb_srv_testset_free(struct eeb_srv_testset *t);
 /* The item of that id, or NULL. */
 const struct eeb_srv_held_item *eeb_srv_testset_find(const struct eeb_srv_testset *t,
                                                      const char *id);
+
+/* M_s of run's stored predictions (no truth) against t's truth, counted
+ * in memory: the labels are in no record.  NAN, with why, if they cannot
+ * give it (an item missing, a prediction not the server's). */
+int eeb_srv_testset_m_s(const struct eeb_srv_testset *t, struct eeb_srv_store *store, int64_t run,
+                        double *m_s, char *why, size_t whylen, char *err, size_t errlen);
 
 /* A fine-tune set, as the server names it to the runs that must train on
  * it: its SHA-256 and size. */
@@ -145,6 +154,7 @@ struct eeb_server {
     struct eeb_weights weights[EEB_TASK_COUNT];
     struct eeb_power_rule power_rule;
     struct eeb_srv_testset *test[EEB_TASK_COUNT];         /* the held test sets, or NULL */
+    struct eeb_srv_testset *practice[EEB_TASK_COUNT];     /* the rehearsals' sets, or NULL */
     struct eeb_srv_finetune_set finetune[EEB_TASK_COUNT]; /* sha256 "": none named */
     struct eeb_srv_base_model model[EEB_TASK_COUNT];      /* sha256 "": none named */
     atomic_ullong requests[EEB_SRV_R_COUNT][EEB_SRV_N_CODES];
@@ -224,8 +234,12 @@ int eeb_srv_int_field(json_t *v, const char *field, int64_t lo, int64_t hi, int6
 /* A finite number within [lo, hi]. */
 int eeb_srv_number_field(json_t *v, const char *field, double lo, double hi, double *out,
                          struct eeb_srv_fault *f);
-/* A number, or null for one a meter does not give (NAN). */
-int eeb_srv_optional_number(json_t *v, const char *field, double *out, struct eeb_srv_fault *f);
+/* A meter's reading within what a board's supply may read (watts a
+ * number, volts and amps a number or null for one the meter does not
+ * give: NAN). */
+enum eeb_srv_reading { EEB_SRV_WATTS, EEB_SRV_VOLTS, EEB_SRV_AMPS };
+int eeb_srv_reading_field(json_t *v, const char *field, enum eeb_srv_reading kind, double *out,
+                          struct eeb_srv_fault *f);
 /* Answers the fault with a 400 naming its field. */
 enum MHD_Result eeb_srv_fail_fault(struct eeb_srv_call *k, const struct eeb_srv_fault *f);
 
@@ -288,6 +302,15 @@ struct eeb_srv_window {
 int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
                          struct eeb_srv_window *window, char *why, size_t whylen, char *err,
                          size_t errlen);
+
+/* schedule.c: whether run r fine-tuned as the server saw it, which its
+ * test inputs and its labels' count wait for: an official run's stream
+ * as stream.c judges it, whole; its steps its schedule's (on the modeled
+ * clock the steps the server counted, on any clock one at least).  ""
+ * in why if so, else the reason; an official run's window into *window. */
+int eeb_srv_fine_tuned(struct eeb_server *s, const struct eeb_srv_run *r,
+                       struct eeb_srv_window *window, char *why, size_t whylen, char *err,
+                       size_t errlen);
 
 /* ---- handlers ---- */
 

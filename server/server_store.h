@@ -55,6 +55,27 @@ struct eeb_srv_store_stats {
 int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out, char *err,
                         size_t errlen);
 
+/* ---- the server's key, and the teams' quotas ---- */
+
+#define EEB_SRV_KEY_BYTES 32
+
+/* The server's key, drawn from getrandom the first time it is asked for
+ * and kept: the secret test items are served under names made with it. */
+int eeb_srv_store_key(struct eeb_srv_store *s, uint8_t key[EEB_SRV_KEY_BYTES], char *err,
+                      size_t errlen);
+
+/* What a team may use of the server in a UTC day, each set by the
+ * organizer: runs registered, runs scored, power samples stored. */
+enum eeb_srv_quota { EEB_SRV_QUOTA_REGISTRATIONS, EEB_SRV_QUOTA_SCORED, EEB_SRV_QUOTA_SAMPLES };
+#define EEB_SRV_QUOTA_COUNT 3
+const char *eeb_srv_quota_name(enum eeb_srv_quota q);
+
+/* n of team's quota q taken for today, if today's use stays within limit
+ * (< 0: none): 1; or 0, nothing taken, and *used today's use; or an
+ * error.  A negative n gives back what was taken. */
+int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, enum eeb_srv_quota q, int64_t n,
+                             int64_t limit, int64_t *used, char *err, size_t errlen);
+
 /* ---- teams ---- */
 
 #define EEB_SRV_TEAM_NAME 65 /* a team's name (64 characters) and NUL */
@@ -91,6 +112,11 @@ struct eeb_srv_run {
     int64_t entry;            /* the round's entry it is a run of (0: none) */
     char entry_name[EEB_ROUND_NAME], division[8], round[EEB_ROUND_NAME];
     char withdrawn[12], withdrawn_why[256]; /* "", hidden or withdrawn by the organizer */
+    int practice;                           /* a rehearsal, judged on the practice set */
+    int64_t schedule_steps;     /* on the modeled clock: the steps its fine-tune is to take, as
+                                 * the server counts them (0: not counted) */
+    int64_t test_served_utc_ns; /* when its test inputs were served (0: not yet) */
+    int64_t predicted_utc_ns;   /* when its predictions last arrived (0: none yet) */
 };
 
 /* What an official run registered while a round is open claims: a place
@@ -133,15 +159,30 @@ int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct ee
  * it asks: 1 if set now, 0 if set before (or not registered). */
 int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
 
+/* The run other than id whose chain began with origin uuid or head (a
+ * copy), into *owner (0: none). */
+int eeb_srv_store_origin_owner(struct eeb_srv_store *s, const char *uuid, const char *head,
+                               int64_t id, int64_t *owner, char *err, size_t errlen);
+
+/* Run id's test inputs served now: 1, or 0 if they were served before
+ * (they are served once). */
+int eeb_srv_store_run_test_served(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
+
 /* registered -> complete, if need_end only once the run's fine-tune_end
  * event is held: 1 if it moved, 0 if not (not registered, or no end). */
 int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end, char *err,
                                size_t errlen);
 
-/* Stores (or replaces) the predictions of n test items (JSON, with their
- * truth) in one transaction. */
+/* Stores (or replaces) the predictions of n test items (JSON, without
+ * their truth: the labels stay in the server's memory) in one
+ * transaction, and when they arrived. */
 int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int64_t *items,
                                   const char *const *payloads, size_t n, char *err, size_t errlen);
+
+/* eeb_rundb_predictions_each on run id. */
+int eeb_srv_store_run_predictions_each(struct eeb_srv_store *s, int64_t id,
+                                       int (*fn)(void *arg, int64_t item, const char *payload),
+                                       void *arg, char *err, size_t errlen);
 
 /* Stores a count of the run's sampler (samples_dropped...) as its result. */
 int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,

@@ -98,6 +98,28 @@ static const char *const migrations[] = {
     "  action TEXT NOT NULL,"
     "  target TEXT NOT NULL,"
     "  reason TEXT NOT NULL);",
+    /* v4 -> v5: what a team must not be handed, and what it may use.  The
+     * server's key, which names the test items it serves; a run's
+     * rehearsal on the practice set, when its test inputs were served,
+     * when its predictions last arrived and when it was scored; each
+     * team's use of the server per UTC day, held to its quotas; and a
+     * chain's origin, one run's alone (a copied chain is refused). */
+    "CREATE TABLE server_key ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  key BLOB NOT NULL CHECK (length(key) = 32));"
+    "ALTER TABLE team_runs ADD COLUMN practice INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE team_runs ADD COLUMN test_served_utc_ns INTEGER;"
+    "ALTER TABLE team_runs ADD COLUMN predicted_utc_ns INTEGER;"
+    "ALTER TABLE team_runs ADD COLUMN scored_utc_ns INTEGER;"
+    "ALTER TABLE team_runs ADD COLUMN schedule_steps INTEGER;"
+    "CREATE TABLE team_usage ("
+    "  team_id INTEGER NOT NULL REFERENCES teams(id),"
+    "  day INTEGER NOT NULL,"
+    "  registrations INTEGER NOT NULL DEFAULT 0,"
+    "  scored INTEGER NOT NULL DEFAULT 0,"
+    "  samples INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (team_id, day));"
+    "CREATE UNIQUE INDEX links_origin_once ON links(origin_uuid) WHERE kind = 'origin';",
 };
 
 static const struct eeb_rundb_tables server_tables = {
@@ -291,6 +313,84 @@ int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out
     return done(db, st, step, err, errlen);
 }
 
+/* ---- the server's key, and the teams' quotas ---- */
+
+int eeb_srv_store_key(struct eeb_srv_store *s, uint8_t key[EEB_SRV_KEY_BYTES], char *err,
+                      size_t errlen)
+{
+    uint8_t fresh[EEB_SRV_KEY_BYTES];
+    struct eeb_rundb *db;
+    int rc = eeb_random_bytes(fresh, sizeof fresh, err, errlen);
+    /* the first start keeps a key; every later one reads it */
+    sqlite3_stmt *st = rc ? NULL
+                          : statement(s, "INSERT OR IGNORE INTO server_key (id, key) VALUES (1, ?)",
+                                      &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_blob(st, 1, fresh, sizeof fresh, SQLITE_STATIC);
+    if ((rc = done(db, st, sqlite3_step(st), err, errlen)) ||
+        !(st = statement(s, "SELECT key FROM server_key WHERE id = 1", &db, &rc, err, errlen)))
+        return rc;
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW && sqlite3_column_bytes(st, 0) == EEB_SRV_KEY_BYTES)
+        memcpy(key, sqlite3_column_blob(st, 0), EEB_SRV_KEY_BYTES);
+    else if (step == SQLITE_ROW)
+        step = SQLITE_CORRUPT;
+    return done(db, st, step, err, errlen);
+}
+
+static const char *const quota_columns[EEB_SRV_QUOTA_COUNT] = {"registrations", "scored",
+                                                               "samples"};
+
+const char *eeb_srv_quota_name(enum eeb_srv_quota q)
+{
+    return (unsigned)q < EEB_SRV_QUOTA_COUNT ? quota_columns[q] : "?";
+}
+
+int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, enum eeb_srv_quota q, int64_t n,
+                             int64_t limit, int64_t *used, char *err, size_t errlen)
+{
+    static const char *const take[EEB_SRV_QUOTA_COUNT] = {
+        "UPDATE team_usage SET registrations = registrations + ?3 WHERE team_id = ?1 AND day = ?2 "
+        "AND registrations + ?3 <= ?4",
+        "UPDATE team_usage SET scored = scored + ?3 WHERE team_id = ?1 AND day = ?2 AND "
+        "scored + ?3 <= ?4",
+        "UPDATE team_usage SET samples = samples + ?3 WHERE team_id = ?1 AND day = ?2 AND "
+        "samples + ?3 <= ?4"};
+    static const char *const read[EEB_SRV_QUOTA_COUNT] = {
+        "SELECT registrations FROM team_usage WHERE team_id = ? AND day = ?",
+        "SELECT scored FROM team_usage WHERE team_id = ? AND day = ?",
+        "SELECT samples FROM team_usage WHERE team_id = ? AND day = ?"};
+    int64_t day = eeb_utc_ns() / (86400 * (int64_t)1000000000);
+    struct eeb_rundb *db;
+    int rc;
+    *used = 0;
+    sqlite3_stmt *st = statement(s, "INSERT OR IGNORE INTO team_usage (team_id, day) VALUES (?, ?)",
+                                 &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, team);
+    sqlite3_bind_int64(st, 2, day);
+    if ((rc = done(db, st, sqlite3_step(st), err, errlen)) ||
+        !(st = statement(s, take[q], &db, &rc, err, errlen)))
+        return rc;
+    /* one statement: two requests racing for the last of a quota cannot
+     * both have it */
+    sqlite3_bind_int64(st, 1, team);
+    sqlite3_bind_int64(st, 2, day);
+    sqlite3_bind_int64(st, 3, n);
+    sqlite3_bind_int64(st, 4, limit < 0 ? INT64_MAX / 2 : limit);
+    int taken = changed(db, done(db, st, sqlite3_step(st), err, errlen));
+    if (taken != 0 || !(st = statement(s, read[q], &db, &rc, err, errlen)))
+        return taken != 0 ? taken : rc;
+    sqlite3_bind_int64(st, 1, team);
+    sqlite3_bind_int64(st, 2, day);
+    int step = sqlite3_step(st);
+    *used = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    rc = done(db, st, step, err, errlen);
+    return rc ? rc : 0;
+}
+
 /* ---- teams ---- */
 
 int eeb_srv_store_team_add(struct eeb_srv_store *s, const char *name, const char *token, char *err,
@@ -456,8 +556,8 @@ static int add_team_run(struct eeb_rundb *db, struct eeb_srv_run *r, int64_t ent
 {
     sqlite3_stmt *st = prepare(db,
                                "INSERT INTO team_runs (run_id, team_id, state, official, device, "
-                               "provenance, registered_utc_ns, entry_id) VALUES (?, ?, "
-                               "'registered', ?, ?, ?, ?, ?)",
+                               "provenance, registered_utc_ns, entry_id, practice, schedule_steps) "
+                               "VALUES (?, ?, 'registered', ?, ?, ?, ?, ?, ?, ?)",
                                err, errlen);
     if (!st)
         return EEB_EDB;
@@ -469,6 +569,9 @@ static int add_team_run(struct eeb_rundb *db, struct eeb_srv_run *r, int64_t ent
     sqlite3_bind_int64(st, 6, r->registered_utc_ns = eeb_utc_ns());
     if (entry)
         sqlite3_bind_int64(st, 7, entry);
+    sqlite3_bind_int(st, 8, r->practice);
+    if (r->schedule_steps)
+        sqlite3_bind_int64(st, 9, r->schedule_steps);
     return done(db, st, sqlite3_step(st), err, errlen);
 }
 
@@ -519,7 +622,8 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
     "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
     "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
     "r.config ->> '$.power.meter_run', e.begun_utc_ns, e.entry_id, en.name, en.division, "         \
-    "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty "                                      \
+    "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty, e.practice, e.test_served_utc_ns, "   \
+    "e.predicted_utc_ns, e.schedule_steps "                                                        \
     "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "            \
     "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
 
@@ -550,7 +654,11 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .meter_run = sqlite3_column_int64(st, 25),
                               .begun_utc_ns = sqlite3_column_int64(st, 26),
                               .entry = sqlite3_column_int64(st, 27),
-                              .s_uncertainty = column_number(st, 33)};
+                              .s_uncertainty = column_number(st, 33),
+                              .practice = sqlite3_column_int(st, 34),
+                              .test_served_utc_ns = sqlite3_column_int64(st, 35),
+                              .predicted_utc_ns = sqlite3_column_int64(st, 36),
+                              .schedule_steps = sqlite3_column_int64(st, 37)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -593,6 +701,40 @@ int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct ee
               : eeb_rundb_links_add(db, id, links, n, eeb_utc_ns(), verdict, at, next, err, errlen);
 }
 
+int eeb_srv_store_origin_owner(struct eeb_srv_store *s, const char *uuid, const char *head,
+                               int64_t id, int64_t *owner, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "SELECT run_id FROM links WHERE kind = 'origin' AND run_id != ?1 "
+                                 "AND (origin_uuid = ?2 OR head = ?3) LIMIT 1",
+                                 &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, uuid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, head, -1, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    *owner = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    return done(db, st, step, err, errlen);
+}
+
+int eeb_srv_store_run_test_served(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = statement(s,
+                                 "UPDATE team_runs SET test_served_utc_ns = ? WHERE run_id = ? "
+                                 "AND test_served_utc_ns IS NULL",
+                                 &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, eeb_utc_ns());
+    sqlite3_bind_int64(st, 2, id);
+    return changed(db, done(db, st, sqlite3_step(st), err, errlen));
+}
+
 int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end, char *err,
                                size_t errlen)
 {
@@ -633,7 +775,26 @@ int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int
 {
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
-    return rc ? rc : eeb_rundb_predictions_add(db, id, items, payloads, n, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_predictions_add(db, id, items, payloads, n, err, errlen);
+    sqlite3_stmt *st =
+        rc ? NULL
+           : statement(s, "UPDATE team_runs SET predicted_utc_ns = ? WHERE run_id = ?", &db, &rc,
+                       err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, eeb_utc_ns());
+    sqlite3_bind_int64(st, 2, id);
+    return done(db, st, sqlite3_step(st), err, errlen);
+}
+
+int eeb_srv_store_run_predictions_each(struct eeb_srv_store *s, int64_t id,
+                                       int (*fn)(void *arg, int64_t item, const char *payload),
+                                       void *arg, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = conn(s, &db, err, errlen);
+    return rc ? rc : eeb_rundb_predictions_each(db, id, fn, arg, err, errlen);
 }
 
 int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,
@@ -676,7 +837,7 @@ static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, cha
         prepare(db,
                 "UPDATE team_runs SET state = 'scored', verdict = ?, s = ?, m_u = ?, "
                 "m_t = ?, m_p = ?, m_s = ?, t_s = ?, energy_j = ?, why = ?, "
-                "s_uncertainty = ? WHERE run_id = ? AND state = 'complete'",
+                "s_uncertainty = ?, scored_utc_ns = ? WHERE run_id = ? AND state = 'complete'",
                 err, errlen);
     if (!st)
         return EEB_EDB;
@@ -686,7 +847,8 @@ static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, cha
         bind_number(st, 2 + i, v[i]);
     sqlite3_bind_text(st, 9, r->why, -1, SQLITE_STATIC);
     bind_number(st, 10, r->s_uncertainty);
-    sqlite3_bind_int64(st, 11, r->id);
+    sqlite3_bind_int64(st, 11, eeb_utc_ns());
+    sqlite3_bind_int64(st, 12, r->id);
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 
@@ -738,7 +900,7 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
     int rc;
     sqlite3_stmt *st = statement(s,
                                  "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
-                                 "AND e.withdrawn IS NULL "
+                                 "AND e.withdrawn IS NULL AND e.practice = 0 "
                                  "AND (?2 IS NULL OR e.provenance = ?2) "
                                  "AND (?3 IS NULL OR e.device = ?3) "
                                  "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",

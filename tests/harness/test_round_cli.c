@@ -335,15 +335,15 @@ Test(round_cli, the_organizers_acts_are_kept_with_their_reasons, .timeout = 60)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = db, cfg.port = 0;
-    cfg.test[EEB_TASK_CLS] = test_cls_shard(8, 16, 2);
+    cfg.test[EEB_TASK_CLS] = cfg.practice[EEB_TASK_CLS] = test_cls_shard(8, 16, 2);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
     struct eeb_client cl;
     json_t *reply = NULL,
            *body = json_loads("{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": "
-                              "0.4, \"dsp\": 0.2}, \"provenance\": \"modeled\", \"device\": "
-                              "\"zcu104\"}",
+                              "0.4, \"dsp\": 0.2}, \"provenance\": \"declared\", \"device\": "
+                              "\"zcu104\", \"backend\": \"xrt\"}",
                               0, NULL);
     cr_assert(body);
     cr_assert_eq(eeb_client_init(&cl, url, alpha, err, sizeof err), EEB_OK, "%s", err);
@@ -484,7 +484,7 @@ static char *wait_for(const char *file, const char *want)
 Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 60)
 {
     char dir[256], sdb[300], out[300], log[300], test[400], url[64], token[EEB_TOKEN_HEX];
-    char err[512], sha[EEB_SHA256_HEX], want[512];
+    char err[512], sha[EEB_SHA256_HEX], want[1024];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     snprintf(out, sizeof out, "%s/serve.out", dir);
@@ -501,7 +501,8 @@ Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 
     if (pid == 0) {
         if (!freopen(out, "w", stdout) || !freopen(log, "w", stderr))
             _exit(127);
-        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", "0", "--test", test, (char *)NULL);
+        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", "0", "--test", test, "--practice",
+              test, (char *)NULL);
         _exit(127);
     }
     char *said = wait_for(out, "eeb serve: round ");
@@ -509,8 +510,10 @@ Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 
     cr_expect_eq(sscanf(said, "eeb serve: listening on http://127.0.0.1:%d/", &port), 1, "%s",
                  said);
     cr_assert_eq(eeb_sha256_file(in.test, sha, err, sizeof err), EEB_OK, "%s", err);
-    snprintf(want, sizeof want, "\neeb serve: cls: test set %s (8 items, sha256 %.8s...)\n",
-             in.test, sha);
+    snprintf(want, sizeof want,
+             "\neeb serve: cls: test set %s (8 items, sha256 %.8s...), practice set %s (8 items, "
+             "sha256 %.8s...)\n",
+             in.test, sha, in.test, sha);
     assert_has(said, want);
     assert_has(said, "\neeb serve: round r1 open until 2099-01-01T00:00:00Z: 5 runs an entry "
                      "(median), a cap of 20 runs a task\n");
@@ -524,13 +527,15 @@ Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 
     cl.tries = 1;
     json_t *reply = NULL, *body = json_loads("{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": "
                                              "0.2, \"bram\": 0.4, \"dsp\": 0.2}, \"provenance\": "
-                                             "\"modeled\", \"device\": \"zcu104\"}",
+                                             "\"declared\", \"device\": \"zcu104\", "
+                                             "\"backend\": \"xrt\"}",
                                              0, NULL);
     cr_assert_eq(eeb_client_call(&cl, "POST", "/api/v1/runs", body, &reply, err, sizeof err),
                  EEB_OK, "%s", err);
     json_decref(reply), json_decref(body);
     eeb_client_free(&cl);
-    char *logged = wait_for(log, " eeb serve: run 1 registered: team alpha, cls, modeled\n");
+    char *logged = wait_for(log, " eeb serve: run 1 registered: team alpha, cls, declared, a "
+                                 "rehearsal on the practice set\n");
     cr_expect_null(strstr(logged, token), "the log holds the token: %s", logged);
     free(logged);
     cr_assert_eq(kill(pid, SIGTERM), 0);
@@ -651,6 +656,7 @@ Test(round_cli, a_tier_the_round_has_not_is_refused_at_registration, .timeout = 
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0;
     cfg.test[EEB_TASK_CLS] = in.test, cfg.model[EEB_TASK_CLS] = other; /* the round's */
+    cfg.finetune[EEB_TASK_CLS] = in.ft;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
@@ -701,6 +707,7 @@ Test(round_cli, a_run_of_a_round_takes_the_seed_it_is_handed, .timeout = 60)
     cfg.db = sdb, cfg.port = 0;
     /* the base model too: in a round the server models the run's device */
     cfg.test[EEB_TASK_CLS] = in.test, cfg.model[EEB_TASK_CLS] = in.model;
+    cfg.finetune[EEB_TASK_CLS] = in.ft; /* and the fine-tune set, to count its steps on */
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));

@@ -121,7 +121,7 @@ static char *registration(const struct plan *p)
     cr_assert(asprintf(&body,
                        "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, "
                        "\"dsp\": 0.2}, \"provenance\": \"declared\", \"device\": \"zcu104\", "
-                       "\"backend\": \"teamhw\", \"official\": true, \"entry\": \"%s\", "
+                       "\"backend\": \"xrt\", \"official\": true, \"entry\": \"%s\", "
                        "\"division\": \"%s\", \"model\": \"%s\"}",
                        p->entry, p->division, p->model) > 0);
     return body;
@@ -181,11 +181,20 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
         json_array_append_new(epoch, event_link(&c, EEB_EVENT_EPOCH_END, NULL));
         send_links(&c, epoch);
     }
-    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_END, NULL)));
+    char complete[64]; /* the steps it took: an epoch a step, here */
+    snprintf(complete, sizeof complete, "{\"reason\": \"done\", \"step\": %d}", p->epochs);
+    json_t *end = json_array();
+    json_array_append_new(end, event_link(&c, EEB_EVENT_COMPLETE, complete));
+    json_array_append_new(end, event_link(&c, EEB_EVENT_FINETUNE_END, NULL));
+    send_links(&c, end);
     usleep(60000);
     send_links(&c, json_pack("[o]", samples_link(&c)));
     snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", c.run);
     r = request(port, "POST", path, NULL, 0, token);
+    cr_assert_eq(r.code, 200, "%s", r.body);
+    free(r.body);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/test", c.run); /* its inputs, once */
+    r = request(port, "GET", path, NULL, 0, token);
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body);
     /* the first `correct` items right (their class first), the rest not */
@@ -225,6 +234,26 @@ static void read_test_set(const char *path, struct test_set *t)
     eeb_shard_close(sh);
 }
 
+/* The names the server serves the test items under: its key's digest of
+ * each item's task and id (server/testset.c), which this test, holding
+ * the server's database, can make too (a team cannot): the runs here
+ * predict items whose labels the test knows. */
+static void name_as_served(const char *sdb, struct test_set *t)
+{
+    char *hex = NULL, text[EEB_SHARD_MAX_ID + 8], digest[EEB_SHA256_HEX];
+    uint8_t key[32];
+    cr_assert_eq(test_sql_text(sdb, "SELECT lower(hex(key)) FROM server_key", &hex), 0);
+    cr_assert_eq(strlen(hex), 64);
+    for (int i = 0; i < 32; i++)
+        sscanf(hex + 2 * i, "%2hhx", &key[i]);
+    free(hex);
+    for (int i = 0; i < TEST_ITEMS; i++) {
+        int n = snprintf(text, sizeof text, "cls/%s", t->ids[i]);
+        eeb_hmac_sha256(key, sizeof key, text, (size_t)n, digest);
+        snprintf(t->ids[i], sizeof t->ids[i], "%.32s", digest);
+    }
+}
+
 static json_t *leaderboard(int port, const char *query)
 {
     char path[160];
@@ -262,6 +291,7 @@ static double number_at(const json_t *o, const char *key)
  * a1 by RAPL, never qualified; b1 by an INA226 on hwmon, qualified on the
  * zcu104 against a PTDaemon. */
 #define RAPL  "rapl:package-0"
+#define PTD   "ptd://lab:8888"
 #define HWMON "hwmon:ina226/power1"
 static const struct {
     int team; /* 0 alpha, 1 beta */
@@ -269,9 +299,9 @@ static const struct {
     int correct[5];
 } entries[] = {
     {0, {"a1", "closed", ROUND_MODEL, RAPL, 8, 0, 3, 0}, {30, 34, 32, 36, 31}},
-    {0, {"a2", "closed", ROUND_MODEL, "sim:", 4, 0, 3, 0}, {20, 22, 21, 23, 19}},
+    {0, {"a2", "closed", ROUND_MODEL, PTD, 4, 0, 3, 0}, {20, 22, 21, 23, 19}},
     {1, {"b1", "closed", ROUND_MODEL, HWMON, 6, 0, 3, 0}, {36, 38, 37, 39, 35}},
-    {1, {"b2", "closed", ROUND_MODEL, "sim:", 5, 0, 3, 0}, {38, 38, 38, 38, 38}},
+    {1, {"b2", "closed", ROUND_MODEL, PTD, 5, 0, 3, 0}, {38, 38, 38, 38, 38}},
 };
 
 Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 120)
@@ -312,6 +342,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
+    name_as_served(sdb, &set);
 
     /* the runs, the entries' turns interleaved as teams would run them */
     double got[4][5];
@@ -365,7 +396,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
         cr_expect_eq(json_integer_value(json_object_get(e, "rank")), i + 1);
         cr_expect_str_eq(json_string_value(json_object_get(e, "state")), "ranked");
         cr_expect_str_eq(json_string_value(json_object_get(e, "division")), "closed");
-        cr_expect_str_eq(json_string_value(json_object_get(e, "backend")), "teamhw");
+        cr_expect_str_eq(json_string_value(json_object_get(e, "backend")), "xrt");
         const double *x = got[best_index[i]];
         const int median_run = 2; /* b1's 37 right and a2's 21: both their third run */
         cr_expect_eq(number_at(e, "S"), x[median_run], "%.17g vs %.17g", number_at(e, "S"),
@@ -377,7 +408,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
         cr_expect_eq(number_at(e, "S_max"), hi);
         cr_expect_eq(json_array_size(json_object_get(e, "runs")), 5);
         cr_expect(json_is_true(json_object_get(e, "pareto")), "%s", json_dumps(e, 0));
-        cr_expect_str_eq(json_string_value(json_object_get(e, "backend")), "teamhw");
+        cr_expect_str_eq(json_string_value(json_object_get(e, "backend")), "xrt");
         cr_expect(json_is_string(json_object_get(e, "submitted_utc")));
     }
     cr_expect(fabs(number_at(json_array_get(shown, 0), "m_s") - 37.0 / 40) < 1e-12);
@@ -405,7 +436,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
 
     /* the closed division binds the base model; the open one does not */
     json_t *answer;
-    struct plan other = {"b3", "closed", OTHER_MODEL, "sim:", 5, 0, 3, 0};
+    struct plan other = {"b3", "closed", OTHER_MODEL, PTD, 5, 0, 3, 0};
     cr_expect_eq(register_run(port, tokens[1], &other, &answer), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "model");
     cr_expect(strstr(json_string_value(json_object_get(answer, "error")), ROUND_MODEL), "%s",
@@ -430,7 +461,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     json_decref(answer);
 
     /* the cap: alpha has made 10 runs of its 12; two more, then no more */
-    struct plan spare = {"spare", "closed", ROUND_MODEL, "sim:", 5, 0, 3, 0};
+    struct plan spare = {"spare", "closed", ROUND_MODEL, PTD, 5, 0, 3, 0};
     json_int_t seeds[2];
     for (int i = 0; i < 2; i++) {
         long long id = register_run(port, tokens[0], &spare, &answer);

@@ -33,11 +33,13 @@
 #include <unistd.h>
 
 /* A registration of a run of task (what a team declares), with more fields. */
-#define REGISTER_WITH(task, more)                                                                  \
+/* A board's run, its figures its own word (declared), on backend. */
+#define REGISTER_ON(task, backend, more)                                                           \
     "{\"task\": \"" task                                                                           \
     "\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, \"dsp\": 0.2}, "                     \
-    "\"provenance\": \"modeled\", \"device\": \"zcu104\"" more "}"
-#define REGISTER(task) REGISTER_WITH(task, "")
+    "\"provenance\": \"declared\", \"device\": \"zcu104\", \"backend\": \"" backend "\"" more "}"
+#define REGISTER_WITH(task, more) REGISTER_ON(task, "xrt", more)
+#define REGISTER(task)            REGISTER_WITH(task, "")
 
 Test(server, teams_tokens_routes_and_errors, .timeout = 60)
 {
@@ -65,7 +67,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = db, cfg.port = 0, cfg.max_body = 64 << 10;
-    cfg.test[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
+    cfg.test[EEB_TASK_CLS] = cfg.practice[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
@@ -88,7 +90,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
     expect(port, "POST", "/api/v1/runs", "{\"task\": \"speech\"}", token, 400, "error", "speech");
     expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", NULL, 401, "field",
            "Authorization");
-    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", token, 400, "field", "util");
+    expect(port, "POST", "/api/v1/runs", "{\"task\": \"cls\"}", token, 400, "field", "provenance");
     expect(port, "POST", "/api/v1/runs",
            "{\"task\": \"cls\", \"util\": {\"lut\": 1.5, \"ff\": 0, \"bram\": 0, \"dsp\": 0}}",
            token, 400, "field", "util.lut");
@@ -103,7 +105,7 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
            token, 400, "error", "backend emu runs on a CPU, not a board");
     /* a run timed by its modeled device: its figures are modeled, and the
      * server times it by the step time and power it declares */
-#define UTIL0 "\"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "
+#define UTIL0 "\"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, \"backend\": \"xrt\", "
     expect(port, "POST", "/api/v1/runs",
            "{\"task\": \"cls\", " UTIL0 "\"provenance\": \"measured\", \"clock\": {\"kind\": "
            "\"modeled\", \"train_step_s\": 0.1, \"train_w\": 5}}",
@@ -116,9 +118,16 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
            "{\"task\": \"cls\", " UTIL0 "\"provenance\": \"modeled\", \"clock\": {\"kind\": "
            "\"modeled\", \"train_step_s\": 0, \"train_w\": 5}}",
            token, 400, "field", "clock.train_step_s");
+    /* a backend in another spelling names none of eeb's, and no board */
+    expect(port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "
+           "\"provenance\": \"declared\", \"backend\": \"EMU\"}",
+           token, 400, "field", "backend");
 #undef UTIL0
     expect(port, "POST", "/api/v1/runs", REGISTER("det"), token, 409, "error",
-           "holds no det test set");
+           "holds no det practice set");
+    expect(port, "POST", "/api/v1/runs", REGISTER_WITH("det", ", \"official\": true"), token, 409,
+           "error", "holds no det test set");
     struct reply r =
         request(port, "POST", "/api/v1/runs", REGISTER("cls"), strlen(REGISTER("cls")), token);
     cr_expect_eq(r.code, 201, "%s", r.body);
@@ -153,8 +162,8 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
         "eeb_http_requests_total{route=\"healthz\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"200\"} 2",
         "eeb_http_requests_total{route=\"whoami\",code=\"401\"} 3",
-        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 11",
-        "eeb_http_requests_total{route=\"runs\",code=\"409\"} 1",
+        "eeb_http_requests_total{route=\"runs\",code=\"400\"} 12",
+        "eeb_http_requests_total{route=\"runs\",code=\"409\"} 2",
         "eeb_http_requests_total{route=\"runs\",code=\"201\"} 1",
         "eeb_http_requests_total{route=\"other\",code=\"413\"} 1",
         "eeb_teams 2",
@@ -178,7 +187,8 @@ Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60
     cr_assert_eq(eeb_server_add_team(db, "theirs", theirs, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    cfg.db = db, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
+    cfg.db = db, cfg.port = 0;
+    cfg.test[EEB_TASK_CLS] = cfg.practice[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
@@ -186,9 +196,9 @@ Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60
     const char *cls = REGISTER("cls");
     expect(port, "POST", "/api/v1/runs", cls, mine, 201, "state", "registered");
     expect(port, "GET", "/api/v1/runs/1", NULL, mine, 200, "state", "registered");
-    expect(port, "GET", "/api/v1/runs/1", NULL, theirs, 403, "error",
-           "run 1 belongs to another team");
-    expect(port, "POST", "/api/v1/runs/1/complete", NULL, theirs, 403, "error", "another team");
+    /* another team's run is none, as one that is not there: 404 alike */
+    expect(port, "GET", "/api/v1/runs/1", NULL, theirs, 404, "error", "no run 1 of team theirs");
+    expect(port, "POST", "/api/v1/runs/1/complete", NULL, theirs, 404, "error", "no run 1");
     expect(port, "GET", "/api/v1/runs/1", NULL, NULL, 401, "field", "Authorization");
     expect(port, "GET", "/api/v1/runs/2", NULL, mine, 404, "error", "no run 2");
     expect(port, "GET", "/api/v1/runs/0", NULL, mine, 404, "error", "no such route");
@@ -255,14 +265,13 @@ Test(server, test_inputs_are_served_without_labels_after_completion, .timeout = 
     cr_assert_eq(eeb_server_add_team(db, "t", token, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    cfg.db = db, cfg.port = 0, cfg.test[EEB_TASK_CLS] = shard;
+    cfg.db = db, cfg.port = 0, cfg.practice[EEB_TASK_CLS] = shard;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
 
     expect(port, "POST", "/api/v1/runs", REGISTER("cls"), token, 201, "state", "registered");
-    expect(port, "GET", "/api/v1/runs/1/test", NULL, token, 409, "error",
-           "this needs it complete or scored");
+    expect(port, "GET", "/api/v1/runs/1/test", NULL, token, 409, "error", "this needs it complete");
     expect(port, "POST", "/api/v1/runs/1/complete", "", token, 200, "state", "complete");
     struct reply r = request(port, "GET", "/api/v1/runs/1/test", NULL, 0, token);
     cr_assert_eq(r.code, 200, "%ld", r.code);
@@ -290,7 +299,7 @@ Test(server, test_inputs_are_served_without_labels_after_completion, .timeout = 
     free(ids), free(ids2), free(labels), free(labels2), free(px), free(px2);
 
     /* a test set of the wrong task is refused at start */
-    cfg.test[EEB_TASK_CLS] = NULL, cfg.test[EEB_TASK_DET] = shard;
+    cfg.practice[EEB_TASK_CLS] = NULL, cfg.test[EEB_TASK_DET] = shard;
     cr_expect_neq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK);
     cr_expect(strstr(err, "holds cls data, given as the det test set"), "%s", err);
 }
@@ -383,16 +392,23 @@ Test(server, admin_add_team_and_a_busy_port)
  * in an HTML page). */
 #define HEX64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
-/* A chain of three links (an origin, an event, two samples) as the body
- * of POST /links: the second sample's watts as sent, the heads those of
- * 2.75 W; the head of link flip (-1: none) changed. */
-static void chain_body(char *out, size_t n, double watts_sent, int flip)
+/* A chain of three links (an origin, an event, two samples of a replayed,
+ * declared trace) as the body of POST /links: the second sample's watts as
+ * sent, the heads those of 2.75 W; the head of link flip (-1: none)
+ * changed; its origin's uuid ends in the hex digit `which` (a chain is
+ * one run's). */
+static void chain_body(char *out, size_t n, double watts_sent, int flip, char which)
 {
     const struct eeb_sample s[2] = {{1000, 5, NAN, NAN, 2.5, 0}, {2000, 6, NAN, NAN, 2.75, 0}};
     struct eeb_rundb_link l[3] = {
         {.seq = 0, .kind = EEB_LINK_ORIGIN, .uuid = "0a6f6c8e-9d6e-4c2b-8a51-3f1f7d2c9b10"},
         {.seq = 1, .kind = EEB_LINK_EVENT, .event = {500, 4, "finetune_begin", NULL}},
-        {.seq = 2, .kind = EEB_LINK_SAMPLES, .source = "sim:", .samples = s, .nsamples = 2}};
+        {.seq = 2,
+         .kind = EEB_LINK_SAMPLES,
+         .source = "replay:t.csv",
+         .samples = s,
+         .nsamples = 2}};
+    l[0].uuid[35] = which;
     memset(l[0].config_sha256, 'a', 64);
     for (int i = 0; i < 3; i++)
         eeb_rundb_link_head(i ? l[i - 1].head : NULL, &l[i], l[i].head);
@@ -404,7 +420,7 @@ static void chain_body(char *out, size_t n, double watts_sent, int flip)
         "\"config_sha256\": \"%s\", \"head\": \"%s\"}, "
         "{\"seq\": 1, \"kind\": \"event\", \"event\": [500, 4, \"finetune_begin\", null], "
         "\"head\": \"%s\"}, "
-        "{\"seq\": 2, \"kind\": \"samples\", \"source\": \"sim:\", \"samples\": "
+        "{\"seq\": 2, \"kind\": \"samples\", \"source\": \"replay:t.csv\", \"samples\": "
         "[[1000, 5, 2.5, null, null, 0], [2000, 6, %.17g, null, null, 0]], \"head\": \"%s\"}]}",
         l[0].uuid, l[0].config_sha256, l[0].head, l[1].head, watts_sent, l[2].head);
 }
@@ -443,8 +459,8 @@ static struct inputs make_inputs(const char *dir)
     return in;
 }
 
-/* A local run of cls on small shards, its database at db; its test set. */
-static const char *local_run(const char *dir, const char *db)
+/* A local run of cls on small shards, its database at db; its inputs. */
+static const struct inputs *local_run(const char *dir, const char *db)
 {
     static struct inputs in;
     in = make_inputs(dir);
@@ -453,16 +469,35 @@ static const char *local_run(const char *dir, const char *db)
                                   "--model", in.model, "--db", db, "--epochs", "2", "-q", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
-    return in.test;
+    return &in;
+}
+
+/* A server's sets for rehearsals of in's runs: its test set as the
+ * practice set (the labels a local run was judged on are no secret), the
+ * fine-tune set and the base model. */
+static void rehearsals_of(struct eeb_server_config *cfg, const struct inputs *in)
+{
+    cfg->practice[EEB_TASK_CLS] = in->test;
+    cfg->finetune[EEB_TASK_CLS] = in->ft;
+    cfg->model[EEB_TASK_CLS] = in->model;
+}
+
+/* What an official registration on a server holding in's sets adds: the
+ * fine-tune set and base model it declares. */
+static void official_terms(const struct inputs *in, char *out, size_t n)
+{
+    char ft[EEB_SHA256_HEX], model[EEB_SHA256_HEX], err[256];
+    cr_assert_eq(eeb_sha256_file(in->ft, ft, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_sha256_file(in->model, model, err, sizeof err), EEB_OK, "%s", err);
+    snprintf(out, n, ", \"official\": true, \"finetune\": \"%s\", \"model\": \"%s\"", ft, model);
 }
 
 /* A registration of a modeled cls run: design, model SHA-256, step time,
- * watts, batch and frozen layers. */
+ * watts, batch and frozen layers, and 2 epochs. */
 #define MODELED_FORM                                                                               \
-    "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0.1}, "           \
-    "\"provenance\": \"modeled\", \"backend\": \"emu\", \"design\": \"%s\", \"model\": "           \
-    "\"%s\", \"clock\": {\"kind\": \"modeled\", \"train_step_s\": %.17g, \"train_w\": "            \
-    "%.17g, \"batch\": %lld, \"frozen\": %lld}}"
+    "{\"task\": \"cls\", \"provenance\": \"modeled\", \"backend\": \"emu\", \"design\": "          \
+    "\"%s\", \"model\": \"%s\", \"clock\": {\"kind\": \"modeled\", \"train_step_s\": %.17g, "      \
+    "\"train_w\": %.17g, \"batch\": %lld, \"frozen\": %lld, \"epochs\": 2}}"
 
 /* The server holding the base model models a modeled run's device again
  * at registration: the figures the run declares must be the analytical
@@ -474,11 +509,12 @@ Test(server, a_modeled_runs_device_is_modeled_again_by_the_server, .timeout = 12
     snprintf(db, sizeof db, "%s/runs.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     snprintf(model, sizeof model, "%s/m.eebm", dir);
-    const char *test = local_run(dir, db);
+    const struct inputs *in = local_run(dir, db);
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test, cfg.model[EEB_TASK_CLS] = model;
+    cfg.db = sdb, cfg.port = 0;
+    rehearsals_of(&cfg, in);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
@@ -503,9 +539,16 @@ Test(server, a_modeled_runs_device_is_modeled_again_by_the_server, .timeout = 12
     long long batch = test_sql_int(db, "SELECT config ->> '$.training.batch' FROM runs");
     long long frozen = test_sql_int(db, "SELECT config ->> '$.training.frozen' FROM runs");
 
+    /* it names the figure, not the model's answer */
     snprintf(body, sizeof body, MODELED_FORM, design, sha, step / 2, watts, batch, frozen);
-    expect(port, "POST", "/api/v1/runs", body, token, 409, "error", "the analytical model gives");
-    expect(port, "POST", "/api/v1/runs", body, token, 409, "field", "clock");
+    expect(port, "POST", "/api/v1/runs", body, token, 409, "error",
+           "the step time declared is not the analytical model's");
+    expect(port, "POST", "/api/v1/runs", body, token, 409, "field", "clock.train_step_s");
+    char answer[64];
+    snprintf(answer, sizeof answer, "%.17g", step);
+    struct reply told = request(port, "POST", "/api/v1/runs", body, strlen(body), token);
+    cr_expect_null(strstr(told.body, answer), "the model's step time told: %s", told.body);
+    free(told.body);
     snprintf(body, sizeof body, MODELED_FORM, design, sha, step, watts, batch, frozen);
     expect(port, "POST", "/api/v1/runs", body, token, 201, "provenance", "modeled");
     /* nor another base model */
@@ -521,12 +564,16 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(db, sizeof db, "%s/runs.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    const char *test = local_run(dir, db);
+    const struct inputs *in = local_run(dir, db);
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
     cr_assert_eq(eeb_server_add_team(sdb, "beta", other, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
-    cfg.db = sdb, cfg.port = 0, cfg.test[EEB_TASK_CLS] = test;
+    cfg.db = sdb, cfg.port = 0;
+    rehearsals_of(&cfg, in);
+    cfg.test[EEB_TASK_CLS] = in->test; /* and the official runs' */
+    char official[512];
+    official_terms(in, official, sizeof official);
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
@@ -584,9 +631,9 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
     char chain[2048], differs[2048], tampered[2048];
-    chain_body(chain, sizeof chain, 2.75, -1);
-    chain_body(differs, sizeof differs, 2.75, 1);
-    chain_body(tampered, sizeof tampered, 9.5, -1);
+    chain_body(chain, sizeof chain, 2.75, -1, '0');
+    chain_body(differs, sizeof differs, 2.75, 1, '0');
+    chain_body(tampered, sizeof tampered, 9.5, -1, '3');
     for (int i = 0; i < 2; i++) {
         struct reply sent =
             request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);
@@ -610,10 +657,12 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM links WHERE run_id = 3"), 0);
     /* an official run is complete only once its fine-tune's end has
      * arrived: the server judges what came while it ran */
-    a = request(port, "POST", "/api/v1/runs", REGISTER_WITH("cls", ", \"official\": true"),
-                strlen(REGISTER_WITH("cls", ", \"official\": true")), token);
+    char body[1024];
+    snprintf(body, sizeof body, REGISTER_WITH("cls", "%s"), official);
+    a = request(port, "POST", "/api/v1/runs", body, strlen(body), token);
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
+    chain_body(chain, sizeof chain, 2.75, -1, '4');
     a = request(port, "POST", "/api/v1/runs/4/links", chain, strlen(chain), token);
     cr_expect_eq(a.code, 200, "%s", a.body);
     free(a.body);
@@ -627,11 +676,11 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
            "the run sent no chain");
     /* the server reads no meter of this team's: a run's own "measured"
      * log is declared */
-    expect(port, "POST", "/api/v1/runs",
-           "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, "
-           "\"dsp\": 0.2}, \"provenance\": \"measured\", \"backend\": \"exec\", "
-           "\"official\": true}",
-           token, 201, "provenance", "declared");
+    snprintf(body, sizeof body,
+             "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, "
+             "\"dsp\": 0.2}, \"provenance\": \"measured\", \"backend\": \"exec\"%s}",
+             official);
+    expect(port, "POST", "/api/v1/runs", body, token, 201, "provenance", "declared");
 
     /* bad input: 4xx naming the field, and the server keeps serving */
     expect(port, "POST", "/api/v1/runs/2/links", "{\"links\": []}", token, 400, "field", "links");
@@ -653,7 +702,7 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     expect(port, "POST", "/api/v1/runs/2/links",
            "{\"links\": [{\"seq\": 3, \"kind\": \"note\", \"head\": \"" HEX64 "\"}]}", token, 400,
            "field", "links[0].kind");
-    expect(port, "POST", "/api/v1/runs/2/links", chain, other, 403, "error", "another team");
+    expect(port, "POST", "/api/v1/runs/2/links", chain, other, 404, "error", "no run 2");
     expect(port, "POST", "/api/v1/runs/2/predictions", "{\"predictions\": []}", token, 409, "error",
            "this needs it complete");
     expect(port, "POST", "/api/v1/runs/2/complete", NULL, token, 200, "state", "complete");
@@ -681,7 +730,6 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
         {"GET", "/runs/1", NULL},
         {"GET", "/metrics", NULL},
         {"POST", "/api/v1/runs/1/score", token},
-        {"GET", "/api/v1/runs/1/test", token},
     };
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         struct reply x = request(port, routes[i].method, routes[i].path, NULL, 0, routes[i].token);
@@ -690,14 +738,10 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
         free(x.body);
     }
 
-    /* the runs scored: filters, and the run among them */
+    /* the runs scored: a rehearsal, judged on public labels, is ranked
+     * nowhere */
     struct reply b = request(port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
-    json_t *board = json_loads(b.body, 0, NULL);
-    json_t *first = json_array_get(json_object_get(board, "runs"), 0);
-    cr_expect_eq(json_array_size(json_object_get(board, "runs")), 1, "%s", b.body);
-    cr_expect_eq(json_integer_value(json_object_get(first, "rank")), 1);
-    cr_expect_str_eq(json_string_value(json_object_get(first, "team")), "alpha");
-    json_decref(board);
+    cr_expect(strstr(b.body, "\"runs\":[]"), "a rehearsal is listed: %s", b.body);
     free(b.body);
     b = request(port, "GET", "/api/v1/runs?task=cls&provenance=measured", NULL, 0, NULL);
     cr_expect(strstr(b.body, "\"runs\":[]"), "a modeled run among measured ones: %s", b.body);
@@ -721,16 +765,13 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     free(live.body);
     expect(port, "GET", "/runs/99", NULL, NULL, 404, "error", "no run 99");
 
-    /* the pages, in a browser: the runs' table with the run; the run's page with
-     * its power trace (#1f77b4) drawn */
+    /* the pages, in a browser: the runs' page without the rehearsal; the
+     * run's page with its power trace (#1f77b4) drawn */
     char page[96], png[300];
     snprintf(page, sizeof page, "%s/runs?task=cls", url);
     snprintf(png, sizeof png, "%s/board.png", dir);
     char *dom = test_chromium(dir, page, png);
-    cr_expect(strstr(dom, "<table class=\"board\" id=\"board-cls\">"), "%s", dom);
-    cr_expect(strstr(dom, "<td>alpha</td><td data-v=\"1\"><a href=\"/runs/1\">1</a></td>"), "%s",
-              dom);
-    cr_expect_gt(test_count_colour(png, 0xf4f4f4), 2000, "the header row is drawn");
+    cr_expect(strstr(dom, "no scored runs yet"), "%s", dom);
     free(dom);
     snprintf(page, sizeof page, "%s/runs/1", url);
     snprintf(png, sizeof png, "%s/run.png", dir);
@@ -747,7 +788,7 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
 
 /* A server on any free port of 127.0.0.1 holding in's test and fine-tune
  * sets, with team alpha (its token in token); its URL in url. */
-static struct eeb_server *official_server(const char *sdb, const struct inputs *in,
+static struct eeb_server *official_server(const char *sdb, const struct inputs *in, int names_model,
                                           double rate_limit, double burst, char *url,
                                           char token[EEB_TOKEN_HEX])
 {
@@ -757,11 +798,31 @@ static struct eeb_server *official_server(const char *sdb, const struct inputs *
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = sdb, cfg.port = 0, cfg.rate_limit = rate_limit, cfg.rate_burst = burst;
-    cfg.test[EEB_TASK_CLS] = in->test, cfg.finetune[EEB_TASK_CLS] = in->ft;
+    rehearsals_of(&cfg, in);
+    cfg.test[EEB_TASK_CLS] = in->test;
+    if (!names_model) /* a team's own model, which the server does not name */
+        cfg.model[EEB_TASK_CLS] = NULL;
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, 64, "http://127.0.0.1:%d", eeb_server_port(s));
     return s;
+}
+
+/* A board's meter as a run's own log (declared: the server reads none of
+ * the team's): a trace of `watts` for ten minutes, replayed. */
+static const char *flat_trace(const char *dir, double watts)
+{
+    static char power[320];
+    char trace[300];
+    snprintf(trace, sizeof trace, "%s/board.csv", dir);
+    FILE *f = fopen(trace, "w");
+    cr_assert(f);
+    fputs("t_s,watts\n", f);
+    for (int i = 0; i <= 6000; i++)
+        fprintf(f, "%.1f,%g\n", i / 10.0, watts);
+    fclose(f);
+    snprintf(power, sizeof power, "replay:%s", trace);
+    return power;
 }
 
 /* No downloaded test inputs are left beside db. */
@@ -779,7 +840,7 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
     snprintf(db, sizeof db, "%s/official.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
     struct inputs in = make_inputs(dir);
-    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
+    struct eeb_server *s = official_server(sdb, &in, 1, 200, 400, url, token);
     int port = eeb_server_port(s);
 
     /* the server's terms are not the team's to change */
@@ -869,7 +930,7 @@ static void an_official_run_of_a_teams_sut(const char *backend, const char *decl
     snprintf(model, sizeof model, "%s/nm.model", dir);
     test_write_file(model, "nearest-mean 1\n", 15);
     struct inputs in = make_inputs(dir);
-    struct eeb_server *s = official_server(sdb, &in, 200, 400, url, token);
+    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
     json_t *v = test_eeb_json((const char *[]){"run",
                                                "--task",
                                                "cls",
@@ -882,7 +943,7 @@ static void an_official_run_of_a_teams_sut(const char *backend, const char *decl
                                                "--util",
                                                EEB_TEST_DATA "/util/zcu102_placed.rpt",
                                                "--power",
-                                               "sim:watts=4",
+                                               flat_trace(dir, 4),
                                                "--rate",
                                                "20", /* a loaded machine's stalls are no gaps */
                                                "--epochs",
@@ -1196,7 +1257,7 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     int port = eeb_server_port(s);
-    const char *official = REGISTER_WITH("cls", ", \"official\": true, \"backend\": \"exec\"");
+    const char *official = REGISTER_ON("cls", "exec", ", \"official\": true");
     /* no agent yet: no run it would measure is registered */
     expect(port, "POST", "/api/v1/runs", official, token, 503, "error",
            "its agent (eeb power agent) has not been heard from");
@@ -1324,9 +1385,8 @@ Test(server, a_station_agents_batch_held_up_moves_no_sample, .timeout = 60)
     int64_t base = eeb_mono_ns() - 5000000000LL, last = eeb_mono_ns() - base - 50000000;
     int index = 0, held = 0;
     agent_batch(port, keytext, last, &last, &index);
-    expect(port, "POST", "/api/v1/runs",
-           REGISTER_WITH("cls", ", \"official\": true, \"backend\": \"exec\""), token, 201,
-           "provenance", "measured");
+    expect(port, "POST", "/api/v1/runs", REGISTER_ON("cls", "exec", ", \"official\": true"), token,
+           201, "provenance", "measured");
     int64_t t0 = eeb_mono_ns();
     last = t0 - base; /* the samples from here on */
     agent_batch(port, keytext, t0 - base, &last, &index);
@@ -1386,7 +1446,7 @@ Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .t
     struct inputs in = make_inputs(dir);
     /* the network fails at scoring, and only there, for as long as the
      * client tries */
-    struct eeb_server *s = official_server(sdb, &in, 0, 1, url, token);
+    struct eeb_server *s = official_server(sdb, &in, 1, 0, 1, url, token);
     char proxied[64];
     struct fault_proxy *proxy = fault_proxy_start(url, proxied);
     fault_proxy_fail(proxy, "/score");
@@ -1425,20 +1485,20 @@ Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .t
 
 /* `eeb serve` as its own process on port holding the cls test set (and
  * fine-tune set, if not NULL), until killed; ready when it answers. */
-static pid_t serve(const char *sdb, const char *test, const char *ft, int port)
+static pid_t serve(const char *sdb, const struct inputs *in, int port)
 {
-    char p[16], t[400], f[400];
+    char p[16], t[400], f[400], m[400];
     snprintf(p, sizeof p, "%d", port);
-    snprintf(t, sizeof t, "cls=%s", test);
-    snprintf(f, sizeof f, "cls=%s", ft ? ft : "");
+    snprintf(t, sizeof t, "cls=%s", in->test);
+    snprintf(f, sizeof f, "cls=%s", in->ft);
+    snprintf(m, sizeof m, "cls=%s", in->model);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1), dup2(null, 2);
-        /* without ft the arguments end where --finetune would be */
-        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t,
-              ft ? "--finetune" : (char *)NULL, f, (char *)NULL);
+        execl(EEB_BIN, EEB_BIN, "serve", "--db", sdb, "--port", p, "--test", t, "--practice", t,
+              "--finetune", f, "--model", m, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500; i++) {
@@ -1491,7 +1551,7 @@ Test(server, an_official_run_outlives_kill_9_of_the_server, .timeout = 120)
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
     int port = free_port(sdb);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-    pid_t server = serve(sdb, in.test, in.ft, port);
+    pid_t server = serve(sdb, &in, port);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -1515,7 +1575,7 @@ Test(server, an_official_run_outlives_kill_9_of_the_server, .timeout = 120)
     free(text);
     kill_9(server);
     usleep(1500000);
-    server = serve(sdb, in.test, in.ft, port);
+    server = serve(sdb, &in, port);
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     text = test_read_file(errpath, NULL);
@@ -1543,12 +1603,12 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     snprintf(db, sizeof db, "%s/runs.db", dir);
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    const char *test = local_run(dir, db);
+    const struct inputs *in = local_run(dir, db);
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
     int port = free_port(sdb);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 
-    pid_t pid = serve(sdb, test, NULL, port);
+    pid_t pid = serve(sdb, in, port);
     struct test_run r =
         test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
@@ -1558,7 +1618,7 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
     cr_expect_eq(a.code, 201, "%s", a.body);
     free(a.body);
     char chain[2048];
-    chain_body(chain, sizeof chain, 2.75, -1);
+    chain_body(chain, sizeof chain, 2.75, -1, '0');
     a = request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);
     cr_expect_eq(a.code, 200, "%s", a.body);
     free(a.body);
@@ -1566,7 +1626,7 @@ Test(server, kill_9_of_the_server_loses_nothing_it_answered, .timeout = 120)
 
     /* restarted on the same database: the scored run, the registration and
      * the links it acknowledged are all there */
-    pid = serve(sdb, test, NULL, port);
+    pid = serve(sdb, in, port);
     expect(port, "GET", "/api/v1/runs/1", NULL, token, 200, "verdict", "pass");
     expect(port, "GET", "/api/v1/runs/2", NULL, token, 200, "state", "registered");
     a = request(port, "POST", "/api/v1/runs/2/links", chain, strlen(chain), token);

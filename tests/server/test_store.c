@@ -102,7 +102,7 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
      * official run was told to begin; v3: rounds and their entries, and
      * each team's run a team_run, of no entry); the run tables at this
      * eeb's */
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 3);
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 4);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM team_runs WHERE entry_id IS NULL"), 2);
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
     /* and the scored run reads and recomputes as ever; written before the
@@ -128,7 +128,7 @@ Test(server_store, a_new_file_holds_the_server_tables_as_a_set_of_rundb)
 {
     eeb_srv_store_close(open_store());
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
-    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 3);
+    cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 4);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('teams', "
                                     "'team_runs', 'team_runs_by_score', 'rounds', 'entries', "
                                     "'team_runs_by_entry')"),
@@ -139,14 +139,14 @@ Test(server_store, newer_server_tables_are_refused_and_left_untouched)
 {
     eeb_srv_store_close(open_store());
     test_sql_exec(path,
-                  "UPDATE schema_sets SET version = 4 WHERE name = 'server'"); /* an eeb to come */
+                  "UPDATE schema_sets SET version = 5 WHERE name = 'server'"); /* an eeb to come */
     size_t before_len, after_len;
     char *before = test_read_file(path, &before_len);
     struct eeb_srv_store *s = NULL;
     char err[512] = "";
     cr_assert_eq(eeb_srv_store_open(path, &s, err, sizeof err), EEB_EVERSION, "%s", err);
     cr_assert_null(s);
-    cr_expect(strstr(err, "server tables schema v4 was written by a newer eeb"), "%s", err);
+    cr_expect(strstr(err, "server tables schema v5 was written by a newer eeb"), "%s", err);
     struct test_run r =
         test_eeb((const char *[]){"serve", "admin", "add-team", "zed", "--db", path, NULL});
     cr_expect_eq(r.status, 1);

@@ -1,0 +1,61 @@
+/*
+ * team_client.h - a team's client written for the tests, not eeb's: it
+ * speaks the server's API by hand (http_client.c), building a run's chain
+ * link by link with heads it computes itself, so a test can stream an
+ * honest fine-tune, or forge any part of one.  Failures assert.
+ */
+#ifndef EEB_TESTS_TEAM_CLIENT_H
+#define EEB_TESTS_TEAM_CLIENT_H
+
+#include "common/eeb_common.h"
+#include "tests/server/http_client.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* A run of the team's, as its chain is written: the head of its last
+ * link, and its meter. */
+struct team_run {
+    int port;
+    const char *token;
+    long long id;
+    int64_t seq;
+    char head[EEB_SHA256_HEX];
+    char uuid[37];
+    const char *source; /* the meter's URI its samples name */
+    double watts;       /* what they read */
+    int64_t last_sample_ns;
+};
+
+/* Registers a run with body: its status; the run in t if 201 (*answer,
+ * if not NULL, the reply as JSON: decref it). */
+long team_register(struct team_run *t, int port, const char *token, const char *body,
+                   json_t **answer);
+
+/* Links as the body of POST /links: its status (*out, if not NULL, the
+ * reply: free its body). */
+long team_send(struct team_run *t, json_t *links, struct reply *out);
+
+/* POST /api/v1/runs/ID/what [body]: the reply (free its body). */
+struct reply team_post(const struct team_run *t, const char *what, const char *body);
+/* GET /api/v1/runs/ID[/what] ("" for the run): the reply. */
+struct reply team_get(const struct team_run *t, const char *what);
+
+/* The next link of t's chain, in the request's form: the origin (a new
+ * uuid each run), an event of kind now with payload (JSON text or NULL),
+ * or the meter's samples since the last, every 20 ms, to now. */
+json_t *team_origin(struct team_run *t);
+json_t *team_event(struct team_run *t, const char *kind, const char *payload);
+json_t *team_samples(struct team_run *t);
+
+/* An honest fine-tune, streamed as it goes: the origin and a second of
+ * the meter, begin asked, finetune_begin (with seed, if > 0), `steps`
+ * train events over about 0.3 s, complete saying complete_step steps,
+ * finetune_end, the meter after; then POST complete (asserted 200). */
+void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed);
+
+/* The run's test inputs fetched (asserted 200) into ids (n of them, in the
+ * order served: free it); their pixels, if not NULL, each px bytes. */
+int team_test_inputs(const struct team_run *t, char (**ids)[256], uint8_t **pixels, size_t *px);
+
+#endif

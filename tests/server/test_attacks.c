@@ -1,0 +1,717 @@
+/*
+ * test_attacks.c - the ranking cannot be bought: each attack a red team
+ * made on the server, made again over real HTTP on 127.0.0.1 by a client
+ * written for the tests (team_client.c, not eeb's), and refused.
+ *
+ * The oracle (scores that tell the secret labels), labels in the items'
+ * ids and order, test inputs without a fine-tune, predictions late, a
+ * modeled run's figures of the team's own choosing (step count,
+ * utilization, frozen layers, a wall clock), provenance the server did not
+ * read, names in another case, negative watts, a copied chain, the quotas,
+ * and text that reorders or forges what pages and the log show.
+ */
+#include "fpga/model/eeb_perf.h"
+#include "fpga/net/eeb_model.h"
+#include "fpga/net/eeb_net.h"
+#include "rundb/eeb_rundb.h"
+#include "server/eeb_server.h"
+#include "tasks/eeb_shard.h"
+#include "tests/server/http_client.h"
+#include "tests/server/team_client.h"
+#include "tests/testlib.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the server under attack ---- */
+
+/* Its sets: the secret test set, a practice set of other items, the
+ * fine-tune set and the base model; teams alpha and beta. */
+struct arena {
+    struct test_cls_run in;
+    char dir[256], practice[300], sdb[300];
+    char alpha[EEB_TOKEN_HEX], beta[EEB_TOKEN_HEX];
+    char ft_sha[EEB_SHA256_HEX], model_sha[EEB_SHA256_HEX];
+    struct eeb_server_config cfg;
+    struct eeb_server *s;
+    int port;
+};
+
+static void arena_make(struct arena *a)
+{
+    char err[512];
+    snprintf(a->dir, sizeof a->dir, "%s", test_tmpdir());
+    a->in = test_cls_run_inputs(a->dir, 64, 40);
+    snprintf(a->practice, sizeof a->practice, "%s/practice.eebd", a->dir);
+    cr_assert_eq(rename(test_cls_shard(24, 16, 9), a->practice), 0);
+    snprintf(a->sdb, sizeof a->sdb, "%s/server.db", a->dir);
+    cr_assert_eq(eeb_server_add_team(a->sdb, "alpha", a->alpha, err, sizeof err), EEB_OK, "%s",
+                 err);
+    cr_assert_eq(eeb_server_add_team(a->sdb, "beta", a->beta, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_sha256_file(a->in.ft, a->ft_sha, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(eeb_sha256_file(a->in.model, a->model_sha, err, sizeof err), EEB_OK, "%s", err);
+    eeb_server_config_default(&a->cfg);
+    a->cfg.db = a->sdb, a->cfg.port = 0;
+    a->cfg.test[EEB_TASK_CLS] = a->in.test;
+    a->cfg.practice[EEB_TASK_CLS] = a->practice;
+    a->cfg.finetune[EEB_TASK_CLS] = a->in.ft;
+    a->cfg.model[EEB_TASK_CLS] = a->in.model;
+}
+
+static void arena_start(struct arena *a)
+{
+    char err[512];
+    cr_assert_eq(eeb_server_start(&a->cfg, &a->s, err, sizeof err), EEB_OK, "%s", err);
+    a->port = eeb_server_port(a->s);
+}
+
+/* A board's run, its power its own word (declared): official or a
+ * rehearsal, with `more` fields. */
+static char *board_run(const struct arena *a, int official, const char *more)
+{
+    char *body;
+    cr_assert(asprintf(&body,
+                       "{\"task\": \"cls\", \"util\": {\"lut\": 0.3, \"ff\": 0.2, \"bram\": 0.4, "
+                       "\"dsp\": 0.2}, \"provenance\": \"declared\", \"backend\": \"xrt\", "
+                       "\"device\": \"zcu104\", \"official\": %s, \"finetune\": \"%s\", "
+                       "\"model\": \"%s\"%s}",
+                       official ? "true" : "false", a->ft_sha, a->model_sha, more) > 0);
+    return body;
+}
+
+/* A registration answered code, the run into t. */
+static void registers(struct team_run *t, const struct arena *a, const char *token, char *body,
+                      long code)
+{
+    json_t *answer = NULL;
+    long got = team_register(t, a->port, token, body, &answer);
+    cr_assert_eq(got, code, "%s: %ld %s", body, got, json_dumps(answer, 0));
+    json_decref(answer);
+    free(body);
+}
+
+/* POST what [body] on t answers code, its field key holding value. */
+static void posts(const struct team_run *t, const char *what, const char *body, long code,
+                  const char *key, const char *value)
+{
+    struct reply r = team_post(t, what, body);
+    cr_expect_eq(r.code, code, "%s: %ld %s", what, r.code, r.body);
+    json_t *o;
+    const char *v = field(&o, &r, key);
+    cr_expect(v && strstr(v, value), "%s: '%s' lacks '%s': %s", what, key, value, r.body);
+    json_decref(o);
+    free(r.body);
+}
+
+/* GET what on t answers code, its field key holding value. */
+static void gets(const struct team_run *t, const char *what, long code, const char *key,
+                 const char *value)
+{
+    struct reply r = team_get(t, what);
+    cr_expect_eq(r.code, code, "%s: %ld %s", what, r.code, r.code == 200 ? "" : r.body);
+    json_t *o;
+    const char *v = field(&o, &r, key);
+    cr_expect(v && strstr(v, value), "%s: '%s' lacks '%s': %s", what, key, value, r.body);
+    json_decref(o);
+    free(r.body);
+}
+
+/* Predictions of every id (class cls first), and the score: the verdict. */
+static json_t *predict_and_score(const struct team_run *t, char (*ids)[256], int n, int cls)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:s, s:[i]}", "id", ids[i], "top", cls));
+    json_t *body = json_pack("{s:o}", "predictions", list);
+    char *text = json_dumps(body, JSON_COMPACT);
+    struct reply r = team_post(t, "predictions", text);
+    cr_expect_eq(r.code, 200, "predictions: %s", r.body);
+    free(r.body), free(text);
+    json_decref(body);
+    r = team_post(t, "score", NULL);
+    cr_assert_eq(r.code, 200, "score: %s", r.body);
+    json_t *v = json_loads(r.body, 0, NULL);
+    cr_assert(v, "%s", r.body);
+    free(r.body);
+    return v;
+}
+
+/* A run's chain made first and sent all at once, after the fact, with
+ * the fine-tune's begin and end and a complete event of `steps`; then
+ * complete (200: the end is held). */
+static void chain_after_the_fact(struct team_run *t, int steps)
+{
+    char complete[64];
+    snprintf(complete, sizeof complete, "{\"reason\": \"done\", \"step\": %d}", steps);
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(t));
+    json_array_append_new(links, team_event(t, EEB_EVENT_FINETUNE_BEGIN, NULL));
+    json_array_append_new(links, team_samples(t));
+    json_array_append_new(links, team_event(t, EEB_EVENT_COMPLETE, complete));
+    json_array_append_new(links, team_event(t, EEB_EVENT_FINETUNE_END, NULL));
+    struct reply r;
+    cr_assert_eq(team_send(t, links, &r), 200, "%s", r.body);
+    free(r.body);
+    posts(t, "complete", NULL, 200, "state", "complete");
+}
+
+static int is_null(const json_t *o, const char *key)
+{
+    return json_is_null(json_object_get(o, key));
+}
+
+/* ---- the oracle ---- */
+
+/* The red team registered throw-away runs and scored each with one
+ * prediction changed, reading every secret label off M_s.  A rehearsal is
+ * judged on the practice set, whose labels are public; an official run is
+ * served the secret set's inputs only after a fine-tune the server saw,
+ * and a run that did not fine-tune is judged without any M_s. */
+Test(attack, no_score_tells_a_secret_label, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    arena_start(&a);
+
+    /* an honest official run: fine-tuned, served the inputs, scored */
+    struct team_run honest;
+    registers(&honest, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&honest, 3, 3, 0);
+    char(*secret)[256];
+    int n = team_test_inputs(&honest, &secret, NULL, NULL);
+    cr_assert_eq(n, 40);
+    json_t *v = predict_and_score(&honest, secret, n, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_dumps(v, 0));
+    double m_s = json_number_value(json_object_get(v, "m_s"));
+    cr_expect(m_s >= 0 && m_s <= 1 && json_is_number(json_object_get(v, "m_s")), "%s",
+              json_dumps(v, 0));
+    json_decref(v);
+
+    /* throw-away runs: their chains made after the fact, never streamed.
+     * No inputs, no predictions, and scores that say nothing: invalid,
+     * with neither M_s nor S, the same for both */
+    const char *said[2];
+    json_t *kept[2];
+    for (int i = 0; i < 2; i++) {
+        struct team_run t;
+        registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
+        chain_after_the_fact(&t, 1);
+        gets(&t, "test", 409, "field", "links");
+        char one[300];
+        snprintf(one, sizeof one, "{\"predictions\": [{\"id\": \"%s\", \"top\": [%d]}]}", secret[0],
+                 i);
+        posts(&t, "predictions", one, 409, "field", "test");
+        struct reply r = team_post(&t, "score", NULL);
+        cr_assert_eq(r.code, 200, "%s", r.body);
+        kept[i] = json_loads(r.body, 0, NULL);
+        free(r.body);
+        cr_expect_str_eq(json_string_value(json_object_get(kept[i], "verdict")), "invalid");
+        cr_expect(is_null(kept[i], "m_s") && is_null(kept[i], "S"), "%s", json_dumps(kept[i], 0));
+        said[i] = json_string_value(json_object_get(kept[i], "why"));
+        cr_expect(said[i] && strstr(said[i], "never asked the server to begin") &&
+                      !strstr(said[i], "M_s") && !strstr(said[i], "predictions"),
+                  "%s", said[i]);
+    }
+    json_decref(kept[0]), json_decref(kept[1]);
+    /* listed with the official runs, still without an M_s */
+    struct reply list = request(a.port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
+    json_t *runs = json_object_get(json_loads(list.body, 0, NULL), "runs");
+    cr_assert_eq(json_array_size(runs), 3, "%s", list.body);
+    for (size_t i = 1; i < 3; i++)
+        cr_expect(is_null(json_array_get(runs, i), "m_s"), "%s", list.body);
+    free(list.body);
+
+    /* a rehearsal is served the practice set, and knows no secret item */
+    struct team_run rehearsal;
+    registers(&rehearsal, &a, a.alpha, board_run(&a, 0, ""), 201);
+    chain_after_the_fact(&rehearsal, 1);
+    char(*practice)[256];
+    cr_expect_eq(team_test_inputs(&rehearsal, &practice, NULL, NULL), 24);
+    char one[300];
+    snprintf(one, sizeof one, "{\"predictions\": [{\"id\": \"%s\", \"top\": [0]}]}", secret[0]);
+    posts(&rehearsal, "predictions", one, 400, "field", "predictions[0].id");
+    v = predict_and_score(&rehearsal, practice, 24, 0);
+    cr_expect(json_is_number(json_object_get(v, "m_s")), "%s", json_dumps(v, 0));
+    json_decref(v);
+    free(secret), free(practice);
+    eeb_server_stop(a.s);
+}
+
+/* Scores, registrations and samples are held to the organizer's quotas,
+ * a team at a time: past one, 429 naming it. */
+Test(attack, quotas_bound_what_a_team_does_in_a_day, .timeout = 60)
+{
+    struct arena a;
+    arena_make(&a);
+    a.cfg.quota[0] = 3, a.cfg.quota[1] = 1, a.cfg.quota[2] = 100;
+    arena_start(&a);
+    struct team_run t[3], other;
+    for (int i = 0; i < 3; i++)
+        registers(&t[i], &a, a.alpha, board_run(&a, 0, ""), 201);
+    json_t *answer;
+    struct team_run refused;
+    char *body = board_run(&a, 0, "");
+    cr_expect_eq(team_register(&refused, a.port, a.alpha, body, &answer), 429);
+    cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "quota.registrations");
+    json_decref(answer), free(body);
+    registers(&other, &a, a.beta, board_run(&a, 0, ""), 201); /* another team's own */
+
+    /* 100 samples a day: a second of the meter at 50 Hz fits, a second
+     * more does not */
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&t[0]));
+    json_array_append_new(links, team_samples(&t[0]));
+    struct reply r;
+    cr_expect_eq(team_send(&t[0], links, &r), 200, "%s", r.body);
+    free(r.body);
+    usleep(1100000);
+    cr_expect_eq(team_send(&t[0], json_pack("[o]", team_samples(&t[0])), &r), 429, "%s", r.body);
+    cr_expect(strstr(r.body, "quota.samples"), "%s", r.body);
+    free(r.body);
+
+    /* one score a day */
+    cr_expect_eq(team_send(&t[1], json_pack("[o]", team_origin(&t[1])), NULL), 200);
+    for (int i = 0; i < 2; i++)
+        posts(&t[i], "complete", NULL, 200, "state", "complete");
+    struct reply scored = team_post(&t[0], "score", NULL);
+    cr_expect_eq(scored.code, 200, "%s", scored.body);
+    free(scored.body);
+    posts(&t[1], "score", NULL, 429, "field", "quota.scored");
+    eeb_server_stop(a.s);
+}
+
+/* ---- what the items' names and order say ---- */
+
+/* A test set laid out as an import of Food-101 makes it: ids that name
+ * the class (apple_pie/3), the classes in order, ten items each. */
+static void food_layout(const char *path)
+{
+    char names[4][EEB_SHARD_MAX_NAME + 1] = {"apple_pie", "bibimbap", "churros", "donuts"};
+    struct eeb_shard_info info = {EEB_TASK_CLS, 16, 16, 3, 1, 4, names, 0};
+    struct eeb_shard_writer *w;
+    char err[256];
+    cr_assert_eq(eeb_shard_create(&w, path, &info, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_record r = {0};
+    r.pixels = malloc(16 * 16 * 3);
+    srand(5);
+    for (int i = 0; i < 40; i++) {
+        for (int j = 0; j < 16 * 16 * 3; j++) /* noise: every item's pixels its own */
+            r.pixels[j] = (uint8_t)(rand() % 256);
+        r.label = i / 10;
+        snprintf(r.id, sizeof r.id, "%s/%d", names[r.label], 100 + i);
+        cr_assert_eq(eeb_shard_write(w, &r, err, sizeof err), EEB_OK, "%s", err);
+    }
+    free(r.pixels);
+    cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
+}
+
+/* The class of each served item, found by its pixels in the file. */
+static void classes_served(const char *path, const uint8_t *served, size_t px, int n, int *cls)
+{
+    struct eeb_shard *sh;
+    char err[256];
+    cr_assert_eq(eeb_shard_open(&sh, path, err, sizeof err), EEB_OK, "%s", err);
+    const struct eeb_record *rec;
+    for (int i = 0; i < n; i++)
+        cls[i] = -1;
+    while (eeb_shard_next(sh, &rec, err, sizeof err) == 1)
+        for (int i = 0; i < n; i++)
+            if (memcmp(served + (size_t)i * px, rec->pixels, px) == 0)
+                cls[i] = rec->label;
+    eeb_shard_close(sh);
+}
+
+Test(attack, served_names_and_order_tell_no_class, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    food_layout(a.in.test);
+    arena_start(&a);
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&t, 2, 2, 0);
+    char(*ids)[256];
+    uint8_t *pixels;
+    size_t px;
+    int n = team_test_inputs(&t, &ids, &pixels, &px);
+    cr_assert_eq(n, 40);
+    static const char *const names[] = {"apple", "bibimbap", "churros", "donuts", "/"};
+    for (int i = 0; i < n; i++) {
+        cr_expect_eq(strlen(ids[i]), 32, "%s", ids[i]);
+        cr_expect_eq(strspn(ids[i], "0123456789abcdef"), 32, "%s", ids[i]);
+        for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+            cr_expect_null(strstr(ids[i], names[k]), "served as %s", ids[i]);
+    }
+    /* nor their place: the classes served are not in the file's blocks */
+    int cls[40], changes = 0;
+    classes_served(a.in.test, pixels, px, n, cls);
+    for (int i = 0; i < n; i++) {
+        cr_expect_geq(cls[i], 0, "item %d is not the file's", i);
+        changes += i > 0 && cls[i] != cls[i - 1];
+    }
+    cr_expect_gt(changes, 12, "the classes come in blocks (%d changes)", changes);
+    /* another run of this server is served the same names: predictions
+     * outlive a restart; another server's are others */
+    eeb_server_stop(a.s);
+    arena_start(&a);
+    struct team_run again;
+    registers(&again, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&again, 2, 2, 0);
+    char(*ids2)[256];
+    cr_assert_eq(team_test_inputs(&again, &ids2, NULL, NULL), n);
+    cr_expect_eq(memcmp(ids, ids2, (size_t)n * sizeof *ids), 0, "a restart renamed the items");
+    eeb_server_stop(a.s);
+    snprintf(a.sdb, sizeof a.sdb, "%s/another.db", a.dir);
+    char err[256];
+    cr_assert_eq(eeb_server_add_team(a.sdb, "alpha", a.alpha, err, sizeof err), EEB_OK);
+    arena_start(&a);
+    struct team_run elsewhere;
+    registers(&elsewhere, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&elsewhere, 2, 2, 0);
+    char(*ids3)[256];
+    cr_assert_eq(team_test_inputs(&elsewhere, &ids3, NULL, NULL), n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            cr_expect_str_neq(ids[i], ids3[j], "two servers name an item alike");
+    free(ids), free(ids2), free(ids3), free(pixels);
+    eeb_server_stop(a.s);
+}
+
+/* ---- the test inputs and the predictions in time ---- */
+
+Test(attack, inputs_follow_a_fine_tune_and_predictions_come_in_time, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    a.cfg.predict_within_s = 1;
+    arena_start(&a);
+    /* complete, but never streamed: no inputs */
+    struct team_run after;
+    registers(&after, &a, a.alpha, board_run(&a, 1, ""), 201);
+    chain_after_the_fact(&after, 3);
+    gets(&after, "test", 409, "error", "the run never asked the server to begin");
+    /* streamed, but not a step trained */
+    struct team_run idle;
+    registers(&idle, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&idle, 0, 0, 0);
+    gets(&idle, "test", 409, "error", "it took no training step");
+    /* an honest one: its inputs once */
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&t, 2, 2, 0);
+    char(*ids)[256];
+    int n = team_test_inputs(&t, &ids, NULL, NULL);
+    gets(&t, "test", 409, "error", "served already: once a run");
+    /* its predictions past the time allowed: invalid, no M_s */
+    usleep(1400000);
+    json_t *v = predict_and_score(&t, ids, n, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
+    const char *why = json_string_value(json_object_get(v, "why"));
+    cr_expect(why && strstr(why, "its predictions arrived 1.") &&
+                  strstr(why, "after its test inputs were served; the server allows 1 s"),
+              "%s", why);
+    cr_expect(is_null(v, "m_s") && is_null(v, "S"), "%s", json_dumps(v, 0));
+    json_decref(v);
+    free(ids);
+    eeb_server_stop(a.s);
+}
+
+/* ---- modeled means modeled ---- */
+
+/* A modeled official run's registration: design, step time, watts,
+ * batch 16, frozen layers, 2 epochs, and `more`. */
+static char *modeled_run(const struct arena *a, const char *design, double step_s, double watts,
+                         int frozen, const char *more)
+{
+    char *body;
+    cr_assert(asprintf(&body,
+                       "{\"task\": \"cls\", \"provenance\": \"modeled\", \"backend\": \"emu\", "
+                       "\"official\": true, \"design\": \"%s\", \"finetune\": \"%s\", \"model\": "
+                       "\"%s\", \"clock\": {\"kind\": \"modeled\", \"train_step_s\": %.17g, "
+                       "\"train_w\": %.17g, \"batch\": 16, \"frozen\": %d, \"epochs\": 2}%s}",
+                       design, a->ft_sha, a->model_sha, step_s, watts, frozen, more) > 0);
+    return body;
+}
+
+Test(attack, a_modeled_runs_figures_are_the_servers_model_s, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    arena_start(&a);
+    /* what an honest team computes: the analytical model of its design */
+    struct eeb_net *net;
+    int task;
+    char err[256], spec[512];
+    cr_assert_eq(eeb_model_load(a.in.model, &net, &task, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_design d;
+    snprintf(spec, sizeof spec, "pes=4,macs=16");
+    cr_assert_eq(eeb_design_for(&d, spec, net, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_perf perf = {0};
+    cr_assert_eq(eeb_perf_model(&d, net, 16, 0, &perf, err, sizeof err), EEB_OK, "%s", err);
+    int learnable = 0;
+    for (int i = 0; i < net->nlayers; i++)
+        learnable += eeb_layer_learnable(&net->layers[i]) != 0;
+    double step = perf.train_step_s, watts = perf.train_power_w, m_u = perf.res.m_u;
+    eeb_perf_free(&perf);
+    eeb_net_free(net);
+    struct team_run t;
+    json_t *answer;
+
+    /* a utilization of its own, frozen layers past the network's, a step
+     * time of its own (told which figure, not the model's answer) */
+    char *body = modeled_run(&a, spec, step, watts, 0,
+                             ", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0}");
+    cr_expect_eq(team_register(&t, a.port, a.alpha, body, &answer), 400);
+    cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "util");
+    json_decref(answer), free(body);
+    body = modeled_run(&a, spec, step, watts, learnable, "");
+    cr_expect_eq(team_register(&t, a.port, a.alpha, body, &answer), 409);
+    cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "clock.frozen");
+    json_decref(answer), free(body);
+    body = modeled_run(&a, spec, step / 2, watts, 0, "");
+    cr_expect_eq(team_register(&t, a.port, a.alpha, body, &answer), 409);
+    cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "clock.train_step_s");
+    char told[64];
+    snprintf(told, sizeof told, "%.17g", step);
+    cr_expect_null(strstr(json_dumps(answer, 0), told), "the model's step time told");
+    json_decref(answer), free(body);
+    /* modeled on the wall clock, or by another spelling of a backend */
+    struct team_run wall;
+    cr_expect_eq(team_register(&wall, a.port, a.alpha,
+                               "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, "
+                               "\"dsp\": 0}, \"provenance\": \"modeled\", \"backend\": "
+                               "\"library\"}",
+                               &answer),
+                 400);
+    cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "clock");
+    json_decref(answer);
+
+    /* the steps: the server counts 2 epochs of 64 items in batches of 16 */
+    body = modeled_run(&a, spec, step, watts, 0, "");
+    cr_assert_eq(team_register(&t, a.port, a.alpha, body, &answer), 201, "%s",
+                 json_dumps(answer, 0));
+    cr_expect_eq(json_integer_value(json_object_get(answer, "schedule_steps")), 8);
+    json_decref(answer), free(body);
+    team_fine_tune(&t, 1, 1, 0); /* one step said to be all */
+    gets(&t, "test", 409, "error", "it says it took 1 steps; its schedule takes 8");
+    struct reply r = team_post(&t, "score", NULL);
+    json_t *v = json_loads(r.body, 0, NULL);
+    free(r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
+    cr_expect(is_null(v, "m_s") && is_null(v, "S"), "%s", json_dumps(v, 0));
+    json_decref(v);
+
+    /* the schedule kept: T its steps on the modeled clock, M_u the design's */
+    body = modeled_run(&a, spec, step, watts, 0, "");
+    cr_assert_eq(team_register(&t, a.port, a.alpha, body, NULL), 201);
+    free(body);
+    team_fine_tune(&t, 8, 8, 0);
+    char(*ids)[256];
+    int n = team_test_inputs(&t, &ids, NULL, NULL);
+    v = predict_and_score(&t, ids, n, 1);
+    /* judged on its figures, its labels counted (pass, or fail at P_max
+     * as its design's power says; never invalid) */
+    const char *verdict = json_string_value(json_object_get(v, "verdict"));
+    cr_expect(verdict && strcmp(verdict, "invalid") && json_is_number(json_object_get(v, "m_s")),
+              "%s", json_dumps(v, 0));
+    cr_expect_eq(!strcmp(verdict, "pass"), watts <= 10, "%s", json_dumps(v, 0));
+    cr_expect(fabs(json_number_value(json_object_get(v, "t_s")) - 8 * step) <= 1e-12 * 8 * step,
+              "%s", json_dumps(v, 0));
+    /* (the design's figures go through the spec eeb run reads them from:
+     * five decimals) */
+    cr_expect(fabs(json_number_value(json_object_get(v, "m_u")) - m_u) < 1e-5, "M_u %.12f: %s", m_u,
+              json_dumps(v, 0));
+    json_decref(v);
+    free(ids);
+    eeb_server_stop(a.s);
+}
+
+/* ---- provenance, names, physics ---- */
+
+/* A link of t's of samples from source reading watts, volts and amps
+ * (NAN: null) at its second sample; its status and the field named. */
+static long samples_from(struct team_run *t, const char *source, double watts, double volts,
+                         const char **field_named, json_t **keep)
+{
+    struct team_run copy = *t;
+    copy.source = source;
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&copy));
+    json_t *s = team_samples(&copy); /* its heads: a 5 W meter's; its readings changed below */
+    json_t *second = json_array_get(json_object_get(s, "samples"), 1);
+    json_array_set_new(second, 2, json_real(watts));
+    json_array_set_new(second, 3, isnan(volts) ? json_null() : json_real(volts));
+    json_array_append_new(links, s);
+    struct reply r;
+    long code = team_send(&copy, links, &r);
+    *field_named = field(keep, &r, "field");
+    free(r.body);
+    return code;
+}
+
+Test(attack, provenance_names_and_readings_are_held_to_the_rules, .timeout = 60)
+{
+    struct arena a;
+    arena_make(&a);
+    char key[300], err[256], agent[320];
+    snprintf(key, sizeof key, "%s/alpha.key", a.dir);
+    cr_assert_eq(eeb_server_station_key(key, err, sizeof err), EEB_OK, "%s", err);
+    snprintf(agent, sizeof agent, "agent:%s", key);
+    a.cfg.stations[0] = (struct eeb_server_station){"beta", agent};
+    arena_start(&a);
+
+    /* what the server did not read is the team's word: declared */
+    static const char *const claims[] = {"counter", "measured"};
+    for (int i = 0; i < 2; i++) {
+        char more[64], *body = board_run(&a, 1, ""), *at = strstr(body, "\"declared\"");
+        snprintf(more, sizeof more, "\"%s\"", claims[i]);
+        char *claimed;
+        cr_assert(asprintf(&claimed, "%.*s%s%s", (int)(at - body), body, more,
+                           at + strlen("\"declared\"")) > 0);
+        free(body);
+        json_t *answer;
+        struct team_run t;
+        cr_expect_eq(team_register(&t, a.port, a.alpha, claimed, &answer), 201);
+        cr_expect_str_eq(json_string_value(json_object_get(answer, "provenance")), "declared",
+                         "%s: %s", claims[i], json_dumps(answer, 0));
+        json_decref(answer), free(claimed);
+    }
+    /* names in one spelling */
+    static const char *const backends[] = {"EMU", "Emu", "xrt ", "unknown"};
+    for (size_t i = 0; i < sizeof backends / sizeof *backends; i++) {
+        char *body;
+        cr_assert(asprintf(&body,
+                           "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, "
+                           "\"dsp\": 0}, \"provenance\": \"declared\", \"backend\": \"%s\"}",
+                           backends[i]) > 0);
+        expect(a.port, "POST", "/api/v1/runs", body, a.alpha, 400, "field", "backend");
+        free(body);
+    }
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 0, ""), 201);
+    const char *named;
+    json_t *keep;
+    cr_expect_eq(samples_from(&t, "Replay:board.csv", 5, NAN, &named, &keep), 400);
+    cr_expect_str_eq(named, "links[1].source");
+    json_decref(keep);
+    cr_expect_eq(samples_from(&t, "sim:watts=0.001", 5, NAN, &named, &keep), 400);
+    cr_expect_str_eq(named, "links[1].source"); /* modeled readings in a declared run */
+    json_decref(keep);
+    /* readings a board's meter does not give */
+    cr_expect_eq(samples_from(&t, "ptd://lab:8888", -5, NAN, &named, &keep), 400);
+    cr_expect_str_eq(named, "links[1].samples[1][2]");
+    json_decref(keep);
+    cr_expect_eq(samples_from(&t, "ptd://lab:8888", 5, -12, &named, &keep), 400);
+    cr_expect_str_eq(named, "links[1].samples[1][3]");
+    json_decref(keep);
+    cr_expect_eq(samples_from(&t, "ptd://lab:8888", 5, NAN, &named, &keep), 200, "%s",
+                 json_dumps(keep, 0)); /* as its heads were made: taken */
+    json_decref(keep);
+
+    /* the station route: the same rules for an agent's batches */
+    char station[300];
+    cr_assert_eq(eeb_server_station_key_read(key, station, err, sizeof err), EEB_OK, "%s", err);
+    static const struct {
+        const char *source;
+        double watts;
+        const char *field;
+    } batches[] = {{"Replay:board.csv", 5, "source"}, {"ptd://lab:8888", -5, "samples[1][1]"}};
+    for (int i = 0; i < 2; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"session\": \"0a6f6c8e-9d6e-4c2b-8a51-3f1f7d2c9b10\", \"source\": \"%s\", "
+                 "\"provenance\": \"declared\", \"rate_hz\": 10, \"now_ns\": 5000000000, "
+                 "\"failed\": 0, \"dropped\": 0, \"samples\": [[1000000000, 5, null, null], "
+                 "[1100000000, %g, null, null]]}",
+                 batches[i].source, batches[i].watts);
+        expect(a.port, "POST", "/api/v1/station/samples", body, station, 400, "field",
+               batches[i].field);
+    }
+    eeb_server_stop(a.s);
+}
+
+/* A chain is one run's: sent again as another run, by its team or
+ * another, it is refused, naming the run it copies. */
+Test(attack, a_copied_chain_is_refused_naming_the_run_it_copies, .timeout = 60)
+{
+    struct arena a;
+    arena_make(&a);
+    arena_start(&a);
+    struct team_run first, copy, again;
+    registers(&first, &a, a.alpha, board_run(&a, 0, ""), 201);
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&first));
+    json_array_append_new(links, team_samples(&first));
+    json_t *body = json_pack("{s:O}", "links", links);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    cr_assert_eq(team_send(&first, links, NULL), 200);
+    registers(&copy, &a, a.beta, board_run(&a, 0, ""), 201);
+    registers(&again, &a, a.alpha, board_run(&a, 0, ""), 201);
+    char msg[64];
+    snprintf(msg, sizeof msg, "is run %lld's", first.id);
+    posts(&copy, "links", text, 409, "error", msg);
+    posts(&copy, "links", text, 409, "field", "links[0]");
+    posts(&again, "links", text, 409, "error", msg);
+    /* sent again to its own run: held */
+    struct reply r = team_post(&first, "links", text);
+    cr_expect(r.code == 200 && strstr(r.body, "\"next\":2"), "%ld %s", r.code, r.body);
+    free(r.body), free(text);
+    eeb_server_stop(a.s);
+}
+
+/* ---- what pages and the log show of a team's text ---- */
+
+Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
+{
+    struct arena a;
+    arena_make(&a);
+    char log_path[300];
+    snprintf(log_path, sizeof log_path, "%s/server.log", a.dir);
+    a.cfg.log = fopen(log_path, "w");
+    cr_assert(a.cfg.log);
+    arena_start(&a);
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 0, ""), 201);
+    /* a meter's URI and an abort's reason of the team's, whose U+202E
+     * would turn "exe.gnp" into what reads "png.exe", and whose ESC would
+     * clear an organizer's terminal */
+    t.source = "ptd://lab\xe2\x80\xae"
+               "exe.gnp\x1b"
+               "[2J:8888";
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&t));
+    json_array_append_new(links, team_event(&t, EEB_EVENT_FINETUNE_BEGIN, NULL));
+    json_array_append_new(links, team_samples(&t));
+    json_array_append_new(
+        links, team_event(&t, EEB_EVENT_ABORT, "{\"reason\": \"done\\u202egnp.exe\\u001b[2J\"}"));
+    struct reply r;
+    cr_assert_eq(team_send(&t, links, &r), 200, "%s", r.body);
+    free(r.body);
+    posts(&t, "complete", NULL, 200, "state", "complete");
+    r = team_post(&t, "score", NULL);
+    cr_expect_eq(r.code, 200, "%s", r.body);
+    free(r.body);
+    char page[32];
+    snprintf(page, sizeof page, "/runs/%lld", t.id);
+    struct reply p = request(a.port, "GET", page, NULL, 0, NULL);
+    cr_assert_eq(p.code, 200);
+    cr_expect_null(memmem(p.body, p.len, "\xe2\x80\xae", 3), "a raw U+202E in the page");
+    cr_expect_null(memchr(p.body, 0x1b, p.len), "a raw ESC in the page");
+    cr_expect(strstr(p.body, "\\u202e") && strstr(p.body, "\\x1b"), "shown escaped: %s", p.body);
+    free(p.body);
+    eeb_server_stop(a.s);
+    fclose(a.cfg.log);
+    size_t len;
+    char *log = test_read_file(log_path, &len);
+    cr_expect_null(memmem(log, len, "\xe2\x80\xae", 3), "a raw U+202E in the log: %s", log);
+    cr_expect_null(memchr(log, 0x1b, len), "a raw ESC in the log");
+    cr_expect(strstr(log, "\\u202e"), "the log shows it escaped: %s", log);
+    free(log);
+}
