@@ -74,7 +74,7 @@ CPPFLAGS += -DEEB_HAVE_XRT
 LDLIBS   += -lxrt_coreutil
 else
 LIB_SRC  += $(XRT_STUBS)
-TEST_SRC := $(filter-out tests/fpga/test_xrt.c,$(TEST_SRC))
+TEST_SRC := $(filter-out tests/fpga/test_xrt.c tests/fpga/test_xclbin_system.c,$(TEST_SRC))
 endif
 
 .DEFAULT_GOAL := all

@@ -66,8 +66,32 @@ static int read_model(struct run *r, char *err, size_t errlen)
     return rc;
 }
 
-/* The xclbin, read once: hashed, and (without --util, --design) its
- * utilization and design taken from the same bytes. */
+/* M_u from the resources the xclbin records (SYSTEM_METADATA), a --util
+ * given too held to agree with them: EEB_ENODATA if it records none. */
+static int xclbin_figures(struct run *r, const struct eeb_xclbin_info *in, char *err, size_t errlen)
+{
+    const struct eeb_run_config *c = r->c;
+    char given[600], source[400], why[1024];
+    struct eeb_util u;
+    if (c->util)
+        snprintf(given, sizeof given,
+                 strcmp(r->util.family, "given") == 0 ? "the given figures %.500s"
+                                                      : "the report %.500s",
+                 c->util);
+    int rc = eeb_xclbin_m_u(in, c->xclbin, c->util ? &r->util : NULL, given, &u, source,
+                            sizeof source, why, sizeof why);
+    if (rc == EEB_ENODATA)
+        return rc;
+    if (rc)
+        return eeb_errf(err, errlen, rc, "%s%s", rc == EEB_EINVAL ? "--util: " : "", why);
+    r->util = u;
+    snprintf(r->out->util_source, sizeof r->out->util_source, "%.100s (%.400s)", c->xclbin, source);
+    return EEB_OK;
+}
+
+/* The xclbin, read once: hashed, M_u from its own resources if it records
+ * them, and (without --util, --design) eeb's utilization and design taken
+ * from the same bytes. */
 static int read_xclbin(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
@@ -83,7 +107,10 @@ static int read_xclbin(struct run *r, char *err, size_t errlen)
         rc = c->util
                  ? EEB_OK
                  : eeb_errf(err, errlen, EEB_EINVAL, "no --util given (this eeb reads no xclbin)");
-    if (rc == EEB_OK && in && !c->util) {
+    int figures = rc == EEB_OK && in ? xclbin_figures(r, in, err, errlen) : EEB_ENODATA;
+    if (figures != EEB_ENODATA)
+        rc = figures;
+    else if (rc == EEB_OK && in && !c->util) {
         char source[256], why[512];
         if ((rc = eeb_xclbin_util(in, &r->util, source, sizeof source, why, sizeof why)))
             eeb_errf(err, errlen, rc, "%s: %s", c->xclbin, why);

@@ -33,6 +33,7 @@ struct eeb_util {
     char family[16];                  /* "ultrascale", "versal", "7series" or "given" */
     char device[64];                  /* the report's "Device" field, or "" */
     char state[32];                   /* its "Design State" ("Routed"), or "" */
+    int state_line;                   /* that field's line; 0 if none */
 };
 
 /* "lut", "ff", "bram", "dsp". */
@@ -46,8 +47,10 @@ const char *eeb_score_util_name(enum eeb_util_kind kind);
  * instead: one whose Black Boxes section lists any (a block design's top
  * synthesized with its IP out of context), one made with -cells, -pblocks
  * or -hierarchical, one made by another command (Vitis's
- * report_accelerator_utilization kernel report), and one whose LUT, FF,
- * BRAM and DSP are all 0.
+ * report_accelerator_utilization kernel report), one of an out-of-context
+ * synthesis ("out_of_context" in its header: one IP), and one whose LUT,
+ * FF, BRAM and DSP are all 0.  A synthesized report is parsed: whether its
+ * figures may give M_u is eeb_score_util_check_implemented's to say.
  */
 int eeb_score_util_parse(const char *text, size_t len, const char *name, struct eeb_util *out,
                          char *err, size_t errlen);
@@ -59,14 +62,41 @@ int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_
  * all 0). */
 int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, size_t errlen);
 
+/*
+ * Whether a report's figures are an implemented design's, which M_u needs:
+ * its Design State one of placement's or routing's ("Fully Placed",
+ * "Routed").  A synthesized design's counts are synthesis estimates, before
+ * optimization and placement have kept or dropped what they do, so
+ * EEB_EFORMAT names the report and the line.  A report without the header
+ * (a copied table, state "") and the spec form are taken as they are.
+ */
+int eeb_score_util_check_implemented(const struct eeb_util *util, const char *name, char *err,
+                                     size_t errlen);
+
 /* A --util argument (REPORT|SPEC): a report file if one exists by that
- * name or the argument has no '=', else a spec.  text, if not NULL,
- * receives what was parsed -- the report's text or the spec (free it). */
+ * name or the argument has no '=', else a spec.  A report must pass
+ * eeb_score_util_check_implemented.  text, if not NULL, receives what was
+ * parsed -- the report's text or the spec (free it). */
 int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char *err,
                        size_t errlen);
 
 /* M_u: the mean of the four fractions. */
 double eeb_score_m_u(const struct eeb_util *util);
+
+/* How far apart two readings of one design's fractions may be, per
+ * resource: an absolute difference of 0.01 (one percentage point). */
+#define EEB_UTIL_AGREE 0.01
+
+/*
+ * Checks that the fractions of given (named given_name: "the report
+ * u.rpt") are those of ref (ref_name: "fx.xclbin's routed figures") within
+ * EEB_UTIL_AGREE each; EEB_EINVAL names the first resource that is not
+ * ("LUT 0.1120 in the report u.rpt, 0.2310 in fx.xclbin's routed figures:
+ * more than 1 % apart").
+ */
+int eeb_score_util_agree(const struct eeb_util *given, const char *given_name,
+                         const struct eeb_util *ref, const char *ref_name, char *err,
+                         size_t errlen);
 
 /* ---- Weights and S ---------------------------------------------------- */
 

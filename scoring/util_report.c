@@ -26,11 +26,16 @@
  * report limited by -cells or -pblocks (read from the header's Command line,
  * or from the pblock table layout), and Vitis's kernel report
  * (report_accelerator_utilization), whose rows count the kernels against
- * the budget the platform leaves them.  A report whose four counts are all
- * 0 is refused too, whatever the reason (one cut before its Black Boxes
- * section).  There is no override: such a report holds no figure to score,
- * and the spec form, recorded as "given", is the way to state figures
- * measured elsewhere.
+ * the budget the platform leaves them, and the report of an out-of-context
+ * synthesis (one IP, "out_of_context" in its header).  A report whose four
+ * counts are all 0 is refused too, whatever the reason (one cut before its
+ * Black Boxes section).  There is no override: such a report holds no
+ * figure to score, and the spec form, recorded as "given", is the way to
+ * state figures measured elsewhere.
+ *
+ * A synthesized whole design's report is parsed (the parser reads what
+ * it holds), but its figures give no M_u: M_u is the implemented design's
+ * (eeb_score_util_check_implemented, which every --util goes through).
  *
  * Sections: row names, table cells, the header and the refusals, the
  * report parser, files and specs.
@@ -366,6 +371,21 @@ static void add_black_box(struct parse *p, const struct cell *ref, int lineno)
         snprintf(p->black_box_names + used, sizeof p->black_box_names - used, ", ...");
 }
 
+/* A header line saying the design was synthesized out of context (Vivado's
+ * -mode out_of_context): the report counts one IP, not the design. */
+static int out_of_context_error(const struct parse *p, const char *line, size_t n, int lineno)
+{
+    static const char ooc[] = "out_of_context";
+    if (!memmem(line, n, ooc, sizeof ooc - 1))
+        return EEB_OK;
+    return eeb_errf(p->err, p->errlen, EEB_EFORMAT,
+                    "%s line %d: the report of an out-of-context synthesis ('%s' in its header): "
+                    "it counts one IP synthesized on its own, not the whole design M_u needs; "
+                    "give the placed or routed report of the whole design instead, e.g. "
+                    "impl_1/%s_utilization_placed.rpt",
+                    p->name, lineno, ooc, top_name(p));
+}
+
 static int black_boxes_error(const struct parse *p)
 {
     char state[160] = "";
@@ -466,12 +486,14 @@ static int read_bar_line(struct parse *p, const char *line, size_t n, int lineno
         header_field(line, n, "Design", p->design, sizeof p->design);
         header_field(line, n, "Device", p->u.device, sizeof p->u.device);
         header_field(line, n, "Design State", p->u.state, sizeof p->u.state);
+        if (p->u.state[0] && !p->u.state_line)
+            p->u.state_line = lineno;
         if (!p->command[0]) {
             header_field(line, n, "Command", p->command, sizeof p->command);
             if (p->command[0])
                 p->command_line = lineno;
         }
-        return EEB_OK;
+        return out_of_context_error(p, line, n, lineno);
     }
     int rc;
     if (!p->header_checked && (rc = check_command(p)))
@@ -587,6 +609,20 @@ static int read_report(const char *path, struct eeb_util *out, char **text, char
     return rc;
 }
 
+int eeb_score_util_check_implemented(const struct eeb_util *util, const char *name, char *err,
+                                     size_t errlen)
+{
+    /* "Fully Placed", "Routed": placement's and routing's states */
+    if (!util->state[0] || strstr(util->state, "Placed") || strstr(util->state, "Routed"))
+        return EEB_OK;
+    return eeb_errf(err, errlen, EEB_EFORMAT,
+                    "%s line %d: Design State '%s', not placed: a synthesized design's counts are "
+                    "synthesis estimates, and M_u is the implemented design's; give the placed or "
+                    "routed report of the whole design (report_utilization after place_design or "
+                    "route_design, e.g. impl_1/TOP_utilization_placed.rpt)",
+                    name, util->state_line, util->state);
+}
+
 int eeb_score_util_load(const char *path, struct eeb_util *out, char *err, size_t errlen)
 {
     return read_report(path, out, NULL, err, errlen);
@@ -600,7 +636,18 @@ int eeb_score_util_arg(const char *arg, struct eeb_util *out, char **text, char 
             return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
         return rc;
     }
-    return read_report(arg, out, text, err, errlen);
+    struct eeb_util u;
+    char *report = NULL;
+    int rc = read_report(arg, &u, &report, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_score_util_check_implemented(&u, arg, err, errlen);
+    if (rc == EEB_OK) {
+        *out = u;
+        if (text)
+            *text = report, report = NULL;
+    }
+    free(report);
+    return rc;
 }
 
 int eeb_score_util_from_spec(const char *spec, struct eeb_util *out, char *err, size_t errlen)

@@ -5,6 +5,7 @@
  */
 #include "eeb_device.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +69,48 @@ const char *eeb_device_names(char *buf, size_t size, const char *last)
     for (int i = 0; devices[i] && used < size; i++) {
         const char *sep = i == 0 ? "" : devices[i + 1] ? ", " : last;
         int n = snprintf(buf + used, size - used, "%s%s", sep, devices[i]->name);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}
+
+const char *eeb_device_part_name(const char *part, char *buf, size_t size)
+{
+    /* the metadata's family:device:package:speed:grade names the device
+     * second; Vivado's device-package-speed-grade, first */
+    const char *s = part, *colon = strchr(part, ':');
+    if (colon)
+        s = colon + 1;
+    size_t n = strcspn(s, colon ? ":" : "-");
+    if (n >= size || n < 3 || tolower((unsigned char)s[0]) != 'x' ||
+        tolower((unsigned char)s[1]) != 'c')
+        n = 0;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)tolower((unsigned char)s[i]);
+    buf[n] = '\0';
+    return buf;
+}
+
+const struct eeb_device *eeb_device_for_part(const char *part)
+{
+    char want[32], have[32];
+    if (!*eeb_device_part_name(part, want, sizeof want))
+        return NULL;
+    for (int i = 0; devices[i]; i++)
+        if (strcmp(eeb_device_part_name(devices[i]->part, have, sizeof have), want) == 0)
+            return devices[i];
+    return NULL;
+}
+
+const char *eeb_device_parts(char *buf, size_t size, const char *last)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; devices[i] && used < size; i++) {
+        char name[32];
+        const char *sep = i == 0 ? "" : devices[i + 1] ? ", " : last;
+        int n = snprintf(buf + used, size - used, "%s%s", sep,
+                         eeb_device_part_name(devices[i]->part, name, sizeof name));
         used += n > 0 ? (size_t)n : 0;
     }
     return buf;

@@ -23,6 +23,22 @@ struct eeb_device {
 /* The board called name, or NULL. */
 const struct eeb_device *eeb_device_find(const char *name);
 
+/*
+ * The board whose FPGA is part, or NULL: part as Vivado names it
+ * ("xczu7ev-ffvc1156-2-e") or as an xclbin's metadata does
+ * ("zynquplus:xczu7ev:ffvc1156:-2:e"), compared by the device alone
+ * (xczu7ev), whatever the package and speed grade.
+ */
+const struct eeb_device *eeb_device_for_part(const char *part);
+
+/* The device alone of part ("xczu7ev"), lower case, into buf; "" if part
+ * names none.  Returns buf. */
+const char *eeb_device_part_name(const char *part, char *buf, size_t size);
+
+/* The parts of the boards eeb knows, as eeb_device_names lists boards:
+ * "xcku115, xczu9eg, xczu7ev or xcu250".  Returns buf. */
+const char *eeb_device_parts(char *buf, size_t size, const char *last);
+
 /* The boards' names for a message, "kcu1500, zcu102, zcu104" and the last
  * after `last` (", " or " or "); returns buf. */
 const char *eeb_device_names(char *buf, size_t size, const char *last);

@@ -8,11 +8,17 @@
  * as embedded XML metadata -- and no bitstream.  A USER_METADATA section
  * carries eeb's own JSON: the design parameters of the PE array and the
  * utilization report (or declared figures) that M_u is scored from.
+ *
+ * An xclbin Vitis built records its own resources in SYSTEM_METADATA:
+ * each compute unit's, after synthesis, placement and routing, and the
+ * platform's available totals.  M_u is taken from those when an xclbin
+ * has them (xclbin_system.c).
  */
 #ifndef EEB_XCLBIN_H
 #define EEB_XCLBIN_H
 
 #include "common/eeb_common.h"
+#include "scoring/eeb_score.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +50,10 @@ struct eeb_xclbin_spec {
      * NULL: the analytical model's resources for the design, its source
      * EEB_XCLBIN_UTIL_MODELED. */
     const char *util, *util_source;
+    /* A SYSTEM_METADATA section's bytes, written as given (eeb reads what
+     * Vitis writes there, and tests write it so); NULL: none. */
+    const char *system_metadata;
+    size_t system_metadata_len;
 };
 
 #define EEB_XCLBIN_UTIL_MODELED "modeled: fpga/model, default buffers"
@@ -109,6 +119,9 @@ struct eeb_xclbin_info {
     struct eeb_xclbin_kernel kernels[EEB_XCLBIN_MAX_KERNELS];
     char *user_metadata; /* USER_METADATA's bytes, NUL-terminated, or NULL */
     size_t user_metadata_len;
+    char *system_metadata; /* SYSTEM_METADATA's bytes, NUL-terminated, or NULL */
+    size_t system_metadata_len;
+    char part[64]; /* the FPGA, EMBEDDED_METADATA's <device fpgaDevice>, or "" */
 };
 
 #define EEB_XCLBIN_MAX_BYTES (1ull << 30)
@@ -134,12 +147,98 @@ const struct eeb_xclbin_kernel *eeb_xclbin_kernel(const struct eeb_xclbin_info *
  * spec), parsed, and where it came from (source).  EEB_EFORMAT if the
  * xclbin has none (one Vitis built): give a report then.
  */
-struct eeb_util;
 int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, char *source,
                     size_t source_len, char *err, size_t errlen);
 
 /* The design eeb embedded, as "k=v,..." for the analytical model (free
  * it); *spec NULL, and EEB_OK, if the xclbin has none. */
 int eeb_xclbin_design(const struct eeb_xclbin_info *info, char **spec, char *err, size_t errlen);
+
+/* ---- SYSTEM_METADATA: the design's own resources ---- */
+
+enum eeb_xclbin_res {
+    EEB_XCLBIN_LUT,
+    EEB_XCLBIN_REG, /* flip-flops: M_u's FF */
+    EEB_XCLBIN_BRAM,
+    EEB_XCLBIN_DSP,
+    EEB_XCLBIN_URAM, /* shown, not in M_u (eeb's M_u is LUT, FF, BRAM, DSP) */
+    EEB_XCLBIN_NRES
+};
+
+/* The implementation step a compute unit's figures were taken after. */
+enum eeb_xclbin_origin {
+    EEB_XCLBIN_ROUTED,
+    EEB_XCLBIN_PLACED, /* "fully_placed" */
+    EEB_XCLBIN_SYNTHESIZED,
+    EEB_XCLBIN_NORIGINS
+};
+
+#define EEB_XCLBIN_MAX_FIGURED_CUS  64          /* compute units with figures */
+#define EEB_XCLBIN_MAX_SYSTEM_BYTES (16u << 20) /* SYSTEM_METADATA's JSON */
+
+struct eeb_xclbin_cu_figures {
+    char name[EEB_XCLBIN_NAME];
+    unsigned origins;                                  /* bit per origin it has figures of */
+    unsigned have[EEB_XCLBIN_NORIGINS];                /* bit per resource given, per origin */
+    double used[EEB_XCLBIN_NORIGINS][EEB_XCLBIN_NRES]; /* 0 where not given */
+};
+
+struct eeb_xclbin_figures {
+    int ncus; /* compute units with actual_resources; 0: the xclbin records none */
+    struct eeb_xclbin_cu_figures cus[EEB_XCLBIN_MAX_FIGURED_CUS];
+    double available[EEB_XCLBIN_NRES]; /* the platform's totals; -1 where it leaves one empty */
+    char part[64];                     /* the platform's FPGA (xsa, else the kernel XML), or "" */
+};
+
+/* "LUT", "REG", "BRAM", "DSP", "URAM"; "routed", "fully_placed", "synthesized". */
+const char *eeb_xclbin_res_name(enum eeb_xclbin_res res);
+const char *eeb_xclbin_origin_name(enum eeb_xclbin_origin origin);
+
+/*
+ * Reads SYSTEM_METADATA's resources (docs/xclbin.md gives the JSON read):
+ * out->ncus 0 if the xclbin has no such section or the section records no
+ * compute unit's resources.  Every count and length is bounded; a section
+ * that is not JSON, or a field eeb reads that has the wrong type or an
+ * impossible value, is EEB_EFORMAT naming the file, the section and the
+ * field ("fx.xclbin: SYSTEM_METADATA: ...compute_units[0].actual_resources[1]
+ * .resources[2].used: 'x12' is not a count").
+ */
+int eeb_xclbin_figures(const struct eeb_xclbin_info *info, const char *name,
+                       struct eeb_xclbin_figures *out, char *err, size_t errlen);
+
+/* What M_u takes from the figures. */
+struct eeb_xclbin_mu {
+    enum eeb_xclbin_origin origin;     /* routed, or fully_placed if any unit has no routed */
+    double used[EEB_XCLBIN_NRES];      /* the compute units' sums */
+    double available[EEB_XCLBIN_NRES]; /* the platform's, FF from the part where it is empty */
+    int ff_from_part;                  /* 1: the FF total is the part's (eeb_device) */
+    struct eeb_util util;              /* the fractions; family "xclbin", device the part */
+    char note[160];                    /* "FF total from the part xczu7ev: the platform leaves it
+                                          empty", or "" */
+};
+
+/*
+ * The utilization the figures give: each unit's routed figures, else its
+ * fully_placed ones, summed, over the platform's totals.  A unit with
+ * synthesized figures only, a resource M_u needs missing, a total over
+ * the platform's, or an empty total the part table cannot fill (only FF
+ * is filled, and only for the parts of fpga/model's boards) is
+ * EEB_EFORMAT, naming the unit or resource.
+ */
+int eeb_xclbin_figures_mu(const struct eeb_xclbin_figures *figures, const char *name,
+                          struct eeb_xclbin_mu *out, char *err, size_t errlen);
+
+/*
+ * M_u from an xclbin's own figures, as eeb run and eeb score take it:
+ * EEB_ENODATA (err empty) if the xclbin records none, so that the caller
+ * falls back to --util or eeb's USER_METADATA; else util and source ("SYSTEM_METADATA: routed
+ * figures of 2 compute units", and the FF note) from the figures, every
+ * error of eeb_xclbin_figures and _mu, and -- if given, a --util the user
+ * gave too, named given_name -- EEB_EINVAL when its fractions and the
+ * xclbin's are more than EEB_UTIL_AGREE apart (eeb_score_util_agree).
+ */
+int eeb_xclbin_m_u(const struct eeb_xclbin_info *info, const char *name,
+                   const struct eeb_util *given, const char *given_name, struct eeb_util *util,
+                   char *source, size_t source_len, char *err, size_t errlen);
 
 #endif

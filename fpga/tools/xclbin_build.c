@@ -3,6 +3,8 @@
  * axlf structs: the header, one section header per section, and the
  * sections, each 8-byte aligned.  What XRT needs to open fx_kernel under
  * its noop shim is there; a bitstream is not, so a real board refuses it.
+ * A SYSTEM_METADATA section is added as given (Vitis's resources JSON, as
+ * a test or a user brings it); eeb makes none up.
  */
 #include "fpga/model/eeb_perf.h"
 #include "eeb_xclbin.h"
@@ -239,7 +241,9 @@ int eeb_xclbin_build(const char *path, const struct eeb_xclbin_spec *spec, char 
     size_t total = 0;
     uint8_t *file = NULL;
     if (meta_text && xml && add_fixed_sections(&b, d.ddr, xml) == 0 &&
-        add_section(&b, USER_METADATA, "eeb", meta_text, strlen(meta_text)) == 0)
+        add_section(&b, USER_METADATA, "eeb", meta_text, strlen(meta_text)) == 0 &&
+        (!spec->system_metadata || add_section(&b, SYSTEM_METADATA, "", spec->system_metadata,
+                                               spec->system_metadata_len) == 0))
         file = lay_out(&b, d.device, &total);
     free(meta_text), free(xml), free(b.data);
     if (!file)

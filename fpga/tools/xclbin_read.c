@@ -1,7 +1,8 @@
 /*
  * xclbin_read.c - walks an xclbin's axlf header and section headers, and
  * reads the sections that describe kernels: MEM_TOPOLOGY, IP_LAYOUT,
- * CONNECTIVITY, EMBEDDED_METADATA (XML, with expat) and USER_METADATA.
+ * CONNECTIVITY, EMBEDDED_METADATA (XML, with expat) and USER_METADATA, and
+ * keeps SYSTEM_METADATA's bytes for xclbin_system.c.
  * Every offset, size and count is checked against the bytes there before
  * it is used: the file may be anyone's.
  */
@@ -245,7 +246,11 @@ static void XMLCALL on_start(void *ctx, const XML_Char *el, const XML_Char **att
 {
     struct xml_state *st = ctx;
     struct eeb_xclbin_info *info = st->r->info;
-    if (strcmp(el, "core") == 0) {
+    if (strcmp(el, "device") == 0 && !info->part[0]) {
+        const char *part = attr(attrs, "fpgaDevice");
+        if (part)
+            snprintf(info->part, sizeof info->part, "%s", part);
+    } else if (strcmp(el, "core") == 0) {
         const char *f = attr(attrs, "clockFreq");
         st->core_clock = f ? strtod(f, NULL) : 0;
     } else if (strcmp(el, "kernel") == 0) {
@@ -350,18 +355,20 @@ static int read_cus(struct reader *r)
     return rc;
 }
 
-static int read_user(struct reader *r)
+/* A JSON section's bytes, copied and NUL-terminated (NULL if the xclbin
+ * has none); the caller parses them. */
+static int copy_section(struct reader *r, uint32_t kind, char **out, size_t *len)
 {
     uint64_t size;
-    const uint8_t *p = section(r, USER_METADATA, &size);
+    const uint8_t *p = section(r, kind, &size);
     if (!p)
         return EEB_OK;
-    r->info->user_metadata = malloc(size + 1);
-    if (!r->info->user_metadata)
+    *out = malloc(size + 1);
+    if (!*out)
         return eeb_errf(r->err, r->errlen, EEB_ENOMEM, "out of memory");
-    memcpy(r->info->user_metadata, p, size);
-    r->info->user_metadata[size] = '\0';
-    r->info->user_metadata_len = size;
+    memcpy(*out, p, size);
+    (*out)[size] = '\0';
+    *len = size;
     return EEB_OK;
 }
 
@@ -381,7 +388,9 @@ int eeb_xclbin_parse(const uint8_t *data, size_t len, const char *name,
     if (rc == EEB_OK)
         rc = read_cus(&r);
     if (rc == EEB_OK)
-        rc = read_user(&r);
+        rc = copy_section(&r, USER_METADATA, &info->user_metadata, &info->user_metadata_len);
+    if (rc == EEB_OK)
+        rc = copy_section(&r, SYSTEM_METADATA, &info->system_metadata, &info->system_metadata_len);
     if (rc) {
         eeb_xclbin_info_free(info);
         return rc;
@@ -406,7 +415,7 @@ int eeb_xclbin_read(const char *path, struct eeb_xclbin_info **out, char *err, s
 void eeb_xclbin_info_free(struct eeb_xclbin_info *info)
 {
     if (info)
-        free(info->user_metadata);
+        free(info->user_metadata), free(info->system_metadata);
     free(info);
 }
 
@@ -432,9 +441,9 @@ int eeb_xclbin_util(const struct eeb_xclbin_info *info, struct eeb_util *util, c
                       "the xclbin carries no utilization eeb wrote (give --util REPORT)");
     else if (strchr(text, '=') && !strchr(text, '\n'))
         rc = eeb_score_util_from_spec(text, util, err, errlen);
-    else
-        rc = eeb_score_util_parse(text, strlen(text), "the xclbin's utilization report", util, err,
-                                  errlen);
+    else if ((rc = eeb_score_util_parse(text, strlen(text), "the xclbin's utilization report", util,
+                                        err, errlen)) == EEB_OK)
+        rc = eeb_score_util_check_implemented(util, "the xclbin's utilization report", err, errlen);
     if (rc == EEB_OK)
         snprintf(source, source_len, "%s", from ? from : "the xclbin");
     json_decref(meta);

@@ -57,3 +57,39 @@ int eeb_xclbin_design(const struct eeb_xclbin_info *info, char **spec, char *err
     *spec = NULL;
     return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
 }
+
+const char *eeb_xclbin_res_name(enum eeb_xclbin_res res)
+{
+    (void)res;
+    return "?";
+}
+
+const char *eeb_xclbin_origin_name(enum eeb_xclbin_origin origin)
+{
+    (void)origin;
+    return "?";
+}
+
+int eeb_xclbin_figures(const struct eeb_xclbin_info *info, const char *name,
+                       struct eeb_xclbin_figures *out, char *err, size_t errlen)
+{
+    (void)info, (void)name;
+    out->ncus = 0;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+int eeb_xclbin_figures_mu(const struct eeb_xclbin_figures *figures, const char *name,
+                          struct eeb_xclbin_mu *out, char *err, size_t errlen)
+{
+    (void)figures, (void)name, (void)out;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}
+
+int eeb_xclbin_m_u(const struct eeb_xclbin_info *info, const char *name,
+                   const struct eeb_util *given, const char *given_name, struct eeb_util *util,
+                   char *source, size_t source_len, char *err, size_t errlen)
+{
+    (void)info, (void)name, (void)given, (void)given_name, (void)util, (void)source,
+        (void)source_len;
+    return eeb_errf(err, errlen, EEB_ENOTSUP, WITHOUT_XRT);
+}

@@ -33,7 +33,7 @@ static const char *build(const char *design, const char *util)
     char err[512];
     snprintf(xclbin, sizeof xclbin, "%s/fx.xclbin", test_tmpdir());
     struct eeb_xclbin_spec spec = {design, util ? util : EEB_XCLBIN_UTIL,
-                                   util ? "given" : EEB_XCLBIN_UTIL_SOURCE};
+                                   util ? "given" : EEB_XCLBIN_UTIL_SOURCE, NULL, 0};
     cr_assert_eq(eeb_xclbin_build(xclbin, &spec, err, sizeof err), EEB_OK, "%s", err);
     return xclbin;
 }
@@ -151,7 +151,7 @@ Test(xclbin, bad_designs_name_the_value_at_fault)
 {
     char err[512];
     snprintf(xclbin, sizeof xclbin, "%s/fx.xclbin", test_tmpdir());
-    struct eeb_xclbin_spec spec = {"device=vu9p", EEB_XCLBIN_UTIL, "declared"};
+    struct eeb_xclbin_spec spec = {"device=vu9p", EEB_XCLBIN_UTIL, "declared", NULL, 0};
     cr_expect_eq(eeb_xclbin_build(xclbin, &spec, err, sizeof err), EEB_EINVAL);
     cr_expect(strstr(err, "device 'vu9p' is not a board eeb knows"), "%s", err);
     spec.design = "ddr=3,device=zcu102";
@@ -380,6 +380,66 @@ Test(xrt, eeb_run_drives_the_xrt_backend_and_scores_m_u_from_the_xclbin, .timeou
              sha);
     cr_expect_eq(test_sql_int(db, query), 1);
     r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+}
+
+/* SYSTEM_METADATA as Vitis writes it: one unit's routed figures on the
+ * ZCU104's platform, which leaves its REG (FF) total empty. */
+static const char zcu104_system[] =
+    "{\"system_diagram_metadata\": {\"xsa\": {\"available_resources\": ["
+    "{\"resource\": \"LUT\", \"available\": \"230400\"}, {\"resource\": \"REG\", "
+    "\"available\": \"\"}, {\"resource\": \"BRAM\", \"available\": \"312\"}, "
+    "{\"resource\": \"DSP\", \"available\": \"1728\"}]}, \"xclbin\": {\"user_regions\": "
+    "[{\"compute_units\": [{\"name\": \"fx_kernel_1\", \"actual_resources\": [{\"origin\": "
+    "\"routed\", \"resources\": [{\"resource\": \"LUT\", \"used\": \"46080\"}, "
+    "{\"resource\": \"REG\", \"used\": \"92160\"}, {\"resource\": \"BRAM\", \"used\": "
+    "\"78\"}, {\"resource\": \"DSP\", \"used\": \"432\"}]}]}]}]}}}";
+
+Test(xrt, eeb_run_takes_m_u_from_the_xclbins_own_resources, .timeout = 120)
+{
+    char err[512];
+    snprintf(xclbin, sizeof xclbin, "%s/fx.xclbin", test_tmpdir());
+    struct eeb_xclbin_spec spec = {"device=zcu104,pes=4,macs=16,ddr=1,mult=dsp2",
+                                   "lut=0.5,ff=0.25,bram=0.75,dsp=0.125", "given", zcu104_system,
+                                   strlen(zcu104_system)};
+    cr_assert_eq(eeb_xclbin_build(xclbin, &spec, err, sizeof err), EEB_OK, "%s", err);
+    noop_shim();
+    struct test_cls_run in = test_cls_run_inputs(test_tmpdir(), 64, 32);
+    /* the FF total is the XCZU7EV's 460,800 (DS891) */
+    double m_u = (46080.0 / 230400 + 92160.0 / 460800 + 78.0 / 312 + 432.0 / 1728) / 4;
+    /* --util given too, with the fractions eeb's USER_METADATA says: refused */
+    struct test_run r = test_eeb((const char *[]){
+        "run",    "--task",   "cls",     "--finetune", in.ft,
+        "--test", in.test,    "--model", in.model,     "--backend",
+        "xrt",    "--xclbin", xclbin,    "--util",     "lut=0.5,ff=0.25,bram=0.75,dsp=0.125",
+        "--db",   in.db,      "--steps", "2",          "-q",
+        NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    char want[600];
+    snprintf(want, sizeof want,
+             "--util: LUT 0.5000 in the given figures lut=0.5,ff=0.25,bram=0.75,dsp=0.125, "
+             "0.2000 in %s's routed figures: more than 1 %% apart",
+             xclbin);
+    assert_has(r.err, want);
+    test_run_free(&r);
+    /* alone: M_u is the figures' */
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--test", in.test,
+                                  "--model", in.model, "--backend", "xrt", "--xclbin", xclbin,
+                                  "--db", in.db, "--steps", "2", "-q", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char line[100];
+    snprintf(line, sizeof line, "M_u    %.4f", m_u);
+    assert_has(r.out, line);
+    test_run_free(&r);
+    char query[600];
+    snprintf(query, sizeof query,
+             "SELECT count(*) FROM runs WHERE config ->> '$.util.source' = '%s (SYSTEM_METADATA: "
+             "routed figures of 1 compute unit; FF total from the part xczu7ev: the platform "
+             "leaves it empty)' AND abs(config ->> '$.util.ff' - 0.2) < 1e-12",
+             xclbin);
+    cr_expect_eq(test_sql_int(in.db, query), 1);
+    r = test_eeb((const char *[]){"check", in.db, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
 }

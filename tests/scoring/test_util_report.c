@@ -203,3 +203,79 @@ Test(util_spec, rejects_bad_specs)
     cr_assert_eq(eeb_score_util_from_spec("lut=0.3x,ff=0,bram=0,dsp=0", &u, err, sizeof err),
                  EEB_EINVAL);
 }
+
+/* ---- fit for M_u: an implemented design's whole report ---- */
+
+Test(util_report, a_synthesized_report_is_parsed_but_gives_no_m_u)
+{
+    const char *path = EEB_TEST_DATA "/util/pynqz2_synth.rpt";
+    struct eeb_util u;
+    char err[512];
+    cr_assert_eq(eeb_score_util_load(path, &u, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect_str_eq(u.state, "Synthesized");
+    cr_expect_eq(u.state_line, 9);
+    cr_expect_eq(eeb_score_util_check_implemented(&u, path, err, sizeof err), EEB_EFORMAT);
+    assert_has(err, "pynqz2_synth.rpt line 9: Design State 'Synthesized', not placed");
+    /* a --util goes through the check */
+    cr_expect_eq(eeb_score_util_arg(path, &u, NULL, err, sizeof err), EEB_EFORMAT);
+    assert_has(err, "line 9: Design State 'Synthesized'");
+    /* placed and routed designs pass, and so does a table without its header */
+    static const char *const fine[] = {"util/zcu102_placed.rpt", "util/kcu1500_routed.rpt",
+                                       "util/vck190_routed.rpt"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+        char *text = test_fixture(fine[i], NULL);
+        u = parse_ok(text, fine[i]);
+        cr_expect_eq(eeb_score_util_check_implemented(&u, fine[i], err, sizeof err), EEB_OK, "%s",
+                     err);
+        free(text);
+    }
+    char *text = test_fixture("util/pynqz2_synth.rpt", NULL);
+    u = parse_ok(strstr(text, "1. Slice Logic\n---"), "table");
+    cr_expect_eq(eeb_score_util_check_implemented(&u, "table", err, sizeof err), EEB_OK, "%s", err);
+    free(text);
+}
+
+Test(util_report, an_out_of_context_synthesis_is_refused)
+{
+    /* an IP synthesized on its own: whatever its state, one IP's counts */
+    expect_broken("util/kcu1500_routed.rpt", "| Design State : Routed",
+                  "| Design State : Routed\n| Synthesis    : synth_design -top fx_ip -mode "
+                  "out_of_context",
+                  "r.rpt line 10: the report of an out-of-context synthesis ('out_of_context' in "
+                  "its header)");
+}
+
+Test(util_report, eeb_score_and_eeb_run_refuse_a_synthesized_or_ooc_report)
+{
+    const char *synth = EEB_TEST_DATA "/util/pynqz2_synth.rpt";
+    struct test_run r = test_eeb((const char *[]){"score", "--task", "cls", "--util", synth,
+                                                  "--time", "1", "--tmax", "2", "--energy", "3",
+                                                  "--pmax", "10", "--metric", "0.5", NULL});
+    cr_expect_eq(r.status, 1);
+    assert_has(r.err, "eeb score: " EEB_TEST_DATA "/util/pynqz2_synth.rpt line 9: Design State "
+                      "'Synthesized', not placed");
+    test_run_free(&r);
+    /* eeb run refuses it before it reads its inputs */
+    char db[300];
+    snprintf(db, sizeof db, "%s/runs.db", test_tmpdir());
+    r = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", "ft.eebd", "--test",
+                                  "t.eebd", "--model", "m.eebm", "--util", synth, "--db", db,
+                                  NULL});
+    cr_expect_eq(r.status, 1);
+    assert_has(r.err, "eeb run: " EEB_TEST_DATA "/util/pynqz2_synth.rpt line 9: Design State "
+                      "'Synthesized', not placed");
+    test_run_free(&r);
+    char path[300];
+    snprintf(path, sizeof path, "%s/ip.rpt", test_tmpdir());
+    char *text = test_fixture("util/zcu102_placed.rpt", NULL);
+    char *ooc =
+        test_replace(text, "| Design State : Fully Placed",
+                     "| Design State : Fully Placed\n| Options      : -mode out_of_context");
+    test_write_file(path, ooc, strlen(ooc));
+    r = test_eeb((const char *[]){"score", "--task", "cls", "--util", path, "--time", "1", "--tmax",
+                                  "2", "--energy", "3", "--pmax", "10", "--metric", "0.5", NULL});
+    cr_expect_eq(r.status, 1);
+    assert_has(r.err, "ip.rpt line 10: the report of an out-of-context synthesis");
+    test_run_free(&r);
+    free(text), free(ooc);
+}
