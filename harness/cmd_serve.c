@@ -31,7 +31,8 @@ static void help(void)
          "                 [--finetune TASK=FILE.eebd ...] [--model TASK=FILE.eebm ...]\n"
          "                 [--stream-allowance S] [--predict-within S]\n"
          "                 [--quota registrations|scored|samples=N ...]\n"
-         "                 [--station TEAM=METER ...]\n"
+         "                 [--station TEAM=METER ...] [--max-connections N]\n"
+         "                 [--max-per-ip N] [--connection-timeout S] [--max-samples N]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
          "       eeb serve admin station-key -o FILE\n"
@@ -93,6 +94,13 @@ static void help(void)
          "bodies over --max-body are refused (413) before they are read; a team past its\n"
          "rate limit or a quota gets 429.  Only an official run is judged on the secret\n"
          "test set; any other run is a rehearsal, judged on the practice set.\n"
+         "\n"
+         "The database (the predictions it stores hold every test label), the test sets\n"
+         "and the station keys must be readable by their owner alone: the server refuses\n"
+         "to start on one its group or others may read, naming it (chmod 600 FILE mends\n"
+         "it). The files it makes itself (the database and its -wal and -shm, the test\n"
+         "inputs it serves, DB.TASK-inputs.eebd, the run pages it keeps) are mode 0600\n"
+         "whatever the umask.\n"
          "\n"
          "admin add-team makes a team and prints its token: it is shown once and stored\n"
          "only as its SHA-256.\n"
@@ -173,6 +181,19 @@ static void help(void)
          "                     registered, default 100), scored (runs scored, default 30),\n"
          "                     samples (power samples stored, default 20000000); -1 for no\n"
          "                     limit; past one, 429 naming it (repeat per quota)\n"
+         "  --max-connections N\n"
+         "                     connections open at once, from every address (default\n"
+         "                     1000); the limit of open files is raised to fit, or the\n"
+         "                     server says it cannot start\n"
+         "  --max-per-ip N     connections open at once from one address (default 32);\n"
+         "                     more are closed as they come. This is the defence against\n"
+         "                     one client holding slow connections (a header line every\n"
+         "                     few seconds), which no timeout bounds\n"
+         "  --connection-timeout S\n"
+         "                     a connection idle S seconds is closed (default 15); every\n"
+         "                     byte received starts it again (libmicrohttpd's)\n"
+         "  --max-samples N    power samples a run may store (default 2000000, 200 s at\n"
+         "                     10 kHz); links past it are refused, 413 naming samples\n"
          "\n"
          "admin open-round's options:\n"
          "  --runs N           an entry's official runs, 1..25 (default 5)\n"
@@ -375,6 +396,10 @@ enum {
     O_PRACTICE,
     O_PREDICT_WITHIN,
     O_QUOTA,
+    O_MAX_CONNECTIONS,
+    O_MAX_PER_IP,
+    O_CONNECTION_TIMEOUT,
+    O_MAX_SAMPLES,
     O_N,
     O_RUNS,
     O_AGGREGATE,
@@ -408,6 +433,10 @@ static const struct serve_option {
     {{"practice", 1, 0, O_PRACTICE}, V(SERVE)},
     {{"predict-within", 1, 0, O_PREDICT_WITHIN}, V(SERVE)},
     {{"quota", 1, 0, O_QUOTA}, V(SERVE)},
+    {{"max-connections", 1, 0, O_MAX_CONNECTIONS}, V(SERVE)},
+    {{"max-per-ip", 1, 0, O_MAX_PER_IP}, V(SERVE)},
+    {{"connection-timeout", 1, 0, O_CONNECTION_TIMEOUT}, V(SERVE)},
+    {{"max-samples", 1, 0, O_MAX_SAMPLES}, V(SERVE)},
     {{"out", 1, 0, 'o'}, V(MAKE_TEST) | V(STATION_KEY)},
     {{"n", 1, 0, O_N}, V(MAKE_TEST)},
     {{"runs", 1, 0, O_RUNS}, V(OPEN_ROUND)},
@@ -492,6 +521,8 @@ int eeb_cmd_serve(int argc, char **argv)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     double port = cfg.port, threads = cfg.threads, max_body = (double)cfg.max_body, n = 0;
+    double connections = cfg.max_connections, per_ip = cfg.max_per_ip,
+           timeout = cfg.connection_timeout_s, samples = (double)cfg.max_samples;
     const char *out = NULL;    /* admin make-test's and station-key's */
     const char *reason = NULL; /* the organizer's acts' */
     struct round_options round;
@@ -524,6 +555,16 @@ int eeb_cmd_serve(int argc, char **argv)
             rc = eeb_cli_number(cmd, "--predict-within", optarg, &cfg.predict_within_s);
             if (rc == 0 && !(cfg.predict_within_s > 0))
                 rc = eeb_cli_usage_error(cmd, "--predict-within must be a positive number");
+            break;
+        case O_MAX_CONNECTIONS:
+            rc = eeb_cli_count(cmd, "--max-connections", optarg, 1, 1e6, &connections);
+            break;
+        case O_MAX_PER_IP: rc = eeb_cli_count(cmd, "--max-per-ip", optarg, 1, 1e6, &per_ip); break;
+        case O_CONNECTION_TIMEOUT:
+            rc = eeb_cli_count(cmd, "--connection-timeout", optarg, 1, 3600, &timeout);
+            break;
+        case O_MAX_SAMPLES:
+            rc = eeb_cli_count(cmd, "--max-samples", optarg, 1, 1e12, &samples);
             break;
         case O_STREAM:
             rc = eeb_cli_number(cmd, "--stream-allowance", optarg, &cfg.stream_allowance_s);
@@ -582,6 +623,13 @@ int eeb_cmd_serve(int argc, char **argv)
     default: break;
     }
     cfg.port = (int)port, cfg.threads = (int)threads, cfg.max_body = (size_t)max_body;
+    cfg.max_connections = (unsigned)connections, cfg.max_per_ip = (unsigned)per_ip;
+    cfg.connection_timeout_s = (unsigned)timeout, cfg.max_samples = (uint64_t)samples;
+    if (cfg.max_connections < (unsigned)cfg.threads)
+        return eeb_cli_usage_error(cmd,
+                                   "--max-connections %u is fewer than --threads %d: each "
+                                   "thread of the pool takes its share",
+                                   cfg.max_connections, cfg.threads);
     cfg.log = stderr; /* what it did, a line an act: never a token */
     /* the pool's threads inherit the blocked signals; this one waits for them */
     sigset_t stop;
@@ -595,6 +643,10 @@ int eeb_cmd_serve(int argc, char **argv)
         return eeb_cli_error(cmd, "%s", err);
     printf("eeb serve: listening on http://%s:%d/ (database %s, %d threads)\n", cfg.bind,
            eeb_server_port(s), cfg.db, cfg.threads);
+    printf("eeb serve: at most %u connections, %u from one address, closed after %u s idle; "
+           "%llu power samples a run\n",
+           cfg.max_connections, cfg.max_per_ip, cfg.connection_timeout_s,
+           (unsigned long long)cfg.max_samples);
     say_holdings(&cfg);
     fflush(stdout);
     int sig;

@@ -156,8 +156,12 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
 /* ---- the report ---- */
 
 /* Writes run's self-contained HTML report (inline SVG, no external
- * assets) to html_path, atomically. */
+ * assets) to html_path, atomically.  Its plots draw at most two points a
+ * pixel column (a column's lowest and highest), however many samples. */
 int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
                    size_t errlen);
+/* The same report written to out (the caller's: an open_memstream, or a
+ * file it made with the mode it wants). */
+int eeb_run_report_write(const char *db_path, int64_t run, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -20,13 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUCKETS  1000 /* the trace keeps each bucket's lowest and highest reading */
 #define PLOT_W   960
 #define PLOT_H   300
 #define MARGIN_L 60
 #define MARGIN_R 60
 #define MARGIN_T 20
 #define MARGIN_B 40
+/* the plot area's pixel columns: a series is drawn with at most two
+ * points in each (columns_add) */
+#define PLOT_COLUMNS (PLOT_W - MARGIN_L - MARGIN_R)
 
 /* T_max is drawn when it falls within this many times the run's length;
  * further out it would squeeze the run into the plot's left edge, and the
@@ -57,15 +59,72 @@ static int push(struct series *s, double t, double v)
     return 0;
 }
 
+/* ---- downsampling ----
+ *
+ * A series is drawn with at most two points in each pixel column of the
+ * plot: the column's lowest and highest value, in the order they came.  A
+ * peak one sample wide still shows at its height, and a trace of millions
+ * of samples is at most 2 x PLOT_COLUMNS points (the server draws a live
+ * run's page each second). */
+struct columns {
+    double x_hi; /* the time axis's end: columns span [0, x_hi] */
+    struct column {
+        double lo, hi, t_lo, t_hi;
+        int used;
+    } c[PLOT_COLUMNS];
+};
+
+/* The value v at time t taken into its column. */
+static void columns_add(struct columns *c, double t, double v)
+{
+    double at = c->x_hi > 0 ? t / c->x_hi * PLOT_COLUMNS : 0;
+    int k = at >= PLOT_COLUMNS ? PLOT_COLUMNS - 1 : at > 0 ? (int)at : 0;
+    struct column *col = &c->c[k];
+    if (!col->used || v < col->lo)
+        col->lo = v, col->t_lo = t;
+    if (!col->used || v > col->hi)
+        col->hi = v, col->t_hi = t;
+    col->used = 1;
+}
+
+/* The columns as a series to draw: each column's points in time order, one
+ * where its lowest and highest are the same point.  -1 out of memory. */
+static int columns_series(const struct columns *c, struct series *out)
+{
+    for (int k = 0; k < PLOT_COLUMNS; k++) {
+        const struct column *col = &c->c[k];
+        if (!col->used)
+            continue;
+        int lo_first = col->t_lo <= col->t_hi;
+        if (push(out, lo_first ? col->t_lo : col->t_hi, lo_first ? col->lo : col->hi))
+            return -1;
+        if ((col->t_lo != col->t_hi || col->lo != col->hi) &&
+            push(out, lo_first ? col->t_hi : col->t_lo, lo_first ? col->hi : col->lo))
+            return -1;
+    }
+    return 0;
+}
+
+/* A series drawn over [0, x_hi], downsampled into out: -1 out of memory. */
+static int downsample(const struct series *in, double x_hi, struct series *out)
+{
+    struct columns *c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    c->x_hi = x_hi;
+    for (size_t i = 0; i < in->n; i++)
+        columns_add(c, in->p[i].t, in->p[i].v);
+    int rc = columns_series(c, out);
+    free(c);
+    return rc;
+}
+
 struct trace {
-    int pass;       /* 0: the span, 1: the buckets */
+    int pass;       /* 0: the span, 1: the columns */
     int64_t t0, t1; /* first and last sample */
     uint64_t n;
     double peak;
-    struct bucket {
-        double lo, hi, t_lo, t_hi;
-        int used;
-    } b[BUCKETS];
+    struct columns cols; /* pass 1: on the time axis, which needs the span */
 };
 
 static int trace_sample(void *arg, const char *source, const struct eeb_sample *s)
@@ -79,15 +138,7 @@ static int trace_sample(void *arg, const char *source, const struct eeb_sample *
         tr->peak = fmax(tr->peak, s->watts);
         return 0;
     }
-    double span = (double)(tr->t1 - tr->t0);
-    int k = span > 0 ? (int)((double)(s->t_mono_ns - tr->t0) / span * (BUCKETS - 1)) : 0;
-    double t = (double)(s->t_mono_ns - tr->t0) / 1e9;
-    struct bucket *b = &tr->b[k];
-    if (!b->used || s->watts < b->lo)
-        b->lo = s->watts, b->t_lo = t;
-    if (!b->used || s->watts > b->hi)
-        b->hi = s->watts, b->t_hi = t;
-    b->used = 1;
+    columns_add(&tr->cols, (double)(s->t_mono_ns - tr->t0) / 1e9, s->watts);
     return 0;
 }
 
@@ -447,7 +498,7 @@ static void power_plot(FILE *f, const struct trace *tr, const struct timeline *t
     draw_labels(f, &l);
     fputs("</svg>\n<ul class=\"legend\" id=\"power-legend\">\n", f);
     line_legend(f, "trace-legend", "#1f77b4",
-                "power (each time bucket's lowest and highest reading)");
+                "power (each pixel column's lowest and highest reading)");
     stage_legend(f, &stages[0], "fine-tune (metered)");
     stage_legend(f, &stages[1], "test");
     if (!isnan(p_max)) {
@@ -482,9 +533,15 @@ static void training_plot(FILE *f, const struct timeline *tl, const struct time_
     const struct stage ft = {"training-finetune", "fine-tune", "#cfe3f5", tl->ft_begin, tl->ft_end};
     frame(f, &a, "training-plot", "Loss and training metric", "loss");
     band(f, &a, &l, &ft, ta->end);
-    polyline(f, &a, &tl->loss, "loss-curve", "#9467bd", 1);
+    /* a step's loss each: a long run's are downsampled as its power is
+     * (out of memory, drawn whole) */
+    struct series loss = {0}, metric = {0};
+    int whole =
+        downsample(&tl->loss, ta->x_hi, &loss) || downsample(&tl->metric, ta->x_hi, &metric);
+    polyline(f, &a, whole ? &tl->loss : &loss, "loss-curve", "#9467bd", 1);
     /* the metric, in [0, 1], on its own axis at the right */
-    polyline(f, &a, &tl->metric, "metric-curve", "#2ca02c", a.y_hi);
+    polyline(f, &a, whole ? &tl->metric : &metric, "metric-curve", "#2ca02c", a.y_hi);
+    free(loss.p), free(metric.p);
     draw_labels(f, &l);
     for (int k = 0; k <= 4; k++)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#2ca02c\">%.2f</text>\n",
@@ -697,7 +754,8 @@ static void config_section(FILE *f, const char *config)
 }
 
 static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
-                 const struct trace *tr, const struct timeline *tl, const struct series *watts)
+                 const struct trace *tr, const struct timeline *tl, const struct time_axis *ta,
+                 const struct series *watts)
 {
     const char *verdict = eeb_run_verdict(o, 1);
     struct eeb_config_record cfg;
@@ -753,13 +811,12 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
                 fixed(a, (double)(tr->t1 - tr->t0) / 1e9, 1), fixed(b, tr->peak, 3));
     else
         fputs("<p>No power samples were committed.</p>\n", f);
-    struct time_axis ta = time_axis(tr, tl, run->t_max_s, o->modeled_clock);
-    power_plot(f, tr, tl, watts, &ta, run->t_max_s, run->p_max_w);
+    power_plot(f, tr, tl, watts, ta, run->t_max_s, run->p_max_w);
     fputs("<h2>Training</h2>\n<p>The training loss (purple, the mean since the previous point) "
           "and the training metric at each epoch's end (green, right axis: top-1 accuracy, or "
           "for detection the object cells' class accuracy).</p>\n",
           f);
-    training_plot(f, tl, &ta);
+    training_plot(f, tl, ta);
     /* after the plots, which are read right after the score (and must fit
      * a screen with it) */
     report_sut_section(f, &tl->sut, &cfg, run->backend);
@@ -770,8 +827,7 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     fputs(").</p>\n</body></html>\n", f);
 }
 
-int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
-                   size_t errlen)
+int eeb_run_report_write(const char *db_path, int64_t run, FILE *out, char *err, size_t errlen)
 {
     struct eeb_run_outcome o;
     int rc = eeb_run_check(db_path, run, NULL, &o, err, errlen);
@@ -789,7 +845,6 @@ int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char
                           .last = NAN,
                           .events = json_array()};
     struct series watts = {0};
-    struct eeb_atomic_file af = {0};
     if (!tr || !tl.events) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
         goto out;
@@ -798,39 +853,43 @@ int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char
         (rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, trace_sample, tr, err,
                                      errlen)))
         goto out;
-    tr->pass = 1;
-    if (tr->n && (rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, trace_sample, tr,
-                                              err, errlen)))
-        goto out;
     /* times count from the first sample; without samples, from the first
      * event (the same monotonic clock: never the UTC of the run's creation) */
     tl.have_t0 = tr->n > 0, tl.t0 = tr->t0;
     if ((rc = eeb_rundb_events_each(db, row.id, timeline_event, &tl, err, errlen)))
         goto out;
-    for (int k = 0; k < BUCKETS; k++) {
-        if (!tr->b[k].used)
-            continue;
-        int lo_first = tr->b[k].t_lo <= tr->b[k].t_hi;
-        if (push(&watts, lo_first ? tr->b[k].t_lo : tr->b[k].t_hi,
-                 lo_first ? tr->b[k].lo : tr->b[k].hi) ||
-            push(&watts, lo_first ? tr->b[k].t_hi : tr->b[k].t_lo,
-                 lo_first ? tr->b[k].hi : tr->b[k].lo)) {
-            rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
-            goto out;
-        }
-    }
-    if ((rc = eeb_atomic_open(&af, html_path, err, errlen)))
+    /* the axis from the span and the events; then the samples into its
+     * pixel columns */
+    struct time_axis ta = time_axis(tr, &tl, row.t_max_s, o.modeled_clock);
+    tr->pass = 1, tr->cols.x_hi = ta.x_hi;
+    if (tr->n && (rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, trace_sample, tr,
+                                              err, errlen)))
         goto out;
-    page(af.f, &row, &o, tr, &tl, &watts);
-    rc = eeb_atomic_commit(&af, err, errlen);
+    if (columns_series(&tr->cols, &watts)) {
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
+        goto out;
+    }
+    page(out, &row, &o, tr, &tl, &ta, &watts);
+    if (ferror(out))
+        rc = eeb_errf(err, errlen, EEB_EIO, "report: write failed");
 out:
-    if (rc)
-        eeb_atomic_abort(&af);
     free(watts.p), free(tl.loss.p), free(tl.metric.p);
     json_decref(tl.events);
     report_sut_free(&tl.sut);
     free(tr);
     eeb_rundb_run_row_free(&row);
     eeb_rundb_close(db);
+    return rc;
+}
+
+int eeb_run_report(const char *db_path, int64_t run, const char *html_path, char *err,
+                   size_t errlen)
+{
+    struct eeb_atomic_file af;
+    int rc = eeb_atomic_open(&af, html_path, err, errlen);
+    if (rc == EEB_OK && (rc = eeb_run_report_write(db_path, run, af.f, err, errlen)) == EEB_OK)
+        rc = eeb_atomic_commit(&af, err, errlen);
+    if (rc)
+        eeb_atomic_abort(&af);
     return rc;
 }

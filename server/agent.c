@@ -77,7 +77,9 @@ int eeb_srv_agents_load(struct eeb_server *s, char *err, size_t errlen)
         if (strncmp(uri, AGENT_URI, strlen(AGENT_URI)) != 0)
             continue;
         char key[EEB_TOKEN_HEX];
-        int rc = eeb_server_station_key_read(uri + strlen(AGENT_URI), key, err, errlen);
+        int rc = eeb_srv_file_private(uri + strlen(AGENT_URI), "station key", err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_server_station_key_read(uri + strlen(AGENT_URI), key, err, errlen);
         if (rc)
             return rc;
         eeb_sha256(key, strlen(key), s->agents[i].key_sha256);

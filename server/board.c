@@ -4,8 +4,9 @@
  * asked) and device; as an HTML page with a table per task that sorts by
  * any column; and a page per run, the run report `eeb report` writes
  * (power trace SVG, verdict, configuration) made from the server's record
- * of it: kept once the run is scored, and while it runs made anew as its
- * chain arrives, refreshing itself.
+ * of it: kept once the run is scored (a file of mode 0600), and while it
+ * runs made anew as its chain arrives, at most once a second, refreshing
+ * itself.
  */
 #include "server_int.h"
 
@@ -13,10 +14,14 @@
 #include "record/eeb_record.h"
 #include "tasks/eeb_task_ops.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int eeb_srv_query_filter(struct eeb_srv_call *k, int need_task, int *task, const char **provenance,
@@ -131,6 +136,8 @@ void eeb_srv_board_cache_free(struct eeb_server *s)
 {
     for (size_t i = 0; i < sizeof s->board_cache / sizeof *s->board_cache; i++)
         free(s->board_cache[i].body);
+    for (size_t i = 0; i < EEB_SRV_LIVE_PAGES; i++)
+        free(s->live[i].report);
 }
 
 /* The organizer acts on the database from another process (eeb serve
@@ -410,25 +417,132 @@ enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k)
 
 /* ---- a run's page ---- */
 
-/* GET /runs/{id}: the report of a scored run, made once and kept beside
- * the database (a scored run does not change). */
+/* A live run's report is made from every sample it has sent (the judge
+ * and the plot read them all: 0.2 s of a core at 200,000): made at most
+ * once a second per run, and kept while nothing more of the run arrives,
+ * so that anonymous readers cost the server no more as they grow. */
+#define LIVE_EVERY_NS   1000000000
+#define LIVE_WAIT_MAX_S 30 /* for another thread making a run's first page */
+
+/* The slot of run, or one taken for it (a free one, else the least
+ * recently served not being made), or NULL if each is being made.
+ * s->live_lock held. */
+static struct eeb_srv_live_page *live_slot(struct eeb_server *s, int64_t run)
+{
+    struct eeb_srv_live_page *oldest = NULL;
+    for (size_t i = 0; i < EEB_SRV_LIVE_PAGES; i++)
+        if (s->live[i].run == run)
+            return &s->live[i];
+    for (size_t i = 0; i < EEB_SRV_LIVE_PAGES; i++)
+        if (!s->live[i].making && (!oldest || s->live[i].used_ns < oldest->used_ns))
+            oldest = &s->live[i];
+    if (oldest) {
+        free(oldest->report);
+        *oldest = (struct eeb_srv_live_page){.run = run};
+    }
+    return oldest;
+}
+
+/* A copy of p's report into *out: EEB_ENODATA if none could be made of
+ * what it was made from.  s->live_lock held. */
+static int live_copy(struct eeb_srv_live_page *p, char **out, size_t *len, char *err, size_t errlen)
+{
+    p->used_ns = eeb_mono_ns();
+    if (!p->report)
+        return eeb_errf(err, errlen, EEB_ENODATA, "run %lld: no report of what has arrived",
+                        (long long)p->run);
+    if (!(*out = malloc(p->len)))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    memcpy(*out, p->report, p->len);
+    *len = p->len;
+    return EEB_OK;
+}
+
+/* Run r's report into out, made now. */
+static int make_report(struct eeb_srv_call *k, const struct eeb_srv_run *r, char **out, size_t *len,
+                       char *err, size_t errlen)
+{
+    FILE *m = open_memstream(out, len);
+    if (!m)
+        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    int rc = eeb_run_report_write(eeb_srv_store_path(k->s->store), r->id, m, err, errlen);
+    if (fclose(m) != 0 && rc == EEB_OK)
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    if (rc)
+        free(*out), *out = NULL;
+    return rc;
+}
+
+/* Live run r's report (malloc'd into *out): the one kept if nothing has
+ * arrived of it since, or it is less than a second old, or another thread
+ * is making it anew; else made now and kept.  A report that could not be
+ * made is kept so too (EEB_ENODATA): trying again costs what making it
+ * does. */
+static int live_report(struct eeb_srv_call *k, const struct eeb_srv_run *r, char **out, size_t *len,
+                       char *err, size_t errlen)
+{
+    struct eeb_server *s = k->s;
+    int64_t predictions = 0, give_up_ns = eeb_mono_ns() + (int64_t)LIVE_WAIT_MAX_S * 1000000000;
+    int rc = eeb_srv_store_run_predictions_count(s->store, r->id, &predictions, err, errlen);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&s->live_lock);
+    struct eeb_srv_live_page *p;
+    while ((p = live_slot(s, r->id))) {
+        int64_t now = eeb_mono_ns();
+        int same = p->links == r->links && p->predictions == predictions &&
+                   strcmp(p->state, r->state) == 0;
+        if (p->made_ns && (same || p->making || now - p->made_ns < LIVE_EVERY_NS)) {
+            rc = live_copy(p, out, len, err, errlen);
+            pthread_mutex_unlock(&s->live_lock);
+            return rc;
+        }
+        if (!p->making)
+            break;
+        /* its first page is being made: wait for it rather than make it too */
+        struct timespec until = {.tv_sec = give_up_ns / 1000000000,
+                                 .tv_nsec = give_up_ns % 1000000000};
+        if (pthread_cond_timedwait(&s->live_made, &s->live_lock, &until) == ETIMEDOUT) {
+            p = NULL; /* made here, not kept */
+            break;
+        }
+    }
+    if (p)
+        p->making = 1;
+    pthread_mutex_unlock(&s->live_lock);
+
+    rc = make_report(k, r, out, len, err, errlen);
+
+    pthread_mutex_lock(&s->live_lock);
+    if (p) { /* not replaced while making */
+        char *kept = rc == EEB_OK ? malloc(*len) : NULL;
+        if (rc == EEB_OK && !kept) {
+            p->making = 0; /* not kept: made again by the next reader */
+        } else {
+            if (kept)
+                memcpy(kept, *out, *len);
+            free(p->report);
+            p->report = kept, p->len = kept ? *len : 0;
+            p->links = r->links, p->predictions = predictions;
+            snprintf(p->state, sizeof p->state, "%s", r->state);
+            p->made_ns = p->used_ns = eeb_mono_ns(); /* the second counts from its end */
+            p->making = 0;
+        }
+        pthread_cond_broadcast(&s->live_made);
+    }
+    pthread_mutex_unlock(&s->live_lock);
+    return rc;
+}
+
 /* The report as received so far, with a line saying how the run is going
- * and a refresh every 2 s: the run's page while it runs.  Made anew each
- * time, never kept. */
+ * and a refresh every 2 s: the run's page while it runs. */
 static enum MHD_Result live_page(struct eeb_srv_call *k, const struct eeb_srv_run *r)
 {
-    const char *db = eeb_srv_store_path(k->s->store);
-    char path[4200], err[512], line[512], ago[64] = "";
+    char err[512], line[512], ago[64] = "";
     char *report = NULL;
     size_t len = 0;
-    snprintf(path, sizeof path, "%s.live-XXXXXX", db);
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return eeb_srv_call_fail(k, 500, NULL, "no room for the run's live page");
-    close(fd);
-    int made = r->links && eeb_run_report(db, r->id, path, err, sizeof err) == EEB_OK &&
-               eeb_read_file(path, 64u << 20, &report, &len, err, sizeof err) == EEB_OK;
-    unlink(path);
+    /* a report that cannot be made (no origin yet) leaves the line alone */
+    int made = r->links && live_report(k, r, &report, &len, err, sizeof err) == EEB_OK;
     if (r->last_link_utc_ns)
         snprintf(ago, sizeof ago, ", the last %.1f s ago",
                  (double)(eeb_utc_ns() - r->last_link_utc_ns) / 1e9);
@@ -437,12 +551,12 @@ static enum MHD_Result live_page(struct eeb_srv_call *k, const struct eeb_srv_ru
              "chain received%s. This page refreshes every 2 s.</p>",
              (long long)r->id, r->team_name, r->state, (long long)r->links, ago);
     /* the line and the refresh after the report's <body> and <head> */
-    const char *head = made ? strstr(report, "<head>") : NULL;
-    const char *body = head ? strstr(head, "<body>") : NULL;
+    const char *head = made ? memmem(report, len, "<head>", 6) : NULL;
+    const char *body = head ? memmem(head, len - (size_t)(head - report), "<body>", 6) : NULL;
     char *page = NULL;
-    int n = body ? asprintf(&page, "%.*s<meta http-equiv=\"refresh\" content=\"2\">%.*s%s%s",
+    int n = body ? asprintf(&page, "%.*s<meta http-equiv=\"refresh\" content=\"2\">%.*s%s%.*s",
                             (int)(head + 6 - report), report, (int)(body + 6 - (head + 6)),
-                            head + 6, line, body + 6)
+                            head + 6, line, (int)(len - (size_t)(body + 6 - report)), body + 6)
                  : asprintf(&page,
                             "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><meta "
                             "http-equiv=\"refresh\" content=\"2\"><title>run %lld</title></head>"
@@ -456,6 +570,38 @@ static enum MHD_Result live_page(struct eeb_srv_call *k, const struct eeb_srv_ru
     return sent;
 }
 
+/* Scored run id's report kept at path, made mode 0600 whatever the umask
+ * (it lies beside the database): written to a temporary of that mode
+ * (mkstemp's), then renamed, so the page is never there half written. */
+static int keep_report(struct eeb_srv_call *k, const char *path, char *err, size_t errlen)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%.64s...: path too long", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return eeb_errf(err, errlen, EEB_EIO, "%s: %s", tmp, strerror(errno));
+    FILE *f = fchmod(fd, 0600) == 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return rc;
+    }
+    int rc = eeb_run_report_write(eeb_srv_store_path(k->s->store), k->id, f, err, errlen);
+    if (rc == EEB_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 && rc == EEB_OK)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", tmp, strerror(errno));
+    if (rc == EEB_OK && rename(tmp, path) != 0)
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+/* GET /runs/{id}: a scored run's report, made once and kept beside the
+ * database (a scored run does not change); a live run's, as it arrives. */
 enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
 {
     char err[512], msg[96];
@@ -476,8 +622,7 @@ enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k)
     char path[4096];
     snprintf(path, sizeof path, "%s.run-%lld.html", eeb_srv_store_path(k->s->store),
              (long long)k->id);
-    if (access(path, F_OK) != 0 &&
-        eeb_run_report(eeb_srv_store_path(k->s->store), k->id, path, err, sizeof err))
+    if (access(path, F_OK) != 0 && keep_report(k, path, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
     return eeb_srv_call_file(k, "text/html; charset=utf-8", path);
 }

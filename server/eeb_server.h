@@ -96,7 +96,7 @@ int eeb_server_list_audit(const char *db, FILE *out, char *err, size_t errlen);
 #define EEB_SERVER_STATIONS 16
 
 struct eeb_server_config {
-    const char *db;                /* the server's database (created if missing) */
+    const char *db;                /* the server's database (created if missing, mode 0600) */
     const char *bind;              /* an IPv4 address (default 127.0.0.1) */
     int port;                      /* 0: any free port (eeb_server_port says which) */
     int threads;                   /* the pool (default 2) */
@@ -148,6 +148,15 @@ struct eeb_server_config {
     /* What the server did, a line an act (runs registered or refused,
      * completed, scored; stations heard): NULL, none.  Never a token. */
     FILE *log;
+    /* Availability: libmicrohttpd's own limits, and the room a run takes. */
+    unsigned max_connections;      /* open at once, from every address (default 1000) */
+    unsigned max_per_ip;           /* open at once from one address (default 32): the defence
+                                    * against one client's slow connections, since ... */
+    unsigned connection_timeout_s; /* ... the timeout (default 15 s) closes a connection
+                                    * only after that long without a byte: libmicrohttpd
+                                    * restarts it at each, so it bounds no slow header */
+    uint64_t max_samples;          /* power samples a run may store (default 2,000,000): links
+                                    * past it are refused (413 naming samples) */
 };
 
 void eeb_server_config_default(struct eeb_server_config *c);
@@ -163,7 +172,12 @@ int eeb_server_station_key_read(const char *path, char key[EEB_TOKEN_HEX], char 
 
 struct eeb_server;
 
-/* Opens the database and starts serving on the pool's threads. */
+/* Opens the database and starts serving on the pool's threads.  The
+ * database (its -wal and -shm), each test set and each station key must be
+ * readable by their owner alone: one that its group or others may read or
+ * change is refused, naming it, its mode and the chmod that mends it.  The
+ * files the server makes (the database, the test inputs it serves, the run
+ * pages it keeps) are made mode 0600, whatever the umask. */
 int eeb_server_start(const struct eeb_server_config *c, struct eeb_server **out, char *err,
                      size_t errlen);
 

@@ -3,8 +3,10 @@
  * bodies gathered up to a cap (413 past it, before reading more), a route
  * table saying who may call each route, bearer tokens, a per-team rate
  * limit, JSON errors that name the field at fault, and counters for
- * /metrics.  Answers are JSON except /metrics (Prometheus text) and the
- * pages (HTML, board.c).
+ * /metrics; libmicrohttpd's own limits (connections at once, from one
+ * address, idle time), and the secrets it starts on checked (files.c).
+ * Answers are JSON except /metrics (Prometheus text) and the pages (HTML,
+ * board.c).
  */
 #include "server_int.h"
 
@@ -14,6 +16,7 @@
 #include "scoring/eeb_score.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -25,6 +28,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +66,13 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .predict_within_s = 900,
                                     .quota = {100, 30, 20000000},
                                     .meter_rate_hz = 10,
-                                    .station_clock_window_s = 60};
+                                    .station_clock_window_s = 60,
+                                    .max_connections = 1000,
+                                    .max_per_ip = 32,
+                                    .connection_timeout_s = 15,
+                                    /* 200 s at 10 kHz, eeb run's highest rate: a run of
+                                     * T_max 30 s with its deploy and test stages */
+                                    .max_samples = 2000000};
 }
 
 /* ---- the log ---- */
@@ -472,8 +482,12 @@ static void free_sets(struct eeb_srv_testset **sets)
 }
 
 /* Each test set given (practice: the practice sets): its truth held, its
- * inputs copied without it to <db>.<task>-inputs.eebd (-practice.eebd);
- * the secret sets' items named by the server's key. */
+ * inputs copied without it to <db>.<task>-inputs.eebd (-practice.eebd),
+ * mode 0600; the secret sets' items named by the server's key.  A secret
+ * set must be its owner's alone (a practice set's labels are public).
+ * The shard writer makes its file as the umask says, so the umask is
+ * narrowed around it; before the pool starts, when eeb serve has no other
+ * thread whose files it could narrow. */
 static int load_sets(struct eeb_server *s, int practice, char *err, size_t errlen)
 {
     const char *const *paths = practice ? s->cfg.practice : s->cfg.test;
@@ -483,6 +497,8 @@ static int load_sets(struct eeb_server *s, int practice, char *err, size_t errle
     for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
         if (!paths[t])
             continue;
+        if (!practice && (rc = eeb_srv_file_private(paths[t], "test set", err, errlen)))
+            break;
         char *inputs = NULL;
         if (asprintf(&inputs, "%s.%s-%s.eebd", s->cfg.db, eeb_task_name((enum eeb_task)t),
                      practice ? "practice" : "inputs") < 0 ||
@@ -491,8 +507,13 @@ static int load_sets(struct eeb_server *s, int practice, char *err, size_t errle
             rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
             break;
         }
+        mode_t umask_was = umask(077);
         rc = eeb_srv_testset_load(sets[t], (enum eeb_task)t, paths[t], inputs,
                                   practice ? NULL : key, err, errlen);
+        umask(umask_was);
+        /* exactly 0600, whatever bits of the owner's an odd umask took */
+        if (rc == EEB_OK && chmod(inputs, 0600) != 0)
+            rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", inputs, strerror(errno));
         free(inputs);
         if (rc) {
             free(sets[t]);
@@ -535,7 +556,34 @@ static void server_free(struct eeb_server *s)
         eeb_net_free(s->model[t].net);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->board_lock);
+    pthread_mutex_destroy(&s->live_lock);
+    pthread_cond_destroy(&s->live_made);
     free(s);
+}
+
+/* File descriptors the server holds beside its connections: its database
+ * connections (a pair a thread), the files a request reads, the meters. */
+#define FILES_BESIDE_CONNECTIONS(threads) (128 + 4 * (rlim_t)(threads))
+
+/* Room for cfg's connections under RLIMIT_NOFILE, the soft limit raised
+ * (within the hard one) if need be: past it accept() fails, and the
+ * server would stop taking connections with no word of why. */
+static int room_for_connections(const struct eeb_server_config *cfg, char *err, size_t errlen)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)cfg->max_connections + FILES_BESIDE_CONNECTIONS(cfg->threads);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return EEB_OK;
+    struct rlimit raised = {.rlim_cur = need, .rlim_max = rl.rlim_max};
+    if ((rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) ||
+        setrlimit(RLIMIT_NOFILE, &raised) != 0)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "--max-connections %u needs %llu open files, but this process may open "
+                        "%llu (ulimit -n; at most %llu): lower --max-connections or raise the "
+                        "limit",
+                        cfg->max_connections, (unsigned long long)need,
+                        (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+    return EEB_OK;
 }
 
 int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **out, char *err,
@@ -549,14 +597,32 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
                         cfg->bind);
     if (cfg->threads < 1 || cfg->threads > 256 || cfg->max_body < 1)
         return eeb_errf(err, errlen, EEB_EINVAL, "threads must be 1..256 and max_body positive");
+    /* libmicrohttpd gives each pool thread its share of the connections */
+    if (cfg->max_connections < (unsigned)cfg->threads || cfg->max_per_ip < 1 ||
+        cfg->connection_timeout_s < 1 || cfg->max_samples < 1)
+        return eeb_errf(err, errlen, EEB_EINVAL,
+                        "max_connections must be at least threads (%d), and max_per_ip, "
+                        "connection_timeout_s and max_samples positive",
+                        cfg->threads);
+    int rc = room_for_connections(cfg, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_srv_database_private(cfg->db, err, errlen);
+    if (rc)
+        return rc;
     struct eeb_server *s = calloc(1, sizeof *s);
     if (!s)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     s->cfg = *cfg;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->board_lock, NULL);
+    pthread_mutex_init(&s->live_lock, NULL);
+    pthread_condattr_t monotonic; /* a wait for a page is bounded on the clock that does not jump */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->live_made, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     struct eeb_rules rules;
-    int rc = eeb_score_rules_load(NULL, &rules, err, errlen);
+    rc = eeb_score_rules_load(NULL, &rules, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_srv_store_open(cfg->db, &s->store, err, errlen);
     if (rc == EEB_OK)
@@ -580,7 +646,11 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 1000u, MHD_OPTION_END);
+        /* idle this long, closed; a slow header is bounded by the per-address
+         * cap alone (libmicrohttpd 0.9.75 has no deadline for a request's
+         * headers, and restarts this timeout at every byte) */
+        MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_ip, MHD_OPTION_END);
     if (!s->daemon) {
         server_free(s);
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",

@@ -1003,11 +1003,13 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
                take_quota(k, EEB_SRV_QUOTA_SAMPLES, fresh, &sent)) {
         enum eeb_link_verdict v;
         int64_t next = 0;
-        int rc =
-            eeb_srv_store_run_links(k->s->store, k->id, links, n, &v, &at, &next, err, sizeof err);
+        int rc = eeb_srv_store_run_links(k->s->store, k->id, links, n, k->s->cfg.max_samples, &v,
+                                         &at, &next, err, sizeof err);
         if (rc || v != EEB_LINKS_STORED) /* nothing of the request is stored */
             give_back(k, EEB_SRV_QUOTA_SAMPLES, fresh);
-        if (rc)
+        if (rc == 1) /* past the run's cap of samples */
+            sent = eeb_srv_call_fail(k, 413, "samples", err);
+        else if (rc)
             sent = eeb_srv_call_fail(k, rc == EEB_EINVAL ? 400 : 500, NULL, err);
         else if (v != EEB_LINKS_STORED)
             sent = refuse_links(k, v, at, &links[at], next);

@@ -55,6 +55,12 @@ const struct eeb_srv_held_item *eeb_srv_testset_find(const struct eeb_srv_testse
  * give it (an item missing, a prediction not the server's). */
 int eeb_srv_testset_m_s(const struct eeb_srv_testset *t, struct eeb_srv_store *store, int64_t run,
                         double *m_s, char *why, size_t whylen, char *err, size_t errlen);
+/* files.c: the server's secrets on disk.  EEB_OK if the file at path (a
+ * `what`: "test set") is its owner's alone, or is not there; else an error
+ * naming it, its mode, and `chmod 600` to mend it. */
+int eeb_srv_file_private(const char *path, const char *what, char *err, size_t errlen);
+/* The same of the database db and its -wal and -shm. */
+int eeb_srv_database_private(const char *db, char *err, size_t errlen);
 
 /* A fine-tune set, as the server names it to the runs that must train on
  * it: its SHA-256 and size. */
@@ -104,6 +110,7 @@ enum eeb_srv_route {
 #define EEB_SRV_N_CODES      12   /* the statuses /metrics counts (http.c) */
 #define EEB_SRV_N_BUCKETS    1024 /* teams the rate limit tells apart */
 #define EEB_SRV_CLOCK_SIXTHS 6    /* a station agent's clock window is kept in sixths (agent.c) */
+#define EEB_SRV_LIVE_PAGES   32   /* live runs whose pages are kept at once (board.c) */
 
 /* Director mode: a meter the server reads for one official run, itself
  * (src, sampled by sampler) or through its station's agent. */
@@ -172,7 +179,20 @@ struct eeb_server {
         char *body;
         size_t len;
     } board_cache[16];
-    unsigned board_next;  /* the slot to replace next */
+    unsigned board_next; /* the slot to replace next */
+    /* the pages of runs not scored yet (board.c): each made at most once a
+     * second, and kept while nothing more of its run arrives */
+    pthread_mutex_t live_lock;
+    pthread_cond_t live_made; /* a page made: those waiting for its first look again */
+    struct eeb_srv_live_page {
+        int64_t run;                /* 0: a free slot */
+        int64_t links, predictions; /* what had arrived of it when it was made, */
+        char state[16];             /* and the run's state then */
+        int64_t made_ns, used_ns;   /* monotonic: when made (0: never), last served */
+        int making;                 /* a thread is making it anew: it is not replaced */
+        char *report;               /* the run's report (NULL: none made yet) */
+        size_t len;
+    } live[EEB_SRV_LIVE_PAGES];
     pthread_mutex_t lock; /* the buckets, the meters and the agents */
     struct eeb_srv_meter meters[EEB_SRV_METERS];
     struct eeb_srv_agent agents[EEB_SERVER_STATIONS]; /* by station */

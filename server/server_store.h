@@ -29,9 +29,11 @@
 
 struct eeb_srv_store; /* opaque */
 
-/* Opens the database at path, creating it if missing and migrating the
- * run tables and the server's; refuses a file that is not a run database,
- * or whose tables a newer eeb wrote, leaving it untouched. */
+/* Opens the database at path, creating it if missing (mode 0600 whatever
+ * the umask: its predictions hold the test's labels; SQLite gives its -wal
+ * and -shm the file's mode) and migrating the run tables and the server's;
+ * refuses a file that is not a run database, or whose tables a newer eeb
+ * wrote, leaving it untouched. */
 int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, size_t errlen);
 
 /* Closes the calling thread's connection and the store (the pool's threads
@@ -150,10 +152,17 @@ int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_ru
 
 /* Links of run id's chain received now, with their records: all stored
  * (or held already) in one transaction, or the verdict that refuses
- * links[*at]; *next, the link the run expects (eeb_rundb_links_add). */
+ * links[*at]; *next, the link the run expects (eeb_rundb_links_add).
+ * 1, and nothing stored, if the run would then hold more than max_samples
+ * power samples (err says how many; 0: no cap). */
 int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_link *links,
-                            size_t n, enum eeb_link_verdict *verdict, size_t *at, int64_t *next,
-                            char *err, size_t errlen);
+                            size_t n, uint64_t max_samples, enum eeb_link_verdict *verdict,
+                            size_t *at, int64_t *next, char *err, size_t errlen);
+
+/* The predictions run id holds (what its live page is kept by, with its
+ * links and state). */
+int eeb_srv_store_run_predictions_count(struct eeb_srv_store *s, int64_t id, int64_t *n, char *err,
+                                        size_t errlen);
 
 /* The server's time the run is told to begin fine-tuning, the first time
  * it asks: 1 if set now, 0 if set before (or not registered). */

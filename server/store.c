@@ -17,12 +17,16 @@
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb_tables.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the server's tables ----
  *
@@ -132,7 +136,8 @@ static const struct eeb_rundb_tables server_tables = {
 
 struct eeb_srv_store {
     char *path;
-    pthread_key_t key; /* the thread's struct eeb_rundb * */
+    pthread_key_t key;          /* the thread's struct eeb_rundb * */
+    pthread_mutex_t links_lock; /* a run's samples counted and its links stored as one step */
 };
 
 static void close_conn(void *arg)
@@ -160,10 +165,34 @@ static int conn(struct eeb_srv_store *s, struct eeb_rundb **db, char *err, size_
     return rc;
 }
 
+/* A database not there yet made empty, readable and writable by its owner
+ * alone whatever the umask: its predictions hold every test label.  SQLite
+ * then takes it as a new database, and makes its -wal and -shm with its
+ * mode (unix VFS: a journal's mode is its database's). */
+static int create_private(const char *path, char *err, size_t errlen)
+{
+    int rc = eeb_check_output(path, err, errlen); /* a missing folder, named */
+    if (rc)
+        return rc;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == EEXIST ? EEB_OK
+                               : eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+    /* the umask may have taken bits the owner needs */
+    if (fchmod(fd, 0600) != 0) {
+        rc = eeb_errf(err, errlen, EEB_EIO, "%s: %s", path, strerror(errno));
+        unlink(path);
+    }
+    close(fd);
+    return rc;
+}
+
 int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    int rc = open_conn(path, &db, err, errlen); /* creates or migrates the file */
+    int rc = create_private(path, err, errlen);
+    if (rc == EEB_OK)
+        rc = open_conn(path, &db, err, errlen); /* makes the tables or migrates them */
     if (rc)
         return rc;
     eeb_rundb_close(db);
@@ -174,6 +203,7 @@ int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, 
         free(s);
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     }
+    pthread_mutex_init(&s->links_lock, NULL);
     *out = s;
     return EEB_OK;
 }
@@ -184,6 +214,7 @@ void eeb_srv_store_close(struct eeb_srv_store *s)
         return;
     close_conn(pthread_getspecific(s->key)); /* the caller's own */
     pthread_key_delete(s->key);
+    pthread_mutex_destroy(&s->links_lock);
     free(s->path);
     free(s);
 }
@@ -691,14 +722,70 @@ int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_ru
     return rc ? rc : found;
 }
 
+/* The power samples run id's links hold, and the seq of its last link
+ * (-1: none). */
+static int samples_held(struct eeb_rundb *db, int64_t id, uint64_t *samples, int64_t *last,
+                        char *err, size_t errlen)
+{
+    sqlite3_stmt *st =
+        prepare(db,
+                "SELECT coalesce(sum(CASE WHEN kind = 'samples' THEN count END), 0), "
+                "coalesce(max(seq), -1) FROM links WHERE run_id = ?",
+                err, errlen);
+    if (!st)
+        return EEB_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    *samples = step == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+    *last = step == SQLITE_ROW ? sqlite3_column_int64(st, 1) : -1;
+    return done(db, st, step, err, errlen);
+}
+
 int eeb_srv_store_run_links(struct eeb_srv_store *s, int64_t id, const struct eeb_rundb_link *links,
-                            size_t n, enum eeb_link_verdict *verdict, size_t *at, int64_t *next,
-                            char *err, size_t errlen)
+                            size_t n, uint64_t max_samples, enum eeb_link_verdict *verdict,
+                            size_t *at, int64_t *next, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
     int rc = conn(s, &db, err, errlen);
-    return rc ? rc
-              : eeb_rundb_links_add(db, id, links, n, eeb_utc_ns(), verdict, at, next, err, errlen);
+    if (rc)
+        return rc;
+    /* counted and stored under one lock, so that two requests of a run
+     * at once cannot each pass the cap with the other's samples */
+    pthread_mutex_lock(&s->links_lock);
+    uint64_t held = 0, adding = 0;
+    int64_t last = -1;
+    if (max_samples && (rc = samples_held(db, id, &held, &last, err, errlen)) == EEB_OK) {
+        for (size_t i = 0; i < n; i++) /* a link held already adds nothing */
+            if (links[i].seq > last && links[i].kind == EEB_LINK_SAMPLES)
+                adding += links[i].nsamples;
+        if (held + adding > max_samples) {
+            eeb_errf(err, errlen, EEB_EINVAL,
+                     "run %lld holds %llu power samples and these links add %llu: more than the "
+                     "%llu a run may store (eeb serve --max-samples)",
+                     (long long)id, (unsigned long long)held, (unsigned long long)adding,
+                     (unsigned long long)max_samples);
+            rc = 1;
+        }
+    }
+    if (rc == EEB_OK)
+        rc = eeb_rundb_links_add(db, id, links, n, eeb_utc_ns(), verdict, at, next, err, errlen);
+    pthread_mutex_unlock(&s->links_lock);
+    return rc;
+}
+
+int eeb_srv_store_run_predictions_count(struct eeb_srv_store *s, int64_t id, int64_t *n, char *err,
+                                        size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st =
+        statement(s, "SELECT count(*) FROM predictions WHERE run_id = ?", &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    *n = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    return done(db, st, step, err, errlen);
 }
 
 int eeb_srv_store_origin_owner(struct eeb_srv_store *s, const char *uuid, const char *head,

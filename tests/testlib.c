@@ -269,6 +269,8 @@ const char *test_cls_shard(int n, int side, unsigned seed)
     }
     free(r.pixels);
     cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
+    /* it holds labels: eeb serve takes a test set only if it is its owner's alone */
+    cr_assert_eq(chmod(path, 0600), 0, "%s: %s", path, strerror(errno));
     return path;
 }
 

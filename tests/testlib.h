@@ -107,7 +107,8 @@ struct eeb_net *test_tiny_net(void);
  * Writes a learnable classification shard of n side x side RGB images in
  * four classes -- red or green, horizontal or vertical stripes, in a patch
  * at a random place over noise -- and returns the path (in a fresh
- * scratch directory, static storage).
+ * scratch directory, static storage).  Mode 0600, as a server's test set
+ * must be.
  */
 const char *test_cls_shard(int n, int side, unsigned seed);
 

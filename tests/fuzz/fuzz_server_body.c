@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct {
@@ -127,8 +128,11 @@ static void start(void)
     cfg.test[EEB_TASK_CLS] = cfg.practice[EEB_TASK_CLS] = test;
     for (int q = 0; q < 3; q++) /* the fuzzer registers as many runs as it likes */
         cfg.quota[q] = -1;
-    if (eeb_gen_shard(test, &spec, NULL, NULL, err, sizeof err) ||
-        eeb_server_add_team(db, "fuzz", token, err, sizeof err) ||
+    int made = eeb_gen_shard(test, &spec, NULL, NULL, err, sizeof err) == EEB_OK;
+    /* a test set holds labels: the server takes it only as its owner's alone */
+    if (made && chmod(test, 0600) != 0)
+        made = 0, snprintf(err, sizeof err, "%s: chmod 600 failed", test);
+    if (!made || eeb_server_add_team(db, "fuzz", token, err, sizeof err) ||
         eeb_server_start(&cfg, &F.s, err, sizeof err)) {
         fprintf(stderr, "fuzz_server_body: %s\n", err);
         abort();

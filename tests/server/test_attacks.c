@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the server under attack ---- */
@@ -309,6 +310,7 @@ static void food_layout(const char *path)
     }
     free(r.pixels);
     cr_assert_eq(eeb_shard_finish(w, err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_eq(chmod(path, 0600), 0); /* a secret set is its owner's alone */
 }
 
 /* The class of each served item, found by its pixels in the file. */

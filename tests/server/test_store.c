@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char path[256];
 
@@ -113,11 +114,16 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     cr_expect(strstr(c.out, "verdict: invalid: it has no chain (written before eeb chained"), "%s",
               c.out);
     test_run_free(&c);
-    /* the server starts on it */
+    /* the server starts on it once it is its owner's alone: an older eeb
+     * let the umask (here the test's copy) decide the mode */
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = path, cfg.port = 0;
     struct eeb_server *srv;
+    cr_assert_eq(chmod(path, 0644), 0);
+    cr_assert_eq(eeb_server_start(&cfg, &srv, err, sizeof err), EEB_EINVAL);
+    cr_expect(strstr(err, "is mode 0644") && strstr(err, "chmod 600 "), "%s", err);
+    cr_assert_eq(chmod(path, 0600), 0);
     cr_assert_eq(eeb_server_start(&cfg, &srv, err, sizeof err), EEB_OK, "%s", err);
     eeb_server_stop(srv);
 }
