@@ -81,6 +81,13 @@ const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
 int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
                   char *err, size_t errlen);
 
+/* Whether a run on the modeled clock whose complete event says `said`
+ * steps, ending for `reason`, kept the schedule a server counted for it
+ * (`schedule` steps): one that ended as planned (done, t_max) took exactly
+ * those, one stopped early no more.  0, or 1 with why it did not. */
+int eeb_run_steps_off_schedule(double said, const char *reason, double schedule, char *why,
+                               size_t whylen);
+
 /* Stores o's figures as run's results: M_u with util_provenance, T, E and
  * the power figures with the run's provenance, the rest as computed; a
  * figure that is NAN is left out (S unless the run passed). */

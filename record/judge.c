@@ -470,6 +470,12 @@ static int modeled_figures(const struct stored_run *sr, const struct eeb_config_
         out->valid = 0;
         return 0;
     }
+    char off[256];
+    if (cfg->schedule_steps >= 0 &&
+        eeb_run_steps_off_schedule(steps, sr->rec.complete, cfg->schedule_steps, off, sizeof off)) {
+        why(out, "%s", off);
+        out->valid = 0;
+    }
     out->t_s = steps * step_s;
     out->energy_j = out->t_s * w;
     out->worst_w = w;
@@ -482,6 +488,19 @@ static int modeled_figures(const struct stored_run *sr, const struct eeb_config_
     if (!pj->p_max_pass)
         snprintf(pj->p_max_reason, sizeof pj->p_max_reason,
                  "the modeled training power %.3f W exceeds P_max %g W", w, sr->row.p_max_w);
+    return 1;
+}
+
+int eeb_run_steps_off_schedule(double said, const char *reason, double schedule, char *why,
+                               size_t whylen)
+{
+    int planned = strcmp(reason, "done") == 0 || strcmp(reason, EEB_COMPLETE_TMAX) == 0;
+    if (planned ? said == schedule : said <= schedule)
+        return 0;
+    snprintf(why, whylen,
+             "it says it took %.0f steps; its schedule takes %.0f on the modeled clock (its "
+             "epochs of the fine-tune set in its batches, cut at T_max, as the server counts them)",
+             said, schedule);
     return 1;
 }
 

@@ -145,6 +145,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
                                       .frozen = NAN,
                                       .epochs = NAN,
                                       .steps = NAN,
+                                      .schedule_steps = NAN,
                                       .tier_w = NAN};
     for (int i = 0; i < 4; i++)
         out->util[i] = out->weights[i] = NAN;
@@ -188,6 +189,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->frozen = eeb_json_number_at(json_object_get(o, "training"), "frozen");
     out->epochs = eeb_json_number_at(json_object_get(o, "training"), "epochs");
     out->steps = eeb_json_number_at(json_object_get(o, "training"), "steps");
+    out->schedule_steps = eeb_json_number_at(json_object_get(o, "training"), "schedule_steps");
     const json_t *official = json_object_get(o, "official");
     out->official = json_is_object(official);
     out->held_by_server = json_is_object(json_object_get(o, "server"));

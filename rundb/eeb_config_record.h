@@ -119,15 +119,16 @@ struct eeb_config_record {
     char design[512];          /* the modeled device's design, or "" */
     double device_step_s;      /* its training step's seconds, and watts */
     double device_train_w;
-    double batch, frozen; /* the training's items per step and frozen layers */
-    double epochs, steps; /* its epochs, and the steps it was cut at (NAN: none) */
-    int official;         /* a server drove the run: its M_s is the server's */
-    int held_by_server;   /* the server's copy of a run: its predictions hold no truth, and
-                           * its M_s is the server's too */
-    char entry[65];       /* and in a round, the entry it asked to be a run of, or "" */
-    char division[8];     /* its division, or "" */
-    double tier_w;        /* its P_max tier (NAN: not asked for) */
-    int64_t meter_run;    /* the server's meter's samples are this run's (0: its own) */
+    double batch, frozen;  /* the training's items per step and frozen layers */
+    double epochs, steps;  /* its epochs, and the steps it was cut at (NAN: none) */
+    double schedule_steps; /* the steps a server counted its schedule takes (NAN: none) */
+    int official;          /* a server drove the run: its M_s is the server's */
+    int held_by_server;    /* the server's copy of a run: its predictions hold no truth, and
+                            * its M_s is the server's too */
+    char entry[65];        /* and in a round, the entry it asked to be a run of, or "" */
+    char division[8];      /* its division, or "" */
+    double tier_w;         /* its P_max tier (NAN: not asked for) */
+    int64_t meter_run;     /* the server's meter's samples are this run's (0: its own) */
 };
 
 /* Reads the stored configuration text.  EEB_EFORMAT for text that is not

@@ -1305,18 +1305,23 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
     return 1;
 }
 
-/* o made invalid, for the reason fmt says after those it has. */
+/* o made invalid, for the reason fmt says after those it has (once: the
+ * judge may have found it too). */
 __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outcome *o,
                                                              const char *fmt, ...)
 {
+    char reason[sizeof o->why];
     o->valid = 0, o->pass = 0, o->score.s = NAN;
-    size_t n = strlen(o->why);
-    if (n && n + 2 < sizeof o->why)
-        memcpy(o->why + n, "; ", 3), n += 2;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->why + n, sizeof o->why - n, fmt, ap);
+    vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
+    size_t n = strlen(o->why);
+    if (strstr(o->why, reason))
+        return;
+    if (n && n + 2 < sizeof o->why)
+        memcpy(o->why + n, "; ", 3), n += 2;
+    snprintf(o->why + n, sizeof o->why - n, "%s", reason);
 }
 
 /* A run of a round: the seed it was handed; in the closed division, no

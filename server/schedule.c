@@ -10,6 +10,7 @@
  */
 #include "server_int.h"
 
+#include "record/eeb_record.h"
 #include "rundb/eeb_rundb.h"
 
 #include <jansson.h>
@@ -61,9 +62,6 @@ static int steps_check(struct eeb_server *s, const struct eeb_srv_run *r, char *
 {
     struct steps_walk w = {.complete = -1, .most = -1};
     int rc = eeb_srv_store_run_links_each(s->store, r->id, read_steps, &w, err, errlen);
-    /* the run stopped early on its own (interrupted, over P_max, failed):
-     * no more steps than its schedule, and the verdict says the rest */
-    int whole = strcmp(w.reason, "done") == 0 || strcmp(w.reason, EEB_COMPLETE_TMAX) == 0;
     if (rc)
         return rc;
     if (w.complete < 0)
@@ -73,13 +71,9 @@ static int steps_check(struct eeb_server *s, const struct eeb_srv_run *r, char *
     else if (w.most > w.complete)
         snprintf(why, whylen, "link %lld says step %lld, past the %lld its complete event says",
                  (long long)w.most_seq, (long long)w.most, (long long)w.complete);
-    else if (r->schedule_steps &&
-             (whole ? w.complete != r->schedule_steps : w.complete > r->schedule_steps))
-        snprintf(why, whylen,
-                 "it says it took %lld steps; its schedule takes %lld on the modeled clock (its "
-                 "epochs of the fine-tune set in its batches, cut at T_max, as the server counts "
-                 "them)",
-                 (long long)w.complete, (long long)r->schedule_steps);
+    else if (r->schedule_steps)
+        eeb_run_steps_off_schedule((double)w.complete, w.reason, (double)r->schedule_steps, why,
+                                   whylen);
     return EEB_OK;
 }
 

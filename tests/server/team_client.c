@@ -122,18 +122,24 @@ json_t *team_samples(struct team_run *t)
         json_pack("{s:s, s:s, s:o}", "kind", "samples", "source", t->source, "samples", rows));
 }
 
-/* The links of one request, sent in order (their heads chain: C leaves
- * the order of a call's arguments open, so each is made on its own). */
+void team_stream(struct team_run *t, json_t *links)
+{
+    struct reply r;
+    long code = team_send(t, links, &r);
+    cr_assert_eq(code, 200, "links of run %lld: %ld %s", t->id, code, r.body);
+    free(r.body);
+}
+
+/* The links a and b (NULL: none) in one request, in order: their heads
+ * chain, and C leaves the order of a call's arguments open, so each is
+ * made before the call. */
 static void send_all(struct team_run *t, json_t *a, json_t *b)
 {
     json_t *links = json_array();
     json_array_append_new(links, a);
     if (b)
         json_array_append_new(links, b);
-    struct reply r;
-    long code = team_send(t, links, &r);
-    cr_assert_eq(code, 200, "links of run %lld: %ld %s", t->id, code, r.body);
-    free(r.body);
+    team_stream(t, links);
 }
 
 void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed)

@@ -36,6 +36,9 @@ long team_register(struct team_run *t, int port, const char *token, const char *
  * reply: free its body). */
 long team_send(struct team_run *t, json_t *links, struct reply *out);
 
+/* Links sent as the run writes them: answered 200 (asserted). */
+void team_stream(struct team_run *t, json_t *links);
+
 /* POST /api/v1/runs/ID/what [body]: the reply (free its body). */
 struct reply team_post(const struct team_run *t, const char *what, const char *body);
 /* GET /api/v1/runs/ID[/what] ("" for the run): the reply. */

@@ -222,10 +222,11 @@ Test(attack, no_score_tells_a_secret_label, .timeout = 120)
     json_decref(kept[0]), json_decref(kept[1]);
     /* listed with the official runs, still without an M_s */
     struct reply list = request(a.port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
-    json_t *runs = json_object_get(json_loads(list.body, 0, NULL), "runs");
+    json_t *listed = json_loads(list.body, 0, NULL), *runs = json_object_get(listed, "runs");
     cr_assert_eq(json_array_size(runs), 3, "%s", list.body);
     for (size_t i = 1; i < 3; i++)
         cr_expect(is_null(json_array_get(runs, i), "m_s"), "%s", list.body);
+    json_decref(listed);
     free(list.body);
 
     /* a rehearsal is served the practice set, and knows no secret item */
@@ -481,7 +482,9 @@ Test(attack, a_modeled_runs_figures_are_the_servers_model_s, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "clock.train_step_s");
     char told[64];
     snprintf(told, sizeof told, "%.17g", step);
-    cr_expect_null(strstr(json_dumps(answer, 0), told), "the model's step time told");
+    char *text = json_dumps(answer, 0);
+    cr_expect_null(strstr(text, told), "the model's step time told: %s", text);
+    free(text);
     json_decref(answer), free(body);
     /* modeled on the wall clock, or by another spelling of a backend */
     struct team_run wall;
@@ -508,6 +511,13 @@ Test(attack, a_modeled_runs_figures_are_the_servers_model_s, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
     cr_expect(is_null(v, "m_s") && is_null(v, "S"), "%s", json_dumps(v, 0));
     json_decref(v);
+    /* and a reviewer's eeb check of the server's copy says so too */
+    char run[24];
+    snprintf(run, sizeof run, "%lld", t.id);
+    struct test_run c = test_eeb((const char *[]){"check", a.sdb, "--run", run, NULL});
+    cr_expect_eq(c.status, 4, "%s%s", c.out, c.err);
+    cr_expect(strstr(c.out, "its schedule takes 8"), "%s", c.out);
+    test_run_free(&c);
 
     /* the schedule kept: T its steps on the modeled clock, M_u the design's */
     body = modeled_run(&a, spec, step, watts, 0, "");

@@ -12,6 +12,7 @@
 #include "server/server_int.h"
 #include "tasks/eeb_shard.h"
 #include "tests/server/http_client.h"
+#include "tests/server/team_client.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
@@ -28,78 +29,6 @@
 #define ROUND_MODEL "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define OTHER_MODEL "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 #define TEST_ITEMS  40
-
-static int64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A run's chain as it is written: the head of its last link. */
-struct chain {
-    int port;
-    const char *token;
-    long long run;
-    int64_t seq, last_sample_ns;
-    char head[EEB_SHA256_HEX];
-    double watts;
-    const char *source; /* the meter's URI */
-};
-
-static void send_links(struct chain *c, json_t *links)
-{
-    json_t *body = json_pack("{s:o}", "links", links);
-    char *text = json_dumps(body, JSON_COMPACT), path[96];
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/links", c->run);
-    struct reply r = request(c->port, "POST", path, text, strlen(text), c->token);
-    cr_assert_eq(r.code, 200, "links of run %lld: %ld %s", c->run, r.code, r.body);
-    free(r.body), free(text);
-    json_decref(body);
-}
-
-/* Link l, its head chained on, as JSON in the request's form. */
-static json_t *link_json(struct chain *c, struct eeb_rundb_link *l, json_t *o)
-{
-    l->seq = c->seq++;
-    eeb_rundb_link_head(l->seq ? c->head : NULL, l, l->head);
-    memcpy(c->head, l->head, sizeof c->head);
-    json_object_set_new(o, "seq", json_integer(l->seq));
-    json_object_set_new(o, "head", json_string(l->head));
-    return o;
-}
-
-/* An event of kind now, with its payload (JSON text, or NULL). */
-static json_t *event_link(struct chain *c, const char *kind, const char *payload)
-{
-    struct eeb_rundb_link l = {
-        .kind = EEB_LINK_EVENT,
-        .event = {clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME), kind, payload}};
-    return link_json(c, &l,
-                     json_pack("{s:s, s:[I, I, s, s?]}", "kind", "event", "event",
-                               (json_int_t)l.event.t_mono_ns, (json_int_t)l.event.t_utc_ns, kind,
-                               payload));
-}
-
-/* The meter's samples since the last, every 20 ms, to now. */
-static json_t *samples_link(struct chain *c)
-{
-    struct eeb_sample s[128];
-    json_t *rows = json_array();
-    int64_t now = clock_ns(CLOCK_MONOTONIC), utc = clock_ns(CLOCK_REALTIME);
-    size_t n = 0;
-    for (int64_t t = c->last_sample_ns + 20000000; t <= now && n < 128; t += 20000000) {
-        s[n] = (struct eeb_sample){t, utc - (now - t), NAN, NAN, c->watts, 0};
-        json_array_append_new(rows, json_pack("[I, I, f, n, n, i]", (json_int_t)t,
-                                              (json_int_t)s[n].t_utc_ns, c->watts, 0));
-        c->last_sample_ns = t, n++;
-    }
-    struct eeb_rundb_link l = {
-        .kind = EEB_LINK_SAMPLES, .source = c->source, .samples = s, .nsamples = n};
-    return link_json(
-        c, &l,
-        json_pack("{s:s, s:s, s:o}", "kind", "samples", "source", c->source, "samples", rows));
-}
 
 /* What a run is: its entry, and what it does. */
 struct plan {
@@ -127,18 +56,20 @@ static char *registration(const struct plan *p)
     return body;
 }
 
-/* Registers a run of plan p: its id, or 0 if refused (*refusal kept). */
-static long long register_run(int port, const char *token, const struct plan *p, json_t **answer)
+/* Registers a run of plan p: its id, or 0 if refused (*refusal kept);
+ * the run in c, if not NULL. */
+static long long register_run(int port, const char *token, const struct plan *p, json_t **answer,
+                              struct team_run *c)
 {
+    struct team_run run;
     char *body = registration(p);
-    struct reply r = request(port, "POST", "/api/v1/runs", body, strlen(body), token);
+    long code = team_register(&run, port, token, body, answer);
     free(body);
-    *answer = json_loads(r.body, 0, NULL);
-    cr_assert_not_null(*answer, "%s", r.body);
-    long long id = r.code == 201 ? json_integer_value(json_object_get(*answer, "run_id")) : 0;
-    cr_assert(r.code == 201 || r.code == 409, "register: %ld %s", r.code, r.body);
-    free(r.body);
-    return id;
+    cr_assert(code == 201 || code == 409, "register: %ld %s", code, json_dumps(*answer, 0));
+    run.watts = p->watts, run.source = p->source;
+    if (c)
+        *c = run;
+    return code == 201 ? run.id : 0;
 }
 
 /* An official run of plan p, streamed as it goes: the meter's second
@@ -148,53 +79,40 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
                             const struct test_set *t)
 {
     json_t *answer;
-    struct chain c = {.port = port, .token = token, .watts = p->watts, .source = p->source};
-    c.run = register_run(port, token, p, &answer);
-    cr_assert(c.run > 0, "%s", json_dumps(answer, 0));
+    struct team_run c;
+    cr_assert(register_run(port, token, p, &answer, &c) > 0, "%s", json_dumps(answer, 0));
     long long seed = json_integer_value(json_object_get(json_object_get(answer, "round"), "seed"));
     json_decref(answer);
-    char path[96];
-    c.last_sample_ns = clock_ns(CLOCK_MONOTONIC) - 1000000000;
-    struct eeb_rundb_link origin = {.kind = EEB_LINK_ORIGIN};
-    snprintf(origin.uuid, sizeof origin.uuid, "0a6f6c8e-9d6e-4c2b-8a51-%012lld", c.run);
-    memset(origin.config_sha256, 'a', 64);
-    /* links in order: their heads chain (C leaves arguments' order open) */
     json_t *first = json_array();
-    json_array_append_new(first,
-                          link_json(&c, &origin,
-                                    json_pack("{s:s, s:s, s:s}", "kind", "origin", "uuid",
-                                              origin.uuid, "config_sha256", origin.config_sha256)));
-    json_array_append_new(first, samples_link(&c));
-    send_links(&c, first);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/begin", c.run);
-    struct reply r = request(port, "POST", path, NULL, 0, token);
+    json_array_append_new(first, team_origin(&c));
+    json_array_append_new(first, team_samples(&c));
+    team_stream(&c, first);
+    struct reply r = team_post(&c, "begin", NULL);
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body);
     /* the seed it trains with: the one it was handed, unless told otherwise */
     char begin_payload[64];
     snprintf(begin_payload, sizeof begin_payload, "{\"seed\": %lld}", seed + p->seed_off);
-    send_links(&c, json_pack("[o]", event_link(&c, EEB_EVENT_FINETUNE_BEGIN, begin_payload)));
+    team_stream(&c, json_pack("[o]", team_event(&c, EEB_EVENT_FINETUNE_BEGIN, begin_payload)));
     for (int e = 0; e < p->epochs; e++) {
         usleep(300000 / (useconds_t)p->epochs);
         json_t *epoch = json_array();
-        json_array_append_new(epoch, samples_link(&c));
-        json_array_append_new(epoch, event_link(&c, EEB_EVENT_EPOCH_END, NULL));
-        send_links(&c, epoch);
+        json_array_append_new(epoch, team_samples(&c));
+        json_array_append_new(epoch, team_event(&c, EEB_EVENT_EPOCH_END, NULL));
+        team_stream(&c, epoch);
     }
     char complete[64]; /* the steps it took: an epoch a step, here */
     snprintf(complete, sizeof complete, "{\"reason\": \"done\", \"step\": %d}", p->epochs);
     json_t *end = json_array();
-    json_array_append_new(end, event_link(&c, EEB_EVENT_COMPLETE, complete));
-    json_array_append_new(end, event_link(&c, EEB_EVENT_FINETUNE_END, NULL));
-    send_links(&c, end);
+    json_array_append_new(end, team_event(&c, EEB_EVENT_COMPLETE, complete));
+    json_array_append_new(end, team_event(&c, EEB_EVENT_FINETUNE_END, NULL));
+    team_stream(&c, end);
     usleep(60000);
-    send_links(&c, json_pack("[o]", samples_link(&c)));
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/complete", c.run);
-    r = request(port, "POST", path, NULL, 0, token);
+    team_stream(&c, json_pack("[o]", team_samples(&c)));
+    r = team_post(&c, "complete", NULL);
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/test", c.run); /* its inputs, once */
-    r = request(port, "GET", path, NULL, 0, token);
+    r = team_get(&c, "test"); /* its inputs, once */
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body);
     /* the first `correct` items right (their class first), the rest not */
@@ -205,13 +123,11 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
                                         i < p->correct ? t->labels[i] : (t->labels[i] + 1) % 4));
     json_t *body = json_pack("{s:o}", "predictions", preds);
     char *text = json_dumps(body, JSON_COMPACT);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/predictions", c.run);
-    r = request(port, "POST", path, text, strlen(text), token);
+    r = team_post(&c, "predictions", text);
     cr_assert_eq(r.code, 200, "%s", r.body);
     free(r.body), free(text);
     json_decref(body);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/score", c.run);
-    r = request(port, "POST", path, NULL, 0, token);
+    r = team_post(&c, "score", NULL);
     cr_assert_eq(r.code, 200, "%s", r.body);
     json_t *verdict = json_loads(r.body, 0, NULL);
     free(r.body);
@@ -437,13 +353,13 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     /* the closed division binds the base model; the open one does not */
     json_t *answer;
     struct plan other = {"b3", "closed", OTHER_MODEL, PTD, 5, 0, 3, 0};
-    cr_expect_eq(register_run(port, tokens[1], &other, &answer), 0);
+    cr_expect_eq(register_run(port, tokens[1], &other, &answer, NULL), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "model");
     cr_expect(strstr(json_string_value(json_object_get(answer, "error")), ROUND_MODEL), "%s",
               json_dumps(answer, 0));
     json_decref(answer);
     other.division = "open";
-    long long open_run = register_run(port, tokens[1], &other, &answer);
+    long long open_run = register_run(port, tokens[1], &other, &answer, NULL);
     cr_expect(open_run > 0, "%s", json_dumps(answer, 0));
     cr_expect_str_eq(
         json_string_value(json_object_get(json_object_get(answer, "round"), "division")), "open");
@@ -451,10 +367,10 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     /* an entry keeps its division, and has five runs at most */
     struct plan b1 = entries[2].p;
     b1.division = "open";
-    cr_expect_eq(register_run(port, tokens[1], &b1, &answer), 0);
+    cr_expect_eq(register_run(port, tokens[1], &b1, &answer, NULL), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "division");
     json_decref(answer);
-    cr_expect_eq(register_run(port, tokens[1], &entries[2].p, &answer), 0);
+    cr_expect_eq(register_run(port, tokens[1], &entries[2].p, &answer, NULL), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "entry");
     cr_expect(strstr(json_string_value(json_object_get(answer, "error")), "has its 5 runs"), "%s",
               json_dumps(answer, 0));
@@ -464,7 +380,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     struct plan spare = {"spare", "closed", ROUND_MODEL, PTD, 5, 0, 3, 0};
     json_int_t seeds[2];
     for (int i = 0; i < 2; i++) {
-        long long id = register_run(port, tokens[0], &spare, &answer);
+        long long id = register_run(port, tokens[0], &spare, &answer, NULL);
         cr_expect(id > 0, "%s", json_dumps(answer, 0));
         /* each run is handed a seed of its own, kept in its configuration */
         seeds[i] = json_integer_value(json_object_get(json_object_get(answer, "round"), "seed"));
@@ -476,7 +392,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
         json_decref(answer);
     }
     cr_expect_neq(seeds[0], seeds[1]);
-    cr_expect_eq(register_run(port, tokens[0], &spare, &answer), 0);
+    cr_expect_eq(register_run(port, tokens[0], &spare, &answer, NULL), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "round");
     cr_expect(strstr(json_string_value(json_object_get(answer, "error")),
                      "team alpha has registered 12 official cls runs in round r1, its cap"),
@@ -591,7 +507,7 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
 
     /* closed: an official run is refused, the standings stay */
     cr_assert_eq(eeb_server_round_close(sdb, "r1", err, sizeof err), EEB_OK, "%s", err);
-    cr_expect_eq(register_run(port, tokens[0], &entries[0].p, &answer), 0);
+    cr_expect_eq(register_run(port, tokens[0], &entries[0].p, &answer, NULL), 0);
     cr_expect_str_eq(json_string_value(json_object_get(answer, "field")), "round");
     json_decref(answer);
     board = leaderboard(port, "");
