@@ -121,9 +121,10 @@ void eeb_utf8_trim(char *s);
 #define EEB_DECLARED_MAX   63
 
 /* The bytes of the character at s that a terminal or a browser acts on
- * rather than shows -- an ASCII control but tab and newline, DEL, or a
- * Unicode bidi control (U+202E turns "exe.gnp" into what reads "png.exe")
- * -- with shown its visible form ("\x1b", "\u202e"); 0 for any other. */
+ * rather than shows -- an ASCII control but tab and newline, DEL, a C1
+ * control (U+0080..U+009F), or a Unicode bidi control (U+202E turns
+ * "exe.gnp" into what reads "png.exe") -- with shown its visible form
+ * ("\x1b", "\u202e"); 0 for any other. */
 #define EEB_CONTROL_SHOWN 8
 size_t eeb_text_control(const char *s, char shown[EEB_CONTROL_SHOWN]);
 

@@ -39,11 +39,14 @@ size_t eeb_text_control(const char *s, char shown[EEB_CONTROL_SHOWN])
         snprintf(shown, EEB_CONTROL_SHOWN, "\\x%02x", u[0]);
         return 1;
     }
-    /* the bidi controls, which reorder the text about them: U+061C,
-     * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 */
+    /* the C1 controls (a terminal acts on U+009B as on ESC [), and the
+     * bidi controls, which reorder the text about them: U+061C, U+200E,
+     * U+200F, U+202A..U+202E, U+2066..U+2069 */
     unsigned code = 0;
     size_t len = 0;
-    if (u[0] == 0xd8 && u[1] == 0x9c)
+    if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) /* the C1 controls, U+0080..U+009F */
+        code = u[1], len = 2;
+    else if (u[0] == 0xd8 && u[1] == 0x9c)
         code = 0x061c, len = 2;
     else if (u[0] == 0xe2 && u[1] == 0x80 &&
              (u[2] == 0x8e || u[2] == 0x8f || (u[2] >= 0xaa && u[2] <= 0xae)))

@@ -1,8 +1,9 @@
 /*
  * client.c - the evaluation server's client on libcurl.  A call that fails
- * for a reason that may pass (no connection, a timeout, 429, 5xx) is tried
- * again after a pause that doubles; the server makes every step safe to
- * repeat, so a retry never counts twice.  A run is sent as the server
+ * for a reason that may pass (no connection, a timeout, 429 but for a
+ * day's quota, 5xx) is tried again after a pause that doubles; the server
+ * makes every step safe to repeat, so a retry never counts twice (test
+ * inputs fetched again are the same bytes, due from the first fetch).  A run is sent as the server
  * records one: its chain of events and samples link by link, from the
  * first link the server lacks; its predictions without the truth they were
  * judged by locally.
@@ -148,7 +149,9 @@ static int exchange(struct eeb_client *c, const char *method, const char *path, 
             return eeb_errf(err, errlen, EEB_EIO, "%s %s: cannot rewrite the download: %s", method,
                             path, strerror(errno));
         CURLcode rc = attempt(c, method, path, body, sink, status);
-        int transient = rc != CURLE_OK || *status == 429 || *status >= 500;
+        /* a day's quota does not pass in seconds: said at once */
+        int quota = *status == 429 && sink->data && strstr(sink->data, "\"field\":\"quota.");
+        int transient = rc != CURLE_OK || (*status == 429 && !quota) || *status >= 500;
         if (!transient)
             return EEB_OK;
         char why[256];

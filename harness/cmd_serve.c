@@ -74,9 +74,10 @@ static void help(void)
          "                                  each checked against the chain held and stamped\n"
          "                                  with the server's clock (sent again: held)\n"
          "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
-         "  GET  /api/v1/runs/ID/test       then, once: the test inputs, labels stripped, under\n"
-         "                                  names the server makes (.eebd); an official run's\n"
-         "                                  after a fine-tune the server saw\n"
+         "  GET  /api/v1/runs/ID/test       then: the test inputs, labels stripped, under names\n"
+         "                                  the server makes (.eebd); an official run's after a\n"
+         "                                  fine-tune the server saw, until its predictions are\n"
+         "                                  due (--predict-within from the first fetch)\n"
          "  POST /api/v1/runs/ID/predictions  {\"predictions\": [{\"id\", \"top\": [..]} or\n"
          "                                  {\"id\", \"boxes\": [[class, score, x0, y0, x1, "
          "y1]..]}]}\n"
@@ -95,7 +96,7 @@ static void help(void)
          "rate limit or a quota gets 429.  Only an official run is judged on the secret\n"
          "test set; any other run is a rehearsal, judged on the practice set.\n"
          "\n"
-         "The database (the predictions it stores hold every test label), the test sets\n"
+         "The database (the key the secret items are named by), the secret test sets\n"
          "and the station keys must be readable by their owner alone: the server refuses\n"
          "to start on one its group or others may read, naming it (chmod 600 FILE mends\n"
          "it). The files it makes itself (the database and its -wal and -shm, the test\n"
@@ -178,7 +179,8 @@ static void help(void)
          "  --predict-within S a run's predictions must arrive within S seconds of its\n"
          "                     test inputs being served, or it is invalid (default 900)\n"
          "  --quota NAME=N     what a team may do in a UTC day: registrations (runs\n"
-         "                     registered, default 100), scored (runs scored, default 30),\n"
+         "                     registered, default 100), scored (official runs scored,\n"
+         "                     default 10: each tells its M_s on the secret labels),\n"
          "                     samples (power samples stored, default 20000000); -1 for no\n"
          "                     limit; past one, 429 naming it (repeat per quota)\n"
          "  --max-connections N\n"
@@ -314,23 +316,22 @@ static int per_task(const char *option, char *arg, const char *files[EEB_TASK_CO
     return EEB_EXIT_OK;
 }
 
-/* "--quota NAME=N": a team's daily quota, NAME registrations, scored or
- * samples, N a count or -1 for none. */
+/* "--quota NAME=N": a team's daily quota by its name, N a count or -1 for
+ * none. */
 static int quota(const char *arg, struct eeb_server_config *c)
 {
-    static const char *const names[] = {"registrations", "scored", "samples"};
     const char *eq = strchr(arg, '=');
-    for (int q = 0; eq && q < 3; q++)
-        if ((size_t)(eq - arg) == strlen(names[q]) &&
-            strncmp(arg, names[q], strlen(names[q])) == 0) {
-            char *end;
-            long long n = strtoll(eq + 1, &end, 10);
-            if (end == eq + 1 || *end || n < -1)
-                return eeb_cli_usage_error(cmd, "--quota %s: expected a count, or -1 for none",
-                                           arg);
-            c->quota[q] = n;
-            return EEB_EXIT_OK;
-        }
+    for (int q = 0; eq && q < EEB_QUOTAS; q++) {
+        const char *name = eeb_server_quota_name((enum eeb_server_quota)q);
+        if ((size_t)(eq - arg) != strlen(name) || strncmp(arg, name, strlen(name)))
+            continue;
+        char *end;
+        long long n = strtoll(eq + 1, &end, 10);
+        if (end == eq + 1 || *end || n < -1)
+            return eeb_cli_usage_error(cmd, "--quota %s: expected a count, or -1 for none", arg);
+        c->quota[q] = n;
+        return EEB_EXIT_OK;
+    }
     return eeb_cli_usage_error(cmd, "--quota %s: expected registrations=N, scored=N or samples=N",
                                arg);
 }

@@ -82,11 +82,12 @@ int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_o
                   char *err, size_t errlen);
 
 /* Whether a run on the modeled clock whose complete event says `said`
- * steps, ending for `reason`, kept the schedule a server counted for it
- * (`schedule` steps): one that ended as planned (done, t_max) took exactly
- * those, one stopped early no more.  0, or 1 with why it did not. */
-int eeb_run_steps_off_schedule(double said, const char *reason, double schedule, char *why,
-                               size_t whylen);
+ * steps kept the schedule a server counted for it (`schedule` steps): it
+ * took exactly those, unless it was stopped (its chain holds an abort or
+ * an error: the run is then no pass), when it took no more.  A reason of
+ * its own in the complete event changes nothing: T is counted in steps.
+ * 0, or 1 with why it did not. */
+int eeb_run_steps_off_schedule(double said, int stopped, double schedule, char *why, size_t whylen);
 
 /* Stores o's figures as run's results: M_u with util_provenance, T, E and
  * the power figures with the run's provenance, the rest as computed; a

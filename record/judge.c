@@ -472,7 +472,8 @@ static int modeled_figures(const struct stored_run *sr, const struct eeb_config_
     }
     char off[256];
     if (cfg->schedule_steps >= 0 &&
-        eeb_run_steps_off_schedule(steps, sr->rec.complete, cfg->schedule_steps, off, sizeof off)) {
+        eeb_run_steps_off_schedule(steps, sr->rec.abort[0] || sr->rec.error[0], cfg->schedule_steps,
+                                   off, sizeof off)) {
         why(out, "%s", off);
         out->valid = 0;
     }
@@ -491,11 +492,9 @@ static int modeled_figures(const struct stored_run *sr, const struct eeb_config_
     return 1;
 }
 
-int eeb_run_steps_off_schedule(double said, const char *reason, double schedule, char *why,
-                               size_t whylen)
+int eeb_run_steps_off_schedule(double said, int stopped, double schedule, char *why, size_t whylen)
 {
-    int planned = strcmp(reason, "done") == 0 || strcmp(reason, EEB_COMPLETE_TMAX) == 0;
-    if (planned ? said == schedule : said <= schedule)
+    if (stopped ? said <= schedule : said == schedule)
         return 0;
     snprintf(why, whylen,
              "it says it took %.0f steps; its schedule takes %.0f on the modeled clock (its "

@@ -95,6 +95,13 @@ int eeb_server_list_audit(const char *db, FILE *out, char *err, size_t errlen);
 
 #define EEB_SERVER_STATIONS 16
 
+/* What a team may do in a UTC day, each held to a quota the organizer
+ * sets: runs registered, official runs scored (each tells its M_s on the
+ * secret labels), power samples stored. */
+enum eeb_server_quota { EEB_QUOTA_REGISTRATIONS, EEB_QUOTA_SCORED, EEB_QUOTA_SAMPLES, EEB_QUOTAS };
+/* "registrations", "scored", "samples". */
+const char *eeb_server_quota_name(enum eeb_server_quota q);
+
 struct eeb_server_config {
     const char *db;                /* the server's database (created if missing, mode 0600) */
     const char *bind;              /* an IPv4 address (default 127.0.0.1) */
@@ -114,10 +121,9 @@ struct eeb_server_config {
     /* How long after its test inputs were served a run's predictions may
      * arrive (default 900 s); later, the run is invalid. */
     double predict_within_s;
-    /* Per team and UTC day: runs registered, runs scored and power samples
-     * stored (in the order of enum eeb_srv_quota; < 0: no limit); past
-     * one, 429 naming it. */
-    int64_t quota[3];
+    /* Per team and UTC day, each quota's limit (< 0: none); past one, 429
+     * naming it. */
+    int64_t quota[EEB_QUOTAS];
     /* The fine-tune set of each task (NULL: none named).  Registration
      * names it by its SHA-256; a run declaring another one is refused. */
     const char *finetune[EEB_TASK_COUNT];

@@ -1,10 +1,11 @@
 /*
- * files.c - the server's secrets on disk: its database (the predictions
- * it stores hold every test label), the test sets it holds, the station
- * keys.  Each must be readable by its owner alone; the server refuses to
- * start on one its group or others may read or change, naming the file,
- * its mode and the chmod that mends it, rather than serve from a secret
- * that has already leaked to every account on the machine.
+ * files.c - the server's secrets on disk: its database (the key the
+ * secret test items are named by, the teams' token hashes and runs), the
+ * secret test sets it holds (their labels), the station keys.  Each must
+ * be readable by its owner alone; the server refuses to start on one its
+ * group or others may read or change, naming the file, its mode and the
+ * chmod that mends it, rather than serve from a secret that has already
+ * leaked to every account on the machine.
  */
 #include "server_int.h"
 

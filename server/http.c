@@ -64,7 +64,9 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .rate_burst = 400,
                                     .stream_allowance_s = 10,
                                     .predict_within_s = 900,
-                                    .quota = {100, 30, 20000000},
+                                    .quota = {[EEB_QUOTA_REGISTRATIONS] = 100,
+                                              [EEB_QUOTA_SCORED] = 10,
+                                              [EEB_QUOTA_SAMPLES] = 20000000},
                                     .meter_rate_hz = 10,
                                     .station_clock_window_s = 60,
                                     .max_connections = 1000,
@@ -73,6 +75,12 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     /* 200 s at 10 kHz, eeb run's highest rate: a run of
                                      * T_max 30 s with its deploy and test stages */
                                     .max_samples = 2000000};
+}
+
+const char *eeb_server_quota_name(enum eeb_server_quota q)
+{
+    static const char *const names[EEB_QUOTAS] = {"registrations", "scored", "samples"};
+    return (unsigned)q < EEB_QUOTAS ? names[q] : "?";
 }
 
 /* ---- the log ---- */
@@ -354,8 +362,8 @@ static int own_run(struct eeb_srv_call *k, enum MHD_Result *sent)
     if (found < 0) {
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
     } else if (!found || k->run.team != k->team) {
-        /* another team's run is answered as none: which ids exist is
-         * not a team's to learn */
+        /* another team's run is answered as none: the API tells a team
+         * of its own runs alone, and no 403 says "that one is someone's" */
         snprintf(msg, sizeof msg, "no run %lld of team %s", (long long)k->id, k->team_name);
         *sent = eeb_srv_call_fail(k, 404, NULL, msg);
         found = 0;

@@ -61,9 +61,9 @@ static int canonical_backend(const char *name)
 
 /* The test set a run is judged on: an official run's is the secret one,
  * any other's the practice set (NULL: the server holds none). */
-static const struct eeb_srv_testset *judged_on(const struct eeb_server *s, int task, int practice)
+static const struct eeb_srv_testset *judged_on(const struct eeb_server *s, int task, int official)
 {
-    return practice ? s->practice[task] : s->test[task];
+    return official ? s->test[task] : s->practice[task];
 }
 
 /* ---- the run as JSON ---- */
@@ -147,10 +147,10 @@ static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fa
                                      &d->batch, f) ||
                    eeb_srv_int_field(json_object_get(clock, "frozen"), "clock.frozen", 0, 4096,
                                      &d->frozen, f) ||
-                   eeb_srv_int_field(json_object_get(clock, "epochs"), "clock.epochs", 1, 100000,
-                                     &d->epochs, f) ||
+                   eeb_srv_int_field(json_object_get(clock, "epochs"), "clock.epochs", 1,
+                                     1000000000, &d->epochs, f) ||
                    (steps && !json_is_null(steps) &&
-                    eeb_srv_int_field(steps, "clock.steps", 0, INT32_MAX, &d->max_steps, f))
+                    eeb_srv_int_field(steps, "clock.steps", 1, INT64_MAX / 2, &d->max_steps, f))
                ? -1
                : 0;
 }
@@ -248,8 +248,8 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
 {
     const struct eeb_weights *w = &s->weights[d->task];
     const double weights[4] = {w->u, w->t, w->p, w->s};
-    json_t *o = json_pack("{s:{s:s, s:b, s:b}}", "server", "team", k->team_name, "official",
-                          d->official, "practice", r->practice);
+    json_t *o =
+        json_pack("{s:{s:s, s:b}}", "server", "team", k->team_name, "official", d->official);
     if (o && round) /* the entry it is a run of, and the seed it was handed */
         json_object_set_new(json_object_get(o, "server"), "round",
                             json_pack("{s:s, s:s, s:s, s:I}", "name", round->name, "entry",
@@ -268,7 +268,7 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
         } else {
             eeb_config_put_power(o, "uploaded", d->rate_hz, d->provenance, NULL);
         }
-        eeb_config_put_input(o, "test", NULL, NULL, judged_on(s, (int)d->task, r->practice)->n);
+        eeb_config_put_input(o, "test", NULL, NULL, judged_on(s, (int)d->task, r->official)->n);
         if (d->modeled_clock) /* the design's, as the server modeled it */
             eeb_config_put_util(o, d->util, "modeled by the server from the design", "modeled",
                                 NULL);
@@ -320,7 +320,7 @@ static void add_terms(json_t *o, const struct eeb_server *s, const struct eeb_sr
                                                   (json_int_t)ft->items)
                                       : json_null());
     json_object_set_new(o, "test_items",
-                        json_integer((json_int_t)judged_on(s, r->task, r->practice)->n));
+                        json_integer((json_int_t)judged_on(s, r->task, r->official)->n));
     /* the time its predictions have once its test inputs are served */
     json_object_set_new(o, "predict_within_s", json_real(s->cfg.predict_within_s));
     if (r->schedule_steps) /* the steps the server counts its fine-tune is to take */
@@ -354,47 +354,59 @@ static int learnable_layers(const struct eeb_net *net)
     return n;
 }
 
+/* Why a registration is refused: the field at fault, and the message. */
+struct refusal {
+    const char *field;
+    char msg[1024];
+};
+
+__attribute__((format(printf, 3, 4))) static void refuse(struct refusal *r, const char *field,
+                                                         const char *fmt, ...)
+{
+    r->field = field;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+}
+
 /* A run on the modeled clock, modeled again by the server on its base
  * model: the step time and power declared must be the analytical model's
  * for the run's design, batch and frozen layers, bit for bit (the same
- * arithmetic, eeb check's too), and its M_u is the design's, into d.
- * field and msg say why not (msg ""). */
+ * arithmetic, eeb check's too), and its M_u is the design's, into d; or
+ * why not, into no. */
 static void model_device(const struct eeb_srv_base_model *bm, struct declared *d,
-                         const char **field, char *msg, size_t n)
+                         struct refusal *no)
 {
     struct eeb_design design;
     struct eeb_perf perf = {0};
     struct eeb_util util;
     char err[256], spec[128];
     int learnable = learnable_layers(bm->net);
-    *field = "clock", msg[0] = '\0';
     if (!d->design)
-        snprintf(msg, n, "a run on the modeled clock declares the design it modeled"),
-            *field = "design";
+        refuse(no, "design", "a run on the modeled clock declares the design it modeled");
     else if (d->frozen >= learnable)
-        snprintf(msg, n,
-                 "the base model has %d learnable layers: at most %d may be frozen (a fine-tune "
-                 "trains one at least), not %lld",
-                 learnable, learnable - 1, (long long)d->frozen),
-            *field = "clock.frozen";
+        refuse(no, "clock.frozen",
+               "the base model has %d learnable layers: at most %d may be frozen (a fine-tune "
+               "trains one at least), not %lld",
+               learnable, learnable - 1, (long long)d->frozen);
     else if (eeb_design_for(&design, d->design, bm->net, err, sizeof err) ||
              eeb_perf_model(&design, bm->net, (int)d->batch, (int)d->frozen, &perf, err,
                             sizeof err))
-        snprintf(msg, n, "its device cannot be modeled: %s", err), *field = "design";
+        refuse(no, "design", "its device cannot be modeled: %s", err);
     else if (perf.train_step_s != d->step_s || perf.train_power_w != d->train_w) {
         /* which figure, not the model's answer: a registration is no
          * oracle for the analytical model either */
         int step = perf.train_step_s != d->step_s;
-        *field = step ? "clock.train_step_s" : "clock.train_w";
-        snprintf(msg, n,
-                 "the %s declared is not the analytical model's for design %s, batch %lld and "
-                 "%lld frozen layers on the base model",
-                 step ? "step time" : "training power", d->design, (long long)d->batch,
-                 (long long)d->frozen);
+        refuse(no, step ? "clock.train_step_s" : "clock.train_w",
+               "the %s declared is not the analytical model's for design %s, batch %lld and "
+               "%lld frozen layers on the base model",
+               step ? "step time" : "training power", d->design, (long long)d->batch,
+               (long long)d->frozen);
     } else {
         eeb_resources_spec(&perf.res, spec, sizeof spec);
         if (eeb_score_util_from_spec(spec, &util, err, sizeof err))
-            snprintf(msg, n, "its design's utilization cannot be read: %s", err), *field = "design";
+            refuse(no, "design", "its design's utilization cannot be read: %s", err);
         else
             memcpy(d->util, util.frac, sizeof d->util);
     }
@@ -410,41 +422,35 @@ static int model_agrees(struct eeb_srv_call *k, struct declared *d, int open_div
                         enum MHD_Result *sent)
 {
     const struct eeb_srv_base_model *bm = &k->s->model[d->task];
-    const char *task = eeb_task_name(d->task), *field = "model";
-    char msg[1024];
-    msg[0] = '\0';
+    const char *task = eeb_task_name(d->task);
+    int another = d->model && bm->sha256[0] && strcmp(d->model, bm->sha256);
+    struct refusal no = {.msg = ""};
     if (d->modeled_clock && !bm->sha256[0])
-        snprintf(msg, sizeof msg,
-                 "this server holds no %s base model to model a device on (eeb serve --model): "
-                 "a modeled run's time, energy and utilization are the server's model's, never "
-                 "its own word",
-                 task),
-            field = "clock";
+        refuse(&no, "clock",
+               "this server holds no %s base model to model a device on (eeb serve --model): a "
+               "modeled run's time, energy and utilization are the server's model's, never its "
+               "own word",
+               task);
     else if (d->modeled_clock && !k->s->finetune[d->task].sha256[0])
-        snprintf(msg, sizeof msg,
-                 "this server names no %s fine-tune set (eeb serve --finetune) to count a "
-                 "modeled run's steps on",
-                 task),
-            field = "clock";
-    else if (!bm->sha256[0])
-        return 0;
-    else if (open_division && d->modeled_clock && d->model && strcmp(d->model, bm->sha256))
-        snprintf(msg, sizeof msg,
-                 "a run on the modeled clock is timed by the analytical model on this server's "
-                 "%s base model (sha256 %s); a run from another model runs on its board",
-                 task, bm->sha256),
-            field = "clock";
-    else if (open_division && d->model &&
-             strcmp(d->model, bm->sha256)) /* free to start elsewhere */
-        return 0;
-    else if (d->model ? strcmp(d->model, bm->sha256) != 0 : d->official || d->modeled_clock)
-        snprintf(msg, sizeof msg, "this server's %s base model is sha256 %s%s", task, bm->sha256,
-                 d->model ? "" : "; an official or modeled run declares it");
+        refuse(&no, "clock",
+               "this server names no %s fine-tune set (eeb serve --finetune) to count a modeled "
+               "run's steps on",
+               task);
+    else if (!bm->sha256[0] || (open_division && another && !d->modeled_clock))
+        return 0; /* nothing named; or the open division, free to start elsewhere */
+    else if (open_division && another)
+        refuse(&no, "clock",
+               "a run on the modeled clock is timed by the analytical model on this server's %s "
+               "base model (sha256 %s); a run from another model runs on its board",
+               task, bm->sha256);
+    else if (another || (!d->model && (d->official || d->modeled_clock)))
+        refuse(&no, "model", "this server's %s base model is sha256 %s%s", task, bm->sha256,
+               d->model ? "" : "; an official or modeled run declares it");
     else if (d->modeled_clock)
-        model_device(bm, d, &field, msg, sizeof msg);
-    if (msg[0])
-        *sent = eeb_srv_call_fail(k, 409, field, msg);
-    return msg[0] ? -1 : 0;
+        model_device(bm, d, &no);
+    if (no.msg[0])
+        *sent = eeb_srv_call_fail(k, 409, no.field, no.msg);
+    return no.msg[0] ? -1 : 0;
 }
 
 /* The steps a run on the modeled clock is to take, as the server counts
@@ -457,7 +463,8 @@ static int64_t schedule_steps(const struct eeb_server *s, const struct declared 
     double in_tmax = floor(t_max_s / d->step_s);
     if (d->max_steps >= 0 && (double)d->max_steps < steps)
         steps = (double)d->max_steps;
-    return (int64_t)(in_tmax < steps ? in_tmax : steps);
+    steps = in_tmax < steps ? in_tmax : steps;
+    return steps < 0x1p62 ? (int64_t)steps : INT64_C(1) << 62; /* no count past int64's */
 }
 
 static int count_round(void *arg, int64_t id, const struct eeb_round *r)
@@ -594,33 +601,37 @@ static json_t *registered_json(struct eeb_srv_call *k, const struct eeb_srv_run 
 
 /* n of the team's quota q taken for today: 1, or 0 with the 429 (or the
  * 500) sent. */
-static int take_quota(struct eeb_srv_call *k, enum eeb_srv_quota q, int64_t n,
+static int take_quota(struct eeb_srv_call *k, enum eeb_server_quota q, int64_t n,
                       enum MHD_Result *sent)
 {
     int64_t used, limit = k->s->cfg.quota[q];
     char err[256], field[32], msg[320];
-    int rc = eeb_srv_store_quota_take(k->s->store, k->team, q, n, limit, &used, err, sizeof err);
+    k->quota_day = eeb_utc_ns() / (86400 * (int64_t)1000000000); /* UTC days */
+    int rc = eeb_srv_store_quota_take(k->s->store, k->team, k->quota_day, q, n, limit, &used, err,
+                                      sizeof err);
     if (rc < 0)
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
     if (rc != 0)
         return rc > 0;
-    snprintf(field, sizeof field, "quota.%s", eeb_srv_quota_name(q));
+    snprintf(field, sizeof field, "quota.%s", eeb_server_quota_name(q));
     snprintf(msg, sizeof msg,
              "team %s has used %lld of its %lld %s today (UTC)%s; the organizer sets this quota "
              "(eeb serve --quota %s=N)",
-             k->team_name, (long long)used, (long long)limit, eeb_srv_quota_name(q),
-             n > 1 ? ", and this asks for more" : "", eeb_srv_quota_name(q));
+             k->team_name, (long long)used, (long long)limit, eeb_server_quota_name(q),
+             n > 1 ? ", and this asks for more" : "", eeb_server_quota_name(q));
     *sent = eeb_srv_call_fail(k, 429, field, msg);
     return 0;
 }
 
 /* What was taken of a quota given back: the act it was for did not
  * happen. */
-static void give_back(struct eeb_srv_call *k, enum eeb_srv_quota q, int64_t n)
+static void give_back(struct eeb_srv_call *k, enum eeb_server_quota q, int64_t n)
 {
     int64_t used;
     char err[256];
-    (void)eeb_srv_store_quota_take(k->s->store, k->team, q, -n, -1, &used, err, sizeof err);
+    if (n) /* to the day it was taken from, past midnight too */
+        (void)eeb_srv_store_quota_take(k->s->store, k->team, k->quota_day, q, -n, -1, &used, err,
+                                       sizeof err);
 }
 
 /* The set the run will be judged on, or the 409 sent: an official run
@@ -629,7 +640,7 @@ static void give_back(struct eeb_srv_call *k, enum eeb_srv_quota q, int64_t n)
 static const struct eeb_srv_testset *set_for(struct eeb_srv_call *k, const struct declared *d,
                                              enum MHD_Result *sent)
 {
-    const struct eeb_srv_testset *t = judged_on(k->s, d->task, !d->official);
+    const struct eeb_srv_testset *t = judged_on(k->s, d->task, d->official);
     char msg[320];
     const char *task = eeb_task_name(d->task);
     if (t)
@@ -665,16 +676,15 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
                (!d.official || take_round(k, &d, &round, &claim, &sent) == 0) &&
                finetune_agrees(k, &d, &sent) == 0 &&
                model_agrees(k, &d, claim.round && strcmp(d.division, "open") == 0, &sent) == 0 &&
-               take_quota(k, EEB_SRV_QUOTA_REGISTRATIONS, 1, &sent) &&
+               take_quota(k, EEB_QUOTA_REGISTRATIONS, 1, &sent) &&
                /* a meter that does not answer registers nothing: the quota back */
                (read_meter(k, &d, &m, &sent) == 0 ||
-                (give_back(k, EEB_SRV_QUOTA_REGISTRATIONS, 1), 0))) {
+                (give_back(k, EEB_QUOTA_REGISTRATIONS, 1), 0))) {
         const struct eeb_task_profile *p = eeb_task_profile(d.task);
         const struct eeb_round_task *rt = claim.round ? &round.task[d.task] : NULL;
         struct eeb_srv_run r = {.team = k->team,
                                 .task = (int)d.task,
                                 .official = d.official,
-                                .practice = !d.official,
                                 .t_max_s = rt ? rt->t_max_s : p->t_max_s,
                                 .p_max_w = !rt                ? p->p_max_w
                                            : isnan(d.p_max_w) ? rt->tiers_w[0]
@@ -692,8 +702,14 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
         char *config = server_config(k->s, &d, k, &r, claim.round ? &round : NULL, claim.seed,
                                      m.meter_run ? &m : NULL);
         int started = 0, registered = 0, rc = 0;
+        snprintf(err, sizeof err,
+                 "its schedule takes no step: T_max (%g s) holds none of %.17g s, or it asked "
+                 "for none",
+                 r.t_max_s, d.step_s);
         if (!config)
             sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
+        else if (d.modeled_clock && r.schedule_steps < 1) /* a fine-tune trains one at least */
+            sent = eeb_srv_call_fail(k, 409, "clock", err);
         else if (m.meter_run && !(started = !eeb_srv_meter_start(k->s, &m, err, sizeof err)))
             sent = eeb_srv_call_fail(k, 503, "station", err);
         else if ((rc = eeb_srv_store_run_register(k->s->store, &r, config,
@@ -722,7 +738,7 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
             sent = eeb_srv_call_json(k, 201, registered_json(k, &r, &round, &claim));
         }
         if (!registered)
-            give_back(k, EEB_SRV_QUOTA_REGISTRATIONS, 1);
+            give_back(k, EEB_QUOTA_REGISTRATIONS, 1);
         if (started && !registered) /* held, but for no run */
             eeb_srv_meter_drop(k->s, m.meter_run);
         else if (!started && m.meter_run) /* opened, never held */
@@ -1000,13 +1016,13 @@ enum MHD_Result eeb_srv_api_links(struct eeb_srv_call *k)
     if (bad) {
         sent = eeb_srv_fail_fault(k, &f);
     } else if (!links_refused(k, links, n, &sent) &&
-               take_quota(k, EEB_SRV_QUOTA_SAMPLES, fresh, &sent)) {
+               take_quota(k, EEB_QUOTA_SAMPLES, fresh, &sent)) {
         enum eeb_link_verdict v;
         int64_t next = 0;
         int rc = eeb_srv_store_run_links(k->s->store, k->id, links, n, k->s->cfg.max_samples, &v,
                                          &at, &next, err, sizeof err);
         if (rc || v != EEB_LINKS_STORED) /* nothing of the request is stored */
-            give_back(k, EEB_SRV_QUOTA_SAMPLES, fresh);
+            give_back(k, EEB_QUOTA_SAMPLES, fresh);
         if (rc == 1) /* past the run's cap of samples */
             sent = eeb_srv_call_fail(k, 413, "samples", err);
         else if (rc)
@@ -1078,52 +1094,73 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k)
     return eeb_srv_call_json(k, 200, run_json(&k->run));
 }
 
+/* The set run k->run is judged on, or the 409 sent: a server started
+ * again without it cannot judge the runs it had. */
+static const struct eeb_srv_testset *run_set(struct eeb_srv_call *k, enum MHD_Result *sent)
+{
+    const struct eeb_srv_testset *t = judged_on(k->s, k->run.task, k->run.official);
+    char msg[256];
+    if (t)
+        return t;
+    snprintf(msg, sizeof msg,
+             "this server no longer holds the %s %s set run %lld is judged on (eeb serve %s)",
+             eeb_task_name((enum eeb_task)k->run.task), k->run.official ? "test" : "practice",
+             (long long)k->id, k->run.official ? "--test" : "--practice");
+    *sent = eeb_srv_call_fail(k, 409, "task", msg);
+    return NULL;
+}
+
 /* GET /api/v1/runs/{id}/test: the run's test inputs, labels stripped,
- * once fine-tuning is complete, and once a run: an official run's only
- * after a fine-tune the server saw (its stream, its steps), so that no
- * run has the inputs without having trained first. */
+ * once fine-tuning is complete: an official run's only after a fine-tune
+ * the server saw (its stream, its steps), so that no run has the inputs
+ * without having trained first.  Its predictions are due from the first
+ * time it is served them; until then it may fetch them again (a download
+ * cut off), the same bytes, which tell it nothing new. */
 enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     struct eeb_srv_window window;
     char err[512], why[512], msg[768];
-    if (!in_state(k, "complete", NULL, &sent))
+    const struct eeb_srv_testset *t;
+    if (!in_state(k, "complete", NULL, &sent) || !(t = run_set(k, &sent)))
         return sent;
-    if (!k->run.practice &&
+    if (k->run.official &&
         eeb_srv_fine_tuned(k->s, &k->run, &window, why, sizeof why, err, sizeof err))
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (!k->run.practice && why[0]) {
+    if (k->run.official && why[0]) {
         snprintf(msg, sizeof msg,
                  "run %lld's test inputs follow a fine-tune the server saw, and its record "
                  "shows none: %s",
                  (long long)k->id, why);
         return eeb_srv_call_fail(k, 409, "links", msg);
     }
-    int fresh = eeb_srv_store_run_test_served(k->s->store, k->id, err, sizeof err);
-    if (fresh < 0)
-        return eeb_srv_call_fail(k, 500, NULL, err);
-    if (!fresh) {
-        snprintf(msg, sizeof msg, "run %lld's test inputs were served already: once a run",
-                 (long long)k->id);
+    double since_s = (double)(eeb_utc_ns() - k->run.test_served_utc_ns) / 1e9;
+    if (k->run.test_served_utc_ns && since_s > k->s->cfg.predict_within_s) {
+        snprintf(msg, sizeof msg,
+                 "run %lld was served its test inputs %.1f s ago, and its predictions were due "
+                 "within %g s: they are served no more",
+                 (long long)k->id, since_s, k->s->cfg.predict_within_s);
         return eeb_srv_call_fail(k, 409, "test", msg);
     }
-    const struct eeb_srv_testset *t = judged_on(k->s, k->run.task, k->run.practice);
-    eeb_srv_log(k->s, "run %lld: %zu test inputs served; its predictions are due within %g s",
-                (long long)k->id, t->n, k->s->cfg.predict_within_s);
+    int first = eeb_srv_store_run_test_served(k->s->store, k->id, err, sizeof err);
+    if (first < 0)
+        return eeb_srv_call_fail(k, 500, NULL, err);
+    if (first)
+        eeb_srv_log(k->s, "run %lld: %zu test inputs served; its predictions are due within %g s",
+                    (long long)k->id, t->n, k->s->cfg.predict_within_s);
     return eeb_srv_call_file(k, "application/octet-stream", t->inputs);
 }
 
 /* ---- predictions ---- */
 
-/* A classifier's ranked classes into the record, with the true label. */
+/* A classifier's ranked classes into the record (its truth stays in the
+ * server's memory). */
 static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
-                          const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
-                          struct eeb_srv_fault *f)
+                          struct eeb_prediction *rec, struct eeb_srv_fault *f)
 {
     char field[96];
     json_t *top = json_object_get(p, EEB_PREDICTION_KEY_TOP), *x;
     size_t j;
-    (void)item; /* its truth stays in the server's memory */
     snprintf(field, sizeof field, "predictions[%zu]." EEB_PREDICTION_KEY_TOP, i);
     if (!json_is_array(top) || json_array_size(top) < 1 || json_array_size(top) > EEB_TOPK_MAX)
         return eeb_srv_bad(f, field, "expected 1 to %d classes, best first", EEB_TOPK_MAX);
@@ -1138,10 +1175,10 @@ static int ranked_classes(json_t *p, size_t i, const struct eeb_srv_testset *t,
     return 0;
 }
 
-/* A detector's boxes into the record, with the true ones. */
+/* A detector's boxes into the record (the true ones stay in the server's
+ * memory). */
 static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
-                          const struct eeb_srv_held_item *item, struct eeb_prediction *rec,
-                          struct eeb_srv_fault *f)
+                          struct eeb_prediction *rec, struct eeb_srv_fault *f)
 {
     char field[96];
     json_t *boxes = json_object_get(p, EEB_PREDICTION_KEY_BOXES), *x;
@@ -1150,7 +1187,6 @@ static int detected_boxes(json_t *p, size_t i, const struct eeb_srv_testset *t,
     if (!json_is_array(boxes) || json_array_size(boxes) > EEB_SHARD_MAX_BOXES)
         return eeb_srv_bad(f, field, "expected up to %d [class, score, x0, y0, x1, y1]",
                            EEB_SHARD_MAX_BOXES);
-    (void)item; /* its truth stays in the server's memory */
     rec->boxes = calloc(json_array_size(boxes) + 1, sizeof *rec->boxes);
     if (!rec->boxes)
         return eeb_srv_bad(f, field, "out of memory");
@@ -1192,8 +1228,8 @@ static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset 
     if (!(*item = eeb_srv_testset_find(t, id)))
         return eeb_srv_bad(f, field, "no test item has this id");
     struct eeb_prediction rec = {.kind = eeb_task_get(t->task)->prediction, .id = id};
-    int rc = rec.kind == EEB_PREDICTION_BOXES ? detected_boxes(p, i, t, *item, &rec, f)
-                                              : ranked_classes(p, i, t, *item, &rec, f);
+    int rc = rec.kind == EEB_PREDICTION_BOXES ? detected_boxes(p, i, t, &rec, f)
+                                              : ranked_classes(p, i, t, &rec, f);
     if (rc == 0 && !(*text = eeb_prediction_write(&rec)))
         rc = eeb_srv_bad(f, field, "out of memory");
     eeb_prediction_free(&rec);
@@ -1206,9 +1242,10 @@ static int prediction_payload(json_t *p, size_t i, const struct eeb_srv_testset 
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
-    if (!in_state(k, "complete", NULL, &sent))
+    const struct eeb_srv_testset *t;
+    if (!in_state(k, "complete", NULL, &sent) || !(t = run_set(k, &sent)))
         return sent;
-    if (!k->run.practice && !k->run.test_served_utc_ns)
+    if (k->run.official && !k->run.test_served_utc_ns)
         return eeb_srv_call_fail(k, 409, "test",
                                  "an official run's predictions follow its test inputs (GET "
                                  "/api/v1/runs/{id}/test), which it was not served");
@@ -1216,7 +1253,6 @@ enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k)
     if (!body)
         return sent;
     json_t *list = json_object_get(body, "predictions");
-    const struct eeb_srv_testset *t = judged_on(k->s, k->run.task, k->run.practice);
     size_t n = json_array_size(list);
     int64_t *items = calloc(n + 1, sizeof *items);
     char **payloads = calloc(n + 1, sizeof *payloads), err[512];
@@ -1305,6 +1341,17 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
     return 1;
 }
 
+/* Whether why holds reason whole among its "; "-separated reasons. */
+static int has_reason(const char *why, const char *reason)
+{
+    size_t n = strlen(reason);
+    for (const char *at = why; (at = strstr(at, reason)) != NULL; at++)
+        if ((at == why || (at - why >= 2 && at[-2] == ';' && at[-1] == ' ')) &&
+            (at[n] == '\0' || at[n] == ';'))
+            return 1;
+    return 0;
+}
+
 /* o made invalid, for the reason fmt says after those it has (once: the
  * judge may have found it too). */
 __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outcome *o,
@@ -1317,7 +1364,7 @@ __attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outc
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
     size_t n = strlen(o->why);
-    if (strstr(o->why, reason))
+    if (has_reason(o->why, reason))
         return;
     if (n && n + 2 < sizeof o->why)
         memcpy(o->why + n, "; ", 3), n += 2;
@@ -1360,24 +1407,35 @@ static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *
 /* Why an official run's labels may not count (its M_s, its S, a verdict
  * on them), "" if they may: it fine-tuned as the server saw (its stream,
  * its steps), and its predictions followed its test inputs in time.  A
- * rehearsal's always may: its labels are public. */
+ * rehearsal's always may: its labels are public.  The predictions' time is
+ * read afresh (r is read again), after the tally: predictions posted while
+ * the run is being scored are timed with the rest. */
 static int labels_barred(struct eeb_srv_call *k, struct eeb_srv_window *window, char *why, size_t n,
                          char *err, size_t errlen)
 {
     const struct eeb_srv_run *r = &k->run;
-    double late_s = (double)(r->predicted_utc_ns - r->test_served_utc_ns) / 1e9;
     why[0] = '\0';
-    int rc = r->practice ? EEB_OK : eeb_srv_fine_tuned(k->s, r, window, why, n, err, errlen);
-    if (rc || why[0] || r->practice)
-        return rc;
-    if (!r->test_served_utc_ns)
+    int rc = !r->official ? EEB_OK : eeb_srv_fine_tuned(k->s, r, window, why, n, err, errlen);
+    if (rc == EEB_OK && r->official && !why[0] && !r->test_served_utc_ns)
         snprintf(why, n, "its test inputs were never served");
-    else if (r->predicted_utc_ns && late_s > k->s->cfg.predict_within_s)
+    return rc;
+}
+
+/* Why an official run's predictions came too late, "" if they did not:
+ * after the deadline its inputs' first serving set, as the run stands in
+ * the store now. */
+static int predictions_late(struct eeb_srv_call *k, char *why, size_t n, char *err, size_t errlen)
+{
+    struct eeb_srv_run now;
+    int found = eeb_srv_store_run_get(k->s->store, k->id, &now, err, errlen);
+    double late_s = (double)(now.predicted_utc_ns - now.test_served_utc_ns) / 1e9;
+    why[0] = '\0';
+    if (found > 0 && now.official && now.predicted_utc_ns && late_s > k->s->cfg.predict_within_s)
         snprintf(why, n,
                  "its predictions arrived %.1f s after its test inputs were served; the server "
                  "allows %g s",
                  late_s, k->s->cfg.predict_within_s);
-    return EEB_OK;
+    return found < 0 ? found : EEB_OK;
 }
 
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
@@ -1390,13 +1448,17 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     enum MHD_Result sent;
     if (strcmp(k->run.state, "scored") == 0)
         return eeb_srv_call_json(k, 200, run_json(&k->run));
-    if (!in_state(k, "complete", NULL, &sent))
+    const struct eeb_srv_testset *t;
+    if (!in_state(k, "complete", NULL, &sent) || !(t = run_set(k, &sent)))
         return sent;
     if (!k->run.links)
         return eeb_srv_call_fail(k, 409, "links",
                                  "the run sent no chain: the server judges a run from its chain "
                                  "of events and samples (POST /api/v1/runs/{id}/links)");
-    if (!store_counters(k, &sent) || !take_quota(k, EEB_SRV_QUOTA_SCORED, 1, &sent))
+    /* the quota bounds what official runs' scores can tell of the secret
+     * labels; a rehearsal's labels are public */
+    int charged = k->run.official;
+    if (!store_counters(k, &sent) || (charged && !take_quota(k, EEB_QUOTA_SCORED, 1, &sent)))
         return sent;
     const char *path = eeb_srv_store_path(k->s->store);
     struct eeb_run_outcome o = {0};
@@ -1408,10 +1470,12 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
      * station agent's samples to the window's end in */
     int rc = labels_barred(k, &window, barred, sizeof barred, err, sizeof err);
     if (rc == EEB_OK && !barred[0])
-        rc = eeb_srv_testset_m_s(judged_on(k->s, k->run.task, k->run.practice), k->s->store, k->id,
-                                 &m_s, unjudged, sizeof unjudged, err, sizeof err);
+        rc = eeb_srv_testset_m_s(t, k->s->store, k->id, &m_s, unjudged, sizeof unjudged, err,
+                                 sizeof err);
+    if (rc == EEB_OK && !barred[0])
+        rc = predictions_late(k, barred, sizeof barred, err, sizeof err);
     if (rc) {
-        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
+        give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
     if (k->run.meter_run)
@@ -1424,13 +1488,13 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
              eeb_srv_store_meter_window(k->s->store, k->run.meter_run, window.begin_utc_ns,
                                         window.end_utc_ns, unmetered, sizeof unmetered, err,
                                         sizeof err)) {
-        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
+        give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
     /* the labels' count where it may be had, else none: the judge then
      * gives every other figure, and the run is invalid for the reason */
     if (eeb_run_judge(path, k->id, isnan(m_s) ? 0 : m_s, &o, err, sizeof err)) {
-        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
+        give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
     if (unmetered[0])
@@ -1451,7 +1515,7 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     if (barred[0] || unjudged[0])
         o.score.m_s = NAN;
     if (o.valid && round_check(k, &o, err, sizeof err)) {
-        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
+        give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
     struct eeb_srv_run *r = &k->run;
@@ -1467,7 +1531,7 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
         k->s->store, r, &o, r->schedule_steps ? "modeled" : "declared", score, err, sizeof err);
     free(score);
     if (moved <= 0)
-        give_back(k, EEB_SRV_QUOTA_SCORED, 1);
+        give_back(k, EEB_QUOTA_SCORED, charged);
     if (moved < 0)
         return eeb_srv_call_fail(k, 500, NULL, err);
     if (!moved) /* scored by a request racing this one: its verdict stands */

@@ -21,7 +21,7 @@
 /* What the run's events say of its steps. */
 struct steps_walk {
     int64_t complete; /* the complete event's count (-1: none) */
-    char reason[32];  /* and why fine-tuning ended */
+    int stopped;      /* an abort or error event: the run stopped short */
     int64_t most;     /* the largest count any train or epoch event gives */
     int64_t most_seq; /* the link that gave it */
 };
@@ -42,11 +42,9 @@ static int read_steps(void *arg, const struct eeb_rundb_link *l)
     if (l->kind != EEB_LINK_EVENT || !kind)
         return 0;
     if (strcmp(kind, EEB_EVENT_COMPLETE) == 0) {
-        json_t *o = l->event.payload ? json_loads(l->event.payload, 0, NULL) : NULL;
-        snprintf(w->reason, sizeof w->reason, "%s",
-                 json_string_value(json_object_get(o, EEB_EVENT_KEY_REASON)) ?: "");
-        json_decref(o);
         w->complete = payload_step(l->event.payload);
+    } else if (strcmp(kind, EEB_EVENT_ABORT) == 0 || strcmp(kind, EEB_EVENT_ERROR) == 0) {
+        w->stopped = 1;
     } else if (strcmp(kind, EEB_EVENT_TRAIN) == 0 || strcmp(kind, EEB_EVENT_EPOCH_END) == 0 ||
                strcmp(kind, EEB_EVENT_EPOCH_PARTIAL) == 0) {
         int64_t step = payload_step(l->event.payload);
@@ -72,7 +70,7 @@ static int steps_check(struct eeb_server *s, const struct eeb_srv_run *r, char *
         snprintf(why, whylen, "link %lld says step %lld, past the %lld its complete event says",
                  (long long)w.most_seq, (long long)w.most, (long long)w.complete);
     else if (r->schedule_steps)
-        eeb_run_steps_off_schedule((double)w.complete, w.reason, (double)r->schedule_steps, why,
+        eeb_run_steps_off_schedule((double)w.complete, w.stopped, (double)r->schedule_steps, why,
                                    whylen);
     return EEB_OK;
 }

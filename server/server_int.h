@@ -221,6 +221,7 @@ struct eeb_srv_call {
     char team_name[EEB_SRV_TEAM_NAME];
     int station;            /* a station's agent calling: its index */
     struct eeb_srv_run run; /* routes on a run: the team's own run {id} */
+    int64_t quota_day;      /* the UTC day a quota was taken from, to give it back to */
 };
 
 /* A line of the server's log (its config's log; none if NULL), after the

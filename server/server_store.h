@@ -30,10 +30,11 @@
 struct eeb_srv_store; /* opaque */
 
 /* Opens the database at path, creating it if missing (mode 0600 whatever
- * the umask: its predictions hold the test's labels; SQLite gives its -wal
- * and -shm the file's mode) and migrating the run tables and the server's;
- * refuses a file that is not a run database, or whose tables a newer eeb
- * wrote, leaving it untouched. */
+ * the umask: it holds the teams' runs, token hashes and the key the secret
+ * test items are named by; SQLite gives its -wal and -shm the file's
+ * mode) and migrating the run tables and the server's; refuses a file
+ * that is not a run database, or whose tables a newer eeb wrote, leaving
+ * it untouched. */
 int eeb_srv_store_open(const char *path, struct eeb_srv_store **out, char *err, size_t errlen);
 
 /* Closes the calling thread's connection and the store (the pool's threads
@@ -66,17 +67,13 @@ int eeb_srv_store_stats(struct eeb_srv_store *s, struct eeb_srv_store_stats *out
 int eeb_srv_store_key(struct eeb_srv_store *s, uint8_t key[EEB_SRV_KEY_BYTES], char *err,
                       size_t errlen);
 
-/* What a team may use of the server in a UTC day, each set by the
- * organizer: runs registered, runs scored, power samples stored. */
-enum eeb_srv_quota { EEB_SRV_QUOTA_REGISTRATIONS, EEB_SRV_QUOTA_SCORED, EEB_SRV_QUOTA_SAMPLES };
-#define EEB_SRV_QUOTA_COUNT 3
-const char *eeb_srv_quota_name(enum eeb_srv_quota q);
-
-/* n of team's quota q taken for today, if today's use stays within limit
- * (< 0: none): 1; or 0, nothing taken, and *used today's use; or an
- * error.  A negative n gives back what was taken. */
-int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, enum eeb_srv_quota q, int64_t n,
-                             int64_t limit, int64_t *used, char *err, size_t errlen);
+/* n of team's quota q taken for the UTC day `day` (days since 1970), if
+ * that day's use stays within limit (< 0: none): 1; or 0, nothing taken,
+ * and *used the day's use; or an error.  A negative n gives back what was
+ * taken. */
+int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, int64_t day,
+                             enum eeb_server_quota q, int64_t n, int64_t limit, int64_t *used,
+                             char *err, size_t errlen);
 
 /* ---- teams ---- */
 
@@ -114,11 +111,10 @@ struct eeb_srv_run {
     int64_t entry;            /* the round's entry it is a run of (0: none) */
     char entry_name[EEB_ROUND_NAME], division[8], round[EEB_ROUND_NAME];
     char withdrawn[12], withdrawn_why[256]; /* "", hidden or withdrawn by the organizer */
-    int practice;                           /* a rehearsal, judged on the practice set */
     int64_t schedule_steps;     /* on the modeled clock: the steps its fine-tune is to take, as
                                  * the server counts them (0: not counted) */
     int64_t test_served_utc_ns; /* when its test inputs were served (0: not yet) */
-    int64_t predicted_utc_ns;   /* when its predictions last arrived (0: none yet) */
+    int64_t predicted_utc_ns;   /* when its predictions last changed (0: none yet) */
 };
 
 /* What an official run registered while a round is open claims: a place
@@ -184,7 +180,7 @@ int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end
 
 /* Stores (or replaces) the predictions of n test items (JSON, without
  * their truth: the labels stay in the server's memory) in one
- * transaction, and when they arrived. */
+ * transaction, and, if any was new or changed, when they arrived. */
 int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int64_t *items,
                                   const char *const *payloads, size_t n, char *err, size_t errlen);
 
@@ -277,7 +273,8 @@ int eeb_srv_store_run_epochs(struct eeb_srv_store *s, int64_t id, int64_t *epoch
 int eeb_srv_store_run_sensor(struct eeb_srv_store *s, const struct eeb_srv_run *r, char *uri,
                              size_t n, char *err, size_t errlen);
 
-/* The runs of task not scored yet, the newest first (100 at most). */
+/* The runs of task not scored yet, the newest first (100 at most): the
+ * live view, rehearsals marked as such by their page. */
 int eeb_srv_store_runs_going(struct eeb_srv_store *s, int task,
                              int (*fn)(void *arg, const struct eeb_srv_run *r), void *arg,
                              char *err, size_t errlen);

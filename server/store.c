@@ -102,16 +102,16 @@ static const char *const migrations[] = {
     "  action TEXT NOT NULL,"
     "  target TEXT NOT NULL,"
     "  reason TEXT NOT NULL);",
-    /* v4 -> v5: what a team must not be handed, and what it may use.  The
-     * server's key, which names the test items it serves; a run's
-     * rehearsal on the practice set, when its test inputs were served,
-     * when its predictions last arrived and when it was scored; each
-     * team's use of the server per UTC day, held to its quotas; and a
-     * chain's origin, one run's alone (a copied chain is refused). */
+    /* v3 -> v4: what a team must not be handed, and what it may use.  The
+     * server's key, which names the test items it serves; when a run's
+     * test inputs were served, its predictions last changed and it was
+     * scored, and the steps its schedule takes; each team's use of the
+     * server per UTC day, held to its quotas; chains' origins found fast
+     * (one is a run's alone: a copy is refused).  The labels leave the
+     * predictions the server holds: they are in no database now. */
     "CREATE TABLE server_key ("
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  key BLOB NOT NULL CHECK (length(key) = 32));"
-    "ALTER TABLE team_runs ADD COLUMN practice INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE team_runs ADD COLUMN test_served_utc_ns INTEGER;"
     "ALTER TABLE team_runs ADD COLUMN predicted_utc_ns INTEGER;"
     "ALTER TABLE team_runs ADD COLUMN scored_utc_ns INTEGER;"
@@ -123,7 +123,10 @@ static const char *const migrations[] = {
     "  scored INTEGER NOT NULL DEFAULT 0,"
     "  samples INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (team_id, day));"
-    "CREATE UNIQUE INDEX links_origin_once ON links(origin_uuid) WHERE kind = 'origin';",
+    "CREATE INDEX links_by_origin ON links(origin_uuid) WHERE kind = 'origin';"
+    "CREATE INDEX links_by_origin_head ON links(head) WHERE kind = 'origin';"
+    "UPDATE predictions SET payload = json_remove(payload, '$.label', '$.truth') "
+    "  WHERE run_id IN (SELECT run_id FROM team_runs);",
 };
 
 static const struct eeb_rundb_tables server_tables = {
@@ -370,29 +373,21 @@ int eeb_srv_store_key(struct eeb_srv_store *s, uint8_t key[EEB_SRV_KEY_BYTES], c
     return done(db, st, step, err, errlen);
 }
 
-static const char *const quota_columns[EEB_SRV_QUOTA_COUNT] = {"registrations", "scored",
-                                                               "samples"};
-
-const char *eeb_srv_quota_name(enum eeb_srv_quota q)
+int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, int64_t day,
+                             enum eeb_server_quota q, int64_t n, int64_t limit, int64_t *used,
+                             char *err, size_t errlen)
 {
-    return (unsigned)q < EEB_SRV_QUOTA_COUNT ? quota_columns[q] : "?";
-}
-
-int eeb_srv_store_quota_take(struct eeb_srv_store *s, int64_t team, enum eeb_srv_quota q, int64_t n,
-                             int64_t limit, int64_t *used, char *err, size_t errlen)
-{
-    static const char *const take[EEB_SRV_QUOTA_COUNT] = {
+    static const char *const take[EEB_QUOTAS] = {
         "UPDATE team_usage SET registrations = registrations + ?3 WHERE team_id = ?1 AND day = ?2 "
         "AND registrations + ?3 <= ?4",
         "UPDATE team_usage SET scored = scored + ?3 WHERE team_id = ?1 AND day = ?2 AND "
         "scored + ?3 <= ?4",
         "UPDATE team_usage SET samples = samples + ?3 WHERE team_id = ?1 AND day = ?2 AND "
         "samples + ?3 <= ?4"};
-    static const char *const read[EEB_SRV_QUOTA_COUNT] = {
+    static const char *const read[EEB_QUOTAS] = {
         "SELECT registrations FROM team_usage WHERE team_id = ? AND day = ?",
         "SELECT scored FROM team_usage WHERE team_id = ? AND day = ?",
         "SELECT samples FROM team_usage WHERE team_id = ? AND day = ?"};
-    int64_t day = eeb_utc_ns() / (86400 * (int64_t)1000000000);
     struct eeb_rundb *db;
     int rc;
     *used = 0;
@@ -587,8 +582,8 @@ static int add_team_run(struct eeb_rundb *db, struct eeb_srv_run *r, int64_t ent
 {
     sqlite3_stmt *st = prepare(db,
                                "INSERT INTO team_runs (run_id, team_id, state, official, device, "
-                               "provenance, registered_utc_ns, entry_id, practice, schedule_steps) "
-                               "VALUES (?, ?, 'registered', ?, ?, ?, ?, ?, ?, ?)",
+                               "provenance, registered_utc_ns, entry_id, schedule_steps) "
+                               "VALUES (?, ?, 'registered', ?, ?, ?, ?, ?, ?)",
                                err, errlen);
     if (!st)
         return EEB_EDB;
@@ -600,9 +595,8 @@ static int add_team_run(struct eeb_rundb *db, struct eeb_srv_run *r, int64_t ent
     sqlite3_bind_int64(st, 6, r->registered_utc_ns = eeb_utc_ns());
     if (entry)
         sqlite3_bind_int64(st, 7, entry);
-    sqlite3_bind_int(st, 8, r->practice);
     if (r->schedule_steps)
-        sqlite3_bind_int64(st, 9, r->schedule_steps);
+        sqlite3_bind_int64(st, 8, r->schedule_steps);
     return done(db, st, sqlite3_step(st), err, errlen);
 }
 
@@ -653,7 +647,7 @@ int eeb_srv_store_run_register(struct eeb_srv_store *s, struct eeb_srv_run *r,
     "(SELECT count(*) FROM links l WHERE l.run_id = e.run_id), "                                   \
     "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
     "r.config ->> '$.power.meter_run', e.begun_utc_ns, e.entry_id, en.name, en.division, "         \
-    "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty, e.practice, e.test_served_utc_ns, "   \
+    "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty, e.test_served_utc_ns, "               \
     "e.predicted_utc_ns, e.schedule_steps "                                                        \
     "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "            \
     "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
@@ -686,10 +680,9 @@ static void read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
                               .begun_utc_ns = sqlite3_column_int64(st, 26),
                               .entry = sqlite3_column_int64(st, 27),
                               .s_uncertainty = column_number(st, 33),
-                              .practice = sqlite3_column_int(st, 34),
-                              .test_served_utc_ns = sqlite3_column_int64(st, 35),
-                              .predicted_utc_ns = sqlite3_column_int64(st, 36),
-                              .schedule_steps = sqlite3_column_int64(st, 37)};
+                              .test_served_utc_ns = sqlite3_column_int64(st, 34),
+                              .predicted_utc_ns = sqlite3_column_int64(st, 35),
+                              .schedule_steps = sqlite3_column_int64(st, 36)};
     column_text(st, 2, r->team_name, sizeof r->team_name);
     column_text(st, 4, r->state, sizeof r->state);
     column_text(st, 7, r->rules_version, sizeof r->rules_version);
@@ -857,17 +850,48 @@ int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size
     return changed(db, done(db, st, sqlite3_step(st), err, errlen));
 }
 
+/* How many of the n predictions are not held as they are: new, or
+ * changed. */
+static int64_t predictions_new(struct eeb_rundb *db, int64_t id, const int64_t *items,
+                               const char *const *payloads, size_t n, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = prepare(
+        db, "SELECT count(*) FROM predictions WHERE run_id = ? AND item = ? AND payload = ?", err,
+        errlen);
+    if (!st)
+        return EEB_EDB;
+    int64_t fresh = 0;
+    int step = SQLITE_DONE;
+    for (size_t i = 0; i < n && step != SQLITE_ERROR; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, items[i]);
+        sqlite3_bind_text(st, 3, payloads[i], -1, SQLITE_STATIC);
+        if ((step = sqlite3_step(st)) == SQLITE_ROW)
+            fresh += sqlite3_column_int64(st, 0) == 0;
+        else
+            step = SQLITE_ERROR;
+    }
+    int rc = done(db, st, step, err, errlen);
+    return rc ? rc : fresh;
+}
+
 int eeb_srv_store_run_predictions(struct eeb_srv_store *s, int64_t id, const int64_t *items,
                                   const char *const *payloads, size_t n, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
+    int64_t fresh = 0;
     int rc = conn(s, &db, err, errlen);
+    /* predictions sent again as they were (a submission resumed) arrive
+     * no later: only what changes moves their time */
+    if (rc == EEB_OK && (fresh = predictions_new(db, id, items, payloads, n, err, errlen)) < 0)
+        rc = (int)fresh;
     if (rc == EEB_OK)
         rc = eeb_rundb_predictions_add(db, id, items, payloads, n, err, errlen);
     sqlite3_stmt *st =
-        rc ? NULL
-           : statement(s, "UPDATE team_runs SET predicted_utc_ns = ? WHERE run_id = ?", &db, &rc,
-                       err, errlen);
+        rc || !fresh ? NULL
+                     : statement(s, "UPDATE team_runs SET predicted_utc_ns = ? WHERE run_id = ?",
+                                 &db, &rc, err, errlen);
     if (!st)
         return rc;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
@@ -987,7 +1011,7 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
     int rc;
     sqlite3_stmt *st = statement(s,
                                  "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
-                                 "AND e.withdrawn IS NULL AND e.practice = 0 "
+                                 "AND e.withdrawn IS NULL AND e.official = 1 "
                                  "AND (?2 IS NULL OR e.provenance = ?2) "
                                  "AND (?3 IS NULL OR e.device = ?3) "
                                  "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",

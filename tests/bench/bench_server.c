@@ -533,8 +533,8 @@ int main(void)
     struct eeb_server_config cfg;
     eeb_server_config_default(&cfg);
     cfg.db = db, cfg.port = 0, cfg.rate_limit = 0, cfg.test[EEB_TASK_CLS] = test;
-    cfg.practice[EEB_TASK_CLS] = test; /* the soak's rehearsals */
-    for (int q = 0; q < 3; q++)        /* a bench is no team to hold to a day's share */
+    cfg.practice[EEB_TASK_CLS] = test;   /* the soak's rehearsals */
+    for (int q = 0; q < EEB_QUOTAS; q++) /* a bench is no team to hold to a day's share */
         cfg.quota[q] = -1;
     /* the 100 uploaders stand for 100 teams, each at an address of its own:
      * here all at 127.0.0.1, past the cap one address is held to */

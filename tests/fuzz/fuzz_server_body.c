@@ -126,7 +126,7 @@ static void start(void)
     eeb_server_config_default(&cfg);
     cfg.db = db, cfg.port = 0, cfg.rate_limit = 0, cfg.max_body = 64 << 10;
     cfg.test[EEB_TASK_CLS] = cfg.practice[EEB_TASK_CLS] = test;
-    for (int q = 0; q < 3; q++) /* the fuzzer registers as many runs as it likes */
+    for (int q = 0; q < EEB_QUOTAS; q++) /* the fuzzer registers as many runs as it likes */
         cfg.quota[q] = -1;
     int made = eeb_gen_shard(test, &spec, NULL, NULL, err, sizeof err) == EEB_OK;
     /* a test set holds labels: the server takes it only as its owner's alone */

@@ -26,7 +26,8 @@ static int64_t clock_ns(clockid_t c)
 long team_register(struct team_run *t, int port, const char *token, const char *body,
                    json_t **answer)
 {
-    *t = (struct team_run){.port = port, .token = token, .source = "ptd://lab:8888", .watts = 5};
+    *t = (struct team_run){
+        .port = port, .token = token, .source = "ptd://lab:8888", .watts = 5, .ended = "done"};
     struct reply r = request(port, "POST", "/api/v1/runs", body, strlen(body), token);
     json_t *o = json_loads(r.body ? r.body : "", 0, NULL);
     cr_assert(o, "register: %ld %s", r.code, r.body);
@@ -159,7 +160,8 @@ void team_fine_tune(struct team_run *t, int steps, long long complete_step, long
         snprintf(payload, sizeof payload, "{\"step\": %d}", i);
         send_all(t, samples, team_event(t, EEB_EVENT_TRAIN, payload));
     }
-    snprintf(payload, sizeof payload, "{\"reason\": \"done\", \"step\": %lld}", complete_step);
+    snprintf(payload, sizeof payload, "{\"reason\": \"%s\", \"step\": %lld}", t->ended,
+             complete_step);
     json_t *complete = team_event(t, EEB_EVENT_COMPLETE, payload);
     send_all(t, complete, team_event(t, EEB_EVENT_FINETUNE_END, NULL));
     usleep(60000);

@@ -24,6 +24,7 @@ struct team_run {
     char uuid[37];
     const char *source; /* the meter's URI its samples name */
     double watts;       /* what they read */
+    const char *ended;  /* why its complete event says fine-tuning ended ("done") */
     int64_t last_sample_ns;
 };
 
@@ -53,7 +54,8 @@ json_t *team_samples(struct team_run *t);
 
 /* An honest fine-tune, streamed as it goes: the origin and a second of
  * the meter, begin asked, finetune_begin (with seed, if > 0), `steps`
- * train events over about 0.3 s, complete saying complete_step steps,
+ * train events over about 0.3 s, complete saying complete_step steps (and
+ * t->ended),
  * finetune_end, the meter after; then POST complete (asserted 200). */
 void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed);
 

@@ -251,11 +251,15 @@ Test(attack, quotas_bound_what_a_team_does_in_a_day, .timeout = 60)
 {
     struct arena a;
     arena_make(&a);
-    a.cfg.quota[0] = 3, a.cfg.quota[1] = 1, a.cfg.quota[2] = 100;
+    a.cfg.quota[EEB_QUOTA_REGISTRATIONS] = 4;
+    a.cfg.quota[EEB_QUOTA_SCORED] = 1;
+    a.cfg.quota[EEB_QUOTA_SAMPLES] = 120;
     arena_start(&a);
-    struct team_run t[3], other;
-    for (int i = 0; i < 3; i++)
-        registers(&t[i], &a, a.alpha, board_run(&a, 0, ""), 201);
+    struct team_run official[2], rehearsal[2], other;
+    for (int i = 0; i < 2; i++) {
+        registers(&official[i], &a, a.alpha, board_run(&a, 1, ""), 201);
+        registers(&rehearsal[i], &a, a.alpha, board_run(&a, 0, ""), 201);
+    }
     json_t *answer;
     struct team_run refused;
     char *body = board_run(&a, 0, "");
@@ -264,27 +268,27 @@ Test(attack, quotas_bound_what_a_team_does_in_a_day, .timeout = 60)
     json_decref(answer), free(body);
     registers(&other, &a, a.beta, board_run(&a, 0, ""), 201); /* another team's own */
 
-    /* 100 samples a day: a second of the meter at 50 Hz fits, a second
-     * more does not */
-    json_t *links = json_array();
-    json_array_append_new(links, team_origin(&t[0]));
-    json_array_append_new(links, team_samples(&t[0]));
-    struct reply r;
-    cr_expect_eq(team_send(&t[0], links, &r), 200, "%s", r.body);
+    /* one official score a day: the second, 429; a rehearsal's (public
+     * labels) is no oracle, and not counted */
+    for (int i = 0; i < 2; i++)
+        chain_after_the_fact(&official[i], 1); /* a second of the meter each: 50 samples */
+    struct reply r = team_post(&official[0], "score", NULL);
+    cr_expect_eq(r.code, 200, "%s", r.body);
     free(r.body);
-    usleep(1100000);
-    cr_expect_eq(team_send(&t[0], json_pack("[o]", team_samples(&t[0])), &r), 429, "%s", r.body);
-    cr_expect(strstr(r.body, "quota.samples"), "%s", r.body);
+    posts(&official[1], "score", NULL, 429, "field", "quota.scored");
+    team_stream(&rehearsal[0], json_pack("[o]", team_origin(&rehearsal[0])));
+    posts(&rehearsal[0], "complete", NULL, 200, "state", "complete");
+    r = team_post(&rehearsal[0], "score", NULL);
+    cr_expect_eq(r.code, 200, "%s", r.body);
     free(r.body);
 
-    /* one score a day */
-    cr_expect_eq(team_send(&t[1], json_pack("[o]", team_origin(&t[1])), NULL), 200);
-    for (int i = 0; i < 2; i++)
-        posts(&t[i], "complete", NULL, 200, "state", "complete");
-    struct reply scored = team_post(&t[0], "score", NULL);
-    cr_expect_eq(scored.code, 200, "%s", scored.body);
-    free(scored.body);
-    posts(&t[1], "score", NULL, 429, "field", "quota.scored");
+    /* 120 samples a day: the two runs' 100 fit, a second more does not */
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&rehearsal[1]));
+    json_array_append_new(links, team_samples(&rehearsal[1]));
+    cr_expect_eq(team_send(&rehearsal[1], links, &r), 429, "%s", r.body);
+    cr_expect(strstr(r.body, "quota.samples"), "%s", r.body);
+    free(r.body);
     eeb_server_stop(a.s);
 }
 
@@ -404,16 +408,48 @@ Test(attack, inputs_follow_a_fine_tune_and_predictions_come_in_time, .timeout = 
     registers(&idle, &a, a.alpha, board_run(&a, 1, ""), 201);
     team_fine_tune(&idle, 0, 0, 0);
     gets(&idle, "test", 409, "error", "it took no training step");
-    /* an honest one: its inputs once */
+
+    /* an honest run: its predictions in time, and sent again as they were
+     * (a submission resumed) after the time allowed: still in time */
     struct team_run t;
     registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
     team_fine_tune(&t, 2, 2, 0);
-    char(*ids)[256];
+    char(*ids)[256], (*again)[256];
     int n = team_test_inputs(&t, &ids, NULL, NULL);
-    gets(&t, "test", 409, "error", "served already: once a run");
-    /* its predictions past the time allowed: invalid, no M_s */
+    cr_expect_eq(team_test_inputs(&t, &again, NULL, NULL), n); /* a download cut off, again */
+    cr_expect_eq(memcmp(ids, again, (size_t)n * sizeof *ids), 0);
+    json_t *preds = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(preds, json_pack("{s:s, s:[i]}", "id", ids[i], "top", 0));
+    json_t *body = json_pack("{s:o}", "predictions", preds);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    struct reply r;
+    for (int i = 0; i < 2; i++) {
+        if (i)
+            usleep(1400000);
+        r = team_post(&t, "predictions", text);
+        cr_expect_eq(r.code, 200, "%s", r.body);
+        free(r.body);
+    }
+    free(text);
+    r = team_post(&t, "score", NULL);
+    json_t *v = json_loads(r.body, 0, NULL);
+    free(r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_dumps(v, 0));
+    json_decref(v);
+
+    /* one late: its inputs served no more, its predictions counted for
+     * nothing */
+    struct team_run late;
+    registers(&late, &a, a.alpha, board_run(&a, 1, ""), 201);
+    team_fine_tune(&late, 2, 2, 0);
+    free(ids), free(again);
+    n = team_test_inputs(&late, &ids, NULL, NULL);
     usleep(1400000);
-    json_t *v = predict_and_score(&t, ids, n, 0);
+    gets(&late, "test", 409, "error", "they are served no more");
+    v = predict_and_score(&late, ids, n, 0);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
     const char *why = json_string_value(json_object_get(v, "why"));
     cr_expect(why && strstr(why, "its predictions arrived 1.") &&
@@ -505,6 +541,15 @@ Test(attack, a_modeled_runs_figures_are_the_servers_model_s, .timeout = 120)
     json_decref(answer), free(body);
     team_fine_tune(&t, 1, 1, 0); /* one step said to be all */
     gets(&t, "test", 409, "error", "it says it took 1 steps; its schedule takes 8");
+    /* nor is one step said to be interrupted, with no abort in its chain */
+    struct team_run cut;
+    body = modeled_run(&a, spec, step, watts, 0, "");
+    cr_assert_eq(team_register(&cut, a.port, a.alpha, body, NULL), 201);
+    free(body);
+    cut.ended = "interrupted";
+    team_fine_tune(&cut, 1, 1, 0);
+    gets(&cut, "test", 409, "error", "it says it took 1 steps; its schedule takes 8");
+
     struct reply r = team_post(&t, "score", NULL);
     json_t *v = json_loads(r.body, 0, NULL);
     free(r.body);
@@ -702,7 +747,8 @@ Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
     json_array_append_new(links, team_event(&t, EEB_EVENT_FINETUNE_BEGIN, NULL));
     json_array_append_new(links, team_samples(&t));
     json_array_append_new(
-        links, team_event(&t, EEB_EVENT_ABORT, "{\"reason\": \"done\\u202egnp.exe\\u001b[2J\"}"));
+        links,
+        team_event(&t, EEB_EVENT_ABORT, "{\"reason\": \"done\\u202egnp.exe\\u001b[2J\\u009b2J\"}"));
     struct reply r;
     cr_assert_eq(team_send(&t, links, &r), 200, "%s", r.body);
     free(r.body);
@@ -716,7 +762,9 @@ Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
     cr_assert_eq(p.code, 200);
     cr_expect_null(memmem(p.body, p.len, "\xe2\x80\xae", 3), "a raw U+202E in the page");
     cr_expect_null(memchr(p.body, 0x1b, p.len), "a raw ESC in the page");
-    cr_expect(strstr(p.body, "\\u202e") && strstr(p.body, "\\x1b"), "shown escaped: %s", p.body);
+    cr_expect_null(memmem(p.body, p.len, "\xc2\x9b", 2), "a raw U+009B in the page");
+    cr_expect(strstr(p.body, "\\u202e") && strstr(p.body, "\\x1b") && strstr(p.body, "\\u009b"),
+              "shown escaped: %s", p.body);
     free(p.body);
     eeb_server_stop(a.s);
     fclose(a.cfg.log);

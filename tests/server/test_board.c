@@ -57,7 +57,7 @@ static void add_scored_runs(const char *sdb)
                            "INSERT INTO team_runs (run_id, team_id, state, official, device, "
                            "provenance, registered_utc_ns, completed_utc_ns, verdict, s, "
                            "m_u, m_t, m_p, m_s, t_s, energy_j, why) VALUES (?1, (SELECT "
-                           "id FROM teams WHERE name = ?2), 'scored', 0, 'zcu104', "
+                           "id FROM teams WHERE name = ?2), 'scored', 1, 'zcu104', "
                            "'modeled', 1, 2, ?3, ?4, 0.25, 0.5, ?5, 0.75, 12.5, 60, '')",
                            -1, &st, NULL),
         SQLITE_OK, "%s", sqlite3_errmsg(h));

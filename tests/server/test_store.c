@@ -93,16 +93,22 @@ Test(server_store, a_file_made_before_its_tables_were_versioned_keeps_everything
     struct eeb_srv_run rows[4] = {{0}};
     const struct eeb_srv_board_filter f = {.task = EEB_TASK_CLS, .limit = 10};
     cr_assert_eq(eeb_srv_store_board(s, &f, board_rows, rows, err, sizeof err), EEB_OK, "%s", err);
-    cr_expect_eq(rows[0].id, 1);
-    cr_expect_eq(rows[1].id, 0, "only scored runs are on the board");
+    /* its scored run was not official: a rehearsal by today's rules (it
+     * may have been judged on the secret labels), on no list; its
+     * predictions keep no label */
+    cr_expect_eq(rows[0].id, 0, "a run that was not official is listed");
+    cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM predictions WHERE payload ->> "
+                                    "'$.label' IS NOT NULL"),
+                 0);
     /* the registered run goes on to its next stage */
     cr_expect_eq(eeb_srv_store_run_complete(s, 2, 0, err, sizeof err), 1, "%s", err);
     eeb_srv_store_close(s);
 
-    /* the server's tables are now version 3 of their set (v2: when an
+    /* the server's tables are now version 4 of their set (v2: when an
      * official run was told to begin; v3: rounds and their entries, and
-     * each team's run a team_run, of no entry); the run tables at this
-     * eeb's */
+     * each team's run a team_run, of no entry; v4: the server's key, the
+     * quotas, the predictions without their labels); the run tables at
+     * this eeb's */
     cr_expect_eq(test_sql_int(path, "SELECT version FROM schema_sets WHERE name = 'server'"), 4);
     cr_expect_eq(test_sql_int(path, "SELECT count(*) FROM team_runs WHERE entry_id IS NULL"), 2);
     cr_expect_eq(test_sql_int(path, "PRAGMA user_version"), EEB_RUNDB_SCHEMA);
@@ -173,7 +179,8 @@ Test(server_store, newer_server_tables_are_refused_and_left_untouched)
 /* Registers a cls run of team; its id. */
 static int64_t register_run(struct eeb_srv_store *s, int64_t team, const char *device)
 {
-    struct eeb_srv_run r = {.team = team, .task = EEB_TASK_CLS, .t_max_s = 30, .p_max_w = 10};
+    struct eeb_srv_run r = {
+        .team = team, .task = EEB_TASK_CLS, .official = 1, .t_max_s = 30, .p_max_w = 10};
     snprintf(r.rules_version, sizeof r.rules_version, "1");
     snprintf(r.backend, sizeof r.backend, "emu");
     snprintf(r.device, sizeof r.device, "%s", device);
