@@ -31,7 +31,7 @@ static void help(void)
          "                 [--finetune TASK=FILE.eebd ...] [--model TASK=FILE.eebm ...]\n"
          "                 [--stream-allowance S] [--predict-within S]\n"
          "                 [--quota registrations|scored|samples=N ...]\n"
-         "                 [--station TEAM=METER ...] [--max-connections N]\n"
+         "                 [--station TEAM=METER|agent:KEYFILE ...] [--max-connections N]\n"
          "                 [--max-per-ip N] [--connection-timeout S] [--max-samples N]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
@@ -73,6 +73,8 @@ static void help(void)
          "                                  of the run's chain with their events or samples,\n"
          "                                  each checked against the chain held and stamped\n"
          "                                  with the server's clock (sent again: held)\n"
+         "  POST /api/v1/runs/ID/begin      the run is about to begin fine-tuning (an official\n"
+         "                                  run must ask: the server keeps the time)\n"
          "  POST /api/v1/runs/ID/complete   fine-tuning is over (saying it twice is harmless)\n"
          "  GET  /api/v1/runs/ID/test       then: the test inputs, labels stripped, under names\n"
          "                                  the server makes (.eebd); an official run's after a\n"
@@ -85,6 +87,8 @@ static void help(void)
          "                                  the chain it holds; an official run's is invalid,\n"
          "                                  with no M_s, if its fine-tune was not streamed as\n"
          "                                  it went or its predictions came late\n"
+         "  POST /api/v1/station/samples    a station agent's batch of its meter's samples\n"
+         "                                  (its station key, not a team's token)\n"
          "  GET  /api/v1/leaderboard?task=T[&round=R][&provenance=P][&device=D]\n"
          "       [&division=closed|open][&all=1]  the round's entries, ranked by S\n"
          "  GET  /api/v1/runs?task=T        every scored run, one by one\n"
@@ -326,8 +330,9 @@ static int quota(const char *arg, struct eeb_server_config *c)
         if ((size_t)(eq - arg) != strlen(name) || strncmp(arg, name, strlen(name)))
             continue;
         char *end;
+        errno = 0;
         long long n = strtoll(eq + 1, &end, 10);
-        if (end == eq + 1 || *end || n < -1)
+        if (end == eq + 1 || *end || n < -1 || errno == ERANGE)
             return eeb_cli_usage_error(cmd, "--quota %s: expected a count, or -1 for none", arg);
         c->quota[q] = n;
         return EEB_EXIT_OK;
@@ -648,6 +653,14 @@ int eeb_cmd_serve(int argc, char **argv)
            "%llu power samples a run\n",
            cfg.max_connections, cfg.max_per_ip, cfg.connection_timeout_s,
            (unsigned long long)cfg.max_samples);
+    printf("eeb serve: a team a UTC day:");
+    for (int q = 0; q < EEB_QUOTAS; q++)
+        if (cfg.quota[q] < 0)
+            printf("%s any %s", q ? "," : "", eeb_server_quota_name((enum eeb_server_quota)q));
+        else
+            printf("%s %lld %s", q ? "," : "", (long long)cfg.quota[q],
+                   eeb_server_quota_name((enum eeb_server_quota)q));
+    printf(" (--quota); predictions within %g s of the test inputs\n", cfg.predict_within_s);
     say_holdings(&cfg);
     fflush(stdout);
     int sig;

@@ -505,8 +505,6 @@ static int load_sets(struct eeb_server *s, int practice, char *err, size_t errle
     for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
         if (!paths[t])
             continue;
-        if (!practice && (rc = eeb_srv_file_private(paths[t], "test set", err, errlen)))
-            break;
         char *inputs = NULL;
         if (asprintf(&inputs, "%s.%s-%s.eebd", s->cfg.db, eeb_task_name((enum eeb_task)t),
                      practice ? "practice" : "inputs") < 0 ||
@@ -631,6 +629,10 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     pthread_condattr_destroy(&monotonic);
     struct eeb_rules rules;
     rc = eeb_score_rules_load(NULL, &rules, err, errlen);
+    /* a secret others may read is refused before anything is made */
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++)
+        if (cfg->test[t])
+            rc = eeb_srv_file_private(cfg->test[t], "test set", err, errlen);
     if (rc == EEB_OK)
         rc = eeb_srv_store_open(cfg->db, &s->store, err, errlen);
     if (rc == EEB_OK)

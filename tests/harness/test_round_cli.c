@@ -517,6 +517,8 @@ Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 
     assert_has(said, want);
     assert_has(said, "\neeb serve: round r1 open until 2099-01-01T00:00:00Z: 5 runs an entry "
                      "(median), a cap of 20 runs a task\n");
+    assert_has(said, "\neeb serve: a team a UTC day: 100 registrations, 10 scored, 20000000 "
+                     "samples (--quota); predictions within 900 s of the test inputs\n");
     cr_expect_null(strstr(said, "det:"), "a task it holds nothing of: %s", said);
     free(said);
 
@@ -546,6 +548,28 @@ Test(round_cli, the_server_says_what_it_holds_and_logs_what_it_does, .timeout = 
     cr_expect_null(strstr(said, token), "stdout holds the token: %s", said);
     assert_has(said, "eeb serve: stopped (SIGTERM)\n");
     free(said);
+}
+
+/* A server's quotas and deadline: counts by name, refused otherwise,
+ * with no database made. */
+Test(round_cli, serve_quotas_and_deadline_are_checked)
+{
+    char db[300];
+    snprintf(db, sizeof db, "%s/s.db", test_tmpdir());
+    const char *bad[][3] = {
+        {"--quota", "registrations=18446744073709551617", "expected a count, or -1 for none"},
+        {"--quota", "scored=-2", "--quota scored=-2: expected a count, or -1 for none"},
+        {"--quota", "bogus=3", "expected registrations=N, scored=N or samples=N"},
+        {"--quota", "scored", "expected registrations=N, scored=N or samples=N"},
+        {"--predict-within", "0", "--predict-within must be a positive number"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct test_run r = test_eeb(
+            (const char *[]){"serve", "--db", db, "--port", "0", bad[i][0], bad[i][1], NULL});
+        cr_expect_eq(r.status, 2, "%s %s: %s%s", bad[i][0], bad[i][1], r.out, r.err);
+        assert_has(r.err, bad[i][2]);
+        test_run_free(&r);
+    }
+    cr_expect_neq(access(db, F_OK), 0, "a refused start made a database");
 }
 
 /* ---- the team ---- */

@@ -213,6 +213,13 @@ Test(server, its_files_are_its_owners_alone_whatever_the_umask, .timeout = 60)
     /* each secret others may read is refused, named; mended, taken */
     cr_assert_eq(chmod(test, 0644), 0);
     refused(&cfg, "test set", test, "0644");
+    const char *db_then = cfg.db; /* refused before anything is made */
+    char fresh[160];
+    snprintf(fresh, sizeof fresh, "%s/never.db", dir);
+    cfg.db = fresh;
+    refused(&cfg, "test set", test, "0644");
+    cr_expect_neq(access(fresh, F_OK), 0, "a refused start made %s", fresh);
+    cfg.db = db_then;
     cr_assert_eq(chmod(test, 0600), 0);
     cr_assert_eq(chmod(key, 0640), 0);
     refused(&cfg, "station key", key, "0640");
