@@ -186,6 +186,12 @@ enum MHD_Result eeb_srv_call_json(struct eeb_srv_call *k, int code, json_t *o)
 enum MHD_Result eeb_srv_call_fail(struct eeb_srv_call *k, int code, const char *field,
                                   const char *message)
 {
+    /* a team's refusals, and every refused credential, in the log: what an
+     * organizer reviewing a run, or an attack, looks for (never a token:
+     * no message holds one) */
+    if (code >= 400 && code < 500 && (k->team || code == 401))
+        eeb_srv_log(k->s, "%s: %s refused, %d%s%s: %s", k->team ? k->team_name : "a caller",
+                    route_names[k->route], code, field ? " " : "", field ? field : "", message);
     return send_error(k->s, k->c, k->route, code, field, message);
 }
 

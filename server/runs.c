@@ -1538,7 +1538,10 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
         return eeb_srv_call_fail(k, 409, "state", "the run was scored meanwhile");
     snprintf(r->state, sizeof r->state, "scored");
     atomic_fetch_add(&k->s->changes, 1); /* the leaderboard's answers are stale */
-    eeb_srv_log(k->s, "run %lld scored: %s, S = %.6g%s%s", (long long)r->id, r->verdict, r->s,
+    char said[48] = ", no S";
+    if (!isnan(r->s))
+        snprintf(said, sizeof said, ", S = %.6g", r->s);
+    eeb_srv_log(k->s, "run %lld scored: %s%s%s%s", (long long)r->id, r->verdict, said,
                 r->why[0] ? ": " : "", r->why);
     return eeb_srv_call_json(k, 200, run_json(r));
 }

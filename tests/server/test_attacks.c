@@ -756,6 +756,11 @@ Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
     r = team_post(&t, "score", NULL);
     cr_expect_eq(r.code, 200, "%s", r.body);
     free(r.body);
+    /* a refusal is in the log, with its field */
+    expect(a.port, "POST", "/api/v1/runs",
+           "{\"task\": \"cls\", \"util\": {\"lut\": 0, \"ff\": 0, \"bram\": 0, \"dsp\": 0}, "
+           "\"provenance\": \"declared\", \"backend\": \"EMU\"}",
+           a.alpha, 400, "field", "backend");
     char page[32];
     snprintf(page, sizeof page, "/runs/%lld", t.id);
     struct reply p = request(a.port, "GET", page, NULL, 0, NULL);
@@ -773,5 +778,9 @@ Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
     cr_expect_null(memmem(log, len, "\xe2\x80\xae", 3), "a raw U+202E in the log: %s", log);
     cr_expect_null(memchr(log, 0x1b, len), "a raw ESC in the log");
     cr_expect(strstr(log, "\\u202e"), "the log shows it escaped: %s", log);
+    cr_expect(strstr(log, " eeb serve: alpha: runs refused, 400 backend: expected emu, kernel"),
+              "the refusal is not logged: %s", log);
+    cr_expect(strstr(log, "scored: aborted, no S: "), "%s", log); /* not S = nan */
+    cr_expect_null(strstr(log, a.alpha), "a token in the log");
     free(log);
 }
