@@ -333,6 +333,25 @@ int eeb_srv_fine_tuned(struct eeb_server *s, const struct eeb_srv_run *r,
                        struct eeb_srv_window *window, char *why, size_t whylen, char *err,
                        size_t errlen);
 
+/* runs.c: what a run's routes share.  The run as JSON: its terms and,
+ * once scored, its verdict. */
+json_t *eeb_srv_run_json(const struct eeb_srv_run *r);
+/* The set a run is judged on: an official run's the secret one, any
+ * other's the practice set (NULL: the server holds none). */
+const struct eeb_srv_testset *eeb_srv_judged_on(const struct eeb_server *s, int task, int official);
+/* The set k->run is judged on, or the 409 sent (a server started again
+ * without it). */
+const struct eeb_srv_testset *eeb_srv_run_set(struct eeb_srv_call *k, enum MHD_Result *sent);
+/* 1 if k->run is in state a (or b), else 0 with the 409 sent. */
+int eeb_srv_in_state(struct eeb_srv_call *k, const char *a, const char *b, enum MHD_Result *sent);
+/* n of the team's quota q taken for today (its day kept in k): 1, or 0
+ * with the 429 (or the 500) sent. */
+int eeb_srv_take_quota(struct eeb_srv_call *k, enum eeb_server_quota q, int64_t n,
+                       enum MHD_Result *sent);
+/* What was taken of a quota given back, to the day it was taken from: the
+ * act it was for did not happen. */
+void eeb_srv_give_back(struct eeb_srv_call *k, enum eeb_server_quota q, int64_t n);
+
 /* ---- handlers ---- */
 
 enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k);
