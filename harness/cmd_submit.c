@@ -4,6 +4,9 @@
  */
 #include "eeb_cli.h"
 #include "eeb_client.h"
+#include "eeb_run.h"
+#include "rundb/eeb_config_record.h"
+#include "rundb/eeb_rundb.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -38,6 +41,67 @@ static void help(void)
 }
 
 /* The verdict in a few lines; the exit status it gives. */
+/* Whether run's record holds a score event. */
+static int has_score(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)t, (void)utc, (void)payload;
+    *(int *)arg |= strcmp(kind, EEB_EVENT_SCORE) == 0;
+    return 0;
+}
+
+/* An official run cut off before the server's verdict reached it: the
+ * verdict written into it now, as the server judged it from the record
+ * taken back (copy), so that its record ends as a run's does. */
+static int settle(struct eeb_rundb *db, const struct eeb_run_row *row, int64_t copy,
+                  const char *server, int64_t server_run, char *err, size_t errlen)
+{
+    struct eeb_config_record cfg;
+    int scored = 0;
+    (void)eeb_config_record_read(row->config, &cfg);
+    int rc =
+        cfg.official ? eeb_rundb_events_each(db, row->id, has_score, &scored, err, errlen) : EEB_OK;
+    if (rc || !cfg.official || scored)
+        return rc;
+    struct eeb_run_outcome o = {0};
+    if ((rc = eeb_run_judge(eeb_rundb_path(db), copy, NAN, &o, err, errlen)))
+        return rc;
+    o.server_run = server_run;
+    json_t *payload = eeb_run_score_json(&o, server);
+    char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+    json_decref(payload);
+    int64_t last = 0;
+    rc = text ? eeb_run_store_results(db, row->id, &o, "declared", err, errlen)
+              : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK)
+        rc = eeb_rundb_event_add(db, row->id, last, eeb_utc_ns(), EEB_EVENT_SCORE, text, err,
+                                 errlen);
+    free(text);
+    return rc;
+}
+
+/* The server's record of the run scored taken back beside it, so that
+ * `eeb check` there gives the server's verdict; a failure is said, and
+ * changes nothing of the verdict. */
+static void take_record(struct eeb_client *cl, const char *db_path, int64_t run, int64_t server_run)
+{
+    struct eeb_rundb *db;
+    struct eeb_run_row row = {0};
+    char err[512];
+    int64_t copy;
+    int rc = eeb_rundb_open(db_path, EEB_RUNDB_READWRITE, &db, err, sizeof err);
+    if (rc == EEB_OK) {
+        if ((rc = eeb_rundb_run_get(db, run, &row, err, sizeof err)) == EEB_OK)
+            rc = eeb_client_take_record(cl, server_run, db, row.uuid, row.id, &copy, err,
+                                        sizeof err);
+        if (rc == EEB_OK)
+            rc = settle(db, &row, copy, cl->url, server_run, err, sizeof err);
+        eeb_rundb_run_row_free(&row);
+        eeb_rundb_close(db);
+    }
+    if (rc)
+        fprintf(stderr, "eeb %s: the server's record was not taken back: %s\n", cmd, err);
+}
+
 static int show(json_t *v, int as_json)
 {
     const char *verdict = json_string_value(json_object_get(v, "verdict")) ?: "?";
@@ -113,6 +177,8 @@ int eeb_cmd_submit(int argc, char **argv)
     int64_t server_run = (int64_t)resume;
     json_t *verdict = NULL;
     rc = eeb_client_submit(&cl, argv[optind], (int64_t)run, &server_run, &verdict, err, sizeof err);
+    if (rc == EEB_OK)
+        take_record(&cl, argv[optind], (int64_t)run, server_run);
     eeb_client_free(&cl);
     if (rc) {
         if (server_run)

@@ -70,6 +70,13 @@ int eeb_client_send_links(struct eeb_client *c, int64_t server_run, struct eeb_r
 int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db, int64_t run,
                         json_t **verdict, char *err, size_t errlen);
 
+/* The server's record of server_run, scored (its copy of the run, the
+ * facts it judged with, its verdict, its meter's log in director mode),
+ * taken into db beside run (uuid), the run it is a record of: checked link
+ * by link as it is stored; its id in db into *copy. */
+int eeb_client_take_record(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
+                           const char *uuid, int64_t run, int64_t *copy, char *err, size_t errlen);
+
 /* The whole submission of a finished local run: register, its chain,
  * complete, predictions, score.  *server_run: the server's id for it, or
  * if not 0 on entry, the one to resume. */

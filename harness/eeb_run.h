@@ -83,6 +83,11 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen);
 
 /* ---- the run ---- */
 
+/* The payload of a run's score event: its verdict, why, S; and the
+ * server that judged it (o->server_run there), NULL: judged here. */
+struct json_t;
+struct json_t *eeb_run_score_json(const struct eeb_run_outcome *o, const char *server);
+
 /* What the live display shows; handed to the progress hook. */
 struct eeb_run_progress {
     enum eeb_run_state state;

@@ -135,7 +135,7 @@ int run_finetune(struct run *r, char *err, size_t errlen);
 int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen);
 
 /* run_score.c */
-int run_judge_record(struct run *r, double m_s, char *err, size_t errlen);
+int run_judge_record(struct run *r, int64_t record, double m_s, char *err, size_t errlen);
 const char *run_judged_as(const struct eeb_run_outcome *o);
 void run_score_event(struct run *r, int by_server);
 

@@ -27,7 +27,7 @@ static int test_inputs(struct run *r, const char **path, char *err, size_t errle
 static int judge(struct run *r, double m_s, char *err, size_t errlen)
 {
     int rc = run_enter(r, EEB_RUN_SCORE, err, errlen);
-    if (rc == EEB_OK && (rc = run_judge_record(r, m_s, err, errlen)) == EEB_OK)
+    if (rc == EEB_OK && (rc = run_judge_record(r, 0, m_s, err, errlen)) == EEB_OK)
         run_score_event(r, 0);
     return rc;
 }

@@ -219,8 +219,17 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
                         first, r->c->db, (long long)r->id, (long long)out->server_run,
                         r->c->server);
     }
+    /* the server's record taken back, and the run judged as it: the
+     * server's facts and meter; else (a server that keeps it) the run's
+     * own record with the server's M_s */
+    int64_t record = 0;
+    char why_not[512];
+    if (eeb_client_take_record(r->hooks->server, out->server_run, r->db, out->uuid, r->id, &record,
+                               why_not, sizeof why_not))
+        fprintf(stderr, "eeb: the server's record was not taken back: %s\n", why_not);
     json_t *m_s = json_object_get(verdict, "m_s");
-    rc = run_judge_record(r, json_is_number(m_s) ? json_number_value(m_s) : NAN, err, errlen);
+    rc = run_judge_record(r, record, record || !json_is_number(m_s) ? NAN : json_number_value(m_s),
+                          err, errlen);
     if (rc == EEB_OK)
         rc = adopt(r, verdict, err, errlen);
     if (rc == EEB_OK)

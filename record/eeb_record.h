@@ -56,9 +56,43 @@ struct eeb_run_outcome {
     double device_energy_j;  /* and energy */
     uint64_t steps, test_items;
     int64_t server_run;                   /* official mode: the run's id on the server */
+    int64_t server_copy; /* eeb check: judged from the server's record of it, this run */
     struct eeb_meter_offset meter_offset; /* director mode (the judge's) */
     char why[768]; /* every reason it failed or is invalid ("; "-separated) */
 };
+
+/* What the server that judges a run saw and alone could see: its copy of
+ * the run's record holds them as an evaluator event (rundb's
+ * EEB_FACT_* keys), written before the judge reads the record, so that
+ * the judge applies the server's rules from the record alone and `eeb
+ * check` of the copy gives the server's verdict. */
+struct eeb_run_facts {
+    int seen;     /* the record holds them (a server's copy) */
+    int official; /* a ranked run: its labels count only as below */
+    int64_t registered, completed;    /* when the server saw register and complete (UTC ns) */
+    char fine_tune[512];              /* why it did not fine-tune as the server saw, or "" */
+    int64_t test_served, predicted;   /* its inputs' first serving, its predictions' last change */
+    double predict_within_s;          /* the deadline after the serving */
+    double m_s;                       /* the labels' count (NAN: none, m_s_why says why) */
+    char m_s_why[256];
+    int64_t seed;                     /* handed out (-1: none) */
+    char round[65];                   /* and the round whose division allows (64 at most) */
+    int epochs_max;                   /* epochs at most (0: any) */
+    char meter[256];                  /* why its meter (director mode) has no window, or "" */
+};
+
+/* The facts as an evaluator event's payload (free it; NULL: out of memory). */
+char *eeb_run_facts_json(const struct eeb_run_facts *f);
+/* And back, from the payload's object (NULL: none, all unknown). */
+struct json_t;
+void eeb_run_facts_read(const struct json_t *payload, struct eeb_run_facts *f);
+
+/* Why a run's labels may not count (its M_s, its S, a verdict on them),
+ * "" if they may: it fine-tuned as the server saw, and an official run's
+ * predictions followed its test inputs within the deadline.  The server
+ * asks before it counts M_s (none is counted, stored or sent for a run
+ * whose labels are barred); the judge, after. */
+void eeb_run_labels_barred(const struct eeb_run_facts *f, char *why, size_t n);
 
 /* The verdict in a word: incomplete, aborted, invalid, pass or fail (in
  * capitals if upper). */

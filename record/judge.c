@@ -43,8 +43,11 @@ struct record {
     char score_verdict[16]; /* the "score" event's verdict, and its S (NAN: none) */
     double score_s;
     double pmax_event_w; /* the P_max a "pmax_exceeded" event was held to, or NAN */
-    int stage;           /* the workflow's stage the events read so far reached */
-    char disorder[200];  /* the first event out of the workflow's order, "" if none */
+    int64_t seed;        /* the latest finetune_begin's seed, -1: none */
+    int epochs;          /* epoch_end and epoch_partial events */
+    struct eeb_run_facts facts;
+    int stage;          /* the workflow's stage the events read so far reached */
+    char disorder[200]; /* the first event out of the workflow's order, "" if none */
 };
 
 /* Where an event kind stands in the workflow (events are read in their
@@ -96,14 +99,25 @@ static void payload_string(const json_t *o, const char *key, char *buf, size_t n
     snprintf(buf, n, "%s", json_string_value(json_object_get(o, key)) ?: "?");
 }
 
+static int64_t payload_int(const json_t *o, const char *key, int64_t none)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? json_integer_value(v) : none;
+}
+
 static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
     (void)utc;
     struct record *rec = arg;
     follow_order(rec, t, kind);
     json_t *o = payload ? json_loads(payload, 0, NULL) : NULL;
-    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
+    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0) {
         rec->ft_begin = t;
+        rec->seed = payload_int(o, EEB_EVENT_KEY_SEED, -1);
+    } else if (strcmp(kind, EEB_EVENT_EPOCH_END) == 0 || strcmp(kind, EEB_EVENT_EPOCH_PARTIAL) == 0)
+        rec->epochs++;
+    else if (strcmp(kind, EEB_EVENT_EVALUATOR) == 0)
+        eeb_run_facts_read(o, &rec->facts);
     else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0)
         rec->ft_end = t;
     else if (strcmp(kind, EEB_EVENT_COMPLETE) == 0) {
@@ -181,6 +195,7 @@ static int open_run(const char *path, int64_t run, struct stored_run *sr, char *
     memset(sr, 0, sizeof *sr);
     sr->path = path;
     sr->rec.score_s = sr->rec.pmax_event_w = sr->rec.complete_steps = NAN;
+    sr->rec.seed = -1;
     int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &sr->db, err, errlen);
     if (rc == EEB_OK && (rc = eeb_rundb_run_get(sr->db, run, &sr->row, err, errlen)) == EEB_OK)
         rc = eeb_rundb_events_each(sr->db, sr->row.id, read_event, &sr->rec, err, errlen);
@@ -503,6 +518,44 @@ int eeb_run_steps_off_schedule(double said, int stopped, double schedule, char *
     return 1;
 }
 
+/* The rules only the server that judged the run could apply, from the
+ * facts it saw: its meter's window, the time between register and
+ * complete, the labels (barred: why), the seed it handed out, the epochs
+ * the round allows. */
+static void evaluator_rules(const struct record *rec, const char *barred,
+                            struct eeb_run_outcome *out)
+{
+    const struct eeb_run_facts *f = &rec->facts;
+    if (!f->seen)
+        return;
+    size_t before = strlen(out->why);
+    if (f->meter[0])
+        why(out, "%s", f->meter);
+    /* an official run's fine-tuning happened between register and complete */
+    double seen_s = (double)(f->completed - f->registered) / 1e9;
+    if (f->official && !out->modeled_clock && f->completed && out->t_s > seen_s + 1)
+        why(out,
+            "the fine-tune window (%.3f s) is longer than the server saw between register and "
+            "complete (%.3f s)",
+            out->t_s, seen_s);
+    if (barred[0])
+        why(out, "%s", barred);
+    else if (f->m_s_why[0])
+        why(out, "%s", f->m_s_why);
+    /* a run of a round trains with the seed it was handed, and says so */
+    if (f->seed >= 0 && rec->seed >= 0 && rec->seed != f->seed)
+        why(out, "the run trained with seed %lld; the server handed it seed %lld",
+            (long long)rec->seed, (long long)f->seed);
+    else if (f->seed >= 0 && rec->seed < 0)
+        why(out, "the run's finetune_begin says no seed; the server handed it seed %lld",
+            (long long)f->seed);
+    if (f->epochs_max && rec->epochs > f->epochs_max)
+        why(out, "the run trained %d epochs; round %s's closed division allows %d", rec->epochs,
+            f->round, f->epochs_max);
+    if (strlen(out->why) != before)
+        out->valid = 0;
+}
+
 /* eeb_run_judge on a run already read.  Each figure the record gives is
  * computed, the others left NAN: a run whose power log is unusable still
  * has its M_u, T and M_s. */
@@ -569,8 +622,14 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     /* a count the configuration lacks (or garbles) is none */
     out->test_items = cfg.test_items >= 0 ? (uint64_t)cfg.test_items : 0;
     /* an official run's predictions hold no truth, nor do those a server
-     * holds: its M_s is the server's */
-    if (isnan(m_s) && (cfg.official || cfg.held_by_server)) {
+     * holds: its M_s is the server's, which a server's copy records among
+     * the facts it judged with (none where the labels may not count) */
+    char barred[512] = "";
+    if (rec->facts.seen)
+        eeb_run_labels_barred(&rec->facts, barred, sizeof barred);
+    if (isnan(m_s) && rec->facts.seen) {
+        m_s = barred[0] ? NAN : rec->facts.m_s;
+    } else if (isnan(m_s) && (cfg.official || cfg.held_by_server)) {
         char gerr[256];
         if (eeb_rundb_result_get(sr->db, row->id, "m_s", &m_s, gerr, sizeof gerr))
             why(out, "M_s is the server's, and none was stored");
@@ -582,10 +641,12 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
         out->valid = 0;
+        evaluator_rules(rec, barred, out);
         goto out;
     }
     struct power_judged pj = {0};
     int have_power = (out->modeled_clock ? modeled_figures : metered_figures)(sr, &cfg, out, &pj);
+    evaluator_rules(rec, barred, out);
     if (isnan(m_s)) {
         out->valid = 0;
         if (!out->why[0])
@@ -698,6 +759,89 @@ static void chain_verdict(const struct eeb_chain_check *c, struct eeb_run_outcom
                  "deleted): nothing shows its record is the one the run wrote");
 }
 
+/* A run's links' heads and kinds, in order. */
+struct heads {
+    size_t n, cap;
+    char (*head)[EEB_SHA256_HEX];
+    char (*kind)[16];
+};
+
+static int keep_head(void *arg, const struct eeb_rundb_link *l)
+{
+    struct heads *h = arg;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 256;
+        void *a = realloc(h->head, cap * sizeof *h->head),
+             *b = a ? realloc(h->kind, cap * sizeof *h->kind) : NULL;
+        if (a)
+            h->head = a;
+        if (!b)
+            return EEB_ENOMEM;
+        h->kind = b, h->cap = cap;
+    }
+    memcpy(h->head[h->n], l->head, EEB_SHA256_HEX);
+    snprintf(h->kind[h->n], sizeof h->kind[h->n], "%s",
+             l->kind == EEB_LINK_EVENT ? l->event.kind : eeb_link_kind_name(l->kind));
+    h->n++;
+    return 0;
+}
+
+/* Whether copy, a server's record of run taken back, holds run's record:
+ * the two chains agree link for link up to where the run's stopped going
+ * to the server, after which the copy holds only the server's own events
+ * (its facts, its score) and the run only what it wrote of the verdict (its
+ * score and state).  "" in why if so. */
+static int holds_run(struct eeb_rundb *db, int64_t run, int64_t copy, char *why, size_t n,
+                     char *err, size_t errlen)
+{
+    struct heads a = {0}, b = {0};
+    int rc = eeb_rundb_links_each(db, run, 0, keep_head, &a, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_links_each(db, copy, 0, keep_head, &b, err, errlen);
+    if (rc > 0)
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "reading run %lld's chain: out of memory",
+                      (long long)run);
+    size_t same = 0;
+    while (same < a.n && same < b.n && strcmp(a.head[same], b.head[same]) == 0)
+        same++;
+    why[0] = '\0';
+    for (size_t i = same; rc == EEB_OK && !why[0] && i < b.n; i++)
+        if (strcmp(b.kind[i], EEB_EVENT_EVALUATOR) && strcmp(b.kind[i], EEB_EVENT_SCORE))
+            snprintf(why, n, "its link %zu is the run's link %zu no more", i, i);
+    for (size_t i = same; rc == EEB_OK && !why[0] && i < a.n; i++)
+        if (strcmp(a.kind[i], EEB_EVENT_SCORE) && strcmp(a.kind[i], EEB_EVENT_STATE))
+            snprintf(why, n, "the run's link %zu (%s) is not in it", i, a.kind[i]);
+    if (rc == EEB_OK && !why[0] && !same)
+        snprintf(why, n, "its chain does not begin as the run's");
+    free(a.head), free(a.kind), free(b.head), free(b.kind);
+    return rc;
+}
+
+/* An official run whose server's record was taken back (a copy in the same
+ * database) is judged as the server judged it, from that record: the
+ * server's facts, M_s and meter.  The copy must hold the run's record. */
+static int judge_by_copy(const struct stored_run *sr, int64_t copy, struct eeb_run_outcome *out,
+                         char *err, size_t errlen)
+{
+    char why_not[256];
+    int rc = holds_run(sr->db, sr->row.id, copy, why_not, sizeof why_not, err, errlen);
+    if (rc)
+        return rc;
+    if (why_not[0]) {
+        why(out, "the server's record of it (run %lld) is not its record: %s", (long long)copy,
+            why_not);
+        out->valid = 0;
+        return EEB_OK;
+    }
+    struct stored_run cr;
+    if ((rc = open_run(sr->path, copy, &cr, err, errlen)) == EEB_OK)
+        rc = judge(&cr, NAN, out, err, errlen);
+    close_run(&cr);
+    out->run = sr->row.id, out->server_copy = copy;
+    snprintf(out->uuid, sizeof out->uuid, "%s", sr->row.uuid);
+    return rc;
+}
+
 int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *figures,
                   struct eeb_run_outcome *out, char *err, size_t errlen)
 {
@@ -754,7 +898,14 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
         why(out, "the run ended in an error: %s", rec->error);
         goto out;
     }
-    if ((rc = judge(&sr, NAN, out, err, errlen)))
+    struct eeb_config_record cfg;
+    (void)eeb_config_record_read(row->config, &cfg);
+    int64_t copy = 0;
+    if (cfg.official && !cfg.held_by_server &&
+        (rc = eeb_rundb_copy_of(sr.db, row->uuid, row->id, &copy, err, errlen)))
+        goto out;
+    if ((rc =
+             copy ? judge_by_copy(&sr, copy, out, err, errlen) : judge(&sr, NAN, out, err, errlen)))
         goto out;
     /* what the run stored must be what its record gives again */
     const struct eeb_check_figure given[EEB_CHECK_FIGURES] = {

@@ -420,6 +420,20 @@ int eeb_rundb_links_each(struct eeb_rundb *db, int64_t run, int64_t from,
 /* ---- Verifying a chain ---- */
 
 /* The run's row and the first event's time, for messages. */
+/* Whether uuid is a run's of the file: a copy whose origin names it is a
+ * server's record of that run, taken back (copy.c). */
+static int names_a_run(struct eeb_rundb *db, const char *uuid)
+{
+    sqlite3_stmt *st;
+    int found = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM runs WHERE uuid = ?", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
 struct verify {
     struct eeb_rundb *db;
     struct eeb_chain_check *out;
@@ -500,7 +514,7 @@ static int verify_link(struct verify *v, const struct walk *w, const struct eeb_
         char config[EEB_SHA256_HEX];
         eeb_sha256(v->row.config, strlen(v->row.config), config);
         v->out->received = strcmp(l->uuid, v->row.uuid) != 0;
-        if (v->out->received && !v->keeps_copies) {
+        if (v->out->received && !v->keeps_copies && !names_a_run(v->db, l->uuid)) {
             broken(v,
                    "link 0: the run's uuid (%s) is not the one its chain began with (%s), in a "
                    "file that keeps no received runs: changed after the fact",

@@ -89,7 +89,7 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
  *   error, unlogged}; abort {reason}; accelerator_stopped {after_s};
  *   stopped; test_inputs (official runs); test_begin, test_end {items};
  *   score {by, verdict, S}; error {message}; log_begin, log_end (eeb
- *   power log).
+ *   power log); evaluator, the facts a server judged with (below).
  */
 #define EEB_EVENT_STATE               "state"
 #define EEB_EVENT_DEVICE_MODEL        "device_model"
@@ -111,6 +111,7 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_ERROR               "error"
 #define EEB_EVENT_LOG_BEGIN           "log_begin"
 #define EEB_EVENT_LOG_END             "log_end"
+#define EEB_EVENT_EVALUATOR           "evaluator"
 
 /* The payload keys the record is judged and reported by (record/), written
  * by the run (harness/run_*.c) and the sampler: one name for both sides. */
@@ -127,6 +128,25 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_KEY_VERDICT      "verdict" /* score: pass, fail, invalid, ... */
 #define EEB_EVENT_KEY_S            "S"       /* score: S, or null without a pass */
 #define EEB_EVENT_KEY_P_MAX        "p_max_w" /* pmax_exceeded: the budget it broke */
+
+/* evaluator: what the server that judged the run saw and alone could see,
+ * written to its copy before it judges, so that the judge (record/judge.c)
+ * takes it from the record and `eeb check` of the copy gives the server's
+ * verdict.  Times are UTC ns on the server's clock (0: not seen); a
+ * reason is "" where nothing is wrong. */
+#define EEB_FACT_OFFICIAL       "official"           /* a ranked run, not a rehearsal */
+#define EEB_FACT_REGISTERED     "registered_utc_ns"  /* the run registered */
+#define EEB_FACT_COMPLETED      "completed_utc_ns"   /* it said complete */
+#define EEB_FACT_FINE_TUNE      "fine_tune"          /* why it did not fine-tune as seen */
+#define EEB_FACT_TEST_SERVED    "test_served_utc_ns" /* its test inputs were first served */
+#define EEB_FACT_PREDICTED      "predicted_utc_ns"   /* its predictions last changed */
+#define EEB_FACT_PREDICT_WITHIN "predict_within_s"   /* the deadline after the serving */
+#define EEB_FACT_M_S            "m_s"                /* the labels' count, or null */
+#define EEB_FACT_M_S_WHY        "m_s_why"            /* why there is none */
+#define EEB_FACT_SEED           "seed"               /* the seed handed out, or null */
+#define EEB_FACT_ROUND          "round"              /* the round's name, or "" */
+#define EEB_FACT_EPOCHS_MAX     "epochs_max"         /* its division allows (0: any) */
+#define EEB_FACT_METER          "meter"              /* why its meter has no window */
 /* complete's reason when fine-tuning was stopped at T_max */
 #define EEB_COMPLETE_TMAX "t_max"
 
@@ -213,6 +233,20 @@ enum eeb_link_verdict {
 int eeb_rundb_links_add(struct eeb_rundb *db, int64_t run, const struct eeb_rundb_link *links,
                         size_t n, int64_t at_utc_ns, enum eeb_link_verdict *verdict, size_t *at,
                         int64_t *next, char *err, size_t errlen);
+
+/* Copies run of from into to as a received copy (copy.c): its chain's
+ * links, each checked as links_add checks them (a copy that does not
+ * chain is refused), its predictions, results and state, and config_json
+ * as its configuration (NULL: its own); its id in to into *id.  Outside
+ * any transaction of to's. */
+int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to,
+                       const char *config_json, int64_t *id, char *err, size_t errlen);
+
+/* The latest copy in db of the run whose uuid is uuid (a run whose chain's
+ * origin names it: a server's record of it, taken back), other than run
+ * itself; 0 if there is none. */
+int eeb_rundb_copy_of(struct eeb_rundb *db, const char *uuid, int64_t run, int64_t *copy,
+                      char *err, size_t errlen);
 
 /* A run's chain, verified from its records. */
 struct eeb_chain_check {

@@ -1,15 +1,15 @@
 /*
- * score.c - POST /api/v1/runs/{id}/score: the server counts M_s against
- * the labels it alone holds, where they may count, and judges the run as
- * `eeb check` would, from the record it received; with what only the
- * server saw (the stream, the deadline, the seed handed out).
+ * score.c - POST /api/v1/runs/{id}/score: the server gathers what only it
+ * saw (the stream, the deadline, the seed handed out, its meter's window)
+ * and counts M_s against the labels it alone holds, where they may count;
+ * writes those facts into its copy of the run's record (an evaluator
+ * event); and judges the record as `eeb check` would, which applies them.
  */
 #include "server_int.h"
 
 #include "record/eeb_record.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,101 +69,83 @@ static int store_counters(struct eeb_srv_call *k, enum MHD_Result *sent)
     return 1;
 }
 
-/* Whether why holds reason whole among its "; "-separated reasons. */
-static int has_reason(const char *why, const char *reason)
-{
-    size_t n = strlen(reason);
-    for (const char *at = why; (at = strstr(at, reason)) != NULL; at++)
-        if ((at == why || (at - why >= 2 && at[-2] == ';' && at[-1] == ' ')) &&
-            (at[n] == '\0' || at[n] == ';'))
-            return 1;
-    return 0;
-}
-
-/* o made invalid, for the reason fmt says after those it has (once: the
- * judge may have found it too). */
-__attribute__((format(printf, 2, 3))) static void invalidate(struct eeb_run_outcome *o,
-                                                             const char *fmt, ...)
-{
-    char reason[sizeof o->why];
-    o->valid = 0, o->pass = 0, o->score.s = NAN;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(o->why);
-    if (has_reason(o->why, reason))
-        return;
-    if (n && n + 2 < sizeof o->why)
-        memcpy(o->why + n, "; ", 3), n += 2;
-    snprintf(o->why + n, sizeof o->why - n, "%s", reason);
-}
-
-/* A run of a round: the seed it was handed; in the closed division, no
- * more epochs than the round allows. */
-static int round_check(struct eeb_srv_call *k, struct eeb_run_outcome *o, char *err, size_t errlen)
-{
-    struct eeb_round round;
-    int64_t id, epochs, handed, used;
-    if (!k->run.entry)
-        return EEB_OK;
-    /* a run of a round trains with the seed it was handed, and says so */
-    int rc = eeb_srv_store_run_seeds(k->s->store, k->id, &handed, &used, err, errlen);
-    if (rc)
-        return rc;
-    if (handed >= 0 && used != handed && used >= 0)
-        invalidate(o, "the run trained with seed %lld; the server handed it seed %lld",
-                   (long long)used, (long long)handed);
-    else if (handed >= 0 && used != handed)
-        invalidate(o, "the run's finetune_begin says no seed; the server handed it seed %lld",
-                   (long long)handed);
-    if (strcmp(k->run.division, "closed"))
-        return EEB_OK;
-    int found = eeb_srv_store_round_find(k->s->store, k->run.round, 0, &id, &round, err, errlen);
-    if (found <= 0)
-        return found;
-    int allowed = round.task[k->run.task].epochs_max;
-    if (!allowed)
-        return EEB_OK;
-    rc = eeb_srv_store_run_epochs(k->s->store, k->id, &epochs, err, errlen);
-    if (rc == EEB_OK && epochs > allowed)
-        invalidate(o, "the run trained %lld epochs; round %s's closed division allows %d",
-                   (long long)epochs, round.name, allowed);
-    return rc;
-}
-
-/* Why an official run's labels may not count (its M_s, its S, a verdict
- * on them), "" if they may: it fine-tuned as the server saw (its stream,
- * its steps), and its predictions followed its test inputs in time.  A
- * rehearsal's always may: its labels are public.  The predictions' time is
- * read afresh (r is read again), after the tally: predictions posted while
- * the run is being scored are timed with the rest. */
-static int labels_barred(struct eeb_srv_call *k, struct eeb_srv_window *window, char *why, size_t n,
-                         char *err, size_t errlen)
+/* What the server alone saw of run k->run, for the judge: when it
+ * registered and completed, whether it fine-tuned as the server saw (an
+ * official run's stream and steps: *window, its fine-tune window on the
+ * server's clock), its test inputs' serving, the deadline, the seed it
+ * was handed and the epochs its round's closed division allows. */
+static int gather(struct eeb_srv_call *k, struct eeb_run_facts *f, struct eeb_srv_window *window,
+                  char *err, size_t errlen)
 {
     const struct eeb_srv_run *r = &k->run;
-    why[0] = '\0';
-    int rc = !r->official ? EEB_OK : eeb_srv_fine_tuned(k->s, r, window, why, n, err, errlen);
-    if (rc == EEB_OK && r->official && !why[0] && !r->test_served_utc_ns)
-        snprintf(why, n, "its test inputs were never served");
-    return rc;
+    *f = (struct eeb_run_facts){.seen = 1,
+                                .official = r->official,
+                                .registered = r->registered_utc_ns,
+                                .completed = r->completed_utc_ns,
+                                .test_served = r->test_served_utc_ns,
+                                .predicted = r->predicted_utc_ns,
+                                .predict_within_s = k->s->cfg.predict_within_s,
+                                .m_s = NAN,
+                                .seed = -1};
+    int64_t used;
+    int rc = r->official ? eeb_srv_fine_tuned(k->s, r, window, f->fine_tune, sizeof f->fine_tune,
+                                              err, errlen)
+                         : EEB_OK;
+    if (rc == EEB_OK && r->entry)
+        rc = eeb_srv_store_run_seeds(k->s->store, k->id, &f->seed, &used, err, errlen);
+    if (rc || !r->entry || strcmp(r->division, "closed"))
+        return rc;
+    struct eeb_round round;
+    int64_t id;
+    int found = eeb_srv_store_round_find(k->s->store, r->round, 0, &id, &round, err, errlen);
+    if (found > 0) {
+        snprintf(f->round, sizeof f->round, "%s", round.name);
+        f->epochs_max = round.task[r->task].epochs_max;
+    }
+    return found < 0 ? found : EEB_OK;
 }
 
-/* Why an official run's predictions came too late, "" if they did not:
- * after the deadline its inputs' first serving set, as the run stands in
- * the store now. */
-static int predictions_late(struct eeb_srv_call *k, char *why, size_t n, char *err, size_t errlen)
+/* The labels' count where they may count, else none (and why not in
+ * f->m_s_why): no M_s is counted, stored or sent for a run whose labels
+ * are barred.  Predictions posted while the run is being scored are timed
+ * with the rest: their time is read afresh after the tally. */
+static int count_labels(struct eeb_srv_call *k, const struct eeb_srv_testset *t,
+                        struct eeb_run_facts *f, char *err, size_t errlen)
 {
+    char barred[512];
+    eeb_run_labels_barred(f, barred, sizeof barred);
+    if (barred[0])
+        return EEB_OK;
+    int rc = eeb_srv_testset_m_s(t, k->s->store, k->id, &f->m_s, f->m_s_why, sizeof f->m_s_why, err,
+                                 errlen);
     struct eeb_srv_run now;
-    int found = eeb_srv_store_run_get(k->s->store, k->id, &now, err, errlen);
-    double late_s = (double)(now.predicted_utc_ns - now.test_served_utc_ns) / 1e9;
-    why[0] = '\0';
-    if (found > 0 && now.official && now.predicted_utc_ns && late_s > k->s->cfg.predict_within_s)
-        snprintf(why, n,
-                 "its predictions arrived %.1f s after its test inputs were served; the server "
-                 "allows %g s",
-                 late_s, k->s->cfg.predict_within_s);
-    return found < 0 ? found : EEB_OK;
+    int found = rc ? rc : eeb_srv_store_run_get(k->s->store, k->id, &now, err, errlen);
+    if (found < 0)
+        return found;
+    if (found > 0)
+        f->predicted = now.predicted_utc_ns;
+    eeb_run_labels_barred(f, barred, sizeof barred);
+    if (barred[0] || f->m_s_why[0])
+        f->m_s = NAN;
+    return EEB_OK;
+}
+
+/* Director mode: the server's meter let go once its samples cover the
+ * window, and the window placed in its log; or why there is none. */
+static int place_window(struct eeb_srv_call *k, const struct eeb_srv_window *window,
+                        struct eeb_run_facts *f, char *err, size_t errlen)
+{
+    if (!k->run.meter_run)
+        return EEB_OK;
+    eeb_srv_meter_settle(k->s, k->id, window->end_utc_ns);
+    if (!window->whole) {
+        snprintf(f->meter, sizeof f->meter,
+                 "the server's meter has no fine-tune window: the run's chain holds no "
+                 "finetune_begin and finetune_end");
+        return EEB_OK;
+    }
+    return eeb_srv_store_meter_window(k->s->store, k->run.meter_run, window->begin_utc_ns,
+                                      window->end_utc_ns, f->meter, sizeof f->meter, err, errlen);
 }
 
 /* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
@@ -192,61 +174,31 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     const char *path = eeb_srv_store_path(k->s->store);
     struct eeb_run_outcome o = {0};
     struct eeb_srv_window window = {0};
-    char err[512], barred[512] = "", unmetered[256] = "", unjudged[256] = "";
-    double m_s = NAN;
-    /* an official run's stream, and with it the window the server's meter
-     * (director mode) is read over, before the judge reads the meter: a
-     * station agent's samples to the window's end in */
-    int rc = labels_barred(k, &window, barred, sizeof barred, err, sizeof err);
-    if (rc == EEB_OK && !barred[0])
-        rc = eeb_srv_testset_m_s(t, k->s->store, k->id, &m_s, unjudged, sizeof unjudged, err,
-                                 sizeof err);
-    if (rc == EEB_OK && !barred[0])
-        rc = predictions_late(k, barred, sizeof barred, err, sizeof err);
+    struct eeb_run_facts facts;
+    char err[512];
+    /* what the server saw, in the run's record before the judge reads it:
+     * the judge applies the server's rules from the record alone, as `eeb
+     * check` of this copy and of the team's will */
+    int rc = gather(k, &facts, &window, err, sizeof err);
+    if (rc == EEB_OK)
+        rc = count_labels(k, t, &facts, err, sizeof err);
+    if (rc == EEB_OK)
+        rc = place_window(k, &window, &facts, err, sizeof err);
+    char *facts_json = rc ? NULL : eeb_run_facts_json(&facts);
+    if (rc == EEB_OK && !facts_json)
+        rc = eeb_errf(err, sizeof err, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK)
+        rc = eeb_srv_store_run_event(k->s->store, k->id, EEB_EVENT_EVALUATOR, facts_json, err,
+                                     sizeof err);
+    free(facts_json);
+    if (rc == EEB_OK)
+        rc = eeb_run_judge(path, k->id, NAN, &o, err, sizeof err);
     if (rc) {
         eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
-    if (k->run.meter_run)
-        eeb_srv_meter_settle(k->s, k->id, window.end_utc_ns);
-    if (k->run.meter_run && !window.whole)
-        snprintf(unmetered, sizeof unmetered,
-                 "the server's meter has no fine-tune window: the run's chain holds no "
-                 "finetune_begin and finetune_end");
-    else if (k->run.meter_run &&
-             eeb_srv_store_meter_window(k->s->store, k->run.meter_run, window.begin_utc_ns,
-                                        window.end_utc_ns, unmetered, sizeof unmetered, err,
-                                        sizeof err)) {
-        eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
-        return eeb_srv_call_fail(k, 500, NULL, err);
-    }
-    /* the labels' count where it may be had, else none: the judge then
-     * gives every other figure, and the run is invalid for the reason */
-    if (eeb_run_judge(path, k->id, isnan(m_s) ? 0 : m_s, &o, err, sizeof err)) {
-        eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
-        return eeb_srv_call_fail(k, 500, NULL, err);
-    }
-    if (unmetered[0])
-        invalidate(&o, "%s", unmetered);
     o.complete = 1;
     o.device_time_s = o.device_energy_j = NAN; /* the server models no device */
-    /* an official run's fine-tuning happened between register and complete */
-    double seen_s = (double)(k->run.completed_utc_ns - k->run.registered_utc_ns) / 1e9;
-    if (k->run.official && !o.modeled_clock && o.valid && o.t_s > seen_s + 1)
-        invalidate(&o,
-                   "the fine-tune window (%.3f s) is longer than the server saw between register "
-                   "and complete (%.3f s)",
-                   o.t_s, seen_s);
-    if (barred[0])
-        invalidate(&o, "%s", barred);
-    else if (unjudged[0])
-        invalidate(&o, "%s", unjudged);
-    if (barred[0] || unjudged[0])
-        o.score.m_s = NAN;
-    if (o.valid && round_check(k, &o, err, sizeof err)) {
-        eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
-        return eeb_srv_call_fail(k, 500, NULL, err);
-    }
     struct eeb_srv_run *r = &k->run;
     snprintf(r->verdict, sizeof r->verdict, "%s", eeb_run_verdict(&o, 0));
     snprintf(r->why, sizeof r->why, "%s", o.why);

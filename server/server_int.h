@@ -98,6 +98,7 @@ enum eeb_srv_route {
     EEB_SRV_R_TEST,
     EEB_SRV_R_PREDICTIONS,
     EEB_SRV_R_SCORE,
+    EEB_SRV_R_RECORD,
     EEB_SRV_R_BOARD,
     EEB_SRV_R_PAGE_BOARD,
     EEB_SRV_R_PAGE_RUN,
@@ -362,6 +363,7 @@ enum MHD_Result eeb_srv_api_complete(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_record(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_runs(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k);

@@ -193,6 +193,11 @@ int eeb_srv_store_run_predictions_each(struct eeb_srv_store *s, int64_t id,
 int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,
                               char *err, size_t errlen);
 
+/* An event of the server's in run id's record (a link of its chain), at
+ * the time of its last event: what the server saw, before it judges. */
+int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kind,
+                            const char *payload_json, char *err, size_t errlen);
+
 /* Run r->id's entry complete -> scored with r's verdict and figures, and
  * in the same transaction the verdict o in its record as `eeb run` stores
  * one: its results (M_u's provenance util_provenance), a score event

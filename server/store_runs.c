@@ -462,6 +462,21 @@ static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, con
     return 0;
 }
 
+int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kind,
+                            const char *payload_json, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = eeb_srv_conn(s, &db, err, errlen);
+    int64_t t = 0;
+    if (rc == EEB_OK && (rc = eeb_srv_begin_write(db, err, errlen)) == EEB_OK) {
+        rc = eeb_rundb_events_each(db, id, latest_event, &t, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), kind, payload_json, err, errlen);
+        rc = eeb_srv_end_write(db, rc, err, errlen);
+    }
+    return rc;
+}
+
 /* The verdict in run id's record: results, a score event, its state. */
 static int record_verdict(struct eeb_rundb *db, int64_t id, const struct eeb_run_outcome *o,
                           const char *util_provenance, const char *score_json, char *err,
