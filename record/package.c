@@ -193,6 +193,10 @@ struct recorded {
     char xclbin_path[1024]; /* as given to the run, or "" */
     char util_kind[16];     /* report or declared */
     char rules_file[1024];  /* "" for the rules built into eeb */
+    /* an official run's server's record of it, taken back (0: none): its
+     * id, uuid and meter run, which the package carries beside it */
+    int64_t server_copy, server_meter;
+    char server_uuid[37];
 };
 
 static void copy_at(const json_t *o, const char *obj, const char *key, char *out, size_t n)
@@ -224,7 +228,19 @@ static int read_recorded(struct eeb_rundb *db, int64_t run, struct recorded *r, 
     copy_at(o, "util", "kind", r->util_kind, sizeof r->util_kind);
     copy_at(o, "rules", "file", r->rules_file, sizeof r->rules_file);
     json_decref(o);
-    return EEB_OK;
+    rc = r->rec.official && !r->rec.held_by_server
+             ? eeb_rundb_copy_of(db, r->row.uuid, r->row.id, &r->server_copy, err, errlen)
+             : EEB_OK;
+    struct eeb_run_row copy;
+    if (rc == EEB_OK && r->server_copy &&
+        (rc = eeb_rundb_run_get(db, r->server_copy, &copy, err, errlen)) == EEB_OK) {
+        struct eeb_config_record cfg;
+        (void)eeb_config_record_read(copy.config, &cfg);
+        r->server_meter = cfg.meter_run;
+        snprintf(r->server_uuid, sizeof r->server_uuid, "%s", copy.uuid);
+        eeb_rundb_run_row_free(&copy);
+    }
+    return rc;
 }
 
 /* Whether the run's M_u came from a report file (not a spec, the model,
@@ -328,10 +344,11 @@ static void add_data(struct writer *w, const char *name, const char *role, char 
     eeb_sha256(data, len, o->m.sha256);
 }
 
-/* Copies run (and meter_run, if not 0) of src into a new file at dest:
- * SQLite's backup, every other run deleted (their records by the schema's
- * ON DELETE CASCADE), one file without a journal, compacted. */
-static int export_run(struct eeb_rundb *src, int64_t run, int64_t meter_run, const char *dest,
+/* Copies run and the runs of keep that are not 0 (its meter run, the
+ * server's record of it and that record's meter run) of src into a new
+ * file at dest: SQLite's backup, every other run deleted (their records by
+ * the schema's ON DELETE CASCADE), one file without a journal, compacted. */
+static int export_run(struct eeb_rundb *src, int64_t run, const int64_t keep[3], const char *dest,
                       char *err, size_t errlen)
 {
     sqlite3 *to = NULL;
@@ -353,12 +370,15 @@ static int export_run(struct eeb_rundb *src, int64_t run, int64_t meter_run, con
     what = "keeping the run alone";
     if (sqlite3_exec(to, "PRAGMA journal_mode = DELETE; PRAGMA foreign_keys = ON; BEGIN", NULL,
                      NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(to, "DELETE FROM runs WHERE id <> ?1 AND id IS NOT ?2", -1, &st, NULL) !=
-            SQLITE_OK)
+        sqlite3_prepare_v2(to,
+                           "DELETE FROM runs WHERE id <> ?1 AND id IS NOT ?2 AND id IS NOT ?3 "
+                           "AND id IS NOT ?4",
+                           -1, &st, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_int64(st, 1, run);
-    if (meter_run > 0)
-        sqlite3_bind_int64(st, 2, meter_run);
+    for (int i = 0; i < 3; i++)
+        if (keep[i] > 0)
+            sqlite3_bind_int64(st, 2 + i, keep[i]);
     if (sqlite3_step(st) != SQLITE_DONE)
         goto fail;
     sqlite3_finalize(st), st = NULL;
@@ -505,7 +525,8 @@ static int pack_rules(struct writer *w, const char *given, const struct recorded
     return EEB_OK;
 }
 
-static json_t *manifest_json(const struct writer *w, const struct recorded *r, const char *head)
+static json_t *manifest_json(const struct writer *w, const struct recorded *r, const char *head,
+                             const char *server_head)
 {
     json_t *members = json_array();
     for (size_t i = 0; i < w->n; i++)
@@ -513,11 +534,18 @@ static json_t *manifest_json(const struct writer *w, const struct recorded *r, c
                               json_pack("{s:s, s:s, s:I, s:s}", "name", w->m[i].m.name, "role",
                                         w->m[i].m.role, "size", (json_int_t)w->m[i].m.size,
                                         "sha256", w->m[i].m.sha256));
-    return json_pack("{s:s, s:i, s:{s:s, s:s}, s:{s:I, s:s, s:s, s:s, s:s, s:s?}, s:o}", "format",
-                     EEB_PACKAGE_FORMAT, "format_version", EEB_PACKAGE_VERSION, "eeb", "version",
-                     EEB_VERSION, "build", eeb_build(), "run", "id", (json_int_t)r->row.id, "uuid",
-                     r->row.uuid, "task", r->row.task, "state", r->row.state, "rules_version",
-                     r->row.rules_version, "chain_head", head[0] ? head : NULL, "members", members);
+    json_t *m =
+        json_pack("{s:s, s:i, s:{s:s, s:s}, s:{s:I, s:s, s:s, s:s, s:s, s:s?}, s:o}", "format",
+                  EEB_PACKAGE_FORMAT, "format_version", EEB_PACKAGE_VERSION, "eeb", "version",
+                  EEB_VERSION, "build", eeb_build(), "run", "id", (json_int_t)r->row.id, "uuid",
+                  r->row.uuid, "task", r->row.task, "state", r->row.state, "rules_version",
+                  r->row.rules_version, "chain_head", head[0] ? head : NULL, "members", members);
+    /* the server's record of it: the chain the server ended, and judged */
+    if (m && r->server_copy)
+        json_object_set_new(json_object_get(m, "run"), "server_record",
+                            json_pack("{s:I, s:s, s:s}", "id", (json_int_t)r->server_copy, "uuid",
+                                      r->server_uuid, "chain_head", server_head));
+    return m;
 }
 
 /* One member into the tar: its bytes, a file's hashed again on the way. */
@@ -612,7 +640,8 @@ int eeb_package_write(const struct eeb_package_spec *spec, struct eeb_package_su
     struct eeb_rundb *db = NULL;
     struct recorded *r = calloc(1, sizeof *r);
     struct writer *w = calloc(1, sizeof *w);
-    char dir[512] = "", copy[600], head[EEB_SHA256_HEX] = "", *system = NULL, *manifest = NULL;
+    char dir[512] = "", copy[600], head[EEB_SHA256_HEX] = "", server_head[EEB_SHA256_HEX] = "";
+    char *system = NULL, *manifest = NULL;
     size_t system_len;
     json_t *mj = NULL;
     int rc = EEB_OK;
@@ -636,8 +665,11 @@ int eeb_package_write(const struct eeb_package_spec *spec, struct eeb_package_su
     if ((rc = private_dir(dir, sizeof dir, err, errlen)))
         goto out;
     snprintf(copy, sizeof copy, "%s/%s", dir, NAME_DB);
-    if ((rc = export_run(db, r->row.id, r->rec.meter_run, copy, err, errlen)) ||
+    const int64_t keep[3] = {r->rec.meter_run, r->server_copy, r->server_meter};
+    if ((rc = export_run(db, r->row.id, keep, copy, err, errlen)) ||
         (rc = copy_head(copy, r->row.id, r->row.uuid, head, err, errlen)) ||
+        (r->server_copy &&
+         (rc = copy_head(copy, r->server_copy, r->server_uuid, server_head, err, errlen))) ||
         (rc = add_file(w, NAME_DB, "db", copy, err, errlen)))
         goto out;
     add_data(w, NAME_SYSTEM, "system", system, system_len);
@@ -645,7 +677,7 @@ int eeb_package_write(const struct eeb_package_spec *spec, struct eeb_package_su
     if ((rc = pack_rules(w, spec->rules, r, err, errlen)) ||
         (rc = pack_xclbin(w, spec, r, err, errlen)) || (rc = pack_reports(w, spec, r, err, errlen)))
         goto out;
-    if (!(mj = manifest_json(w, r, head)) ||
+    if (!(mj = manifest_json(w, r, head, server_head)) ||
         !(manifest = json_dumps(mj, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "the manifest: out of memory");
         goto out;
@@ -877,6 +909,8 @@ struct manifest {
     size_t n;
     int64_t run;
     char uuid[37], head[EEB_SHA256_HEX], eeb[32];
+    int64_t server_run; /* the server's record of the run (0: none) */
+    char server_uuid[37], server_head[EEB_SHA256_HEX];
 };
 
 static int hex64(const char *s)
@@ -920,6 +954,19 @@ static void parse_manifest(const struct in_member *im, struct manifest *mf, char
         snprintf(why, n, "members: not a list of at most %d", EEB_PACKAGE_MAX_MEMBERS);
     if (why[0])
         goto out;
+    json_t *sr = json_object_get(run, "server_record");
+    const char *sr_uuid = json_string_value(json_object_get(sr, "uuid"));
+    const char *sr_head = json_string_value(json_object_get(sr, "chain_head"));
+    if (sr && (!json_is_integer(json_object_get(sr, "id")) || !sr_uuid || strlen(sr_uuid) != 36 ||
+               !hex64(sr_head))) {
+        snprintf(why, n, "run.server_record: no id, uuid and chain_head");
+        goto out;
+    }
+    if (sr) {
+        mf->server_run = json_integer_value(json_object_get(sr, "id"));
+        snprintf(mf->server_uuid, sizeof mf->server_uuid, "%s", sr_uuid);
+        snprintf(mf->server_head, sizeof mf->server_head, "%s", sr_head);
+    }
     mf->run = json_integer_value(id);
     snprintf(mf->uuid, sizeof mf->uuid, "%s", uuid);
     snprintf(mf->head, sizeof mf->head, "%s", head ? head : "");
@@ -996,6 +1043,35 @@ static void check_members(struct eeb_package_check *c, const struct reader *rd, 
             step(c, mf->m[i].name, 0, "in the manifest, not in the package");
 }
 
+/* The server's record of an official run, taken back and carried beside
+ * it: the manifest names it as the run's database holds it, its chain ends
+ * in the head the manifest gives, and it holds the run's record (which
+ * `eeb check` of the run verifies as it judges by it). */
+static void server_record_step(struct eeb_package_check *c, struct eeb_rundb *db,
+                               const struct recorded *r, const struct manifest *mf)
+{
+    struct eeb_chain_check chain;
+    char err[512];
+    if (!mf->server_run || mf->server_run != r->server_copy) {
+        step(c, "server record", 0,
+             "the manifest names %s the server's record; the run's database holds %s",
+             mf->server_run ? "run" : "no run as", r->server_copy ? "one" : "none");
+        return;
+    }
+    if (eeb_rundb_chain_check(db, r->server_copy, &chain, err, sizeof err)) {
+        step(c, "server record", 0, "%s", err);
+        return;
+    }
+    if (chain.broken || strcmp(r->server_uuid, mf->server_uuid) ||
+        strcmp(chain.head, mf->server_head))
+        step(c, "server record", 0, "run %lld: %s", (long long)r->server_copy,
+             chain.broken ? chain.why : "not the server's record the manifest names");
+    else
+        step(c, "server record", 1,
+             "run %lld, the server's record of it%s, chain head %.16s...: the manifest's",
+             (long long)r->server_copy, r->server_meter ? " with its meter's log" : "", chain.head);
+}
+
 /* The packaged run against the manifest, then what needs its record: the
  * rules, the xclbin, the utilization report. */
 static void check_run(struct eeb_package_check *c, const struct reader *rd,
@@ -1033,6 +1109,8 @@ static void check_run(struct eeb_package_check *c, const struct reader *rd,
     else
         step(c, "run", 1, "run %lld (%s), chain head %.16s...: the manifest's",
              (long long)r->row.id, r->row.uuid, head[0] ? head : "(none)");
+    if (manifest_ok && (mf->server_run || r->server_copy))
+        server_record_step(c, db, r, mf);
 
     const struct in_member *rules = member(rd, NAME_RULES);
     if (!rules)

@@ -1189,6 +1189,24 @@ static void a_run_measured_by_the_station(const char *key)
     struct test_run r = test_eeb((const char *[]){"check", sdb, "--run", run, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
+    /* the team has the server's record and its meter's log: its database
+     * gives the server's S from the server's meter, and so does its
+     * package, which carries both */
+    expect_record_taken_back(db, 1, sdb, 2);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM samples s JOIN runs r ON r.id = "
+                                  "s.run_id WHERE r.task = 'none'"),
+                 test_sql_int(sdb, "SELECT count(*) FROM samples WHERE run_id = 1"));
+    char pkg[300];
+    snprintf(pkg, sizeof pkg, "%s/run.tar", dir);
+    r = test_eeb((const char *[]){"pack", db, "--run", "1", "--system",
+                                  EEB_TEST_DATA "/package/system.json", "-o", pkg, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", "--package", pkg, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "pass  server record") && strstr(r.out, "with its meter's log"), "%s",
+              r.out);
+    test_run_free(&r);
 }
 
 Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
