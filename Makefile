@@ -52,7 +52,7 @@ LIB_SRC   := $(wildcard common/*.c scoring/*.c rundb/*.c power/*.c tasks/*.c fpg
                        fpga/model/*.c sut/*.c record/*.c server/*.c) \
              $(filter-out $(CLI_SRC),$(wildcard harness/*.c))
 TEST_SRC  := $(wildcard tests/*/test_*.c) tests/testlib.c tests/power/meter_emu.c tests/sut/sut_data.c \
-             tests/server/fault_proxy.c tests/server/http_client.c tests/server/team_client.c \
+             tests/server/fault_proxy.c tests/server/http_client.c tests/server/team_client.c tests/server/arena.c \
              tests/tasks/task_data.c
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)

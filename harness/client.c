@@ -560,6 +560,27 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
     return rc;
 }
 
+/* A run the server holds whose harness stopped before it ended (killed):
+ * what its chain holds sent, and the run ended there, aborted for that;
+ * the server's answer into *verdict. */
+static int end_unfinished(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
+                          const struct eeb_run_row *row, json_t **verdict, char *err,
+                          size_t errlen)
+{
+    char path[96], reason[160];
+    int rc = send_chain(c, server_run, h, row->id, err, errlen);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/abandon", (long long)server_run);
+    snprintf(reason, sizeof reason,
+             "its harness stopped in state %s, without a word (killed?); eeb submit ended it",
+             row->state);
+    json_t *body = json_pack("{s:s}", "reason", reason);
+    if (rc == EEB_OK)
+        rc = body ? eeb_client_call(c, "POST", path, body, verdict, err, errlen)
+                  : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    json_decref(body);
+    return rc;
+}
+
 int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,
                       json_t **verdict, char *err, size_t errlen)
 {
@@ -569,12 +590,19 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
     if (rc)
         return rc;
     rc = eeb_rundb_run_get(h, run, &row, err, errlen);
-    if (rc == EEB_OK && strcmp(row.state, "done") && strcmp(row.state, "failed"))
-        rc = eeb_errf(err, errlen, EEB_EINVAL, "%s: run %lld is %s, not finished", db,
-                      (long long)row.id, row.state);
+    /* a run whose harness stopped (killed) is no run to register; one the
+     * server holds is ended there with what it sent */
+    int unfinished = rc == EEB_OK && strcmp(row.state, "done") && strcmp(row.state, "failed");
+    if (unfinished && !*server_run)
+        rc = eeb_errf(err, errlen, EEB_EINVAL,
+                      "%s: run %lld is %s, not finished (its harness was killed?): a run the "
+                      "server holds ends there with --resume ID",
+                      db, (long long)row.id, row.state);
     if (rc == EEB_OK)
         rc = start(c, db, &row, server_run, verdict, err, errlen);
-    if (rc == EEB_OK) /* not scored yet */
+    if (rc == EEB_OK && unfinished) /* not ended yet */
+        rc = end_unfinished(c, *server_run, h, &row, verdict, err, errlen);
+    else if (rc == EEB_OK) /* not scored yet */
         rc = eeb_client_send_run(c, *server_run, h, row.id, verdict, err, errlen);
     eeb_rundb_run_row_free(&row);
     eeb_rundb_close(h);

@@ -47,6 +47,7 @@ static void help(void)
          "       eeb serve admin hide-run ID --reason TEXT [--db FILE]\n"
          "       eeb serve admin restore-run ID --reason TEXT [--db FILE]\n"
          "       eeb serve admin withdraw-run ID --reason TEXT [--db FILE]\n"
+         "       eeb serve admin void-run ID --reason TEXT [--db FILE]\n"
          "       eeb serve admin audit [--db FILE]\n"
          "\n"
          "Serves the benchmark's evaluation server over HTTP (libmicrohttpd, a thread\n"
@@ -134,7 +135,10 @@ static void help(void)
          "admin revoke-team refuses the team's token from now on (its runs stay).\n"
          "admin hide-run takes a run off the leaderboard, and its entry with it, while\n"
          "it is under review; admin restore-run shows a hidden run again; admin\n"
-         "withdraw-run withdraws a run for good: its entry fails, showing the reason.\n"
+         "withdraw-run withdraws a run for good: its entry fails, showing the reason;\n"
+         "admin void-run voids a run the server's side cut short (a restart, a meter\n"
+         "that failed): ended if it was running, it leaves its entry and the round's\n"
+         "cap, so that the team may run it again.\n"
          "Each of these acts needs --reason, and is kept with it in the audit log,\n"
          "which admin audit lists.  The admin verbs other than add-team and\n"
          "open-round refuse a database that is not there rather than make one.\n"
@@ -221,7 +225,8 @@ static void help(void)
          "  --epochs-max TASK=N\n"
          "                     the closed division's most epochs on TASK (default any)\n"
          "\n"
-         "admin revoke-team's, hide-run's, restore-run's and withdraw-run's option:\n"
+         "admin revoke-team's, hide-run's, restore-run's, withdraw-run's and void-run's\n"
+         "option:\n"
          "  --reason TEXT      why, 1 to 500 characters, kept in the audit log (required)\n"
          "  -h, --help         show this help");
 }
@@ -370,6 +375,7 @@ enum verb {
     HIDE_RUN,
     RESTORE_RUN,
     WITHDRAW_RUN,
+    VOID_RUN,
     AUDIT,
     VERBS
 };
@@ -378,10 +384,10 @@ static const char *const verb_names[VERBS] = {
     "eeb serve",         "admin add-team",    "admin make-test",   "admin station-key",
     "admin open-round",  "admin close-round", "admin rounds",      "admin teams",
     "admin revoke-team", "admin hide-run",    "admin restore-run", "admin withdraw-run",
-    "admin audit"};
+    "admin void-run",    "admin audit"};
 
 #define V(verb)  (1u << (verb))
-#define V_REASON (V(REVOKE_TEAM) | V(HIDE_RUN) | V(RESTORE_RUN) | V(WITHDRAW_RUN))
+#define V_REASON (V(REVOKE_TEAM) | V(HIDE_RUN) | V(RESTORE_RUN) | V(WITHDRAW_RUN) | V(VOID_RUN))
 #define V_DB                                                                                       \
     (V(SERVE) | V(ADD_TEAM) | V(OPEN_ROUND) | V(CLOSE_ROUND) | V(ROUNDS) | V(TEAMS) | V_REASON |   \
      V(AUDIT))
@@ -503,7 +509,7 @@ static int verb_of(int argc, char **argv, enum verb *verb, int *rest)
 {
     static const char verbs[] = "add-team, make-test, station-key, open-round, close-round, "
                                 "rounds, teams, revoke-team, hide-run, restore-run, "
-                                "withdraw-run or audit";
+                                "withdraw-run, void-run or audit";
     *verb = SERVE, *rest = 0;
     if (argc == 0)
         return EEB_EXIT_OK;
@@ -623,6 +629,7 @@ int eeb_cmd_serve(int argc, char **argv)
         return admin_run_act(cfg.db, argc, argv, "restore-run", EEB_SERVER_RESTORE, reason);
     case WITHDRAW_RUN:
         return admin_run_act(cfg.db, argc, argv, "withdraw-run", EEB_SERVER_WITHDRAW, reason);
+    case VOID_RUN: return admin_run_act(cfg.db, argc, argv, "void-run", EEB_SERVER_VOID, reason);
     case AUDIT:
         return admin_list(cfg.db, argc, "audit", eeb_server_list_audit,
                           "no acts in the audit log of");

@@ -4,7 +4,7 @@
  * station-key (a station agent's key); the benchmark's rounds (open-round,
  * close-round, rounds); and the organizer's acts, each with its reason in
  * the audit log (teams, revoke-team, hide-run, restore-run, withdraw-run,
- * audit).  Sections: the admin verbs, the rounds, the organizer's acts.
+ * void-run, audit).  Sections: the admin verbs, the rounds, the organizer's acts.
  */
 #include "cmd_serve_admin.h"
 
@@ -442,14 +442,15 @@ int admin_revoke_team(const char *db, int argc, char **argv, const char *reason)
     return EEB_EXIT_OK;
 }
 
-/* admin hide-run, restore-run and withdraw-run ID. */
+/* admin hide-run, restore-run, withdraw-run and void-run ID. */
 int admin_run_act(const char *db, int argc, char **argv, const char *verb,
                   enum eeb_server_run_act how, const char *reason)
 {
     static const char *const done[] = {
         [EEB_SERVER_HIDE] = "hidden: off the leaderboard, with its entry, until restore-run",
         [EEB_SERVER_RESTORE] = "restored: on the leaderboard again",
-        [EEB_SERVER_WITHDRAW] = "withdrawn: its entry fails, showing the reason"};
+        [EEB_SERVER_WITHDRAW] = "withdrawn: its entry fails, showing the reason",
+        [EEB_SERVER_VOID] = "void: off its entry and the round's cap; the team may run again"};
     if (argc != 1)
         return eeb_cli_usage_error(cmd, "admin %s takes one run ID", verb);
     char *end, err[512];

@@ -41,11 +41,19 @@ static void help(void)
 }
 
 /* The verdict in a few lines; the exit status it gives. */
-/* Whether run's record holds a score event. */
-static int has_score(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+/* What settle needs of a run's events: whether one is a score, and the
+ * latest's time (a verdict comes after everything the run recorded). */
+struct events_seen {
+    int scored;
+    int64_t last;
+};
+
+static int see_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
-    (void)t, (void)utc, (void)payload;
-    *(int *)arg |= strcmp(kind, EEB_EVENT_SCORE) == 0;
+    (void)utc, (void)payload;
+    struct events_seen *e = arg;
+    e->scored |= strcmp(kind, EEB_EVENT_SCORE) == 0;
+    e->last = t > e->last ? t : e->last;
     return 0;
 }
 
@@ -56,11 +64,11 @@ static int settle(struct eeb_rundb *db, const struct eeb_run_row *row, int64_t c
                   const char *server, int64_t server_run, char *err, size_t errlen)
 {
     struct eeb_config_record cfg;
-    int scored = 0;
+    struct events_seen seen = {0};
     (void)eeb_config_record_read(row->config, &cfg);
     int rc =
-        cfg.official ? eeb_rundb_events_each(db, row->id, has_score, &scored, err, errlen) : EEB_OK;
-    if (rc || !cfg.official || scored)
+        cfg.official ? eeb_rundb_events_each(db, row->id, see_event, &seen, err, errlen) : EEB_OK;
+    if (rc || !cfg.official || seen.scored)
         return rc;
     struct eeb_run_outcome o = {0};
     if ((rc = eeb_run_judge(eeb_rundb_path(db), copy, NAN, &o, err, errlen)))
@@ -69,12 +77,15 @@ static int settle(struct eeb_rundb *db, const struct eeb_run_row *row, int64_t c
     json_t *payload = eeb_run_score_json(&o, server);
     char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
     json_decref(payload);
-    int64_t last = 0;
     rc = text ? eeb_run_store_results(db, row->id, &o, "declared", err, errlen)
               : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
     if (rc == EEB_OK)
-        rc = eeb_rundb_event_add(db, row->id, last, eeb_utc_ns(), EEB_EVENT_SCORE, text, err,
+        rc = eeb_rundb_event_add(db, row->id, seen.last, eeb_utc_ns(), EEB_EVENT_SCORE, text, err,
                                  errlen);
+    /* a run whose harness was killed ends here, as the server ended it */
+    if (rc == EEB_OK && strcmp(row->state, "done") && strcmp(row->state, "failed"))
+        rc = eeb_rundb_run_set_state(db, row->id, o.pass ? EEB_RUN_DONE : EEB_RUN_FAILED, err,
+                                     errlen);
     free(text);
     return rc;
 }
@@ -181,7 +192,7 @@ int eeb_cmd_submit(int argc, char **argv)
         take_record(&cl, argv[optind], (int64_t)run, server_run);
     eeb_client_free(&cl);
     if (rc) {
-        if (server_run)
+        if (server_run && rc != EEB_EINVAL) /* a refusal is not cured by trying again */
             fprintf(stderr, "eeb %s: resume with --resume %lld\n", cmd, (long long)server_run);
         return eeb_cli_error(cmd, "%s", err);
     }

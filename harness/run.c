@@ -102,6 +102,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     }
     if (r.eval->release)
         r.eval->release(&r);
+    if (rc != EEB_OK && !r.submitting && r.eval->abandon)
+        r.eval->abandon(&r, err);
     if (r.test_inputs[0])
         unlink(r.test_inputs);
     if (r.private_dir[0]) { /* what the SUT left in its work directory stays */

@@ -84,6 +84,9 @@ struct run_evaluator {
     /* The run over, however it ended: what created started, stopped.
      * optional: NULL means nothing */
     void (*release)(struct run *r);
+    /* The run failed after enroll, before its record was handed over: whoever
+     * judges told why, so that it ends now.  optional: NULL means nobody */
+    void (*abandon)(struct run *r, const char *why);
     /* FINETUNE, just before its begin event: whoever judges told that
      * fine-tuning starts now.  optional: NULL means nobody to tell */
     int (*begin)(struct run *r, char *err, size_t errlen);

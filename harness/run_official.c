@@ -238,6 +238,23 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
     return rc;
 }
 
+/* A run that failed after it registered (its system refused the model,
+ * the machine failed) tells the server why, so that it ends there now. */
+static void abandon(struct run *r, const char *why)
+{
+    if (!r->out->server_run)
+        return;
+    char path[96], reason[301], err[512];
+    snprintf(reason, sizeof reason, "%s", why[0] ? why : "an error");
+    eeb_utf8_trim(reason);
+    snprintf(path, sizeof path, "/api/v1/runs/%lld/abandon", (long long)r->out->server_run);
+    json_t *body = json_pack("{s:s}", "reason", reason);
+    if (!body || eeb_client_call(r->hooks->server, "POST", path, body, NULL, err, sizeof err))
+        fprintf(stderr, "eeb: the server was not told that run %lld stopped: %s\n",
+                (long long)r->out->server_run, body ? err : "out of memory");
+    json_decref(body);
+}
+
 /* The configuration says where the test came from: the server, and the
  * run's id there; and the round's entry the run asked to be a run of. */
 static void describe(const struct run *r, json_t *config)
@@ -251,6 +268,7 @@ const struct run_evaluator run_official_evaluator = {
     .enroll = enroll,
     .created = run_stream_start, /* the chain streamed to the server until STOPPED */
     .release = stop_stream,
+    .abandon = abandon,
     .begin = begin,
     .describe = describe,
     .test_inputs = fetch_test_inputs,

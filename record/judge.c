@@ -789,8 +789,8 @@ static int keep_head(void *arg, const struct eeb_rundb_link *l)
 /* Whether copy, a server's record of run taken back, holds run's record:
  * the two chains agree link for link up to where the run's stopped going
  * to the server, after which the copy holds only the server's own events
- * (its facts, its score) and the run only what it wrote of the verdict (its
- * score and state).  "" in why if so. */
+ * (its facts, or the end it gave a run that stopped, and its score) and
+ * the run only what it wrote of the verdict (its score and state).  "" in why if so. */
 static int holds_run(struct eeb_rundb *db, int64_t run, int64_t copy, char *why, size_t n,
                      char *err, size_t errlen)
 {
@@ -806,7 +806,8 @@ static int holds_run(struct eeb_rundb *db, int64_t run, int64_t copy, char *why,
         same++;
     why[0] = '\0';
     for (size_t i = same; rc == EEB_OK && !why[0] && i < b.n; i++)
-        if (strcmp(b.kind[i], EEB_EVENT_EVALUATOR) && strcmp(b.kind[i], EEB_EVENT_SCORE))
+        if (strcmp(b.kind[i], EEB_EVENT_EVALUATOR) && strcmp(b.kind[i], EEB_EVENT_ABORT) &&
+            strcmp(b.kind[i], EEB_EVENT_SCORE))
             snprintf(why, n, "its link %zu is the run's link %zu no more", i, i);
     for (size_t i = same; rc == EEB_OK && !why[0] && i < a.n; i++)
         if (strcmp(a.kind[i], EEB_EVENT_SCORE) && strcmp(a.kind[i], EEB_EVENT_STATE))

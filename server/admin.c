@@ -42,6 +42,7 @@ struct act {
     const char *db, *name, *reason;
     int64_t run;
     enum eeb_srv_withdrawal how;
+    int voids; /* void-run, not a withdrawal */
     FILE *out;
 };
 
@@ -67,13 +68,15 @@ static int run_act(struct eeb_srv_store *s, void *arg, char *err, size_t errlen)
     const struct act *a = arg;
     static const char *const states[] = {"shown (neither hidden nor withdrawn)", "hidden",
                                          "withdrawn"};
-    int rc = eeb_srv_store_run_withdraw(s, a->run, a->how, a->reason, err, errlen);
+    int rc = a->voids ? eeb_srv_store_run_void(s, a->run, a->reason, err, errlen)
+                      : eeb_srv_store_run_withdraw(s, a->run, a->how, a->reason, err, errlen);
     return rc ? (rc < 0 ? rc : EEB_OK)
               : eeb_errf(err, errlen, EEB_EINVAL, "%s: no run %lld that is %s", a->db,
                          (long long)a->run,
-                         a->how == EEB_SRV_RESTORE ? states[1]
-                         : a->how == EEB_SRV_HIDE  ? states[0]
-                                                   : "not withdrawn already");
+                         a->voids                    ? "not void already"
+                         : a->how == EEB_SRV_RESTORE ? states[1]
+                         : a->how == EEB_SRV_HIDE    ? states[0]
+                                                     : "not withdrawn already");
 }
 
 int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how, const char *reason,
@@ -81,8 +84,13 @@ int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how,
 {
     static const enum eeb_srv_withdrawal to_store[] = {[EEB_SERVER_HIDE] = EEB_SRV_HIDE,
                                                        [EEB_SERVER_RESTORE] = EEB_SRV_RESTORE,
-                                                       [EEB_SERVER_WITHDRAW] = EEB_SRV_WITHDRAW};
-    struct act a = {.db = db, .run = run, .how = to_store[how], .reason = reason};
+                                                       [EEB_SERVER_WITHDRAW] = EEB_SRV_WITHDRAW,
+                                                       [EEB_SERVER_VOID] = EEB_SRV_WITHDRAW};
+    struct act a = {.db = db,
+                    .run = run,
+                    .how = to_store[how],
+                    .voids = how == EEB_SERVER_VOID,
+                    .reason = reason};
     int rc = reason_ok(reason, err, errlen);
     return rc ? rc : on_store(db, run_act, &a, err, errlen);
 }

@@ -82,7 +82,12 @@ int eeb_server_team_revoke(const char *db, const char *name, const char *reason,
 
 /* A run hidden from the leaderboard (and its entry with it) while under
  * review, shown again, or withdrawn (its entry fails, saying why). */
-enum eeb_server_run_act { EEB_SERVER_HIDE, EEB_SERVER_RESTORE, EEB_SERVER_WITHDRAW };
+enum eeb_server_run_act {
+    EEB_SERVER_HIDE,
+    EEB_SERVER_RESTORE,
+    EEB_SERVER_WITHDRAW,
+    EEB_SERVER_VOID
+};
 int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how, const char *reason,
                        char *err, size_t errlen);
 

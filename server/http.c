@@ -32,25 +32,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const route_names[EEB_SRV_R_COUNT] = {"healthz",
-                                                         "metrics",
-                                                         "whoami",
-                                                         "runs",
-                                                         "run",
-                                                         "links",
-                                                         "begin",
-                                                         "complete",
-                                                         "test",
-                                                         "predictions",
-                                                         "score",
-                                                         "record",
-                                                         "leaderboard",
-                                                         "page_leaderboard",
-                                                         "page_run",
-                                                         "station",
-                                                         "run_list",
-                                                         "page_runs",
-                                                         "other"};
+static const char *const route_names[EEB_SRV_R_COUNT] = {
+    "healthz",  "metrics", "whoami",   "runs",        "run",
+    "links",    "begin",   "complete", "test",        "predictions",
+    "score",    "record",  "abandon",  "leaderboard", "page_leaderboard",
+    "page_run", "station", "run_list", "page_runs",   "other"};
 static const int codes[EEB_SRV_N_CODES] = {200, 201, 400, 401, 403, 404,
                                            405, 409, 413, 429, 500, 503};
 
@@ -331,6 +317,7 @@ static const struct route_def {
      eeb_srv_api_predictions},
     {"POST", "/api/v1/runs/{id}/score", EEB_SRV_R_SCORE, OWNER, eeb_srv_api_score},
     {"GET", "/api/v1/runs/{id}/record", EEB_SRV_R_RECORD, OWNER, eeb_srv_api_record},
+    {"POST", "/api/v1/runs/{id}/abandon", EEB_SRV_R_ABANDON, OWNER, eeb_srv_api_abandon},
     {"GET", "/api/v1/leaderboard", EEB_SRV_R_BOARD, ANYONE, eeb_srv_api_board},
     {"GET", "/", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
     {"GET", "/leaderboard", EEB_SRV_R_PAGE_BOARD, ANYONE, eeb_srv_page_board},
@@ -572,6 +559,8 @@ static void server_free(struct eeb_server *s)
     pthread_mutex_destroy(&s->board_lock);
     pthread_mutex_destroy(&s->live_lock);
     pthread_cond_destroy(&s->live_made);
+    pthread_mutex_destroy(&s->settle_lock);
+    pthread_cond_destroy(&s->settle_wake);
     free(s);
 }
 
@@ -630,6 +619,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->board_lock, NULL);
     pthread_mutex_init(&s->live_lock, NULL);
+    pthread_mutex_init(&s->settle_lock, NULL);
+    pthread_cond_init(&s->settle_wake, NULL);
     pthread_condattr_t monotonic; /* a wait for a page is bounded on the clock that does not jump */
     pthread_condattr_init(&monotonic);
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
@@ -674,6 +665,10 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",
                         cfg->bind, cfg->port);
     }
+    if ((rc = eeb_srv_settler_start(s, err, errlen))) {
+        eeb_server_stop(s);
+        return rc;
+    }
     *out = s;
     return EEB_OK;
 }
@@ -688,6 +683,7 @@ void eeb_server_stop(struct eeb_server *s)
 {
     if (!s)
         return;
+    eeb_srv_settler_stop(s);
     MHD_stop_daemon(s->daemon);
     eeb_srv_meters_stop(s);
     server_free(s);

@@ -15,7 +15,7 @@
  *
  * A run that began its fine-tune and then sends no link for longer than
  * the stream's allowance is invalid whatever follows (stream.c), so its
- * meter is let go then; one that never begins, after PRE_BEGIN_NS (its
+ * meter is let go then; one that never begins, after EEB_SRV_PRE_BEGIN_NS (its
  * deploy may program a board): a run abandoned midway does not hold a
  * meter, or its station, for ever.
  */
@@ -31,8 +31,6 @@
 /* An agent heard from longer ago than this does not answer: it sends
  * twice a second. */
 #define AGENT_SILENT_NS 3000000000LL
-/* How long a registered run may take to begin its fine-tune. */
-#define PRE_BEGIN_NS 600000000000LL
 /* How long scoring waits for an agent's last samples. */
 #define AGENT_SETTLE_NS 5000000000LL
 
@@ -82,7 +80,7 @@ static void let_go_silent(struct eeb_server *s)
         pthread_mutex_lock(&s->lock);
         const struct eeb_srv_meter *x = &s->meters[i];
         int mine = x->meter_run && x->run && !x->until_ns && !x->closing &&
-                   now - x->heard_ns > (x->begun ? allowance : PRE_BEGIN_NS) &&
+                   now - x->heard_ns > (x->begun ? allowance : EEB_SRV_PRE_BEGIN_NS) &&
                    eeb_srv_meter_close_slot(s, i);
         pthread_mutex_unlock(&s->lock);
         if (mine)

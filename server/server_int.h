@@ -99,6 +99,7 @@ enum eeb_srv_route {
     EEB_SRV_R_PREDICTIONS,
     EEB_SRV_R_SCORE,
     EEB_SRV_R_RECORD,
+    EEB_SRV_R_ABANDON,
     EEB_SRV_R_BOARD,
     EEB_SRV_R_PAGE_BOARD,
     EEB_SRV_R_PAGE_RUN,
@@ -194,6 +195,13 @@ struct eeb_server {
         char *report;               /* the run's report (NULL: none made yet) */
         size_t len;
     } live[EEB_SRV_LIVE_PAGES];
+    /* the runs in flight that have stopped, ended by a thread of its own
+     * (settle.c) */
+    pthread_t settler;
+    int settling; /* the thread runs */
+    pthread_mutex_t settle_lock;
+    pthread_cond_t settle_wake;
+    int settle_stop;
     pthread_mutex_t lock; /* the buckets, the meters and the agents */
     struct eeb_srv_meter meters[EEB_SRV_METERS];
     struct eeb_srv_agent agents[EEB_SERVER_STATIONS]; /* by station */
@@ -364,6 +372,22 @@ enum MHD_Result eeb_srv_api_test(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_predictions(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_record(struct eeb_srv_call *k);
+enum MHD_Result eeb_srv_api_abandon(struct eeb_srv_call *k);
+
+/* How long a registered run may take to begin its fine-tune (its deploy
+ * may program a board). */
+#define EEB_SRV_PRE_BEGIN_NS 600000000000LL
+
+/* settle.c: every run in flight that has stopped is ended (its stream
+ * silent past the allowance, never begun, its predictions never come, its
+ * team revoked, its round closed), its meter let go; on start, what a
+ * restart cut short.  The thread starts and stops with the server. */
+int eeb_srv_settler_start(struct eeb_server *s, char *err, size_t errlen);
+void eeb_srv_settler_stop(struct eeb_server *s);
+/* Ends run id as verdict ("aborted" or "void") for why: its record, its
+ * entry, its meter let go, the log; 1 if it was in flight. */
+int eeb_srv_end_run(struct eeb_server *s, int64_t id, int64_t meter_run, const char *verdict,
+                    const char *why, char *err, size_t errlen);
 enum MHD_Result eeb_srv_api_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_runs(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k);

@@ -198,6 +198,33 @@ int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *n
 int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kind,
                             const char *payload_json, char *err, size_t errlen);
 
+/* A run in flight (registered or complete), as the server ends it. */
+struct eeb_srv_in_flight {
+    int64_t id, meter_run;
+    int complete;                         /* it said complete */
+    int64_t registered, begun, completed; /* UTC ns (0: not yet) */
+    int64_t links, last_link;             /* of its chain received, and when the last came */
+    int64_t test_served;                  /* its test inputs first served (0: not yet) */
+    int64_t revoked;                      /* its team revoked (0: not) */
+    int64_t round_closed;                 /* its round closed (0: open, or none) */
+    char round[65];
+};
+
+/* Calls fn for each run in flight; fn's non-zero stops the walk. */
+int eeb_srv_store_in_flight_each(struct eeb_srv_store *s,
+                                 int (*fn)(void *arg, const struct eeb_srv_in_flight *r), void *arg,
+                                 char *err, size_t errlen);
+
+/* Run id, registered or complete, ended by the server without a score,
+ * with its verdict and why: "aborted" (its side stopped: its stream, its
+ * harness, its team revoked, its round closed) or "void" (the server's
+ * fault: it leaves its entry, so that it counts against neither the entry
+ * nor the round's cap).  In one transaction with its record's abort and
+ * score events and its final state.  1 if it moved; 0 if it was no longer
+ * in flight, and nothing is written; or an error. */
+int eeb_srv_store_run_end(struct eeb_srv_store *s, int64_t id, const char *verdict, const char *why,
+                          char *err, size_t errlen);
+
 /* Run r->id's entry complete -> scored with r's verdict and figures, and
  * in the same transaction the verdict o in its record as `eeb run` stores
  * one: its results (M_u's provenance util_provenance), a score event
@@ -300,6 +327,13 @@ int eeb_srv_store_team_revoke(struct eeb_srv_store *s, const char *name, const c
 enum eeb_srv_withdrawal { EEB_SRV_HIDE, EEB_SRV_RESTORE, EEB_SRV_WITHDRAW };
 int eeb_srv_store_run_withdraw(struct eeb_srv_store *s, int64_t id, enum eeb_srv_withdrawal how,
                                const char *reason, char *err, size_t errlen);
+
+/* Run id made void by the organizer (the server's fault cut it short: a
+ * restart, its meter): ended as void if in flight, else its verdict void;
+ * either way it leaves its entry and the round's cap, and the act is in
+ * the audit log.  1, or 0 if it is void already (or no such run). */
+int eeb_srv_store_run_void(struct eeb_srv_store *s, int64_t id, const char *reason, char *err,
+                           size_t errlen);
 
 struct eeb_srv_team {
     int64_t id;

@@ -412,6 +412,22 @@ int eeb_srv_store_run_withdraw(struct eeb_srv_store *s, int64_t id, enum eeb_srv
     return audited(s, acts[how].sql, acts[how].action, target, reason, err, errlen);
 }
 
+int eeb_srv_store_run_void(struct eeb_srv_store *s, int64_t id, const char *reason, char *err,
+                           size_t errlen)
+{
+    char target[32];
+    snprintf(target, sizeof target, "%lld", (long long)id);
+    int moved = eeb_srv_store_run_end(s, id, "void", reason, err, errlen);
+    if (moved > 0)
+        return eeb_srv_store_audit(s, "void-run", target, reason, err, errlen) ?: 1;
+    if (moved < 0)
+        return moved;
+    return audited(s,
+                   "UPDATE team_runs SET verdict = 'void', why = ?3, s = NULL, entry_id = NULL "
+                   "WHERE run_id = ?2 AND state = 'scored' AND verdict IS NOT 'void'",
+                   "void-run", target, reason, err, errlen);
+}
+
 struct team_walk {
     int (*fn)(void *arg, const struct eeb_srv_team *t);
     void *arg;

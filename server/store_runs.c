@@ -8,6 +8,8 @@
 
 #include "rundb/eeb_rundb_tables.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +539,97 @@ int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *
     return rc ? rc : moved;
 }
 
+/* The end of a run the server stopped, in its record: an abort event
+ * with why, and the score event that says so, at its last event's time;
+ * its final state. */
+static int record_end(struct eeb_rundb *db, int64_t id, const char *why, char *err, size_t errlen)
+{
+    json_t *abort = json_pack("{s:s}", EEB_EVENT_KEY_REASON, why);
+    json_t *score = json_pack("{s:s, s:s, s:n}", "by", "server", EEB_EVENT_KEY_VERDICT, "aborted",
+                              EEB_EVENT_KEY_S);
+    char *a = abort ? json_dumps(abort, JSON_COMPACT) : NULL;
+    char *b = score ? json_dumps(score, JSON_COMPACT) : NULL;
+    json_decref(abort), json_decref(score);
+    int64_t t = 0;
+    int rc = a && b ? eeb_rundb_events_each(db, id, latest_event, &t, err, errlen)
+                    : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    if (rc == EEB_OK)
+        rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), EEB_EVENT_ABORT, a, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), EEB_EVENT_SCORE, b, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_set_state(db, id, EEB_RUN_FAILED, err, errlen);
+    free(a), free(b);
+    return rc;
+}
+
+int eeb_srv_store_run_end(struct eeb_srv_store *s, int64_t id, const char *verdict, const char *why,
+                          char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc = eeb_srv_conn(s, &db, err, errlen);
+    if (rc || (rc = eeb_srv_begin_write(db, err, errlen)))
+        return rc;
+    /* a void run leaves its entry: its place, and the round's cap, are
+     * free again */
+    sqlite3_stmt *st = eeb_srv_prepare(
+        db,
+        "UPDATE team_runs SET state = 'scored', verdict = ?1, why = ?2, s = NULL, "
+        "scored_utc_ns = ?3, entry_id = CASE WHEN ?1 = 'void' THEN NULL ELSE entry_id END "
+        "WHERE run_id = ?4 AND state IN ('registered', 'complete')",
+        err, errlen);
+    int moved = EEB_EDB;
+    if (st) {
+        sqlite3_bind_text(st, 1, verdict, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, eeb_utc_ns());
+        sqlite3_bind_int64(st, 4, id);
+        moved = eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
+    }
+    rc = moved < 0 ? moved : moved ? record_end(db, id, why, err, errlen) : EEB_OK;
+    rc = eeb_srv_end_write(db, rc, err, errlen);
+    return rc ? rc : moved;
+}
+
+struct in_flight_walk {
+    int (*fn)(void *arg, const struct eeb_srv_in_flight *r);
+    void *arg;
+};
+
+static int in_flight_row(sqlite3_stmt *st, void *ctx)
+{
+    const struct in_flight_walk *w = ctx;
+    struct eeb_srv_in_flight r = {0};
+    int64_t *at[] = {&r.id,    &r.meter_run, &r.registered,  &r.begun,   &r.completed,
+                     &r.links, &r.last_link, &r.test_served, &r.revoked, &r.round_closed};
+    for (int i = 0; i < (int)(sizeof at / sizeof *at); i++)
+        *at[i] = sqlite3_column_int64(st, i); /* NULL reads 0 */
+    r.complete = sqlite3_column_int(st, 10);
+    eeb_srv_column_text(st, 11, r.round, sizeof r.round);
+    return w->fn(w->arg, &r);
+}
+
+int eeb_srv_store_in_flight_each(struct eeb_srv_store *s,
+                                 int (*fn)(void *arg, const struct eeb_srv_in_flight *r), void *arg,
+                                 char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = eeb_srv_statement(
+        s,
+        "SELECT e.run_id, r.config ->> '$.power.meter_run', e.registered_utc_ns, "
+        "e.begun_utc_ns, e.completed_utc_ns, (SELECT count(*) FROM links l WHERE l.run_id = "
+        "e.run_id), (SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "
+        "e.test_served_utc_ns, t.revoked_utc_ns, ro.closed_utc_ns, e.state = 'complete', ro.name "
+        "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
+        "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
+        "WHERE e.state IN ('registered', 'complete') ORDER BY e.run_id",
+        &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    return eeb_srv_each_row(db, st, in_flight_row, &(struct in_flight_walk){fn, arg}, err, errlen);
+}
+
 /* ---- the leaderboard ---- */
 
 int eeb_srv_run_row(sqlite3_stmt *st, void *ctx)
@@ -560,6 +653,7 @@ int eeb_srv_store_board(struct eeb_srv_store *s, const struct eeb_srv_board_filt
         eeb_srv_statement(s,
                           "SELECT " ENTRY_COLUMNS "WHERE e.state = 'scored' AND r.task = ?1 "
                           "AND e.withdrawn IS NULL AND e.official = 1 "
+                          "AND e.verdict IS NOT 'void' "
                           "AND (?2 IS NULL OR e.provenance = ?2) "
                           "AND (?3 IS NULL OR e.device = ?3) "
                           "ORDER BY e.s DESC, e.run_id DESC LIMIT ?4",

@@ -377,8 +377,8 @@ Test(round_cli, the_organizers_acts_are_kept_with_their_reasons, .timeout = 60)
         "admin hide-run takes --reason TEXT",
         "admin restore-run takes --reason TEXT",
         "admin withdraw-run takes --reason TEXT",
-        ("--reason goes with admin revoke-team, admin hide-run, admin restore-run or admin "
-         "withdraw-run, not admin teams"),
+        ("--reason goes with admin revoke-team, admin hide-run, admin restore-run, admin "
+         "withdraw-run or admin void-run, not admin teams"),
         "admin hide-run: 'x' is not a run ID",
         "admin hide-run takes one run ID",
         "admin audit takes no argument"};

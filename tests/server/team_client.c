@@ -143,7 +143,7 @@ static void send_all(struct team_run *t, json_t *a, json_t *b)
     team_stream(t, links);
 }
 
-void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed)
+void team_begin(struct team_run *t, long long seed)
 {
     json_t *origin = team_origin(t);
     send_all(t, origin, team_samples(t));
@@ -154,6 +154,13 @@ void team_fine_tune(struct team_run *t, int steps, long long complete_step, long
     if (seed > 0)
         snprintf(payload, sizeof payload, "{\"seed\": %lld}", seed);
     send_all(t, team_event(t, EEB_EVENT_FINETUNE_BEGIN, seed > 0 ? payload : NULL), NULL);
+}
+
+void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed)
+{
+    team_begin(t, seed);
+    char payload[96];
+    struct reply r;
     for (int i = 1; i <= steps; i++) {
         usleep(300000 / (useconds_t)(steps > 0 ? steps : 1));
         json_t *samples = team_samples(t);

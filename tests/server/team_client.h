@@ -52,6 +52,10 @@ json_t *team_origin(struct team_run *t);
 json_t *team_event(struct team_run *t, const char *kind, const char *payload);
 json_t *team_samples(struct team_run *t);
 
+/* The start of a fine-tune, streamed: the origin and a second of the
+ * meter, begin asked, finetune_begin (with seed, if > 0). */
+void team_begin(struct team_run *t, long long seed);
+
 /* An honest fine-tune, streamed as it goes: the origin and a second of
  * the meter, begin asked, finetune_begin (with seed, if > 0), `steps`
  * train events over about 0.3 s, complete saying complete_step steps (and

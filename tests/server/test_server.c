@@ -1036,6 +1036,111 @@ Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeou
                                    "4000"); /* about 1.5 s */
 }
 
+/* A run that fails after it registered (the team's system refuses the
+ * model it is handed) tells the server why, and ends there at once; the
+ * team's record says the error, and the server's the same reason. */
+Test(server, a_run_that_fails_after_registering_tells_the_server_why, .timeout = 60)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/nm.model", dir);
+    test_write_file(model, "not a model\n", 12);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
+    struct test_run r = test_eeb((const char *[]){"run",
+                                                  "--task",
+                                                  "cls",
+                                                  "--finetune",
+                                                  in.ft,
+                                                  "--model",
+                                                  model,
+                                                  "--backend",
+                                                  EEB_SUT_EXAMPLE,
+                                                  "--util",
+                                                  EEB_TEST_DATA "/util/zcu102_placed.rpt",
+                                                  "--power",
+                                                  flat_trace(dir, 4),
+                                                  "--db",
+                                                  db,
+                                                  "--server",
+                                                  url,
+                                                  "--token",
+                                                  token,
+                                                  "-q",
+                                                  NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM team_runs WHERE state = 'scored' AND "
+                                   "verdict = 'aborted' AND why LIKE 'its harness stopped it: %'"),
+                 1);
+    char *error = NULL, *why = NULL;
+    test_sql_text(db, "SELECT payload ->> '$.message' FROM events WHERE kind = 'error'", &error);
+    test_sql_text(sdb, "SELECT why FROM team_runs", &why);
+    cr_assert(error && why, "no error in the team's record, or no why on the server");
+    cr_expect(strstr(why, error) ||
+                  strncmp(why + strlen("its harness stopped it: "), error, 200) == 0,
+              "the server's why '%s' is not the team's error '%s'", why, error);
+    free(error), free(why);
+    eeb_server_stop(s);
+}
+
+/* A harness killed mid fine-tune: `eeb submit --resume` ends the run the
+ * server still holds with what its record has, and takes the server's
+ * record back; the team's run then ends as the server ended it. */
+Test(server, a_killed_run_is_ended_by_submit_resume, .timeout = 120)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/nm.model", dir);
+    test_write_file(model, "nearest-mean 1\n", 15);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
+    const char *power = flat_trace(dir, 4);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", in.ft, "--model", model,
+              "--backend", EEB_SUT_EXAMPLE, "--util", EEB_TEST_DATA "/util/zcu102_placed.rpt",
+              "--power", power, "--epochs", "1000000", "--db", db, "--server", url, "--token",
+              token, "-q", (char *)NULL);
+        _exit(127);
+    }
+    /* killed once its fine-tune is under way on the server */
+    for (int i = 0; i < 600 && test_sql_int(sdb, "SELECT count(*) FROM team_runs WHERE "
+                                                 "begun_utc_ns IS NOT NULL") == 0;
+         i++)
+        usleep(50000);
+    usleep(500000);
+    kill(pid, SIGKILL);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    /* a run the server does not hold is no run to submit unfinished */
+    struct test_run r =
+        test_eeb((const char *[]){"submit", db, "--server", url, "--token", token, NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "not finished") && strstr(r.err, "--resume"), "%s", r.err);
+    test_run_free(&r);
+    r = test_eeb(
+        (const char *[]){"submit", db, "--server", url, "--token", token, "--resume", "1", NULL});
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "aborted") && strstr(r.out, "its harness stopped in state finetune"),
+              "%s", r.out);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM team_runs WHERE verdict = 'aborted'"), 1);
+    r = test_eeb((const char *[]){"check", db, "--run", "1", NULL});
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "its harness stopped in state finetune"), "%s", r.out);
+    test_run_free(&r);
+    eeb_server_stop(s);
+}
+
 /* Whether the agent's log at path has begun (0 while it is being made). */
 static int log_begun(const char *path)
 {
