@@ -55,6 +55,10 @@ int eeb_ptd_load_cpu(const char *spec, struct eeb_ptd_load **out, char *err, siz
  * error saying why this reading has none (the reading is invalid). */
 int eeb_ptd_load_watts(struct eeb_ptd_load *l, double t_s, double *watts, char *err, size_t errlen);
 
+/* Ends a reading under way (a command's, killed) and fails every one
+ * after: for another thread than the one reading, which stops at once. */
+void eeb_ptd_load_interrupt(struct eeb_ptd_load *l);
+
 /* What the load is, one line (for Identify and the log). */
 const char *eeb_ptd_load_describe(const struct eeb_ptd_load *l);
 

@@ -40,6 +40,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,10 +518,16 @@ int eeb_ptd_emulator_start(const struct eeb_ptd_emulator_config *cfg, struct eeb
     take(e, rc == EEB_OK, w, why);
     e->next_ns = e->t0_ns + (int64_t)e->interval_ms * 1000000;
     pthread_mutex_unlock(&e->lock);
+    /* its threads take no signals: a program's handlers run on its own
+     * threads, and the emulator's calls are not interrupted */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     if ((rc = pthread_create(&e->analyzer, NULL, analyze, e)) == 0)
         e->analyzer_started = 1;
     if (rc == 0 && (rc = pthread_create(&e->server, NULL, server, e)) == 0)
         e->server_started = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         eeb_ptd_emulator_stop(e);
         return eeb_errf(err, errlen, EEB_EIO, "PTDaemon emulator: a thread: %s", strerror(rc));
@@ -555,6 +562,8 @@ void eeb_ptd_emulator_stop(struct eeb_ptd_emulator *e)
     e->stop = 1;
     pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->lock);
+    if (e->analyzer_started) /* a command under way ends now, not in 5 s */
+        eeb_ptd_load_interrupt(e->load);
     if (e->wake[1] >= 0 && write(e->wake[1], "x", 1) < 0) {
         /* a pipe of its own, never full: nothing to do */
     }

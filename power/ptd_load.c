@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct eeb_ptd_load {
     double period;                  /* TRACE: its length when looped */
     size_t at;                      /* TRACE: the reading last found */
     char *command;                  /* COMMAND */
+    atomic_int interrupted;         /* eeb_ptd_load_interrupt: no more readings */
     double idle_w, busy_w;          /* CPU */
     unsigned long long busy, total; /* CPU: /proc/stat at the reading before */
     char describe[320];
@@ -225,7 +227,13 @@ static int command_watts(struct eeb_ptd_load *l, double *watts, char *err, size_
     for (;;) {
         double left = EEB_PTD_LOAD_COMMAND_S - seconds_since(&t0);
         struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0) {
+        /* a tenth of a second at a time: an interrupt is seen that soon */
+        int ready = left > 0 ? poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0 && left > 0.1 && !atomic_load(&l->interrupted))
+            continue;
+        if (ready <= 0) {
             late = 1;
             break;
         }
@@ -243,7 +251,13 @@ static int command_watts(struct eeb_ptd_load *l, double *watts, char *err, size_
     close(fds[0]);
     out[have] = '\0';
     /* output ended: the command has too, or is ended when its time is up */
-    while (waitpid(pid, &status, late ? 0 : WNOHANG) == 0) {
+    if (late)
+        kill(-pid, SIGKILL);
+    for (pid_t w; (w = waitpid(pid, &status, late ? 0 : WNOHANG)) != pid;) {
+        if (w < 0 && errno != EINTR)
+            return eeb_errf(err, errlen, EEB_EIO, "load command: waitpid: %s", strerror(errno));
+        if (w < 0)
+            continue;
         if (seconds_since(&t0) >= EEB_PTD_LOAD_COMMAND_S) {
             late = 1;
             kill(-pid, SIGKILL);
@@ -251,6 +265,10 @@ static int command_watts(struct eeb_ptd_load *l, double *watts, char *err, size_
         }
         struct timespec tick = {0, 5000000};
         nanosleep(&tick, NULL);
+    }
+    if (late && atomic_load(&l->interrupted)) {
+        kill(-pid, SIGKILL);
+        return eeb_errf(err, errlen, EEB_EDEVICE, "load command ended: the emulator stops");
     }
     if (late) {
         kill(-pid, SIGKILL); /* what it left behind */
@@ -391,8 +409,15 @@ int eeb_ptd_load_cpu(const char *spec, struct eeb_ptd_load **out, char *err, siz
     return EEB_OK;
 }
 
+void eeb_ptd_load_interrupt(struct eeb_ptd_load *l)
+{
+    atomic_store(&l->interrupted, 1);
+}
+
 int eeb_ptd_load_watts(struct eeb_ptd_load *l, double t_s, double *watts, char *err, size_t errlen)
 {
+    if (atomic_load(&l->interrupted))
+        return eeb_errf(err, errlen, EEB_EDEVICE, "the load was interrupted");
     switch (l->kind) {
     case CONSTANT: *watts = l->watts; return EEB_OK;
     case TRACE: return trace_watts(l, t_s, watts, err, errlen);

@@ -397,6 +397,39 @@ Test(ptd_emulator, a_failing_load_command_is_an_invalid_reading, .timeout = 30)
     free(log);
 }
 
+/* A command that does not end is ended after EEB_PTD_LOAD_COMMAND_S,
+ * with what it started, and that reading is invalid. */
+Test(ptd_emulator, a_load_command_that_hangs_is_ended, .timeout = 30)
+{
+    char pidfile[300], cmd[400];
+    snprintf(pidfile, sizeof pidfile, "%s/sleeper", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "sleep 60 & echo $! > '%s'; wait", pidfile);
+    int64_t t0 = eeb_mono_ns();
+    int port = start(command(cmd), 1000); /* the first reading is taken here */
+    double took = (double)(eeb_mono_ns() - t0) / 1e9;
+    cr_expect(took >= EEB_PTD_LOAD_COMMAND_S - 0.1 && took < EEB_PTD_LOAD_COMMAND_S + 3, "%g s",
+              took);
+    struct client c = dial(port);
+    expect_reply(&c, "RL", "Watts,-1,Volts,-1,Amps,-1,PF,-1");
+    close(c.fd);
+    char *text = test_read_file(pidfile, NULL);
+    cr_assert_not_null(text);
+    int sleeper = atoi(text);
+    free(text);
+    /* gone, or a zombie its new parent has not reaped yet */
+    char stat[64], *st = NULL;
+    snprintf(stat, sizeof stat, "/proc/%d/stat", sleeper);
+    text = test_read_file(stat, NULL);
+    if (text)
+        st = strrchr(text, ')');
+    cr_expect(sleeper > 0 && (!text || (st && st[1] == ' ' && st[2] == 'Z')),
+              "the command's sleep %d lives on: %s", sleeper, text ? text : "");
+    free(text);
+    char *log = stop();
+    assert_has(log, ",ERROR,no valid reading: load command ran longer than 5 s\n");
+    free(log);
+}
+
 /* ---- loads ---- */
 
 static double at(struct eeb_ptd_load *l, double t)
