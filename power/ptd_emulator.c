@@ -52,6 +52,8 @@
 
 enum { VOLTS, AMPS };
 
+#define GO_WAIT_MS 500 /* Go's reply waits this long at most for its first reading */
+
 struct reading {
     double watts, volts, amps; /* valid: the load's; else -1 */
     double u;                  /* relative uncertainty; INFINITY: unknown */
@@ -67,9 +69,11 @@ struct eeb_ptd_emulator {
     int wake[2]; /* stop: a byte on it ends the server's poll */
     pthread_t server, analyzer;
     int analyzer_started, server_started;
-    int64_t t0_ns;        /* start: the load's time 0 */
-    pthread_mutex_t lock; /* guards the fields below and the log */
-    pthread_cond_t cond;  /* the analyzer waits on it: stop, or a Go */
+    int64_t t0_ns;            /* start: the load's time 0 */
+    pthread_mutex_t lock;     /* guards the fields below and the log */
+    pthread_cond_t cond;      /* the analyzer waits on it: stop, or a Go */
+    pthread_cond_t read_cond; /* a Go waits on it for its first reading */
+    int64_t last_at;          /* the time the last reading was due */
     int stop;
     int interval_ms;
     int64_t next_ns; /* the next reading's time */
@@ -145,8 +149,10 @@ static double uncertainty(const struct eeb_ptd_emulator *e, const struct reading
 
 /* The reading of watts (or none, why_not saying why) made the last, and
  * logged; the caller holds the lock. */
-static void take(struct eeb_ptd_emulator *e, int ok, double watts, const char *why_not)
+static void take(struct eeb_ptd_emulator *e, int64_t at, int ok, double watts, const char *why_not)
 {
+    e->last_at = at;
+    pthread_cond_broadcast(&e->read_cond);
     struct reading r = {.watts = -1, .volts = -1, .amps = -1, .valid = ok};
     if (ok)
         r.watts = watts, r.volts = e->volts, r.amps = watts / e->volts;
@@ -204,7 +210,7 @@ static void *analyze(void *arg)
         char why[256] = "";
         int rc = eeb_ptd_load_watts(e->load, (double)(at - e->t0_ns) / 1e9, &w, why, sizeof why);
         pthread_mutex_lock(&e->lock);
-        take(e, rc == EEB_OK, w, why);
+        take(e, at, rc == EEB_OK, w, why);
         if (e->next_ns == at) { /* no Go moved the clock meanwhile */
             int64_t step = (int64_t)e->interval_ms * 1000000;
             now = eeb_mono_ns();
@@ -257,8 +263,16 @@ static void go(struct eeb_ptd_emulator *e, const char *cmd, char *reply, size_t 
     e->going = 1;
     e->count = count, e->taken = 0;
     snprintf(e->label, sizeof e->label, "%s", label);
-    e->next_ns = eeb_mono_ns(); /* a reading at once, and each interval from it */
+    /* a reading at once, and each interval from it; the reply waits for
+     * that first reading (GO_WAIT_MS at most), so that what is asked after
+     * it is read in the ranges set before it */
+    int64_t now = eeb_mono_ns(), until = now + GO_WAIT_MS * 1000000;
+    e->next_ns = now;
     pthread_cond_signal(&e->cond);
+    struct timespec ts;
+    deadline(until, &ts);
+    while (e->analyzer_started && !e->stop && e->last_at < now && eeb_mono_ns() < until)
+        pthread_cond_timedwait(&e->read_cond, &e->lock, &ts);
     if (count)
         snprintf(reply, len,
                  "Starting timed measurement, %lu samples at %dms with 0 rampup "
@@ -337,12 +351,62 @@ static int send_line(int fd, const char *reply)
     return 0;
 }
 
+/* A reply sent to the socket in arg. */
+static int to_socket(void *arg, const char *reply)
+{
+    return send_line(*(int *)arg, reply);
+}
+
+int power_ptd_emu_feed(struct eeb_ptd_emulator *e, struct power_ptd_emu_conn *c, const char *data,
+                       size_t n, int (*reply_to)(void *arg, const char *reply), void *arg)
+{
+    while (n) {
+        size_t take_n = n < sizeof c->buf - c->have ? n : sizeof c->buf - c->have;
+        memcpy(c->buf + c->have, data, take_n);
+        c->have += take_n, data += take_n, n -= take_n;
+        char *nl;
+        while ((nl = memchr(c->buf, '\n', c->have))) {
+            size_t used = (size_t)(nl - c->buf) + 1;
+            size_t line = (size_t)(nl - c->buf) - (nl > c->buf && nl[-1] == '\r');
+            c->buf[line] = '\0';
+            char reply[512] = "";
+            if (!c->dropping) {
+                pthread_mutex_lock(&e->lock);
+                /* a NUL inside the line: not a command of the protocol */
+                if (strlen(c->buf) != line)
+                    answer(e, "(a line with a NUL byte)", reply, sizeof reply);
+                else
+                    answer(e, c->buf, reply, sizeof reply);
+                pthread_mutex_unlock(&e->lock);
+                if (reply_to(arg, reply) != 0)
+                    return -1;
+            }
+            c->dropping = 0;
+            c->have -= used;
+            memmove(c->buf, c->buf + used, c->have);
+        }
+        if (c->have == sizeof c->buf) { /* no line end in a line's room */
+            if (!c->dropping) {
+                pthread_mutex_lock(&e->lock);
+                say(e, "ERROR,a command line longer than %d bytes", EEB_PTD_EMU_LINE_MAX);
+                pthread_mutex_unlock(&e->lock);
+                char reply[96];
+                snprintf(reply, sizeof reply, "Error: command longer than %d bytes",
+                         EEB_PTD_EMU_LINE_MAX);
+                if (reply_to(arg, reply) != 0)
+                    return -1;
+            }
+            c->dropping = 1;
+            c->have = 0;
+        }
+    }
+    return 0;
+}
+
 /* Serves one connection until it closes or stop: 1 for stop. */
 static int serve(struct eeb_ptd_emulator *e, int fd)
 {
-    char buf[EEB_PTD_EMU_LINE_MAX + 2]; /* a line and its CR LF */
-    size_t have = 0;
-    int dropping = 0; /* the rest of a line too long, up to its LF */
+    struct power_ptd_emu_conn c = {.have = 0};
     for (;;) {
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = e->wake[0], .events = POLLIN}};
         if (poll(p, 2, -1) < 0) {
@@ -352,47 +416,12 @@ static int serve(struct eeb_ptd_emulator *e, int fd)
         }
         if (p[1].revents)
             return 1;
-        ssize_t r = recv(fd, buf + have, sizeof buf - have, 0);
+        char chunk[1024];
+        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r <= 0 || power_ptd_emu_feed(e, &c, chunk, (size_t)r, to_socket, &fd) != 0)
             return 0;
-        have += (size_t)r;
-        char *nl;
-        while ((nl = memchr(buf, '\n', have))) {
-            size_t used = (size_t)(nl - buf) + 1;
-            size_t line = (size_t)(nl - buf) - (nl > buf && nl[-1] == '\r');
-            buf[line] = '\0';
-            char reply[512] = "";
-            if (!dropping) {
-                pthread_mutex_lock(&e->lock);
-                /* a NUL inside the line: not a command of the protocol */
-                if (strlen(buf) != line)
-                    answer(e, "(a line with a NUL byte)", reply, sizeof reply);
-                else
-                    answer(e, buf, reply, sizeof reply);
-                pthread_mutex_unlock(&e->lock);
-                if (send_line(fd, reply) != 0)
-                    return 0;
-            }
-            dropping = 0;
-            have -= used;
-            memmove(buf, buf + used, have);
-        }
-        if (have == sizeof buf) { /* no line end in a line's room */
-            if (!dropping) {
-                pthread_mutex_lock(&e->lock);
-                say(e, "ERROR,a command line longer than %d bytes", EEB_PTD_EMU_LINE_MAX);
-                pthread_mutex_unlock(&e->lock);
-                char reply[96];
-                snprintf(reply, sizeof reply, "Error: command longer than %d bytes",
-                         EEB_PTD_EMU_LINE_MAX);
-                if (send_line(fd, reply) != 0)
-                    return 0;
-            }
-            dropping = 1;
-            have = 0;
-        }
     }
 }
 
@@ -470,8 +499,9 @@ static int listen_on(struct eeb_ptd_emulator *e, const char *bind_to, int port, 
     return EEB_OK;
 }
 
-int eeb_ptd_emulator_start(const struct eeb_ptd_emulator_config *cfg, struct eeb_ptd_emulator **out,
-                           char *err, size_t errlen)
+/* e, not listening, its first reading taken. */
+static int create(const struct eeb_ptd_emulator_config *cfg, struct eeb_ptd_emulator **out,
+                  char *err, size_t errlen)
 {
     if (!cfg->load)
         return eeb_errf(err, errlen, EEB_EINVAL, "PTDaemon emulator: no load");
@@ -495,8 +525,42 @@ int eeb_ptd_emulator_start(const struct eeb_ptd_emulator_config *cfg, struct eeb
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &ca);
+    pthread_cond_init(&e->read_cond, &ca);
     pthread_condattr_destroy(&ca);
-    int rc = listen_on(e, cfg->bind ? cfg->bind : "127.0.0.1", cfg->port, err, errlen);
+    *out = e;
+    return EEB_OK;
+}
+
+/* The first reading, before the first client can ask for one. */
+static void first_reading(struct eeb_ptd_emulator *e)
+{
+    e->t0_ns = eeb_mono_ns();
+    double w = 0;
+    char why[256] = "";
+    int rc = eeb_ptd_load_watts(e->load, 0, &w, why, sizeof why);
+    pthread_mutex_lock(&e->lock);
+    take(e, e->t0_ns, rc == EEB_OK, w, why);
+    e->next_ns = e->t0_ns + (int64_t)e->interval_ms * 1000000;
+    pthread_mutex_unlock(&e->lock);
+}
+
+int power_ptd_emu_open_idle(const struct eeb_ptd_emulator_config *cfg,
+                            struct eeb_ptd_emulator **out, char *err, size_t errlen)
+{
+    int rc = create(cfg, out, err, errlen);
+    if (rc == EEB_OK)
+        first_reading(*out);
+    return rc;
+}
+
+int eeb_ptd_emulator_start(const struct eeb_ptd_emulator_config *cfg, struct eeb_ptd_emulator **out,
+                           char *err, size_t errlen)
+{
+    struct eeb_ptd_emulator *e;
+    int rc = create(cfg, &e, err, errlen);
+    if (rc != EEB_OK)
+        return rc;
+    rc = listen_on(e, cfg->bind ? cfg->bind : "127.0.0.1", cfg->port, err, errlen);
     if (rc == EEB_OK && pipe2(e->wake, O_CLOEXEC) != 0)
         rc = eeb_errf(err, errlen, EEB_EIO, "PTDaemon emulator: pipe: %s", strerror(errno));
     if (rc != EEB_OK) {
@@ -509,15 +573,7 @@ int eeb_ptd_emulator_start(const struct eeb_ptd_emulator_config *cfg, struct eeb
         "%d ms",
         EEB_VERSION, e->address, eeb_ptd_load_describe(e->load), e->volts, e->interval_ms);
     pthread_mutex_unlock(&e->lock);
-    /* the first reading before the first client can ask for one */
-    e->t0_ns = eeb_mono_ns();
-    double w = 0;
-    char why[256] = "";
-    rc = eeb_ptd_load_watts(e->load, 0, &w, why, sizeof why);
-    pthread_mutex_lock(&e->lock);
-    take(e, rc == EEB_OK, w, why);
-    e->next_ns = e->t0_ns + (int64_t)e->interval_ms * 1000000;
-    pthread_mutex_unlock(&e->lock);
+    first_reading(e);
     /* its threads take no signals: a program's handlers run on its own
      * threads, and the emulator's calls are not interrupted */
     sigset_t all, old;
@@ -582,6 +638,7 @@ void eeb_ptd_emulator_stop(struct eeb_ptd_emulator *e)
         if (e->wake[i] >= 0)
             close(e->wake[i]);
     pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->read_cond);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
