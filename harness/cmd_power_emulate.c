@@ -63,7 +63,7 @@ static void help(void)
          "\n"
          "Example (an organizer's rehearsal, docs/power.md):\n"
          "  eeb power emulate ptd --port 8888 --load cpu:40,180 --log ptd.log &\n"
-         "  eeb power log --source ptd://127.0.0.1:8888?interval=1000 --db rehearsal.db\n"
+         "  eeb power log --source 'ptd://127.0.0.1:8888?interval=1000' --db rehearsal.db\n"
          "\n" EEB_CLI_EXIT_HELP);
 }
 

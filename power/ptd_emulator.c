@@ -10,7 +10,8 @@
  *                  autorange 1 or 0, a range -1 while autoranging
  *   SR,V,<x|Auto>  "Range V changed"; SR,A the same, "Range A changed"
  *   Go,<ms>,<count>,<label>  a measurement: readings every ms from now (a
- *                  reading at once), count of them (0: until Stop)
+ *                  reading at once, which the reply waits for), count of
+ *                  them (0: until Stop)
  *   Stop           "Stopping untimed measurement"
  *   RL             "Watts,W,Volts,V,Amps,A,PF,1.000000[,Mark,label]", the
  *                  last reading; Watts -1 (PTDaemon's "no valid value")
@@ -53,6 +54,10 @@
 enum { VOLTS, AMPS };
 
 #define GO_WAIT_MS 500 /* Go's reply waits this long at most for its first reading */
+/* A reading is over a range set to what RL said of it only by more than
+ * RL's digits may have rounded away (230.0004 V is "230.000", and a range
+ * of 230 holds it). */
+#define RANGE_ROUNDING 1e-4
 
 struct reading {
     double watts, volts, amps; /* valid: the load's; else -1 */
@@ -133,9 +138,9 @@ static double uncertainty(const struct eeb_ptd_emulator *e, const struct reading
     why[0] = '\0';
     if (!r->valid)
         return INFINITY;
-    if (e->range[VOLTS] > 0 && r->volts > e->range[VOLTS])
+    if (e->range[VOLTS] > 0 && r->volts > e->range[VOLTS] * (1 + RANGE_ROUNDING))
         snprintf(why, len, "%.3f V above the %g V range", r->volts, e->range[VOLTS]);
-    else if (e->range[AMPS] > 0 && r->amps > e->range[AMPS])
+    else if (e->range[AMPS] > 0 && r->amps > e->range[AMPS] * (1 + RANGE_ROUNDING))
         snprintf(why, len, "%.6f A above the %g A range", r->amps, e->range[AMPS]);
     if (why[0])
         return EEB_PTD_EMU_OVER_RANGE_U;
