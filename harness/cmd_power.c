@@ -4,6 +4,7 @@
  * (and, as a station's agent, to the evaluation server as it logs), a
  * logged run's energy, validity and P_max verdict, or its samples as CSV
  * or JSON, and a board's sensor qualified against a reference meter.
+ * `eeb power emulate` is cmd_power_emulate.c's.
  */
 #include "eeb_cli.h"
 #include "eeb_client.h"
@@ -34,6 +35,8 @@ static void help(void)
          "       eeb power qualify REF CANDIDATE [--windows N] [--window-s S] [--rate HZ]\n"
          "                       [--load1 CMD] [--load2 CMD] [--db FILE [--board NAME]\n"
          "                       [--rail NAME]] [--json]\n"
+         "       eeb power emulate ptd [--port N] [--interval MS] [--volts V] (--watts W |\n"
+         "                       --load FILE [--loop] | --load-command CMD) [--log FILE] ...\n"
          "\n"
          "  list     the kinds of source this build has, with their URI forms, and\n"
          "           every hwmon rail and RAPL zone found here with a reading now\n"
@@ -69,6 +72,12 @@ static void help(void)
          "           simulated clock, without waiting: the phases are consecutive\n"
          "           spans from the traces' start.  Exit 3 if a phase is not\n"
          "           within 5 %\n"
+         "  emulate  a SPEC PTDaemon emulator on a TCP port, for rehearsals without an\n"
+         "           analyzer: readings (watts; volts fixed, 230 V by default; amps =\n"
+         "           watts / volts) follow a constant, a trace, a command's output or\n"
+         "           this machine's CPU, once per update interval (ms); a fixed range\n"
+         "           below the load is over range, 3 % uncertainty.  See `eeb power\n"
+         "           emulate --help`\n"
          "\n"
          "Options:\n"
          "  --source URI    hwmon:[CHIP][/RAIL], rapl:[ZONE], scpi://HOST:PORT,\n"
@@ -608,6 +617,8 @@ int eeb_cmd_power(int argc, char **argv)
     struct log_args a = {.rate = 100, .pmax = NAN};
     double run = 0, windows = 0;
     int c, rc = EEB_EXIT_OK, csv = 0, json = 0, rate_given = 0, window_given = 0;
+    if (argc >= 2 && strcmp(argv[1], "emulate") == 0)
+        return eeb_cmd_power_emulate(argc - 1, argv + 1);
     struct eeb_qualify_config qc;
     eeb_power_qualify_default(&qc);
     struct qualify_args qa = {0};
@@ -651,8 +662,11 @@ int eeb_cmd_power(int argc, char **argv)
     if (!isnan(a.pmax) && a.pmax <= 0)
         return eeb_cli_usage_error(cmd, "--pmax: %g (watts, > 0)", a.pmax);
     if (optind >= argc)
-        return eeb_cli_usage_error(cmd, "expected list, log, agent, summary, export or qualify");
+        return eeb_cli_usage_error(
+            cmd, "expected list, log, agent, summary, export, qualify or emulate");
     const char *action = argv[optind++];
+    if (strcmp(action, "emulate") == 0)
+        return eeb_cli_usage_error(cmd, "'emulate' comes first: eeb power emulate ptd [OPTIONS]");
     int nargs = argc - optind;
     int qualifying = strcmp(action, "qualify") == 0;
     if (!qualifying && (qa.board || qa.rail || windows || qc.load[0] || qc.load[1] || window_given))
@@ -704,5 +718,6 @@ int eeb_cmd_power(int argc, char **argv)
         return export_run(argv[optind], (int64_t)run, json);
     }
     return eeb_cli_usage_error(
-        cmd, "unknown action '%s' (expected list, log, agent, summary, export or qualify)", action);
+        cmd, "unknown action '%s' (expected list, log, agent, summary, export, qualify or emulate)",
+        action);
 }

@@ -50,6 +50,8 @@ int eeb_cmd_sut(int argc, char **argv);
 int eeb_cmd_pack(int argc, char **argv);
 /* `eeb model import|export` (argv[1] is the verb): cmd_model_onnx.c */
 int eeb_cmd_model_onnx(int argc, char **argv);
+/* `eeb power emulate ptd` (argv[0] is "emulate"): cmd_power_emulate.c */
+int eeb_cmd_power_emulate(int argc, char **argv);
 
 /* Prints "eeb CMD: message" and a pointer to --help on stderr; returns 2. */
 int eeb_cli_usage_error(const char *cmd, const char *fmt, ...)

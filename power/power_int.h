@@ -85,6 +85,30 @@ int power_ptd_parse(const char *uri, char *reply, struct eeb_sample *out, char *
 int power_ptd_uncertainty(const char *uri, const char *reply, double *out, char *err,
                           size_t errlen);
 
+/* ---- the PTDaemon emulator's conversation (ptd_emulator.c) ---- */
+
+#include "eeb_ptd_emulator.h"
+
+/* What a connection has sent that is not a whole line yet. */
+struct power_ptd_emu_conn {
+    char buf[EEB_PTD_EMU_LINE_MAX + 2]; /* a line and its CR LF */
+    size_t have;
+    int dropping; /* the rest of a line too long, up to its LF, is dropped */
+};
+
+/* The emulator without its socket and threads (fuzz_ptd_emulator's, and
+ * the conversation's tests): cfg's load read once, for the first reading;
+ * eeb_ptd_emulator_stop frees it. */
+int power_ptd_emu_open_idle(const struct eeb_ptd_emulator_config *cfg,
+                            struct eeb_ptd_emulator **out, char *err, size_t errlen);
+
+/* n bytes a client sent, on connection c: each whole line answered
+ * through reply_to (its reply without the line end; nonzero ends the
+ * feed), a line longer than EEB_PTD_EMU_LINE_MAX answered with an Error
+ * and dropped.  0, or -1 when reply_to failed. */
+int power_ptd_emu_feed(struct eeb_ptd_emulator *e, struct power_ptd_emu_conn *c, const char *data,
+                       size_t n, int (*reply_to)(void *arg, const char *reply), void *arg);
+
 /* ---- recorded traces, replay:'s readers (trace.c, trace_csv.c, trace_ptd_log.c) ---- */
 
 struct power_trace_point {
