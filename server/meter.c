@@ -30,7 +30,7 @@
 
 /* An agent heard from longer ago than this does not answer: it sends
  * twice a second. */
-#define AGENT_SILENT_NS 3000000000LL
+#define AGENT_SILENT_NS EEB_SRV_AGENT_SILENT_NS
 /* How long a registered run may take to begin its fine-tune. */
 #define PRE_BEGIN_NS 600000000000LL
 /* How long scoring waits for an agent's last samples. */
