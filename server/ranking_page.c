@@ -1,15 +1,16 @@
 /*
  * ranking_page.c - the leaderboard as a page (GET / and /leaderboard),
  * rendered from the very JSON /api/v1/leaderboard answers (ranking.c), so
- * that the page and the API never disagree.  A section per task: the
- * round's line; per table (a provenance and P_max tier) the entries, in
- * the order and with the ranks the JSON gives, beside a scatter of energy
- * against M_s with each device's Pareto front joined; then the runs in
- * progress.  Every text a team chose (names, devices, a failure's reason)
- * is escaped.
+ * that the page and the API never disagree.  Every round the server holds,
+ * each linked to its standings; then a section per task that has entries
+ * or runs in progress (the others named in one line): the round's line;
+ * per table (a provenance, division and P_max tier) the entries, in the
+ * order and with the ranks the JSON gives, a revoked team marked, beside
+ * the plot of energy against M_s (scatter.c); then the runs in progress.
+ * Every text a team chose (names, devices, a failure's reason) is escaped.
  *
- * Sections: reading the answer; the tables; the scatter; a task; the page
- * and its route.
+ * Sections: reading the answer; the tables; a task; the page and its
+ * route.
  */
 #include "server_int.h"
 

@@ -2,7 +2,9 @@
  * server_int.h - what the server's files share: the store (server_store.h,
  * the only way to the database), the test sets it holds (testset.c), the
  * HTTP plumbing handlers answer with (http.c), and the handlers: a run's
- * stages (runs.c), the leaderboard and the pages (board.c).  Shared names
+ * stages (runs.c), the leaderboard and the pages (board.c, ranking*.c,
+ * runlist.c, scatter.c), the stations' agents and what operators see of
+ * them (agent.c, stations.c).  Shared names
  * are eeb_srv_* (EEB_SRV_*); eeb_server.h holds the public eeb_server_*.
  */
 #ifndef EEB_SERVER_INT_H
