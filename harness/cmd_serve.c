@@ -35,7 +35,7 @@ static void help(void)
          "                 [--max-per-ip N] [--connection-timeout S] [--max-samples N]\n"
          "       eeb serve admin add-team NAME [--db FILE]\n"
          "       eeb serve admin make-test TASK -o FILE.eebd [--n N]\n"
-         "       eeb serve admin station-key -o FILE\n"
+         "       eeb serve admin station-key -o FILE [--db FILE]\n"
          "       eeb serve admin open-round NAME [--db FILE] [--runs N]\n"
          "                 [--aggregate median|olympic] [--cap N] [--opens WHEN] [--closes WHEN]\n"
          "                 [--tmax TASK=S ...] [--tiers TASK=W[,W...] ...]\n"
@@ -120,7 +120,8 @@ static void help(void)
          "admin station-key writes a new key to FILE (mode 0600, never over a file):\n"
          "give it to the server as --station TEAM=agent:FILE and to the station's\n"
          "agent (eeb power agent --key FILE) on the meter's host; it is the\n"
-         "organizer's, not the team's.\n"
+         "organizer's, not the team's.  With --db, the act is kept in the server's\n"
+         "audit log (the key's file name, never the key).\n"
          "\n"
          "admin open-round opens a round of the benchmark: while it is open, every\n"
          "official run is a run of a team's entry (eeb run --server --entry NAME\n"
@@ -389,8 +390,8 @@ static const char *const verb_names[VERBS] = {
 #define V(verb)  (1u << (verb))
 #define V_REASON (V(REVOKE_TEAM) | V(HIDE_RUN) | V(RESTORE_RUN) | V(WITHDRAW_RUN) | V(VOID_RUN))
 #define V_DB                                                                                       \
-    (V(SERVE) | V(ADD_TEAM) | V(OPEN_ROUND) | V(CLOSE_ROUND) | V(ROUNDS) | V(TEAMS) | V_REASON |   \
-     V(AUDIT))
+    (V(SERVE) | V(ADD_TEAM) | V(STATION_KEY) | V(OPEN_ROUND) | V(CLOSE_ROUND) | V(ROUNDS) |        \
+     V(TEAMS) | V_REASON | V(AUDIT))
 
 enum {
     O_DB = 256,
@@ -618,7 +619,8 @@ int eeb_cmd_serve(int argc, char **argv)
     switch (verb) {
     case ADD_TEAM: return admin_add_team(cfg.db, argc, argv);
     case MAKE_TEST: return admin_make_test(argc, argv, out, n);
-    case STATION_KEY: return admin_station_key(argc, out);
+    case STATION_KEY:
+        return admin_station_key(argc, out, given[option_index(O_DB)] ? cfg.db : NULL);
     case OPEN_ROUND: return admin_open_round(cfg.db, argc, argv, &round);
     case CLOSE_ROUND: return admin_close_round(cfg.db, argc, argv);
     case ROUNDS: return admin_list_rounds(cfg.db, argc);

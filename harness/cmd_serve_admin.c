@@ -38,13 +38,20 @@ int admin_add_team(const char *db, int argc, char **argv)
     return EEB_EXIT_OK;
 }
 
-/* A station agent's key, in a file of the organizer's. */
-int admin_station_key(int argc, const char *out)
+static int existing(const char *db);
+
+/* A station agent's key, in a file of the organizer's; with db, the act
+ * kept in its audit log (the file's name, never the key). */
+int admin_station_key(int argc, const char *out, const char *db)
 {
     if (argc != 0 || !out)
         return eeb_cli_usage_error(cmd, "admin station-key takes -o FILE alone");
     char err[512];
-    if (eeb_server_station_key(out, err, sizeof err))
+    int rc = db ? existing(db) : EEB_EXIT_OK;
+    if (rc)
+        return rc;
+    if (eeb_server_station_key(out, err, sizeof err) ||
+        (db && eeb_server_station_key_audit(db, out, err, sizeof err)))
         return eeb_cli_error(cmd, "%s", err);
     printf("station key written to %s (mode 0600): give the server --station TEAM=agent:%s,\n"
            "and the agent on the meter's host --key %s\n",

@@ -29,7 +29,7 @@ struct round_options {
 /* ---- the admin verbs ---- */
 
 int admin_add_team(const char *db, int argc, char **argv);
-int admin_station_key(int argc, const char *out);
+int admin_station_key(int argc, const char *out, const char *db);
 int admin_make_test(int argc, char **argv, const char *out, double n);
 
 /* ---- rounds: open-round's options, and the verbs ---- */

@@ -9,6 +9,7 @@
  * or to a fixed precision, never as "%.17g" noise.  Sections: gathering, numbers, plotting, the
  * score, the page.
  */
+#include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
 #include "record/eeb_record.h"
@@ -122,23 +123,26 @@ static int downsample(const struct series *in, double x_hi, struct series *out)
 struct trace {
     int pass;       /* 0: the span, 1: the columns */
     int64_t t0, t1; /* first and last sample */
+    int64_t origin; /* pass 1: time 0 of the axis, on this trace's clock */
     uint64_t n;
     double peak;
+    char source[256];    /* the first sample's power source */
     struct columns cols; /* pass 1: on the time axis, which needs the span */
 };
 
 static int trace_sample(void *arg, const char *source, const struct eeb_sample *s)
 {
-    (void)source;
     struct trace *tr = arg;
     if (tr->pass == 0) {
-        if (!tr->n++)
+        if (!tr->n++) {
             tr->t0 = s->t_mono_ns;
+            snprintf(tr->source, sizeof tr->source, "%s", source ? source : "");
+        }
         tr->t1 = s->t_mono_ns;
         tr->peak = fmax(tr->peak, s->watts);
         return 0;
     }
-    columns_add(&tr->cols, (double)(s->t_mono_ns - tr->t0) / 1e9, s->watts);
+    columns_add(&tr->cols, (double)(s->t_mono_ns - tr->origin) / 1e9, s->watts);
     return 0;
 }
 
@@ -151,6 +155,31 @@ struct timeline {
     json_t *events;                                /* [t, kind, payload] but "train" */
     struct report_sut sut;                         /* the system under test's events */
 };
+
+/* Director mode: the server's meter gave E, and its power log is another
+ * run of the same database (the configuration's power.meter_run).  Its
+ * trace is the one plotted; the team's own log is drawn beside it, placed
+ * on the meter's clock by their fine-tune's begin (each log's own
+ * finetune_begin event: the meter run's is written when the run is
+ * scored), or by their first samples until then. */
+struct director {
+    int64_t meter_run;         /* 0: not director mode */
+    struct trace *meter;       /* its samples */
+    struct series watts;       /* the meter's, downsampled */
+    char meter_provenance[16]; /* as its power log says */
+    char team_provenance[16];  /* of the team's own samples */
+    int by_fine_tune;          /* placed by the fine-tune's begin, not the first samples */
+};
+
+/* The first finetune_begin's time of a log (0: none). */
+static int begin_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
+{
+    (void)utc, (void)payload;
+    int64_t *at = arg;
+    if (!*at && strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0)
+        *at = t;
+    return 0;
+}
 
 static int timeline_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
@@ -275,16 +304,16 @@ struct time_axis {
     const char *x_label;
 };
 
-static struct time_axis time_axis(const struct trace *tr, const struct timeline *tl, double t_max,
-                                  int modeled)
+static struct time_axis time_axis(uint64_t samples, double span_s, const struct timeline *tl,
+                                  double t_max, int modeled)
 {
-    struct time_axis ta = {.end = tr->n ? (double)(tr->t1 - tr->t0) / 1e9 : 0, .modeled = modeled};
+    struct time_axis ta = {.end = samples ? span_s : 0, .modeled = modeled};
     ta.end = fmax(ta.end, tl->last); /* fmax ignores a NAN */
     ta.tmax_at = modeled ? NAN : tl->ft_begin + t_max;
     ta.tmax_shown = !isnan(ta.tmax_at) && ta.tmax_at <= TMAX_NEAR * ta.end;
     double hi = ta.tmax_shown ? fmax(ta.end, ta.tmax_at) : ta.end;
     ta.x_hi = hi > 0 ? hi * 1.02 : 1;
-    ta.x_label = tr->n ? "seconds since the first power sample" : "seconds since the first event";
+    ta.x_label = samples ? "seconds since the first power sample" : "seconds since the first event";
     return ta;
 }
 
@@ -469,10 +498,11 @@ static void tmax_mark(FILE *f, const struct axes *a, struct labels *l, const str
 
 static void power_plot(FILE *f, const struct trace *tr, const struct timeline *tl,
                        const struct series *watts, const struct time_axis *ta, double t_max,
-                       double p_max)
+                       double p_max, const struct director *d)
 {
-    char n[EEB_NUMBER_MAX], at[EEB_NUMBER_MAX], text[160];
-    struct axes a = {ta->x_hi, fmax(tr->peak, isnan(p_max) ? 0 : p_max) * 1.15, ta->x_label};
+    char n[EEB_NUMBER_MAX], at[EEB_NUMBER_MAX], text[640];
+    double peak = d->meter_run ? fmax(d->meter->peak, tr->peak) : tr->peak;
+    struct axes a = {ta->x_hi, fmax(peak, isnan(p_max) ? 0 : p_max) * 1.15, ta->x_label};
     if (!(a.y_hi > 0))
         a.y_hi = 1;
     struct labels l = {0};
@@ -483,7 +513,11 @@ static void power_plot(FILE *f, const struct trace *tr, const struct timeline *t
     frame(f, &a, "power-plot", "Power trace", "watts");
     for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
         band(f, &a, &l, &stages[i], ta->end);
-    polyline(f, &a, watts, "power-trace", "#1f77b4", 1);
+    if (d->meter_run) { /* the meter E came from on top, the team's log beside it */
+        polyline(f, &a, watts, "team-trace", "#9467bd", 1);
+        polyline(f, &a, &d->watts, "power-trace", "#1f77b4", 1);
+    } else
+        polyline(f, &a, watts, "power-trace", "#1f77b4", 1);
     if (!isnan(p_max))
         fprintf(f,
                 "<line id=\"pmax-line\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
@@ -497,8 +531,25 @@ static void power_plot(FILE *f, const struct trace *tr, const struct timeline *t
     tmax_mark(f, &a, &l, ta, t_max);
     draw_labels(f, &l);
     fputs("</svg>\n<ul class=\"legend\" id=\"power-legend\">\n", f);
-    line_legend(f, "trace-legend", "#1f77b4",
-                "power (each pixel column's lowest and highest reading)");
+    if (d->meter_run) {
+        snprintf(text, sizeof text,
+                 "the server's meter, %s (%s; its power log, run %lld): E and the P_max rule "
+                 "come from it",
+                 d->meter->source[0] ? d->meter->source : "no samples", d->meter_provenance,
+                 (long long)d->meter_run);
+        line_legend(f, "trace-legend", "#1f77b4", text);
+        if (tr->n)
+            snprintf(text, sizeof text,
+                     "the team's own log, %s (%s: the team's word), checked against the meter; "
+                     "placed on the meter's clock by %s",
+                     tr->source, d->team_provenance,
+                     d->by_fine_tune ? "the fine-tune's begin" : "the first samples");
+        else
+            snprintf(text, sizeof text, "the team's own log: none sent");
+        line_legend(f, "team-trace-legend", "#9467bd", text);
+    } else
+        line_legend(f, "trace-legend", "#1f77b4",
+                    "power (each pixel column's lowest and highest reading)");
     stage_legend(f, &stages[0], "fine-tune (metered)");
     stage_legend(f, &stages[1], "test");
     if (!isnan(p_max)) {
@@ -755,7 +806,7 @@ static void config_section(FILE *f, const char *config)
 
 static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_outcome *o,
                  const struct trace *tr, const struct timeline *tl, const struct time_axis *ta,
-                 const struct series *watts)
+                 const struct series *watts, const struct director *d)
 {
     const char *verdict = eeb_run_verdict(o, 1);
     struct eeb_config_record cfg;
@@ -806,12 +857,25 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     }
     score_table(f, run, o, tl, &cfg);
     fputs("<h2>Power</h2>\n", f);
-    if (tr->n)
+    if (d->meter_run) {
+        const struct trace *m = d->meter;
+        fprintf(f,
+                "<p id=\"director\">Director mode: the server read the team's meter itself, "
+                "and E comes from it. The server's meter: %llu samples over %s s, peak %s W. "
+                "The team's own log, beside it: ",
+                (unsigned long long)m->n, fixed(a, m->n ? (double)(m->t1 - m->t0) / 1e9 : 0, 1),
+                fixed(b, m->peak, 3));
+        if (tr->n)
+            fprintf(f, "%llu samples over %s s, peak %s W.</p>\n", (unsigned long long)tr->n,
+                    fixed(a, (double)(tr->t1 - tr->t0) / 1e9, 1), fixed(b, tr->peak, 3));
+        else
+            fputs("none.</p>\n", f);
+    } else if (tr->n)
         fprintf(f, "<p>%llu samples over %s s; peak %s W.</p>\n", (unsigned long long)tr->n,
                 fixed(a, (double)(tr->t1 - tr->t0) / 1e9, 1), fixed(b, tr->peak, 3));
     else
         fputs("<p>No power samples were committed.</p>\n", f);
-    power_plot(f, tr, tl, watts, ta, run->t_max_s, run->p_max_w);
+    power_plot(f, tr, tl, watts, ta, run->t_max_s, run->p_max_w, d);
     fputs("<h2>Training</h2>\n<p>The training loss (purple, the mean since the previous point) "
           "and the training metric at each epoch's end (green, right axis: top-1 accuracy, or "
           "for detection the object cells' class accuracy).</p>\n",
@@ -825,6 +889,61 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     fputs("<p>Written by eeb " EEB_VERSION " (", f);
     eeb_html_text(f, eeb_build());
     fputs(").</p>\n</body></html>\n", f);
+}
+
+/* Director mode, if row's configuration names the server's meter's power
+ * log: the meter's trace read into d (its first pass), and the team's log
+ * and events placed on the meter's clock: tl's origin and tr's for the
+ * second pass, and *span_s both traces' span.  Not director mode (d left
+ * empty) if the meter's log is not in the database. */
+static int director_read(struct eeb_rundb *db, const struct eeb_run_row *row, struct trace *tr,
+                         struct timeline *tl, struct director *d, double *span_s, char *err,
+                         size_t errlen)
+{
+    struct eeb_config_record cfg, mcfg;
+    struct eeb_run_row mrow = {0};
+    char ignored[256];
+    if (eeb_config_record_read(row->config, &cfg) || cfg.meter_run <= 0 ||
+        cfg.meter_run == row->id ||
+        eeb_rundb_run_get(db, cfg.meter_run, &mrow, ignored, sizeof ignored))
+        return EEB_OK;
+    snprintf(d->meter_provenance, sizeof d->meter_provenance, "%s",
+             eeb_config_record_read(mrow.config, &mcfg) == EEB_OK && mcfg.power_provenance[0]
+                 ? mcfg.power_provenance
+                 : "-");
+    eeb_rundb_run_row_free(&mrow);
+    if (!(d->meter = calloc(1, sizeof *d->meter)))
+        return eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
+    d->meter_run = cfg.meter_run;
+    struct trace *m = d->meter;
+    int64_t meter_begin = 0, team_begin = 0, shift = 0; /* the team's clock + shift: the meter's */
+    int rc = eeb_rundb_samples_each(db, d->meter_run, INT64_MIN, INT64_MAX, trace_sample, m, err,
+                                    errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_events_each(db, d->meter_run, begin_event, &meter_begin, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_rundb_events_each(db, row->id, begin_event, &team_begin, err, errlen);
+    if (rc)
+        return rc;
+    d->by_fine_tune = meter_begin && team_begin;
+    if (d->by_fine_tune)
+        shift = meter_begin - team_begin;
+    else if (m->n && tr->n)
+        shift = m->t0 - tr->t0;
+    int p = tr->n ? eeb_power_uri_provenance(tr->source) : -1;
+    snprintf(d->team_provenance, sizeof d->team_provenance, "%s",
+             p >= 0 ? eeb_provenance_name((enum eeb_provenance)p) : "declared");
+    if (!m->n && !tr->n)
+        return EEB_OK; /* times from the first event, as without director mode */
+    int64_t origin = m->n ? m->t0 : tr->t0 + shift, end = m->n ? m->t1 : tr->t1 + shift;
+    if (tr->n && tr->t0 + shift < origin)
+        origin = tr->t0 + shift;
+    if (tr->n && tr->t1 + shift > end)
+        end = tr->t1 + shift;
+    m->origin = origin, tr->origin = origin - shift;
+    tl->have_t0 = 1, tl->t0 = origin - shift;
+    *span_s = (double)(end - origin) / 1e9;
+    return EEB_OK;
 }
 
 int eeb_run_report_write(const char *db_path, int64_t run, FILE *out, char *err, size_t errlen)
@@ -845,6 +964,7 @@ int eeb_run_report_write(const char *db_path, int64_t run, FILE *out, char *err,
                           .last = NAN,
                           .events = json_array()};
     struct series watts = {0};
+    struct director d = {0};
     if (!tr || !tl.events) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
         goto out;
@@ -855,25 +975,42 @@ int eeb_run_report_write(const char *db_path, int64_t run, FILE *out, char *err,
         goto out;
     /* times count from the first sample; without samples, from the first
      * event (the same monotonic clock: never the UTC of the run's creation) */
-    tl.have_t0 = tr->n > 0, tl.t0 = tr->t0;
+    tl.have_t0 = tr->n > 0, tl.t0 = tr->origin = tr->t0;
+    double span_s = tr->n ? (double)(tr->t1 - tr->t0) / 1e9 : 0;
+    uint64_t samples = tr->n;
+    if ((rc = director_read(db, &row, tr, &tl, &d, &span_s, err, errlen)))
+        goto out;
+    if (d.meter_run)
+        samples += d.meter->n;
     if ((rc = eeb_rundb_events_each(db, row.id, timeline_event, &tl, err, errlen)))
         goto out;
     /* the axis from the span and the events; then the samples into its
      * pixel columns */
-    struct time_axis ta = time_axis(tr, &tl, row.t_max_s, o.modeled_clock);
+    struct time_axis ta = time_axis(samples, span_s, &tl, row.t_max_s, o.modeled_clock);
     tr->pass = 1, tr->cols.x_hi = ta.x_hi;
     if (tr->n && (rc = eeb_rundb_samples_each(db, row.id, INT64_MIN, INT64_MAX, trace_sample, tr,
                                               err, errlen)))
         goto out;
+    if (d.meter_run && d.meter->n) {
+        d.meter->pass = 1, d.meter->cols.x_hi = ta.x_hi;
+        if ((rc = eeb_rundb_samples_each(db, d.meter_run, INT64_MIN, INT64_MAX, trace_sample,
+                                         d.meter, err, errlen)))
+            goto out;
+        if (columns_series(&d.meter->cols, &d.watts)) {
+            rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
+            goto out;
+        }
+    }
     if (columns_series(&tr->cols, &watts)) {
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "report: out of memory");
         goto out;
     }
-    page(out, &row, &o, tr, &tl, &ta, &watts);
+    page(out, &row, &o, tr, &tl, &ta, &watts, &d);
     if (ferror(out))
         rc = eeb_errf(err, errlen, EEB_EIO, "report: write failed");
 out:
     free(watts.p), free(tl.loss.p), free(tl.metric.p);
+    free(d.watts.p), free(d.meter);
     json_decref(tl.events);
     report_sut_free(&tl.sut);
     free(tr);

@@ -79,6 +79,24 @@ static int run_act(struct eeb_srv_store *s, void *arg, char *err, size_t errlen)
                                                      : "not withdrawn already");
 }
 
+int eeb_server_station_key_audit(const char *db, const char *path, char *err, size_t errlen)
+{
+    char target[EEB_ROUND_NAME];
+    const char *base = strrchr(path, '/');
+    /* the key's file, never the key; the log's target column holds 64 */
+    snprintf(target, sizeof target, "%s", base ? base + 1 : path);
+    struct eeb_srv_store *s;
+    int rc = eeb_srv_store_open(db, &s, err, errlen);
+    if (rc == EEB_OK) {
+        rc = eeb_srv_store_audit(s, "station-key", target,
+                                 "a station agent's key written (mode 0600): the server takes it "
+                                 "as --station TEAM=agent:FILE",
+                                 err, errlen);
+        eeb_srv_store_close(s);
+    }
+    return rc;
+}
+
 int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how, const char *reason,
                        char *err, size_t errlen)
 {

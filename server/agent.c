@@ -292,6 +292,7 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
         goto out;
     }
     a->busy = 1;
+    eeb_srv_station_heard(s, k->station, b.session, b.x, b.n, mono);
     hear(a, &b, mono, s->cfg.station_clock_window_s, &failed, &dropped);
     int slot = eeb_srv_agent_measuring(s, k->station);
     int64_t before = a->last_t_ns, last_was = 0, last_utc_was = 0;
@@ -322,8 +323,6 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
     if (slot >= 0) {
         struct eeb_srv_meter *m = &s->meters[slot];
         m->kept += rc ? 0 : n;
-        if (!rc)
-            atomic_fetch_add(&s->samples_received, n);
         if (rc)
             m->last_ns = last_was, m->last_utc_ns = last_utc_was;
         m->inflight--;

@@ -1,8 +1,8 @@
 /*
- * board.c - the leaderboard, open to anyone: as JSON per task, filtered by
- * provenance (measured runs are never ranked among modeled ones unless
- * asked) and device; as an HTML page with a table per task that sorts by
- * any column; and a page per run, the run report `eeb report` writes
+ * board.c - what the pages share, and a run's page.  The query filter the
+ * leaderboard and the run list (runlist.c) share; the answers kept until a
+ * run or the organizer changes something; the sortable tables' script and
+ * number cells; and a page per run, the run report `eeb report` writes
  * (power trace SVG, verdict, configuration) made from the server's record
  * of it: kept once the run is scored (a file of mode 0600), and while it
  * runs made anew as its chain arrives, at most once a second, refreshing
@@ -52,46 +52,6 @@ int eeb_srv_query_filter(struct eeb_srv_call *k, int need_task, int *task, const
     if (field)
         *sent = eeb_srv_call_fail(k, 400, field, msg);
     return field == NULL;
-}
-
-/* The run list's filter from the query string, or the 400 sent. */
-static int read_filter(struct eeb_srv_call *k, struct eeb_srv_board_filter *f, int need_task,
-                       enum MHD_Result *sent)
-{
-    const char *limit = eeb_srv_call_arg(k, "limit");
-    *f = (struct eeb_srv_board_filter){.limit = 100};
-    if (!eeb_srv_query_filter(k, need_task, &f->task, &f->provenance, &f->device, sent))
-        return 0;
-    if (limit) {
-        char *end;
-        long n = strtol(limit, &end, 10);
-        if (*end || n < 1 || n > 1000) {
-            *sent = eeb_srv_call_fail(k, 400, "limit", "expected 1 to 1000");
-            return 0;
-        }
-        f->limit = (int)n;
-    }
-    return 1;
-}
-
-struct board_json {
-    json_t *rows;
-    int rank;
-};
-
-static int add_row(void *arg, const struct eeb_srv_run *r)
-{
-    struct board_json *b = arg;
-    int passed = !isnan(r->s);
-    json_t *o =
-        json_pack("{s:o, s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:b}", "rank",
-                  passed ? json_integer(++b->rank) : json_null(), "run_id", (json_int_t)r->id,
-                  "team", r->team_name, "verdict", r->verdict, "S", eeb_json_number(r->s), "m_s",
-                  eeb_json_number(r->m_s), "m_p", eeb_json_number(r->m_p), "m_t",
-                  eeb_json_number(r->m_t), "m_u", eeb_json_number(r->m_u), "energy_j",
-                  eeb_json_number(r->energy_j), "t_s", eeb_json_number(r->t_s), "device", r->device,
-                  "provenance", r->provenance, "official", r->official);
-    return o && json_array_append_new(b->rows, o) == 0 ? 0 : EEB_ENOMEM;
 }
 
 /* ---- the answers kept ---- */
@@ -178,57 +138,7 @@ enum MHD_Result eeb_srv_kept_answer(struct eeb_srv_call *k, const char *key, con
     return sent;
 }
 
-/* The run list's answer of type to the request's filter (need_task: it
- * must name a task). */
-static enum MHD_Result kept_answer(struct eeb_srv_call *k, int need_task, const char *type,
-                                   eeb_srv_make_answer *make)
-{
-    struct eeb_srv_board_filter f;
-    enum MHD_Result sent;
-    if (!read_filter(k, &f, need_task, &sent))
-        return sent;
-    char key[200];
-    snprintf(key, sizeof key, "runs %d %d %c%s %c%s", f.task, f.limit, f.provenance ? '=' : '*',
-             f.provenance ? f.provenance : "", f.device ? '=' : '*', f.device ? f.device : "");
-    return eeb_srv_kept_answer(k, key, type, make, &f);
-}
-
-static int make_json(struct eeb_srv_call *k, void *arg, char **body, size_t *len, char *err,
-                     size_t errlen)
-{
-    const struct eeb_srv_board_filter *f = arg;
-    struct board_json b = {.rows = json_array()};
-    if (!b.rows)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    int rc = eeb_srv_store_board(k->s->store, f, add_row, &b, err, errlen);
-    if (rc) {
-        json_decref(b.rows);
-        /* the store's error is in err; add_row's is this */
-        return rc == EEB_ENOMEM ? eeb_errf(err, errlen, rc, "out of memory") : rc;
-    }
-    json_t *o = json_pack(
-        "{s:s, s:s?, s:s?, s:s, s:o}", "task", eeb_task_name((enum eeb_task)f->task), "provenance",
-        f->provenance, "device", f->device, "rules_version", k->s->rules_version, "runs", b.rows);
-    *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    if (!*body)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    *len = strlen(*body);
-    return EEB_OK;
-}
-
-/* GET /api/v1/runs?task=T[&provenance=P][&device=D][&limit=N] */
-enum MHD_Result eeb_srv_api_runs(struct eeb_srv_call *k)
-{
-    return kept_answer(k, 1, "application/json", make_json);
-}
-
-/* ---- the leaderboard page ---- */
-
-struct board_html {
-    FILE *f;
-    int rank, rows;
-};
+/* ---- the pages' sortable tables ---- */
 
 /* A number cell: shown with `decimals`, sorted by its exact value (the
  * shortest text that reads back as the same double: 0.1, not "%.17g"'s
@@ -241,65 +151,6 @@ void eeb_srv_number_cell(FILE *f, double v, int decimals)
     }
     char exact[EEB_NUMBER_MAX];
     fprintf(f, "<td data-v=\"%s\">%.*f</td>", eeb_number_exact(v, exact), decimals, v);
-}
-
-static int html_row(void *arg, const struct eeb_srv_run *r)
-{
-    struct board_html *b = arg;
-    FILE *f = b->f;
-    int passed = !isnan(r->s);
-    b->rows++;
-    if (passed) {
-        b->rank++;
-        fprintf(f, "<tr class=\"%s\"><td data-v=\"%d\">%d</td>", r->verdict, b->rank, b->rank);
-    } else
-        fprintf(f, "<tr class=\"%s\"><td data-v=\"\">-</td>", r->verdict);
-    fputs("<td>", f);
-    eeb_html_text(f, r->team_name);
-    fprintf(f, "</td><td data-v=\"%lld\"><a href=\"/runs/%lld\">%lld</a></td>", (long long)r->id,
-            (long long)r->id, (long long)r->id);
-    eeb_srv_number_cell(f, r->s, 4);
-    fputs("<td>", f);
-    eeb_html_text(f, r->verdict);
-    fputs("</td>", f);
-    eeb_srv_number_cell(f, r->m_s, 4);
-    eeb_srv_number_cell(f, r->m_p, 4);
-    eeb_srv_number_cell(f, r->m_t, 4);
-    eeb_srv_number_cell(f, r->m_u, 4);
-    eeb_srv_number_cell(f, r->energy_j, 1);
-    eeb_srv_number_cell(f, r->t_s, 1);
-    fputs("<td>", f);
-    eeb_html_text(f, r->device);
-    fputs("</td><td>", f);
-    eeb_html_text(f, r->provenance);
-    fputs("</td></tr>\n", f);
-    return 0;
-}
-
-/* The columns of a task's table: the first click on one sorts it best
- * first (S and M_s: highest; the rest: lowest, or A to Z). */
-static const struct column {
-    const char *name, *first;
-} columns[] = {
-    {"rank", "ascending"},       {"team", "ascending"},    {"run", "ascending"},
-    {"S", "descending"},         {"verdict", "ascending"}, {"M_s", "descending"},
-    {"M_p", "ascending"},        {"M_t", "ascending"},     {"M_u", "ascending"},
-    {"E (J)", "ascending"},      {"T (s)", "ascending"},   {"device", "ascending"},
-    {"provenance", "ascending"},
-};
-#define N_COLUMNS (sizeof columns / sizeof *columns)
-
-/* The header row; the rows come ranked, which the rank column's mark says. */
-static void header(FILE *f)
-{
-    fputs("<thead><tr>", f);
-    for (size_t i = 0; i < N_COLUMNS; i++)
-        fprintf(f,
-                "<th scope=\"col\" tabindex=\"0\" data-first=\"%s\"%s>%s<span class=\"mark\" "
-                "aria-hidden=\"true\">%s</span></th>",
-                columns[i].first, i == 0 ? " aria-sort=\"ascending\"" : "", columns[i].name,
-                i == 0 ? " &#9650;" : "");
-    fputs("</tr></thead>", f);
 }
 
 /* Sorts a table by the clicked (or Enter'd) column: numbers by data-v,
@@ -346,74 +197,6 @@ const char eeb_srv_sort_script[] =
     "  });\n"
     "})();\n"
     "</script>\n";
-
-static int board_page(struct eeb_srv_call *k, const struct eeb_srv_board_filter *want, FILE *f,
-                      char *err, size_t errlen)
-{
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<title>eeb runs</title>\n<style>body{font:14px sans-serif;margin:24px}"
-          "table{border-collapse:collapse;margin:8px 0 24px}th,td{border:1px solid #ccc;"
-          "padding:3px 8px;text-align:right}th{background:#f4f4f4;cursor:pointer;"
-          "white-space:nowrap}th[aria-sort]{background:#e2ebf6}"
-          "td:nth-child(2),td:nth-child(5),td:nth-child(12),td:nth-child(13){text-align:left}"
-          ".fail,.invalid,.aborted{color:#888}</style></head><body>\n"
-          "<h1>eeb: every run scored</h1>\n<p>S = 1 &minus; [w<sub>u</sub>M<sub>u</sub> + "
-          "w<sub>t</sub>M<sub>t</sub> + w<sub>p</sub>M<sub>p</sub> + w<sub>s</sub>(1 &minus; "
-          "M<sub>s</sub>)], rules ",
-          f);
-    eeb_html_text(f, k->s->rules_version);
-    fputs(". Every scored run, one by one: passing runs by S, the rest after. Click a column to "
-          "sort. The <a href=\"/leaderboard\">leaderboard</a> ranks a round's entries.",
-          f);
-    if (want->provenance || want->device) {
-        fputs(" Showing provenance ", f);
-        eeb_html_text(f, want->provenance ? want->provenance : "any");
-        fputs(", device ", f);
-        eeb_html_text(f, want->device ? want->device : "any");
-        fputs(".", f);
-    }
-    fputs("</p>\n", f);
-    for (int t = 0; t < EEB_TASK_COUNT; t++) {
-        if (want->task >= 0 && want->task != t)
-            continue;
-        struct eeb_srv_board_filter f1 = *want;
-        f1.task = t;
-        fprintf(f, "<h2 id=\"%s\">%s (%s)</h2>\n<table class=\"board\" id=\"board-%s\">",
-                eeb_task_name((enum eeb_task)t), eeb_task_name((enum eeb_task)t),
-                eeb_task_metric((enum eeb_task)t), eeb_task_name((enum eeb_task)t));
-        header(f);
-        fputs("<tbody>\n", f);
-        struct board_html b = {.f = f};
-        int rc = eeb_srv_store_board(k->s->store, &f1, html_row, &b, err, errlen);
-        if (rc)
-            return rc;
-        if (!b.rows)
-            fprintf(f, "<tr><td colspan=\"%zu\">no scored runs yet</td></tr>\n", N_COLUMNS);
-        fputs("</tbody></table>\n", f);
-    }
-    fputs(eeb_srv_sort_script, f);
-    fputs("</body></html>\n", f);
-    return EEB_OK;
-}
-
-static int make_page(struct eeb_srv_call *k, void *arg, char **body, size_t *len, char *err,
-                     size_t errlen)
-{
-    const struct eeb_srv_board_filter *f = arg;
-    FILE *m = open_memstream(body, len);
-    if (!m)
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    int rc = board_page(k, f, m, err, errlen);
-    if (fclose(m) != 0 && rc == EEB_OK)
-        rc = eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    return rc;
-}
-
-/* GET /runs[?task=T][&provenance=P][&device=D] */
-enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k)
-{
-    return kept_answer(k, 0, "text/html; charset=utf-8", make_page);
-}
 
 /* ---- a run's page ---- */
 

@@ -91,6 +91,10 @@ enum eeb_server_run_act {
 int eeb_server_run_act(const char *db, int64_t run, enum eeb_server_run_act how, const char *reason,
                        char *err, size_t errlen);
 
+/* A station key written to path (eeb_server_station_key), kept in db's
+ * audit log by its file's name: never the key. */
+int eeb_server_station_key_audit(const char *db, const char *path, char *err, size_t errlen);
+
 /* The teams, one line each (name, created, runs, active or revoked), and
  * the audit log, one line an act (time, act, target, reason), to out. */
 int eeb_server_list_teams(const char *db, FILE *out, char *err, size_t errlen);

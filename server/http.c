@@ -255,7 +255,7 @@ static enum MHD_Result healthz(struct eeb_srv_call *k)
 static enum MHD_Result metrics(struct eeb_srv_call *k)
 {
     struct eeb_server *s = k->s;
-    char text[8192], err[256];
+    char text[16384], err[256];
     size_t used = (size_t)snprintf(text, sizeof text,
                                    "# HELP eeb_http_requests_total Requests answered, by route "
                                    "and status.\n# TYPE eeb_http_requests_total counter\n");
@@ -284,6 +284,9 @@ static enum MHD_Result metrics(struct eeb_srv_call *k)
                  (long long)stats.teams, (long long)stats.runs_going,
                  (unsigned long long)atomic_load(&s->samples_received),
                  (long long)stats.memory_bytes);
+    used = strlen(text);
+    if (used < sizeof text)
+        eeb_srv_stations_metrics(s, text + used, sizeof text - used);
     return eeb_srv_call_reply(k, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
@@ -665,7 +668,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",
                         cfg->bind, cfg->port);
     }
-    if ((rc = eeb_srv_settler_start(s, err, errlen))) {
+    if ((rc = eeb_srv_stations_watch(s, err, errlen)) ||
+        (rc = eeb_srv_settler_start(s, err, errlen))) {
         eeb_server_stop(s);
         return rc;
     }
@@ -685,6 +689,7 @@ void eeb_server_stop(struct eeb_server *s)
         return;
     eeb_srv_settler_stop(s);
     MHD_stop_daemon(s->daemon);
+    eeb_srv_stations_unwatch(s);
     eeb_srv_meters_stop(s);
     server_free(s);
 }

@@ -30,7 +30,7 @@
 
 /* An agent heard from longer ago than this does not answer: it sends
  * twice a second. */
-#define AGENT_SILENT_NS 3000000000LL
+#define AGENT_SILENT_NS EEB_SRV_AGENT_SILENT_NS
 /* How long scoring waits for an agent's last samples. */
 #define AGENT_SETTLE_NS 5000000000LL
 

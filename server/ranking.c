@@ -60,10 +60,12 @@ struct shown {
     int64_t run_ids[EEB_ROUND_RUNS_MAX];
     size_t nrun_ids;
     int pareto, hidden; /* on its device's front; not its team's best */
+    int revoked;        /* its team's token revoked by the organizer */
 };
 
 struct gathered {
     struct eeb_srv_store *store;
+    const struct eeb_srv_revoked *revoked;
     const struct eeb_round *round;
     const struct eeb_srv_ranking_query *q;
     struct shown *v;
@@ -117,7 +119,7 @@ static int gather(void *arg, const struct eeb_srv_entry *e)
         g->v = grown, g->cap = cap;
     }
     struct shown *s = &g->v[g->n++];
-    *s = (struct shown){.e = *e};
+    *s = (struct shown){.e = *e, .revoked = eeb_srv_revoked_has(g->revoked, e->team)};
     s->e.runs = NULL, s->e.nruns = 0;
     eeb_srv_standing_of(e, g->round, &s->st);
     for (size_t i = 0; i < e->nruns && i < EEB_ROUND_RUNS_MAX; i++)
@@ -127,7 +129,7 @@ static int gather(void *arg, const struct eeb_srv_entry *e)
 
 /* The order a table lists entries in: its table (provenance, then tier),
  * then ranked by S, running (newest first), failed (newest first). */
-static int provenance_order(const char *p)
+int eeb_srv_provenance_order(const char *p)
 {
     static const char *const order[] = {"measured", "counter", "declared", "modeled"};
     for (int i = 0; i < 4; i++)
@@ -139,7 +141,7 @@ static int provenance_order(const char *p)
 static int by_table_then_standing(const void *pa, const void *pb)
 {
     const struct shown *a = pa, *b = pb;
-    int c = provenance_order(a->e.provenance) - provenance_order(b->e.provenance);
+    int c = eeb_srv_provenance_order(a->e.provenance) - eeb_srv_provenance_order(b->e.provenance);
     if (c || (c = strcmp(a->e.division, b->e.division))) /* closed before open */
         return c;
     if (a->e.p_max_w != b->e.p_max_w)
@@ -203,6 +205,7 @@ static json_t *entry_json(const struct shown *s, int rank)
                   eeb_json_number(st->m_s), "submitted_utc", utc_json(st->submitted_utc_ns), "why",
                   st->state == EEB_STANDING_FAILED ? st->why : NULL, "pareto", s->pareto);
     if (o) {
+        json_object_set_new(o, "revoked", json_boolean(s->revoked));
         json_object_set_new(o, "S_uncertainty", eeb_json_number(st->s_uncertainty));
         json_object_set_new(o, "sensor", s->sensor[0] ? json_string(s->sensor) : json_null());
         json_object_set_new(o, "sensor_qualified",
@@ -255,14 +258,21 @@ static json_t *round_json(const struct eeb_round *r)
         utc_json(r->closed_utc_ns ? r->closed_utc_ns : r->closes_utc_ns), "state", state);
 }
 
+struct going {
+    json_t *rows;
+    const struct eeb_srv_revoked *revoked;
+};
+
 static int going_json(void *arg, const struct eeb_srv_run *r)
 {
+    struct going *g = arg;
     json_t *o =
-        json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:b, s:I, s:o}", "run_id", (json_int_t)r->id, "team",
-                  r->team_name, "entry", r->entry ? r->entry_name : NULL, "round",
-                  r->round[0] ? r->round : NULL, "state", r->state, "official", r->official,
-                  "links", (json_int_t)r->links, "last_link_utc", utc_json(r->last_link_utc_ns));
-    return o && json_array_append_new(arg, o) == 0 ? 0 : EEB_ENOMEM;
+        json_pack("{s:I, s:s, s:b, s:s?, s:s?, s:s, s:b, s:I, s:o}", "run_id", (json_int_t)r->id,
+                  "team", r->team_name, "revoked", eeb_srv_revoked_has(g->revoked, r->team),
+                  "entry", r->entry ? r->entry_name : NULL, "round", r->round[0] ? r->round : NULL,
+                  "state", r->state, "official", r->official, "links", (json_int_t)r->links,
+                  "last_link_utc", utc_json(r->last_link_utc_ns));
+    return o && json_array_append_new(g->rows, o) == 0 ? 0 : EEB_ENOMEM;
 }
 
 int eeb_srv_ranking(struct eeb_srv_call *k, const struct eeb_srv_ranking_query *q, int task,
@@ -273,12 +283,18 @@ int eeb_srv_ranking(struct eeb_srv_call *k, const struct eeb_srv_ranking_query *
     int found = eeb_srv_store_round_find(k->s->store, q->round, 0, &id, &round, err, errlen);
     if (found < 0)
         return found;
-    struct gathered g = {.store = k->s->store, .round = &round, .q = q};
-    int rc =
-        found ? eeb_srv_store_entries_each(k->s->store, id, task, gather, &g, err, errlen) : EEB_OK;
+    struct eeb_srv_revoked revoked;
+    int rc = eeb_srv_revoked_read(k->s->store, &revoked, err, errlen);
+    if (rc)
+        return rc;
+    struct gathered g = {.store = k->s->store, .revoked = &revoked, .round = &round, .q = q};
+    if (found)
+        rc = eeb_srv_store_entries_each(k->s->store, id, task, gather, &g, err, errlen);
     json_t *going = json_array();
+    struct going gj = {.rows = going, .revoked = &revoked};
     if (rc == EEB_OK && going)
-        rc = eeb_srv_store_runs_going(k->s->store, task, going_json, going, err, errlen);
+        rc = eeb_srv_store_runs_going(k->s->store, task, going_json, &gj, err, errlen);
+    eeb_srv_revoked_free(&revoked);
     if (rc == EEB_OK && g.n)
         qsort(g.v, g.n, sizeof *g.v, by_table_then_standing);
     json_t *o =

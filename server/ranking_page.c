@@ -1,15 +1,16 @@
 /*
  * ranking_page.c - the leaderboard as a page (GET / and /leaderboard),
  * rendered from the very JSON /api/v1/leaderboard answers (ranking.c), so
- * that the page and the API never disagree.  A section per task: the
- * round's line; per table (a provenance and P_max tier) the entries, in
- * the order and with the ranks the JSON gives, beside a scatter of energy
- * against M_s with each device's Pareto front joined; then the runs in
- * progress.  Every text a team chose (names, devices, a failure's reason)
- * is escaped.
+ * that the page and the API never disagree.  Every round the server holds,
+ * each linked to its standings; then a section per task that has entries
+ * or runs in progress (the others named in one line): the round's line;
+ * per table (a provenance, division and P_max tier) the entries, in the
+ * order and with the ranks the JSON gives, a revoked team marked, beside
+ * the plot of energy against M_s (scatter.c); then the runs in progress.
+ * Every text a team chose (names, devices, a failure's reason) is escaped.
  *
- * Sections: reading the answer; the tables; the scatter; a task; the page
- * and its route.
+ * Sections: reading the answer; the tables; a task; the page and its
+ * route.
  */
 #include "server_int.h"
 
@@ -155,7 +156,7 @@ static void entry_row(FILE *f, const json_t *e)
                 (long long)json_integer_value(rank));
     else
         fputs("\"><td data-v=\"\">-</td>", f);
-    text_cell(f, e, "team");
+    eeb_srv_team_cell(f, text_at(e, "team"), json_is_true(json_object_get(e, "revoked")));
     text_cell(f, e, "entry");
     text_cell(f, e, "division");
     text_cell(f, e, "backend");
@@ -234,7 +235,7 @@ static void running_table(FILE *f, const char *task, const json_t *running)
     {
         long long id = json_integer_value(json_object_get(r, "run_id"));
         fprintf(f, "<tr><td data-v=\"%lld\"><a href=\"/runs/%lld\">%lld</a></td>", id, id, id);
-        text_cell(f, r, "team");
+        eeb_srv_team_cell(f, text_at(r, "team"), json_is_true(json_object_get(r, "revoked")));
         text_cell(f, r, "entry");
         text_cell(f, r, "round");
         fputs("<td>", f);
@@ -251,220 +252,6 @@ static void running_table(FILE *f, const char *task, const json_t *running)
         fprintf(f, "<tr><td colspan=\"%zu\">no runs in progress</td></tr>\n",
                 sizeof running_columns / sizeof *running_columns);
     fputs("</tbody></table>\n", f);
-}
-
-/* ---- the scatter ---- */
-
-/* Where the plot sits in its SVG (px), and the legend's rows below it. */
-#define PLOT_L     62
-#define PLOT_T     14
-#define PLOT_W     340
-#define PLOT_H     230
-#define SVG_W      (PLOT_L + PLOT_W + 24)
-#define LEGEND_TOP (PLOT_T + PLOT_H + 50)
-#define LEGEND_ROW 16
-
-/* A colour per device, in the order devices first appear in the table
- * (Okabe and Ito's, told apart by colour-blind readers too; an eighth
- * device takes the first colour again, and the legend still names it). */
-static const char *const device_colours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
-                                             "#e69f00", "#56b4e9", "#000000"};
-#define N_COLOURS (sizeof device_colours / sizeof *device_colours)
-
-/* A ranked entry as the scatter places it. */
-struct point {
-    double e, ms;        /* its median energy (J) and M_s */
-    size_t device;       /* its device's index in the legend */
-    int pareto;          /* on its device's front */
-    const json_t *entry; /* as the JSON gives it */
-};
-
-/* An axis over [lo, hi], widened so that a single value or equal ones
- * still span it, with ticks at round steps (1, 2 or 5 times a power of
- * ten) and the decimals they need. */
-struct axis {
-    double lo, hi, step;
-    int decimals;
-};
-
-static struct axis axis_over(double lo, double hi, double least_span)
-{
-    if (hi - lo < least_span) {
-        double mid = (lo + hi) / 2;
-        lo = mid - least_span / 2, hi = mid + least_span / 2;
-    }
-    double pad = (hi - lo) * 0.08;
-    struct axis a = {.lo = lo - pad, .hi = hi + pad};
-    double rough = (a.hi - a.lo) / 4, p = pow(10, floor(log10(rough))), m = rough / p;
-    a.step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
-    a.decimals = a.step >= 1 ? 0 : (int)ceil(-log10(a.step) - 1e-9);
-    return a;
-}
-
-static double px_x(const struct axis *a, double v)
-{
-    return PLOT_L + (v - a->lo) / (a->hi - a->lo) * PLOT_W;
-}
-
-static double px_y(const struct axis *a, double v)
-{
-    return PLOT_T + (1 - (v - a->lo) / (a->hi - a->lo)) * PLOT_H;
-}
-
-/* The axes' lines, ticks, tick labels and names. */
-static void axes(FILE *f, const struct axis *x, const struct axis *y, const char *metric)
-{
-    fprintf(f,
-            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fff\" "
-            "stroke=\"#999\"/>\n",
-            PLOT_L, PLOT_T, PLOT_W, PLOT_H);
-    for (double v = ceil(x->lo / x->step) * x->step; v <= x->hi; v += x->step) {
-        double px = px_x(x, v);
-        fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
-                "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.*f</text>\n",
-                px, PLOT_T, px, PLOT_T + PLOT_H, px, PLOT_T + PLOT_H + 15, x->decimals,
-                fabs(v) < x->step / 1e6 ? 0.0 : v);
-    }
-    for (double v = ceil(y->lo / y->step) * y->step; v <= y->hi; v += y->step) {
-        double py = px_y(y, v);
-        fprintf(f,
-                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
-                "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
-                PLOT_L, py, PLOT_L + PLOT_W, py, PLOT_L - 5, py + 4, y->decimals,
-                fabs(v) < y->step / 1e6 ? 0.0 : v);
-    }
-    fprintf(f,
-            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">E, energy of the fine-tune (J)</text>\n"
-            "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\">M<tspan "
-            "baseline-shift=\"sub\" font-size=\"9\">s</tspan> (",
-            PLOT_L + PLOT_W / 2, PLOT_T + PLOT_H + 34, PLOT_T + PLOT_H / 2);
-    eeb_html_text(f, metric);
-    fputs(", higher is better)</text>\n", f);
-}
-
-/* Each device's Pareto front, its points joined by increasing energy
- * (order: room for n indices). */
-static void fronts(FILE *f, const struct point *p, size_t n, size_t ndevices, size_t *order,
-                   const struct axis *x, const struct axis *y)
-{
-    for (size_t d = 0; d < ndevices; d++) {
-        size_t on = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (p[i].device != d || !p[i].pareto)
-                continue;
-            size_t j = on++;
-            for (; j > 0 && p[order[j - 1]].e > p[i].e; j--)
-                order[j] = order[j - 1];
-            order[j] = i;
-        }
-        if (on < 2)
-            continue;
-        fprintf(f,
-                "<polyline class=\"front\" fill=\"none\" stroke-width=\"1.5\" stroke=\"%s\" "
-                "points=\"",
-                device_colours[d % N_COLOURS]);
-        for (size_t i = 0; i < on; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", px_x(x, p[order[i]].e),
-                    px_y(y, p[order[i]].ms));
-        fputs("\"/>\n", f);
-    }
-}
-
-/* A point: filled if on its device's front, hollow if another of its
- * device does better, named in its title and its data-* attributes. */
-static void point(FILE *f, const struct point *p, const struct axis *x, const struct axis *y)
-{
-    const char *colour = device_colours[p->device % N_COLOURS];
-    char e[EEB_NUMBER_MAX], ms[EEB_NUMBER_MAX];
-    fprintf(f,
-            "<circle%s cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" stroke=\"%s\" "
-            "stroke-width=\"2\" data-team=\"",
-            p->pareto ? " class=\"pareto\"" : "", px_x(x, p->e), px_y(y, p->ms),
-            p->pareto ? colour : "#fff", colour);
-    eeb_html_text(f, text_at(p->entry, "team"));
-    fputs("\" data-entry=\"", f);
-    eeb_html_text(f, text_at(p->entry, "entry"));
-    fprintf(f, "\" data-e=\"%s\" data-ms=\"%s\"><title>", eeb_number_exact(p->e, e),
-            eeb_number_exact(p->ms, ms));
-    eeb_html_text(f, text_at(p->entry, "team"));
-    fputs(" / ", f);
-    eeb_html_text(f, text_at(p->entry, "entry"));
-    fputs(" on ", f);
-    eeb_html_text(f, text_at(p->entry, "device"));
-    fprintf(f, ": E %.1f J, M_s %.4f%s</title></circle>\n", p->e, p->ms,
-            p->pareto ? ", on its device's Pareto front" : "");
-}
-
-/* The scatter of a table's ranked entries, E against M_s, with id. */
-static int scatter(FILE *f, const char *id, const json_t *table, const char *metric, char *err,
-                   size_t errlen)
-{
-    const json_t *entries = json_object_get(table, "entries");
-    size_t n = 0, ndevices = 0, cap = json_array_size(entries), i;
-    struct point *p = calloc(cap ? cap : 1, sizeof *p);
-    const char **devices = calloc(cap ? cap : 1, sizeof *devices);
-    size_t *order = calloc(cap ? cap : 1, sizeof *order);
-    if (!p || !devices || !order) {
-        free(p), free(devices), free(order);
-        return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    }
-    json_t *e;
-    double e_lo = INFINITY, e_hi = -INFINITY, ms_lo = INFINITY, ms_hi = -INFINITY;
-    json_array_foreach(entries, i, e)
-    {
-        const char *state = text_at(e, "state"), *device = text_at(e, "device");
-        double energy = eeb_json_number_at(e, "energy_j"), ms = eeb_json_number_at(e, "m_s");
-        if (!state || strcmp(state, "ranked") || isnan(energy) || isnan(ms))
-            continue;
-        device = device ? device : "-";
-        size_t d = 0;
-        while (d < ndevices && strcmp(devices[d], device))
-            d++;
-        if (d == ndevices)
-            devices[ndevices++] = device;
-        p[n++] = (struct point){.e = energy,
-                                .ms = ms,
-                                .device = d,
-                                .pareto = json_is_true(json_object_get(e, "pareto")),
-                                .entry = e};
-        e_lo = fmin(e_lo, energy), e_hi = fmax(e_hi, energy);
-        ms_lo = fmin(ms_lo, ms), ms_hi = fmax(ms_hi, ms);
-    }
-    int height = LEGEND_TOP + LEGEND_ROW * ((int)ndevices + 1);
-    fprintf(f,
-            "<svg class=\"pareto\" id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-            "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" font-size=\"11\"><title>E against "
-            "M_s of the ranked entries; filled points are on their device's Pareto front (no "
-            "other entry on it uses less energy for no less M_s)</title>\n",
-            id, SVG_W, height, SVG_W, height);
-    if (n) {
-        struct axis x = axis_over(e_lo, e_hi, fmax(fabs(e_hi) * 0.2, 1e-3));
-        struct axis y = axis_over(ms_lo, ms_hi, 0.05);
-        axes(f, &x, &y, metric);
-        fronts(f, p, n, ndevices, order, &x, &y); /* under the points */
-        for (i = 0; i < n; i++)
-            point(f, &p[i], &x, &y);
-    } else
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no ranked entries yet</text>\n",
-                SVG_W / 2, PLOT_T + PLOT_H / 2);
-    for (size_t d = 0; d < ndevices; d++) {
-        int y = LEGEND_TOP + LEGEND_ROW * (int)d;
-        fprintf(f,
-                "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-                "<text x=\"%d\" y=\"%d\">",
-                PLOT_L, y - 9, device_colours[d % N_COLOURS], PLOT_L + 16, y);
-        eeb_html_text(f, devices[d]);
-        fputs("</text>\n", f);
-    }
-    if (ndevices)
-        fprintf(f,
-                "<text x=\"%d\" y=\"%d\" fill=\"#555\">filled: on its device's Pareto front; "
-                "hollow: dominated</text>\n",
-                PLOT_L, LEGEND_TOP + LEGEND_ROW * (int)ndevices);
-    fputs("</svg>\n", f);
-    free(p), free(devices), free(order);
-    return EEB_OK;
 }
 
 /* ---- a task ---- */
@@ -507,11 +294,16 @@ static void round_line(FILE *f, const json_t *r)
     fputs("</time> (UTC).</p>\n", f);
 }
 
-/* A task's section, from its leaderboard o. */
-static int task_section(FILE *f, enum eeb_task task, const json_t *o, char *err, size_t errlen)
+/* A task's section, from its leaderboard o: none (*shown 0) for a task
+ * without an entry or a run in progress. */
+static int task_section(FILE *f, enum eeb_task task, const json_t *o, int *shown, char *err,
+                        size_t errlen)
 {
     const char *name = eeb_task_name(task), *metric = eeb_task_metric(task);
     const json_t *tables = json_object_get(o, "tables"), *table;
+    *shown = json_array_size(tables) || json_array_size(json_object_get(o, "running"));
+    if (!*shown)
+        return EEB_OK;
     fprintf(f, "<section id=\"task-%s\"><h2>%s <small>(M<sub>s</sub>: %s)</small></h2>\n", name,
             name, metric);
     round_line(f, json_object_get(o, "round"));
@@ -523,7 +315,7 @@ static int task_section(FILE *f, enum eeb_task task, const json_t *o, char *err,
         table_id(pareto_id, sizeof pareto_id, "pareto", name, table);
         fputs("<div class=\"pair\">\n", f);
         entries_table(f, entries_id, table);
-        int rc = scatter(f, pareto_id, table, metric, err, errlen);
+        int rc = eeb_srv_scatter(f, pareto_id, table, metric, err, errlen);
         if (rc)
             return rc;
         fputs("</div>\n", f);
@@ -570,6 +362,55 @@ static void page_href(FILE *f, const struct eeb_srv_ranking_query *q, int all)
         fprintf(f, "%sall=1", sep == '?' ? "?" : "&amp;");
 }
 
+/* Every round the server holds, the first to open first, each linked to
+ * its standings (the one shown marked). */
+struct rounds_shown {
+    FILE *f;
+    const char *shown;
+    const struct eeb_srv_ranking_query *q;
+    int n;
+};
+
+static int round_item(void *arg, int64_t id, const struct eeb_round *r)
+{
+    (void)id;
+    struct rounds_shown *l = arg;
+    FILE *f = l->f;
+    char opens[EEB_UTC_TEXT], closes[EEB_UTC_TEXT];
+    int64_t now = eeb_utc_ns(), end = r->closed_utc_ns ? r->closed_utc_ns : r->closes_utc_ns;
+    const char *state = r->closed_utc_ns || now >= r->closes_utc_ns ? "closed"
+                        : now < r->opens_utc_ns                     ? "not yet open"
+                                                                    : "open";
+    if (!l->n++)
+        fputs("<nav id=\"rounds\"><h2>Rounds</h2>\n<ul>\n", f);
+    fputs("<li><a href=\"/leaderboard?round=", f);
+    url_value(f, r->name);
+    if (l->q->all)
+        fputs("&amp;all=1", f);
+    fputs("\">", f);
+    eeb_html_text(f, r->name);
+    fputs("</a>, ", f);
+    fputs(state, f);
+    fputs(", <time>", f);
+    put_utc(f, eeb_utc_text(r->opens_utc_ns, opens));
+    fputs("</time> to <time>", f);
+    put_utc(f, eeb_utc_text(end, closes));
+    fprintf(f, "</time> (UTC): %d runs an entry (%s)%s</li>\n", r->runs,
+            eeb_round_aggregate_name(r->aggregate),
+            l->shown && strcmp(l->shown, r->name) == 0 ? " <b>(shown below)</b>" : "");
+    return 0;
+}
+
+static int rounds_list(struct eeb_srv_call *k, const struct eeb_srv_ranking_query *q,
+                       const char *shown, FILE *f, char *err, size_t errlen)
+{
+    struct rounds_shown l = {.f = f, .shown = shown, .q = q};
+    int rc = eeb_srv_store_rounds_each(k->s->store, round_item, &l, err, errlen);
+    if (rc == EEB_OK && l.n)
+        fputs("</ul></nav>\n", f);
+    return rc;
+}
+
 static const char style[] =
     "<style>body{font:14px/1.4 sans-serif;margin:16px;color:#222}"
     "h2{margin:32px 0 8px;border-bottom:1px solid #ddd}h2 small{font-weight:normal;color:#555}"
@@ -586,6 +427,8 @@ static const char style[] =
     "table.entries td:last-child{white-space:normal;min-width:7em;max-width:18em}"
     "tr.running td,tr.failed td,tr.running a,tr.failed a{color:#767676}"
     ".unqualified{color:#b35900;font-weight:bold}"
+    ".revoked{color:#b30000;font-size:11px;border:1px solid #b30000;border-radius:3px;"
+    "padding:0 3px}p.no-plot{display:inline-block;vertical-align:top;max-width:20em;color:#555}"
     /* a table and its scatter side by side where the page is wide enough; the
      * table shrinks to the page's width before it drops the scatter below */
     "table.entries{display:inline-table;vertical-align:top;margin-right:24px}"
@@ -630,20 +473,37 @@ static int page(struct eeb_srv_call *k, const struct eeb_srv_ranking_query *q, F
     fputs("Every scored run, entry or not: <a href=\"/runs\">/runs</a>. Click a column to "
           "sort.</p>\n",
           f);
-    for (int t = 0; t < EEB_TASK_COUNT; t++) {
-        if (q->task >= 0 && q->task != t)
-            continue;
+    json_t *o[EEB_TASK_COUNT] = {0};
+    const json_t *round = NULL; /* the round shown (the same for every task) */
+    int rc = EEB_OK;
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
         struct eeb_srv_ranking_query one = *q;
         one.task = t;
-        json_t *o;
-        int rc = eeb_srv_ranking(k, &one, t, &o, err, errlen);
-        if (rc)
-            return rc;
-        rc = task_section(f, (enum eeb_task)t, o, err, errlen);
-        json_decref(o);
-        if (rc)
-            return rc;
+        if ((q->task < 0 || q->task == t) &&
+            (rc = eeb_srv_ranking(k, &one, t, &o[t], err, errlen)) == EEB_OK)
+            round = json_object_get(o[t], "round");
     }
+    if (rc == EEB_OK)
+        rc = rounds_list(k, q, text_at(round, "name"), f, err, errlen);
+    char empty[64] = "";
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
+        int shown = 1;
+        if (o[t] && (rc = task_section(f, (enum eeb_task)t, o[t], &shown, err, errlen)) == EEB_OK &&
+            !shown) {
+            size_t used = strlen(empty);
+            snprintf(empty + used, sizeof empty - used, "%s%s", used ? ", " : "",
+                     eeb_task_name((enum eeb_task)t));
+        }
+    }
+    if (rc == EEB_OK && empty[0]) { /* no section for a task without an entry or a run */
+        fputs("<section id=\"no-entries\">", f);
+        round_line(f, round); /* held by o[] */
+        fprintf(f, "<p>No entries and no runs in progress yet on %s.</p></section>\n", empty);
+    }
+    for (int t = 0; t < EEB_TASK_COUNT; t++)
+        json_decref(o[t]);
+    if (rc)
+        return rc;
     fputs(eeb_srv_sort_script, f);
     fputs("</body></html>\n", f);
     return EEB_OK;

@@ -2,7 +2,9 @@
  * server_int.h - what the server's files share: the store (server_store.h,
  * the only way to the database), the test sets it holds (testset.c), the
  * HTTP plumbing handlers answer with (http.c), and the handlers: a run's
- * stages (runs.c), the leaderboard and the pages (board.c).  Shared names
+ * stages (runs.c), the leaderboard and the pages (board.c, ranking*.c,
+ * runlist.c, scatter.c), the stations' agents and what operators see of
+ * them (agent.c, stations.c).  Shared names
  * are eeb_srv_* (EEB_SRV_*); eeb_server.h holds the public eeb_server_*.
  */
 #ifndef EEB_SERVER_INT_H
@@ -210,6 +212,18 @@ struct eeb_server {
         double tokens;
         int64_t last_ns;
     } buckets[EEB_SRV_N_BUCKETS];
+    /* what operators are told of each agent station (stations.c): in the
+     * log as it changes, and on /metrics; s->lock held */
+    struct eeb_srv_station_status {
+        uint64_t received; /* samples new to the server since start */
+        int silent;        /* past its allowance since last heard (said in the log) */
+    } station_status[EEB_SERVER_STATIONS];
+    struct eeb_srv_watch { /* the thread that notices an agent falling silent */
+        pthread_t thread;
+        int running, stop;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+    } watch;
 };
 
 /* One request: its body so far. */
@@ -307,6 +321,27 @@ int eeb_srv_meter_close_slot(struct eeb_server *s, int i);
  * counts stored, its power log done; then the slot freed, so that whoever
  * waits for it to be gone finds its record whole. */
 void eeb_srv_meter_finish(struct eeb_server *s, int i);
+
+/* An agent heard from longer ago than this does not answer (it sends twice
+ * a second): a run is not registered on it, and the log says it fell
+ * silent. */
+#define EEB_SRV_AGENT_SILENT_NS 3000000000LL
+
+/* stations.c: what operators see of the stations' agents.  A batch of n
+ * samples x (on the agent's clock, of session) heard from station's agent
+ * at mono, before the agent's state takes it in (s->lock held): the
+ * samples new to the server counted (eeb_samples_received_total, and the
+ * station's own count), and the log told when the agent is first heard or
+ * heard again after falling silent. */
+void eeb_srv_station_heard(struct eeb_server *s, int station, const char *session,
+                           const struct eeb_sample *x, size_t n, int64_t mono);
+/* The thread that logs an agent silent past its allowance, started if the
+ * server has an agent station, and stopped (both from http.c). */
+int eeb_srv_stations_watch(struct eeb_server *s, char *err, size_t errlen);
+void eeb_srv_stations_unwatch(struct eeb_server *s);
+/* The stations' lines of /metrics into out (at most n bytes): what was
+ * written, as snprintf counts it. */
+size_t eeb_srv_stations_metrics(struct eeb_server *s, char *out, size_t n);
 
 /* agent.c: director mode through a station's agent.  Each agent station's
  * key read from its file ("agent:FILE"), kept as its SHA-256. */
@@ -455,6 +490,29 @@ typedef int eeb_srv_make_answer(struct eeb_srv_call *k, void *arg, char **body, 
                                 char *err, size_t errlen);
 enum MHD_Result eeb_srv_kept_answer(struct eeb_srv_call *k, const char *key, const char *type,
                                     eeb_srv_make_answer *make, void *arg);
+
+/* The order tables of different provenance come in (ranking.c): measured,
+ * counter, declared, modeled, then any other. */
+int eeb_srv_provenance_order(const char *provenance);
+
+/* The teams the organizer revoked (runlist.c), read once for a page or an
+ * answer: a revoked team is marked wherever it appears. */
+struct eeb_srv_revoked {
+    int64_t *team; /* their ids */
+    size_t n, cap;
+};
+int eeb_srv_revoked_read(struct eeb_srv_store *store, struct eeb_srv_revoked *out, char *err,
+                         size_t errlen);
+int eeb_srv_revoked_has(const struct eeb_srv_revoked *r, int64_t team);
+void eeb_srv_revoked_free(struct eeb_srv_revoked *r);
+/* A table cell of a team's name, escaped, marked "revoked" if it is. */
+void eeb_srv_team_cell(FILE *f, const char *team, int revoked);
+
+/* The plot beside a leaderboard table (scatter.c): E against M_s of its
+ * ranked entries (table as the JSON gives it), with element id; with fewer
+ * than two, a line saying why there is no plot. */
+int eeb_srv_scatter(FILE *f, const char *id, const json_t *table, const char *metric, char *err,
+                    size_t errlen);
 
 /* The pages' sortable tables (board.c), for the run list and the
  * leaderboard alike: a <script> that sorts any table.board by the header

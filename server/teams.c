@@ -1,7 +1,8 @@
 /*
  * teams.c - teams, made by the administrator (`eeb serve admin add-team`):
  * the name checked, a token drawn from the system's randomness and shown
- * once, and the team stored with the token's hash alone.
+ * once, and the team stored with the token's hash alone; the act kept in
+ * the audit log (the team's name, never its token).
  */
 #include "server_int.h"
 
@@ -24,6 +25,10 @@ int eeb_server_add_team(const char *path, const char *name, char token[EEB_TOKEN
     struct eeb_srv_store *s;
     if ((rc = eeb_srv_store_open(path, &s, err, errlen)) == EEB_OK) {
         rc = eeb_srv_store_team_add(s, name, secret, err, errlen);
+        if (rc == EEB_OK)
+            rc = eeb_srv_store_audit(s, "add-team", name,
+                                     "a team made: its token shown once, kept as its hash", err,
+                                     errlen);
         eeb_srv_store_close(s);
     }
     if (rc == EEB_OK)

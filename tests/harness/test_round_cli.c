@@ -386,8 +386,13 @@ Test(round_cli, the_organizers_acts_are_kept_with_their_reasons, .timeout = 60)
         r = serve(unreasoned[i], 2, says[i]);
         test_run_free(&r);
     }
+    /* the teams' making is in the audit log, their tokens not */
     r = serve((const char *[]){"admin", "audit", "--db", db, NULL}, 0, NULL);
-    cr_expect(strncmp(r.out, "no acts in the audit log of ", 28) == 0, "%s", r.out);
+    cr_expect_eq(lines_of(r.out), 2, "%s", r.out);
+    assert_has(r.out, "Z  add-team      alpha            a team made: its token shown once");
+    assert_has(r.out, "Z  add-team      beta ");
+    cr_expect_null(strstr(r.out, alpha), "a token in the audit log");
+    cr_expect_null(strstr(r.out, beta), "a token in the audit log");
     test_run_free(&r);
 
     /* each act once; again, or where it does not apply, refused naming what */
@@ -436,11 +441,17 @@ Test(round_cli, the_organizers_acts_are_kept_with_their_reasons, .timeout = 60)
               r.out);
     test_run_free(&r);
     r = serve((const char *[]){"admin", "audit", "--db", db, NULL}, 0, NULL);
-    const char *logged[][3] = {{"revoke-team", "beta", "token posted in a public repository"},
+    const char *logged[][3] = {{"add-team", "alpha",
+                                "a team made: its token shown once, kept as "
+                                "its hash"},
+                               {"add-team", "beta",
+                                "a team made: its token shown once, kept as "
+                                "its hash"},
+                               {"revoke-team", "beta", "token posted in a public repository"},
                                {"hide-run", "1", "under review: its power trace is flat"},
                                {"restore-run", "1", "trace checked against the meter"},
                                {"withdraw-run", "1", "trained on the test set"}};
-    cr_expect_eq(lines_of(r.out), 4, "the acts done and no other: %s", r.out);
+    cr_expect_eq(lines_of(r.out), 6, "the acts done and no other: %s", r.out);
     const char *at = r.out;
     for (size_t i = 0; i < sizeof logged / sizeof *logged && at; i++) {
         char want[160];

@@ -111,12 +111,12 @@ static const char click_headers[] =
     "(function () {\n"
     "  var out = [];\n"
     "  function runs(t) {\n"
-    "    return Array.from(document.querySelectorAll('#board-' + t + ' tbody tr'))\n"
+    "    return Array.from(document.querySelectorAll('#runs-' + t + '-modeled-none-10 tbody tr'))\n"
     "      .map(function (r) { return r.cells.length > 2 ? r.cells[2].textContent : '-'; })\n"
     "      .join(',');\n"
     "  }\n"
     "  function click(t, col) {\n"
-    "    var th = document.querySelectorAll('#board-' + t + ' thead th')[col];\n"
+    "    var th = document.querySelectorAll('#runs-' + t + '-modeled-none-10 thead th')[col];\n"
     "    th.click();\n"
     "    out.push(t + ' ' + col + ': ' + runs(t) + ' ' + th.getAttribute('aria-sort') + ' '\n"
     "             + th.textContent);\n"
@@ -125,8 +125,7 @@ static const char click_headers[] =
     "  ['det', 'video'].forEach(function (t) { [3, 3, 1, 6].forEach(function (c) { click(t, c); "
     "}); "
     "});\n"
-    "  click('cls', 3);\n"
-    "  var marked = document.querySelectorAll('#board-det th[aria-sort]').length;\n"
+    "  var marked = document.querySelectorAll('#runs-det-modeled-none-10 th[aria-sort]').length;\n"
     "  out.push('det marked: ' + marked);\n"
     "  out.push('errors: ' + window.errors.length + ' ' + window.errors.join(' / '));\n"
     "  var pre = document.createElement('pre');\n"
@@ -149,6 +148,13 @@ Test(board, every_table_sorts_by_any_column_and_marks_it, .timeout = 120)
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     char *page = get_page(eeb_server_port(s), "/runs");
     eeb_server_stop(s);
+    /* a table per task, provenance, division and P_max; none for cls, whose
+     * lack of runs a line says */
+    assert_has(page, "<section id=\"runs-task-det\">");
+    assert_has(page, "<table class=\"board\" id=\"runs-det-modeled-none-10\"><caption>modeled, "
+                     "no round's entry, 10 W P<sub>max</sub></caption>");
+    cr_expect_null(strstr(page, "id=\"runs-task-cls\""), "an empty section");
+    assert_has(page, "<p class=\"none\" id=\"no-runs\">cls: no scored runs yet.</p>");
     /* the sort keys are the values, without a double's representation digits */
     cr_expect(strstr(page, "<td data-v=\"0.1\">0.1000</td>"), "%s", page);
     cr_expect_null(strstr(page, "00000000"), "%s", page);
@@ -175,7 +181,6 @@ Test(board, every_table_sorts_by_any_column_and_marks_it, .timeout = 120)
         "video 3: 5,8,6,7 ascending S \u25b2\n",
         "video 1: 5,8,7,6 ascending team \u25b2\n",
         "video 6: 6,7,5,8 ascending M_p \u25b2\n",
-        "cls 3: - descending S \u25bc\n",
         /* one column of a table is marked at a time */
         "det marked: 1\n",
         "errors: 0 </pre>",
@@ -394,6 +399,10 @@ static size_t count_of(const char *page, const char *part)
 
 /* The entries of the round as add_round wrote them, in the page's order. */
 static const char *const ranked_in_order[] = {
+    /* every round, linked to its standings */
+    "<nav id=\"rounds\"><h2>Rounds</h2>\n<ul>\n<li><a href=\"/leaderboard?round=r1\">r1</a>, open, "
+    "<time>",
+    " <b>(shown below)</b></li>\n</ul></nav>",
     "Round <b>r1</b>, open, rules ",
     ": an entry is 3 runs, ranked by the <b>median</b> of their S; a team registers at most 20 "
     "official runs a task.",
@@ -402,7 +411,9 @@ static const char *const ranked_in_order[] = {
     "closed "
     "division, 10 W P<sub>max</sub> tier</caption>",
     "<td data-v=\"1\">1</td><td>grace</td><td>g1</td>",
-    "<svg class=\"pareto\" id=\"pareto-cls-measured-closed-10\"",
+    /* one ranked entry: no plot, and why */
+    "<p class=\"no-plot\" id=\"pareto-cls-measured-closed-10\">No plot of energy against "
+    "M<sub>s</sub>: one entry of this table is ranked, and a plot needs two to compare</p>",
     "<table class=\"board entries\" id=\"entries-cls-declared-closed-10\"><caption>declared, "
     "closed "
     "division, 10 W P<sub>max</sub> tier</caption>",
@@ -433,10 +444,9 @@ static const char *const ranked_in_order[] = {
     "<a href=\"/runs/22\">22</a></td><td>alice</td><td>-</td><td>-</td><td>complete "
     "(unofficial)</td><td data-v=\"1\">1</td><td>20", /* its chain's first link, made now */
     "<a href=\"/runs/15\">15</a></td><td>erin</td><td>e1</td><td>r1</td><td>registered</td>",
-    /* the other tasks: no entries yet */
-    "No entries on det in this round yet.",
-    "<table class=\"board running\" id=\"running-det\">",
-    "no runs in progress",
+    /* the other tasks: no section, a line */
+    "<section id=\"no-entries\"><p class=\"round\">Round <b>r1</b>",
+    "<p>No entries and no runs in progress yet on det, video.</p></section>",
 };
 
 Test(board, leaderboard_ranks_each_teams_best_entry, .timeout = 60)
@@ -462,10 +472,12 @@ Test(board, leaderboard_ranks_each_teams_best_entry, .timeout = 60)
     cr_expect_null(strstr(page, "data-entry=\"a2\""));
     assert_has(page, "<a href=\"/leaderboard?all=1\">every entry</a>");
     /* ...its points: the ranked entries shown; on the fronts b1, a1 and f1
-     * (c1 is beaten by a1), and g1 alone in its table; a line joins
-     * ultra96's two */
-    cr_expect_eq(count_of(page, "<circle"), 5);
-    cr_expect_eq(count_of(page, "<circle class=\"pareto\""), 4);
+     * (c1 is beaten by a1), and g1, alone in its table, plotted nowhere; a
+     * line joins ultra96's two */
+    cr_expect_eq(count_of(page, "<circle"), 4);
+    cr_expect_eq(count_of(page, "<circle class=\"pareto\""), 3);
+    cr_expect_eq(count_of(page, "<svg class=\"pareto\""), 1);
+    cr_expect_null(strstr(page, "id=\"task-det\""), "a section without entries");
     assert_has(page, "<circle cx=");
     cr_expect_eq(count_of(page, "<polyline"), 1);
 
@@ -618,4 +630,94 @@ Test(board, leaderboard_sorts_and_plots_in_chromium, .timeout = 180)
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_expect(strstr(result, want[i]), "no '%s' in:\n%.2000s", want[i], result);
     free(dom), free(driven), free(head), free(page);
+}
+
+/* ---- grouped as the board groups, and a revoked team marked ---- */
+
+/* The run list of round r1's runs: a table per provenance (measured g1's
+ * runs, then the declared ones), each ranked from 1; and alice, revoked by
+ * the organizer, marked on the run list, the round's standings and the
+ * runs in progress, over HTTP as anyone reads them. */
+Test(board, runs_are_grouped_as_the_board_and_a_revoked_team_is_marked, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char sdb[300], err[512];
+    int port;
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    add_round(sdb);
+    cr_assert_eq(eeb_server_team_revoke(sdb, "alice", "token posted in a public repository", err,
+                                        sizeof err),
+                 EEB_OK, "%s", err);
+    struct eeb_server *s = serve(sdb, &port);
+    char *runs = get_page(port, "/runs"), *standings = get_page(port, "/leaderboard?round=r1");
+    struct reply list = request(port, "GET", "/api/v1/runs?task=cls", NULL, 0, NULL);
+    struct reply board = request(port, "GET", "/api/v1/leaderboard?task=cls&all=1", NULL, 0, NULL);
+    eeb_server_stop(s);
+
+    static const char *const grouped[] = {
+        "<section id=\"runs-task-cls\">",
+        "<table class=\"board\" id=\"runs-cls-measured-closed-10\"><caption>measured, closed "
+        "division, 10 W P<sub>max</sub></caption>",
+        "<td data-v=\"1\">1</td><td>grace</td>",
+        "<td data-v=\"3\">3</td><td>grace</td>",
+        "</tbody></table>",
+        "<table class=\"board\" id=\"runs-cls-declared-closed-10\"><caption>declared, closed "
+        "division, 10 W P<sub>max</sub></caption>",
+        /* b1's third run, S 0.90, first of its own table */
+        "<tr class=\"pass\"><td data-v=\"1\">1</td><td>bob</td><td data-v=\"6\">",
+        "<td>alice <span class=\"revoked\" title=\"the organizer revoked this team's "
+        "token\">revoked</span></td>",
+        /* d1's failed run after every passing one */
+        "<tr class=\"fail\"><td data-v=\"\">-</td><td>dave</td>",
+        "</section>",
+        "<p class=\"none\" id=\"no-runs\">det, video: no scored runs yet.</p>",
+    };
+    expect_in_order(runs, grouped, sizeof grouped / sizeof *grouped);
+    cr_expect_null(strstr(runs, "<td>bob <span class=\"revoked\""), "bob is not revoked");
+
+    /* the JSON: in table order, each table ranked from 1, alice marked */
+    json_t *o = json_loads(list.body, 0, NULL), *rows = json_object_get(o, "runs");
+    cr_assert(json_is_array(rows), "%s", list.body);
+    const json_t *first = json_array_get(rows, 0), *fourth = json_array_get(rows, 3);
+    cr_expect_str_eq(json_string_value(json_object_get(first, "provenance")), "measured");
+    cr_expect_eq(json_integer_value(json_object_get(first, "rank")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(fourth, "provenance")), "declared");
+    cr_expect_eq(json_integer_value(json_object_get(fourth, "rank")), 1, "%s", list.body);
+    cr_expect_str_eq(json_string_value(json_object_get(fourth, "division")), "closed");
+    int marked = 0, unmarked = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        int alice = strcmp(json_string_value(json_object_get(row, "team")), "alice") == 0;
+        marked += alice && json_is_true(json_object_get(row, "revoked"));
+        unmarked += !alice && json_is_false(json_object_get(row, "revoked"));
+    }
+    cr_expect_eq(marked, 6, "alice's six scored runs: %s", list.body); /* a1's, a2's */
+    cr_expect_eq(marked + unmarked, (int)json_array_size(rows), "%s", list.body);
+    json_decref(o);
+
+    /* the round's standings: her entry and her run in progress, marked */
+    static const char *const standing[] = {
+        "<td data-v=\"2\">2</td><td>alice <span class=\"revoked\"",
+        "</span></td><td>a1</td>",
+        "<a href=\"/runs/22\">22</a></td><td>alice <span class=\"revoked\"",
+    };
+    expect_in_order(standings, standing, sizeof standing / sizeof *standing);
+    cr_expect_null(strstr(standings, "<td>carol <span class=\"revoked\""));
+    o = json_loads(board.body, 0, NULL);
+    json_t *entries = json_object_get(json_array_get(json_object_get(o, "tables"), 1), "entries");
+    int alice_entries = 0;
+    json_array_foreach(entries, i, row)
+    {
+        int alice = strcmp(json_string_value(json_object_get(row, "team")), "alice") == 0;
+        cr_expect_eq(json_is_true(json_object_get(row, "revoked")), alice, "%s", board.body);
+        alice_entries += alice;
+    }
+    cr_expect_eq(alice_entries, 2, "%s", board.body);
+    cr_expect(
+        json_is_true(json_object_get(json_array_get(json_object_get(o, "running"), 0), "revoked")),
+        "%s", board.body);
+    json_decref(o);
+    free(list.body), free(board.body), free(runs), free(standings);
 }

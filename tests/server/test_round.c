@@ -514,7 +514,51 @@ Test(round, two_teams_two_entries_five_runs_ranked_by_their_median, .timeout = 1
     cr_expect_str_eq(json_string_value(json_object_get(json_object_get(board, "round"), "state")),
                      "closed");
     json_decref(board);
+
+    /* the next round: every round listed, each linked to its standings, and
+     * the closed one's standings still there, beta marked revoked */
+    struct eeb_round r2;
+    eeb_round_default(&r2, "r2");
+    cr_assert_eq(eeb_server_round_open(sdb, &r2, err, sizeof err), EEB_OK, "%s", err);
+    usleep(1100000); /* the board sees the organizer's acts within a second */
+    struct reply home = request(port, "GET", "/leaderboard", NULL, 0, NULL);
+    struct reply r1_page = request(port, "GET", "/leaderboard?round=r1", NULL, 0, NULL);
+    cr_expect_eq(home.code, 200);
+    cr_expect_eq(r1_page.code, 200);
+    cr_expect(strstr(home.body, "<li><a href=\"/leaderboard?round=r1\">r1</a>, closed, <time>"),
+              "%s", home.body);
+    cr_expect(strstr(home.body, "<li><a href=\"/leaderboard?round=r2\">r2</a>, open, <time>"), "%s",
+              home.body);
+    cr_expect(strstr(home.body, "(median) <b>(shown below)</b></li>\n</ul>"), "r2 shown: %s",
+              home.body);
+    cr_expect(strstr(r1_page.body, "Round <b>r1</b>, closed,"), "%s", r1_page.body);
+    cr_expect(strstr(r1_page.body, "<td>beta <span class=\"revoked\""), "%s", r1_page.body);
+    cr_expect_null(strstr(r1_page.body, "<td>alpha <span class=\"revoked\""));
+    free(home.body), free(r1_page.body);
+    board = leaderboard(port, "&round=r1");
+    json_t *first = json_array_get(
+        json_object_get(json_array_get(json_object_get(board, "tables"), 0), "entries"), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(first, "team")), "beta");
+    cr_expect(json_is_true(json_object_get(first, "revoked")), "%s", json_dumps(first, 0));
+    json_decref(board);
     eeb_server_stop(s);
+
+    /* the log: the refused credential and the registration refused after
+     * the close, each with its field; never a token, never S = nan */
+    fclose(log);
+    char *said = test_read_file(log_path, NULL);
+    cr_expect(strstr(said, " eeb serve: a caller: whoami refused, 401 Authorization: unknown "
+                           "token\n"),
+              "%s", said);
+    cr_expect(strstr(said, " eeb serve: alpha: runs refused, 409 round: no round is open on "
+                           "this server"),
+              "%s", said);
+    cr_expect(strstr(said, " scored: pass, S = 0."), "%s", said);
+    cr_expect_null(strstr(said, "= nan"), "%s", said);
+    cr_expect_null(strstr(said, "-nan"), "%s", said);
+    cr_expect_null(strstr(said, tokens[0]), "a token in the log");
+    cr_expect_null(strstr(said, tokens[1]), "a token in the log");
+    free(said);
 }
 
 /* ---- an entry's standing, by hand ---- */

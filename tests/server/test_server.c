@@ -1312,6 +1312,42 @@ static void a_run_measured_by_the_station(const char *key)
     cr_expect(strstr(r.out, "pass  server record") && strstr(r.out, "with its meter's log"), "%s",
               r.out);
     test_run_free(&r);
+
+    /* its page, as anyone reads it: the server's meter plotted (E came from
+     * it, 6 W), the team's own log beside it (its sim: 6 W), each named
+     * with its source and provenance, placed by the fine-tune's begin */
+    char err[512], path[32];
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = sdb, cfg.port = 0;
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    snprintf(path, sizeof path, "/runs/%s", run);
+    struct reply page = request(eeb_server_port(s), "GET", path, NULL, 0, NULL);
+    eeb_server_stop(s);
+    cr_assert_eq(page.code, 200, "%s", page.body);
+    static const char *const parts[] = {
+        "<p id=\"director\">Director mode: the server read the team's meter itself, and E comes "
+        "from it. The server's meter: ",
+        " samples over ",
+        "peak 6.000 W. The team's own log, beside it: ",
+        "peak 6.000 W.</p>",
+        "<polyline id=\"team-trace\" fill=\"none\" stroke=\"#9467bd\"",
+        "<polyline id=\"power-trace\" fill=\"none\" stroke=\"#1f77b4\"",
+        "<li id=\"trace-legend\">",
+        "the server&#39;s meter, ptd://127.0.0.1:",
+        " (measured; its power log, run 1): E and the P_max rule come from it</li>",
+        "<li id=\"team-trace-legend\">",
+        "the team&#39;s own log, sim:watts=6 (modeled: the team&#39;s word), checked against the "
+        "meter; placed on the meter&#39;s clock by the fine-tune&#39;s begin</li>",
+    };
+    const char *at = page.body;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        const char *found = strstr(at, parts[i]);
+        cr_expect(found, "no '%s' after what came before in the page", parts[i]);
+        at = found ? found + strlen(parts[i]) : at;
+    }
+    free(page.body);
 }
 
 Test(server, the_servers_meter_measures_an_official_run, .timeout = 120)
