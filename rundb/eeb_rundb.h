@@ -16,6 +16,7 @@
 
 #include "common/eeb_common.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,8 +142,39 @@ struct eeb_sample {
     double volts;      /* NAN when the source does not give it */
     double amps;       /* NAN when the source does not give it */
     double watts;
-    uint32_t flags; /* source-defined quality flags */
+    uint32_t flags; /* quality: the reading's uncertainty (below); other bits 0 */
 };
+
+/* A reading's relative uncertainty as its meter stated it, kept in its
+ * flags (as PTDaemon's log keeps it beside each reading): bit 31 says the
+ * meter stated one, the low 24 bits hold it in millionths (a fraction:
+ * 10000 is 1 %, to 16.7 = 1677 %), all ones: the meter could not
+ * evaluate it.  Flags 0: none stated. */
+#define EEB_SAMPLE_UNCERTAINTY      (1u << 31)
+#define EEB_SAMPLE_UNCERTAINTY_MASK 0xffffffu
+
+/* u (a fraction; INFINITY: not evaluated; NAN: none) as flags. */
+static inline uint32_t eeb_sample_uncertainty_flags(double u)
+{
+    if (isnan(u))
+        return 0;
+    if (isinf(u))
+        return EEB_SAMPLE_UNCERTAINTY | EEB_SAMPLE_UNCERTAINTY_MASK;
+    double ppm = u * 1e6 + 0.5; /* to the nearest millionth, the largest kept finite */
+    return EEB_SAMPLE_UNCERTAINTY |
+           (ppm >= (double)(EEB_SAMPLE_UNCERTAINTY_MASK - 1) ? EEB_SAMPLE_UNCERTAINTY_MASK - 1
+                                                             : (uint32_t)(ppm > 0 ? ppm : 0));
+}
+
+/* The uncertainty flags hold: a fraction, INFINITY (not evaluated) or NAN
+ * (none stated). */
+static inline double eeb_sample_uncertainty(uint32_t flags)
+{
+    uint32_t v = flags & EEB_SAMPLE_UNCERTAINTY_MASK;
+    if (!(flags & EEB_SAMPLE_UNCERTAINTY))
+        return NAN;
+    return v == EEB_SAMPLE_UNCERTAINTY_MASK ? INFINITY : v / 1e6;
+}
 
 /* Appends n samples from one source in a single transaction. */
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,

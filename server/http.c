@@ -67,7 +67,7 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .quota = {[EEB_QUOTA_REGISTRATIONS] = 100,
                                               [EEB_QUOTA_SCORED] = 10,
                                               [EEB_QUOTA_SAMPLES] = 20000000},
-                                    .meter_rate_hz = 10,
+                                    .meter_rate_hz = 0, /* the meter's own */
                                     .station_clock_window_s = 60,
                                     .max_connections = 1000,
                                     .max_per_ip = 32,

@@ -120,6 +120,7 @@ struct eeb_srv_meter {
     int64_t run;       /* the run it measures (0: not registered yet) */
     char source[256];  /* the meter's URI */
     double rate_hz;
+    double update_interval_s; /* the meter's own (0: unknown) */
     char provenance[16];
     int64_t heard_ns; /* the server's monotonic time its run last sent links */
     int begun;        /* its run asked to begin its fine-tune */
@@ -134,6 +135,8 @@ struct eeb_srv_meter {
                                      * samples while it measured */
     int inflight;                   /* the agent's batches being stored into it */
     int closing;                    /* 1: it takes no more samples; 2: being let go */
+    struct eeb_power_hold hold;     /* the agent's readings held to the uncertainty limit */
+    unsigned events;                /* the agent's faults recorded (bounded) */
 };
 
 /* A station's agent (`eeb power agent`), as the server last heard it. */
@@ -149,8 +152,9 @@ struct eeb_srv_agent {
     int busy;                               /* a batch of its is being taken in */
     int64_t last_t_ns;                      /* on the agent's clock: its last sample taken in */
     char source[256], provenance[16];
-    double rate_hz;
+    double rate_hz, update_interval_s;
     uint64_t failed, dropped; /* its meter's counts, as its session last said */
+    int64_t last_fault_t_ns;  /* on the agent's clock: its last read fault taken in */
 };
 
 struct eeb_server {

@@ -39,6 +39,8 @@ int meter_emu_port(const struct meter_emu *e);
 /* Every command received so far, one per line (free it). */
 char *meter_emu_log(struct meter_emu *e);
 unsigned meter_emu_connections(struct meter_emu *e);
+/* The load from now on (a run's stage changing what the meter reads). */
+void meter_emu_set(struct meter_emu *e, double volts, double amps);
 void meter_emu_stop(struct meter_emu *e);
 
 #endif
