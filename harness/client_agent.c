@@ -34,6 +34,10 @@ struct eeb_client_agent {
     double rate_hz, update_interval_s;
     int64_t last_t_ns;       /* the last sample the server took */
     int64_t last_fault_t_ns; /* the last read fault it took */
+    struct eeb_power_source *src;
+    json_t *ranged;  /* what a ranging phase set, until the server has it (NULL: none) */
+    int range_phase; /* the last phase done (1 begin, 2 end), for range_run */
+    int64_t range_run;
     struct eeb_client_agent_status st;
 };
 
@@ -58,6 +62,7 @@ int eeb_client_agent_open(const char *url, const char *key_file, const char *db_
     /* the next tick sends again what did not arrive, with its clock then */
     a->c.tries = 1, a->c.timeout_s = 5;
     a->run = run, a->rate_hz = rate_hz, a->update_interval_s = src->update_interval_s;
+    a->src = src;
     snprintf(a->uuid, sizeof a->uuid, "%s", uuid);
     snprintf(a->source, sizeof a->source, "%s", src->uri);
     snprintf(a->provenance, sizeof a->provenance, "%s", eeb_provenance_name(src->provenance));
@@ -124,6 +129,43 @@ static int add_fault(void *arg, int64_t t, int64_t utc, const char *kind, const 
     return 0;
 }
 
+/* The meter ranged as the server asks for the run it measures (phase
+ * "begin" or "end", once each a run), what it set sent with the next
+ * batch; said in the status. */
+static void range(struct eeb_client_agent *a, const char *phase, int64_t run)
+{
+    int p = !phase ? 0 : strcmp(phase, "begin") == 0 ? 1 : strcmp(phase, "end") == 0 ? 2 : 0;
+    if (!p || !run || (a->range_run == run && a->range_phase >= p))
+        return;
+    struct eeb_power_ranges g;
+    char err[256];
+    int rc = eeb_power_source_range(a->src, p == 1 ? EEB_POWER_RANGE_BEGIN : EEB_POWER_RANGE_END,
+                                    &g, err, sizeof err);
+    json_t *o = json_pack("{s:s, s:I}", "phase", phase, "run", (json_int_t)run);
+    if (o && rc != EEB_OK) {
+        json_object_set_new(o, "error", json_stringn(err, strnlen(err, 255)));
+    } else if (o) {
+        json_object_set_new(o, "volts", json_string(g.volts));
+        json_object_set_new(o, "amps", json_string(g.amps));
+        json_object_set_new(o, "identity", json_stringn(g.identity, strnlen(g.identity, 255)));
+        if (isfinite(g.max_volts))
+            json_object_set_new(o, "max_volts", json_real(g.max_volts));
+        if (isfinite(g.max_amps))
+            json_object_set_new(o, "max_amps", json_real(g.max_amps));
+    }
+    json_decref(a->ranged);
+    a->ranged = o;
+    a->range_run = run, a->range_phase = p;
+    snprintf(a->st.ranged, sizeof a->st.ranged, "ranging pass of run %lld %s: %s", (long long)run,
+             p == 1 ? "began" : "ended",
+             rc != EEB_OK ? err
+             : p == 1     ? "the meter autoranges"
+                          : "its ranges fixed");
+    if (rc == EEB_OK && p == 2)
+        snprintf(a->st.ranged + strlen(a->st.ranged), sizeof a->st.ranged - strlen(a->st.ranged),
+                 " at %s V and %s A", g.volts, g.amps);
+}
+
 /* One request of the samples after the last taken: how many it sent, or
  * an error.  With none new it still says the agent is there, and its
  * meter's counts (a meter whose reads all fail gives no samples). */
@@ -154,6 +196,9 @@ static int send_batch(struct eeb_client_agent *a, uint64_t failed, uint64_t drop
                              (json_int_t)dropped, "samples", g.samples, "faults", f.list);
     if (!body)
         return eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
+    json_object_set_new(body, "can_range", json_boolean(eeb_power_source_ranges(a->src)));
+    if (a->ranged)
+        json_object_set(body, "ranged", a->ranged);
     json_t *reply = NULL;
     rc = eeb_client_call(&a->c, "POST", "/api/v1/station/samples", body, &reply, err, errlen);
     json_decref(body);
@@ -164,6 +209,8 @@ static int send_batch(struct eeb_client_agent *a, uint64_t failed, uint64_t drop
         a->st.measuring = json_integer_value(json_object_get(reply, "measuring"));
         const char *team = json_string_value(json_object_get(reply, "team"));
         snprintf(a->st.team, sizeof a->st.team, "%s", team ? team : "");
+        json_decref(a->ranged), a->ranged = NULL; /* the server has it */
+        range(a, json_string_value(json_object_get(reply, "range")), a->st.measuring);
     }
     json_decref(reply);
     return rc ? rc : (int)n;
@@ -189,6 +236,7 @@ void eeb_client_agent_close(struct eeb_client_agent *a)
     if (!a)
         return;
     eeb_rundb_close(a->db);
+    json_decref(a->ranged);
     eeb_client_free(&a->c);
     free(a);
 }

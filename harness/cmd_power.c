@@ -184,7 +184,8 @@ struct agent_link {
     int failing;                 /* the last send failed */
     uint64_t sent;               /* samples the server took */
     int64_t measuring;
-    char line[96]; /* for the live line */
+    char ranged[320]; /* the last ranging phase said */
+    char line[96];    /* for the live line */
 };
 
 static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, int final)
@@ -206,6 +207,9 @@ static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, i
     else if (!rc && st.measuring != g->measuring && st.measuring)
         fprintf(stderr, "\neeb power: the server measures run %lld of team %s with them\n",
                 (long long)st.measuring, st.team);
+    if (strcmp(st.ranged, g->ranged)) /* the server's run ranged the meter */
+        fprintf(stderr, "\neeb power: %s\n", st.ranged);
+    snprintf(g->ranged, sizeof g->ranged, "%s", st.ranged);
     g->failing = rc != 0;
     g->sent = st.sent;
     g->measuring = rc ? g->measuring : st.measuring;

@@ -104,6 +104,8 @@ struct eeb_client_agent_status {
     uint64_t kept;     /* of them, those it kept as a run's measurement */
     int64_t measuring; /* the run the server measures with them (0: none) */
     char team[65];     /* the station's, as the server says */
+    char ranged[320];  /* the last ranging phase its meter did, as the server asked, in words
+                        * ("" if none) */
 };
 void eeb_client_agent_status(const struct eeb_client_agent *a, struct eeb_client_agent_status *out);
 void eeb_client_agent_close(struct eeb_client_agent *a);

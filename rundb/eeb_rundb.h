@@ -90,7 +90,10 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
  *   error, unlogged}; abort {reason}; accelerator_stopped {after_s};
  *   stopped; test_inputs (official runs); test_begin, test_end {items};
  *   score {by, verdict, S}; error {message}; log_begin, log_end (eeb
- *   power log).
+ *   power log); ranging_begin {meter, identity, seconds}, ranging_end
+ *   {meter, volts, amps, max_volts, max_amps} (a ranging pass of the
+ *   meter on the workload, after deployed, before the fine-tune; the SUT
+ *   deployed again after it).
  */
 #define EEB_EVENT_STATE               "state"
 #define EEB_EVENT_DEVICE_MODEL        "device_model"
@@ -112,6 +115,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_ERROR               "error"
 #define EEB_EVENT_LOG_BEGIN           "log_begin"
 #define EEB_EVENT_LOG_END             "log_end"
+#define EEB_EVENT_RANGING_BEGIN       "ranging_begin"
+#define EEB_EVENT_RANGING_END         "ranging_end"
 
 /* The payload keys the record is judged and reported by (record/), written
  * by the run (harness/run_*.c) and the sampler: one name for both sides. */

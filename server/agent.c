@@ -138,6 +138,8 @@ struct batch {
     size_t n;
     struct fault faults[FAULTS_MAX];
     size_t nfaults;
+    int can_range;  /* its meter has ranges to set (ranging.c) */
+    json_t *ranged; /* what it set when asked to range, or NULL (borrowed) */
 };
 
 /* [t_ns, watts, volts, amps[, uncertainty]] of each sample, in time order,
@@ -259,6 +261,11 @@ static int read_batch(json_t *body, struct batch *b, struct eeb_srv_fault *f)
     json_t *ui = json_object_get(body, "update_interval_s"); /* absent: unknown */
     if (ui && eeb_srv_number_field(ui, "update_interval_s", 0, 3600, &b->update_interval_s, f))
         return -1;
+    json_t *cr = json_object_get(body, "can_range"); /* absent: an agent that cannot */
+    if (cr && !json_is_boolean(cr))
+        return eeb_srv_bad(f, "can_range", "expected true or false");
+    b->can_range = json_is_true(cr);
+    b->ranged = json_object_get(body, "ranged");
     return read_samples(json_object_get(body, "samples"), b, f) ||
            read_faults(json_object_get(body, "faults"), b, f);
 }
@@ -305,6 +312,7 @@ static void hear(struct eeb_srv_agent *a, const struct batch *b, int64_t mono, d
     snprintf(a->source, sizeof a->source, "%s", b->source);
     snprintf(a->provenance, sizeof a->provenance, "%s", b->provenance);
     a->rate_hz = b->rate_hz, a->update_interval_s = b->update_interval_s;
+    a->can_range = b->can_range;
     a->heard_ns = mono;
 }
 
@@ -397,6 +405,15 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
         sent = eeb_srv_fail_fault(k, &f);
         goto out;
     }
+    if (b.ranged) { /* what its meter set, when the run asked (ranging.c) */
+        pthread_mutex_lock(&s->lock);
+        int measuring = eeb_srv_agent_measuring(s, k->station);
+        pthread_mutex_unlock(&s->lock);
+        if (eeb_srv_ranged(s, measuring, b.ranged, &f)) {
+            sent = eeb_srv_fail_fault(k, &f);
+            goto out;
+        }
+    }
     int64_t mono = eeb_mono_ns(), utc_mono = eeb_utc_ns() - mono, run = 0, meter_run = 0;
     int64_t newest = b.n ? b.x[b.n - 1].t_mono_ns : 0; /* on the agent's clock */
     uint64_t failed, dropped;
@@ -452,6 +469,7 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
      * come in order: all before it have) */
     pthread_mutex_lock(&s->lock);
     int mine = 0;
+    const char *range = slot >= 0 && !rc ? eeb_srv_range_asked(s, slot) : NULL;
     if (rc)
         a->last_t_ns = before, a->last_fault_t_ns = faults_before;
     a->busy = 0;
@@ -472,11 +490,13 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
         eeb_srv_meter_finish(s, slot);
     if (rc)
         sent = eeb_srv_call_fail(k, 500, NULL, err); /* sent again, it is taken in then */
-    else
-        sent =
-            eeb_srv_call_json(k, 200,
-                              json_pack("{s:s, s:I, s:I}", "team", s->cfg.stations[k->station].team,
-                                        "measuring", (json_int_t)run, "kept", (json_int_t)n));
+    else {
+        json_t *o = json_pack("{s:s, s:I, s:I}", "team", s->cfg.stations[k->station].team,
+                              "measuring", (json_int_t)run, "kept", (json_int_t)n);
+        if (o && range) /* the run asks its meter to range */
+            json_object_set_new(o, "range", json_string(range));
+        sent = eeb_srv_call_json(k, 200, o);
+    }
 out:
     for (size_t i = 0; ev && i < nev; i++)
         free(ev[i].payload);

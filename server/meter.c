@@ -56,6 +56,7 @@ static int agent_open(struct eeb_server *s, int station, struct eeb_srv_meter *m
     snprintf(m->source, sizeof m->source, "%s", a->source);
     snprintf(m->provenance, sizeof m->provenance, "%s", a->provenance);
     m->rate_hz = a->rate_hz, m->update_interval_s = a->update_interval_s;
+    m->can_range = a->can_range;
     int busy = eeb_srv_agent_measuring(s, station);
     int64_t other = busy >= 0 ? s->meters[busy].run : 0;
     pthread_mutex_unlock(&s->lock);
@@ -108,6 +109,7 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
         m->rate_hz =
             s->cfg.meter_rate_hz > 0 ? s->cfg.meter_rate_hz : eeb_power_default_rate(m->src);
         m->update_interval_s = m->src->update_interval_s;
+        m->can_range = eeb_power_source_ranges(m->src);
     }
     if (rc == EEB_OK)
         rc = eeb_srv_store_meter_run(s->store, m->source, m->rate_hz, m->update_interval_s,

@@ -29,6 +29,7 @@ struct meter_emu {
     int number;             /* SCPI: items answered */
     int going;              /* PTD: Go received */
     unsigned uncertainties; /* PTD: Uncertainty queries answered */
+    unsigned rls;           /* PTD: RL queries answered (amps_from) */
     char range[2][32];      /* PTD: the analyzer's volts and amps ranges, a number or "Auto" */
 };
 
@@ -135,6 +136,8 @@ static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
         if (f)
             return f < 0 ? -1 : 0;
         pthread_mutex_lock(&e->lock);
+        if (e->cfg.amps_from && ++e->rls == e->cfg.amps_from)
+            e->cfg.amps = e->cfg.amps_later;
         double v = e->cfg.volts, a = e->cfg.amps;
         pthread_mutex_unlock(&e->lock);
         snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990", v * a, v, a);

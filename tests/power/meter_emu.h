@@ -29,6 +29,8 @@ struct meter_emu_config {
                                 * NULL: an unknown command, as to a PTDaemon without it */
     unsigned uncertainty_from; /* PTD: that reply from the Nth Uncertainty on, and
                                 * "Uncertainty,0.1" before (0: from the first) */
+    unsigned amps_from;        /* PTD: from the Nth RL on, the load draws amps_later (0: never) */
+    double amps_later;
 };
 
 struct meter_emu;

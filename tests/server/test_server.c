@@ -1042,6 +1042,8 @@ struct station_meter {
     const char *interval;    /* its update interval, ms (NULL: PTDaemon's 1000) */
     const char *agent_rate;  /* the agent's --rate (NULL: 20; "": the meter's own) */
     const char *epochs;      /* the run's (NULL: 15000, some seconds) */
+    const char *ranging_s;   /* the run's --ranging-s (NULL: 0, none) */
+    double amps_later;       /* from the meter's 4th reading on, its amps (0: 0.5 throughout) */
 };
 
 /* A team's library run officially under director mode (the server reads
@@ -1057,8 +1059,13 @@ static json_t *a_director_run_on(const char *dir, const char *watts, const char 
     snprintf(power, sizeof power, "sim:watts=%s", watts);
     test_write_file(model, "nearest-mean 1\n", 15);
     struct inputs in = make_inputs(dir);
-    struct meter_emu *emu = meter_emu_start(&(struct meter_emu_config){
-        .protocol = METER_PTD, .volts = 12, .amps = 0.5, .uncertainty = sm->uncertainty});
+    struct meter_emu *emu =
+        meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD,
+                                                   .volts = 12,
+                                                   .amps = 0.5,
+                                                   .uncertainty = sm->uncertainty,
+                                                   .amps_from = sm->amps_later > 0 ? 4 : 0,
+                                                   .amps_later = sm->amps_later});
     snprintf(meter, sizeof meter, "ptd://127.0.0.1:%d%s%s", meter_emu_port(emu),
              sm->interval ? "?interval=" : "", sm->interval ? sm->interval : "");
     char err[512];
@@ -1093,6 +1100,8 @@ static json_t *a_director_run_on(const char *dir, const char *watts, const char 
                                                power,
                                                "--rate",
                                                "20",
+                                               "--ranging-s",
+                                               sm->ranging_s ? sm->ranging_s : "0",
                                                "--epochs", /* some seconds of fine-tuning */
                                                sm->epochs ? sm->epochs : "15000",
                                                "--db",
@@ -1577,6 +1586,65 @@ Test(server, a_station_agent_at_its_meters_own_rate_gives_a_valid_run, .timeout 
                                                 "name = 'm_p'") *
                            0.005,
                        1e-12);
+}
+
+/* The organizer's issue: the station's PTDaemon ranged at idle (6 W at
+ * its open) while the team's training drew 9 W.  The run ranges it on its
+ * own workload before its fine-tune (POST /api/v1/runs/{id}/ranging): the
+ * server's meter, read by the server itself or by the station's agent
+ * (told in the answer to its next batch), autoranges while the SUT
+ * trains, and is fixed to what the training drew (SR,A at 1.1 x 0.75 A)
+ * before the testing pass begins; both phases and the meter's identity are
+ * in the meter run, and the run is judged as usual. */
+static void a_station_meter_ranged_on_the_workload(const char *key)
+{
+    char dir[256], db[300], sdb[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    json_t *v = a_director_run_on(
+        dir, "9", db, sdb, 0, key,
+        &(struct station_meter){.interval = "100", .ranging_s = "1", .amps_later = 0.75});
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_string_value(json_object_get(v, "why")));
+    json_decref(v);
+    /* the meter run: the pass begun (autoranging), ended at the workload's ranges */
+    char *text = NULL;
+    cr_assert_eq(test_sql_text(sdb,
+                               "SELECT group_concat(kind || ' ' || (payload ->> '$.volts') || ' ' "
+                               "|| (payload ->> '$.amps'), '; ') FROM events WHERE run_id = 1 AND "
+                               "kind LIKE 'ranging_%' ORDER BY t_mono_ns",
+                               &text),
+                 0);
+    cr_expect_str_eq(text, "ranging_begin Auto Auto; ranging_end 12 0.825");
+    free(text);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                   "'ranging_end' AND payload ->> '$.identity' = 'PTDaemon "
+                                   "emulator (eeb tests), analyzer WT310E' AND payload ->> "
+                                   "'$.max_amps' = 0.75"),
+                 1);
+    /* before the window: the fine-tune's begin placed after the pass's end */
+    cr_expect_eq(test_sql_int(sdb, "SELECT (SELECT t_mono_ns FROM events WHERE run_id = 1 AND kind "
+                                   "= 'ranging_end') < (SELECT t_mono_ns FROM events WHERE run_id "
+                                   "= 1 AND kind = 'finetune_begin')"),
+                 1);
+    /* the run's own record says the server's meter was ranged, and the
+     * SUT deployed again after it */
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'ranging_end' AND "
+                                  "payload ->> '$.server.amps' = '0.825'"),
+                 1);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'deployed'"), 2);
+}
+
+Test(server, the_servers_meter_is_ranged_on_the_runs_workload, .timeout = 120)
+{
+    a_station_meter_ranged_on_the_workload(NULL);
+}
+
+Test(server, a_station_agents_meter_is_ranged_on_the_runs_workload, .timeout = 120)
+{
+    struct station_fixture f;
+    station_setup(&f, 0);
+    a_station_meter_ranged_on_the_workload(f.key);
 }
 
 /* A station agent's batch of samples, numbered from *index on (their
