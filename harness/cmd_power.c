@@ -94,7 +94,9 @@ static void help(void)
          "                  read at an invalid reading (PTDaemon's Watts -1) fails, as\n"
          "                  the meter's did; a gap of the trace stays a gap\n"
          "  --db FILE       the run database (created if missing)\n"
-         "  --rate HZ       samples per second, 1..10000 (default 100)\n"
+         "  --rate HZ       samples per second, 1..10000 (default: once per the meter's\n"
+         "                  update, a ptd:// meter's interval (1 Hz unless it says),\n"
+         "                  a replay:'s recorded interval; 100 for the others)\n"
          "  --duration S    seconds to log (default: until Ctrl-C)\n"
          "  --server URL    agent: the evaluation server (http://HOST:PORT)\n"
          "  --key FILE      agent: the station's key\n"
@@ -156,11 +158,12 @@ struct log_args {
 
 /* Creates the power-log run and records what it measures with. */
 static int create_log_run(struct eeb_rundb *db, const struct log_args *a,
-                          const struct eeb_power_source *src, int64_t *run, char uuid[37],
-                          char *err, size_t errlen)
+                          const struct eeb_power_source *src, double rate, int64_t *run,
+                          char uuid[37], char *err, size_t errlen)
 {
     json_t *cfg = json_object();
-    eeb_config_put_power(cfg, src->uri, a->rate, eeb_provenance_name(src->provenance), NULL);
+    eeb_config_put_power(cfg, src->uri, rate, eeb_provenance_name(src->provenance), NULL);
+    eeb_config_put_update_interval(cfg, src->update_interval_s);
     char *config = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(cfg);
     if (!config)
@@ -190,7 +193,8 @@ struct agent_link {
     int failing;                 /* the last send failed */
     uint64_t sent;               /* samples the server took */
     int64_t measuring;
-    char line[96]; /* for the live line */
+    char ranged[320]; /* the last ranging phase said */
+    char line[96];    /* for the live line */
 };
 
 static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, int final)
@@ -212,6 +216,9 @@ static void agent_tick(struct agent_link *g, const struct eeb_sampler_live *l, i
     else if (!rc && st.measuring != g->measuring && st.measuring)
         fprintf(stderr, "\neeb power: the server measures run %lld of team %s with them\n",
                 (long long)st.measuring, st.team);
+    if (strcmp(st.ranged, g->ranged)) /* the server's run ranged the meter */
+        fprintf(stderr, "\neeb power: %s\n", st.ranged);
+    snprintf(g->ranged, sizeof g->ranged, "%s", st.ranged);
     g->failing = rc != 0;
     g->sent = st.sent;
     g->measuring = rc ? g->measuring : st.measuring;
@@ -253,13 +260,13 @@ static int log_power(const struct log_args *a)
     struct eeb_sampler_config cfg;
     eeb_sampler_config_default(&cfg);
     cfg.db_path = a->db;
-    cfg.rate_hz = a->rate;
+    /* once per the meter's update: faster reads the same reading again */
+    double rate = cfg.rate_hz = a->rate > 0 ? a->rate : eeb_power_default_rate(src);
     struct agent_link agent = {0};
     char uuid[37];
     if (eeb_rundb_open(a->db, EEB_RUNDB_READWRITE, &db, err, sizeof err) ||
-        create_log_run(db, a, src, &run, uuid, err, sizeof err) ||
-        (a->server && eeb_client_agent_open(a->server, a->key, a->db, run, uuid, src->uri,
-                                            eeb_provenance_name(src->provenance), a->rate,
+        create_log_run(db, a, src, rate, &run, uuid, err, sizeof err) ||
+        (a->server && eeb_client_agent_open(a->server, a->key, a->db, run, uuid, src, rate,
                                             &agent.to, err, sizeof err)) ||
         (cfg.run = run, eeb_sampler_start(src, &cfg, &s, err, sizeof err))) {
         eeb_client_agent_close(agent.to);
@@ -272,7 +279,7 @@ static int log_power(const struct log_args *a)
     sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(2) && !a->quiet;
     fprintf(stderr, "eeb power: logging %s (%s) at %g Hz into %s, run %lld%s%s%s\n", src->uri,
-            eeb_provenance_name(src->provenance), a->rate, a->db, (long long)run,
+            eeb_provenance_name(src->provenance), rate, a->db, (long long)run,
             a->server ? ", sending to " : "", a->server ? a->server : "",
             a->duration > 0 ? "" : "; Ctrl-C stops");
     if (src->note)
@@ -614,7 +621,7 @@ int eeb_cmd_power(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct log_args a = {.rate = 100, .pmax = NAN};
+    struct log_args a = {.pmax = NAN}; /* rate 0: the meter's own (eeb_power_default_rate) */
     double run = 0, windows = 0;
     int c, rc = EEB_EXIT_OK, csv = 0, json = 0, rate_given = 0, window_given = 0;
     if (argc >= 2 && strcmp(argv[1], "emulate") == 0)
@@ -655,7 +662,7 @@ int eeb_cmd_power(int argc, char **argv)
     }
     if (rc != EEB_EXIT_OK)
         return rc;
-    if (!(a.rate >= 1 && a.rate <= 10000))
+    if (rate_given && !(a.rate >= 1 && a.rate <= 10000))
         return eeb_cli_usage_error(cmd, "--rate: %g (1..10000 Hz)", a.rate);
     if (a.duration < 0)
         return eeb_cli_usage_error(cmd, "--duration: %g (seconds, >= 0)", a.duration);

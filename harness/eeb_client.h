@@ -91,13 +91,18 @@ int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t
  * sent again with the next; none is lost while the log keeps it.
  */
 struct eeb_client_agent;
+struct eeb_power_source;
 
+/* src, the meter the log samples at rate_hz, stays the caller's and
+ * outlives the agent. */
 int eeb_client_agent_open(const char *url, const char *key_file, const char *db_path, int64_t run,
-                          const char *uuid, const char *source, const char *provenance,
-                          double rate_hz, struct eeb_client_agent **out, char *err, size_t errlen);
+                          const char *uuid, struct eeb_power_source *src, double rate_hz,
+                          struct eeb_client_agent **out, char *err, size_t errlen);
 /* Sends what the log committed since the last call (a few requests at
- * most; the rest next time), with the meter's counts of failed reads and
- * dropped samples: EEB_OK, or the error that kept it from the server. */
+ * most; the rest next time): each reading with the uncertainty its meter
+ * stated, the meter's read faults the log recorded, and its counts of
+ * failed reads and dropped samples: EEB_OK, or the error that kept it from
+ * the server. */
 int eeb_client_agent_send(struct eeb_client_agent *a, uint64_t failed, uint64_t dropped, char *err,
                           size_t errlen);
 
@@ -106,6 +111,8 @@ struct eeb_client_agent_status {
     uint64_t kept;     /* of them, those it kept as a run's measurement */
     int64_t measuring; /* the run the server measures with them (0: none) */
     char team[65];     /* the station's, as the server says */
+    char ranged[320];  /* the last ranging phase its meter did, as the server asked, in words
+                        * ("" if none) */
 };
 void eeb_client_agent_status(const struct eeb_client_agent *a, struct eeb_client_agent_status *out);
 void eeb_client_agent_close(struct eeb_client_agent *a);

@@ -37,8 +37,9 @@ struct eeb_run_config {
     char *xclbin;                  /* xrt: the accelerator's xclbin */
     double device;                 /* xrt: the device index */
     char *design;                  /* the analytical model's design (k=v,...); NULL: the xclbin's */
-    char *power;    /* power source URI; NULL: the modeled power (sim:profile=model) */
-    double rate_hz; /* sampling */
+    char *power;      /* power source URI; NULL: the modeled power (sim:profile=model) */
+    double rate_hz;   /* sampling */
+    double ranging_s; /* a meter with ranges: the ranging pass's seconds (NAN: min(T_max, 30)) */
     double t_max_s, p_max_w, grace_s;
     char *clock; /* EEB_CLOCK_*; NULL: modeled for an emulated run without --power */
     int abort_on_pmax;

@@ -83,6 +83,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     if (rc == EEB_OK)
         rc = run_start_sampling(&r, err, errlen);
     if (rc == EEB_OK)
+        rc = run_ranging(&r, err, errlen);
+    if (rc == EEB_OK)
         rc = run_finetune(&r, err, errlen);
     if (rc == EEB_OK && !out->aborted && !r.unlogged)
         rc = run_test(&r, &ts, err, errlen);

@@ -70,6 +70,13 @@ static const struct key keys[] = {
      0,
      0},
     {{"rate", "HZ", "power sampling rate, 1..10000 (default 100)"}, NUMBER, F(rate_hz), 1, 10000},
+    {{"ranging-s", "S",
+      "a meter with ranges (ptd://): seconds of a ranging pass on the fine-tune set before the "
+      "fine-tune, which then starts again from the model (default: T_max, at most 30; 0: none)"},
+     NUMBER,
+     F(ranging_s),
+     0,
+     1e6},
     {{"tmax", "S", "time budget T_max, seconds (default: the task's)"},
      NUMBER,
      F(t_max_s),

@@ -6,6 +6,8 @@
  *                   the accelerator and the meter chosen; DEPLOY
  *   run_record.c    the configuration stored with the run, the run created
  *   run_power.c     the meter: the sampler's lifecycle, the modeled power
+ *   run_ranging.c   the meter ranged on the workload before FINETUNE, the SUT
+ *                   deployed again after it
  *   run_finetune.c  FINETUNE: the worker thread and the harness's clock
  *   run_test.c      STOPPED, TEST: the predictions made and stored
  *   run_score.c     SCORE: the record judged, the verdict event
@@ -120,6 +122,9 @@ int run_stream_stop(struct run *r, char *err, size_t errlen);
 int run_prepare(struct run *r, char *err, size_t errlen);
 int run_hash_test(struct run *r, const char *path, char *err, size_t errlen);
 int run_deploy(struct run *r, char *err, size_t errlen);
+/* The SUT closed and deployed again from the model as hashed, the
+ * fine-tune's batches from the start (a "deployed" event saying why). */
+int run_redeploy(struct run *r, const char *why, char *err, size_t errlen);
 
 /* run_record.c */
 json_t *run_device_model_json(const struct run *r);
@@ -130,6 +135,10 @@ int run_create(struct run *r, char *err, size_t errlen);
 void run_drive(struct run *r, double watts);
 int run_start_sampling(struct run *r, char *err, size_t errlen);
 int run_stop_sampling(struct run *r, int rc, char *err, size_t errlen);
+
+/* run_ranging.c: the meter's ranging pass on the workload, before
+ * FINETUNE (nothing for a meter without ranges, or --ranging-s 0). */
+int run_ranging(struct run *r, char *err, size_t errlen);
 
 /* run_finetune.c */
 int run_finetune(struct run *r, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include "tasks/eeb_classes.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,18 +274,12 @@ static int private_files(struct run *r, char *err, size_t errlen)
     return rc;
 }
 
-/* DEPLOY: the model onto the accelerator. */
-int run_deploy(struct run *r, char *err, size_t errlen)
+/* The SUT opened on r's private copies, the model loaded, and the
+ * fine-tune's batches from the start. */
+static int open_sut(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
-    int rc;
-    if ((rc = run_enter(r, EEB_RUN_DEPLOY, err, errlen)))
-        return rc;
-    if (r->modeled_device)
-        run_event(r, EEB_EVENT_DEVICE_MODEL, run_device_model_json(r));
     const struct eeb_shard_info *in = eeb_shard_info(r->shard);
-    if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
-        return rc;
     struct eeb_accel_config ac;
     eeb_accel_config_default(&ac);
     ac.batch_max = (int)c->batch;
@@ -309,18 +304,67 @@ int run_deploy(struct run *r, char *err, size_t errlen)
                                         .xclbin = r->xclbin_copy};
     const struct eeb_sut_options opt = {
         .builtin = &ac, .team_config = c->sut_config, .deadline_s = c->sut_deadline};
-    if ((rc = private_files(r, err, errlen)) ||
-        (rc = eeb_sut_open(c->backend, &setup, &opt, &r->sut, err, errlen)) ||
+    int rc;
+    if ((rc = eeb_sut_open(c->backend, &setup, &opt, &r->sut, err, errlen)) ||
         (rc = eeb_sut_load_model(r->sut, r->model_copy, err, errlen)) ||
         (rc = eeb_batcher_new_as_stored(&r->bt, r->shard, (int)c->batch, (int)c->window,
                                         (uint64_t)c->seed, err, errlen)))
         return rc;
+    return EEB_OK;
+}
+
+static void deployed(struct run *r, const char *again)
+{
     struct eeb_sut_counters st;
     eeb_sut_counters(r->sut, &st);
     snprintf(r->out->backend_detail, sizeof r->out->backend_detail, "%s", st.detail);
-    run_event(r, EEB_EVENT_DEPLOYED,
-              json_pack("{s:s, s:s, s:I}", "backend", r->ops ? r->ops->name : c->backend,
-                        EEB_EVENT_KEY_DETAIL, st.detail, "finetune_items",
-                        (json_int_t)r->finetune_items));
+    json_t *o =
+        json_pack("{s:s, s:s, s:I}", "backend", r->ops ? r->ops->name : r->c->backend,
+                  EEB_EVENT_KEY_DETAIL, st.detail, "finetune_items", (json_int_t)r->finetune_items);
+    if (o && again)
+        json_object_set_new(o, "again", json_string(again));
+    run_event(r, EEB_EVENT_DEPLOYED, o);
+}
+
+/* DEPLOY: the model onto the accelerator. */
+int run_deploy(struct run *r, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = run_enter(r, EEB_RUN_DEPLOY, err, errlen)))
+        return rc;
+    if (r->modeled_device)
+        run_event(r, EEB_EVENT_DEVICE_MODEL, run_device_model_json(r));
+    const struct eeb_shard_info *in = eeb_shard_info(r->shard);
+    if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
+        return rc;
+    if ((rc = private_files(r, err, errlen)) || (rc = open_sut(r, err, errlen)))
+        return rc;
+    deployed(r, NULL);
     return EEB_OK;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+int run_redeploy(struct run *r, const char *why, char *err, size_t errlen)
+{
+    eeb_batcher_free(r->bt);
+    eeb_sut_close(r->sut);
+    r->bt = NULL, r->sut = NULL;
+    /* the model's and the xclbin's bytes as hashed, again, and an empty
+     * work directory: whatever the SUT wrote is gone */
+    if (nftw(r->workdir, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 || mkdir(r->workdir, 0700) != 0)
+        return eeb_errf(err, errlen, EEB_EIO, "%s: emptying the SUT's work directory: %s",
+                        r->workdir, strerror(errno));
+    int rc = private_copy(r->model_copy, r->model_bytes, r->model_len, err, errlen);
+    if (rc == EEB_OK && r->xclbin_bytes)
+        rc = private_copy(r->xclbin_copy, r->xclbin_bytes, r->xclbin_len, err, errlen);
+    if (rc == EEB_OK)
+        rc = open_sut(r, err, errlen);
+    if (rc == EEB_OK)
+        deployed(r, why);
+    return rc;
 }

@@ -44,6 +44,7 @@ char *run_config_json(const struct run *r)
     r->eval->describe(r, o);
     eeb_config_put_power(o, r->src->uri, c->rate_hz, eeb_provenance_name(r->src->provenance),
                          r->src->note);
+    eeb_config_put_update_interval(o, r->src->update_interval_s); /* gaps judged against it */
     eeb_config_put_budgets(o, c->t_max_s, c->p_max_w,
                            r->modeled_clock ? EEB_CLOCK_MODELED : EEB_CLOCK_WALL, c->grace_s,
                            c->abort_on_pmax);

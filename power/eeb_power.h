@@ -53,13 +53,21 @@ struct eeb_power_source {
                                      * evaluate it); NAN: none reported.  The sampler sets it
                                      * to NAN before each read, a source that knows it sets
                                      * it in read */
+    double update_interval_s;       /* how often the meter makes a new reading (a PTDaemon's
+                                     * interval), seconds; 0: unknown.  Sampling faster reads
+                                     * the same reading again (eeb_power_default_rate) */
 };
+
+/* The rate to sample s at when none is given: once per its meter's update
+ * interval (1..10000 Hz), else EEB_POWER_DEFAULT_RATE_HZ. */
+#define EEB_POWER_DEFAULT_RATE_HZ 100.0
+double eeb_power_default_rate(const struct eeb_power_source *s);
 
 /* The layout of struct eeb_power_source_ops this eeb knows (SQLite's
  * iVersion): a table says which one it was written against, and the
  * registry refuses a table of another.  version, caps and scheme keep
  * their places in every version, so that a refusal can name the source. */
-#define EEB_POWER_SOURCE_OPS_VERSION 1
+#define EEB_POWER_SOURCE_OPS_VERSION 2 /* 2: the range slot */
 
 /* Where a kind of source gets its readings (curl's features): ops->caps,
  * one of the first four bits. */
@@ -75,6 +83,20 @@ enum eeb_power_cap {
 struct eeb_power_control {
     double watts; /* the level to read from now on */
     double noise; /* the standard deviation of the noise around it, watts */
+};
+
+/* What a ranging pass set (eeb_power_source_range): the analyzer's
+ * ranges as its commands give them ("Auto" while ranging, else the
+ * number), and the largest volts and amps the pass read. */
+struct eeb_power_ranges {
+    char volts[32], amps[32];
+    double max_volts, max_amps; /* NAN: none read (begin) */
+    char identity[256];         /* the meter's, as it says it */
+};
+
+enum eeb_power_range_phase {
+    EEB_POWER_RANGE_BEGIN, /* autorange, and track the largest volts and amps read */
+    EEB_POWER_RANGE_END,   /* fix the ranges to what the pass read, measure in them */
 };
 
 struct eeb_power_source_ops {
@@ -104,6 +126,19 @@ struct eeb_power_source_ops {
      * profile=model).  Call it through eeb_power_source_control. */
     int (*control)(struct eeb_power_source *s, const struct eeb_power_control *c, char *err,
                    size_t errlen);
+    /* optional: NULL means the meter has no ranges to set.  A ranging pass
+     * on the run's own workload, MLPerf's ranging mode: BEGIN autoranges
+     * and starts a ranging measurement, whose readings (read goes on
+     * sampling them) are tracked; END stops it, fixes the voltage range to
+     * the largest volts and the current range to 1.1 x the largest amps
+     * read, and starts the testing measurement in them.  out says what was
+     * set.  Called on another thread than read's while it samples; a read
+     * of the ranging pass with no valid reading (the analyzer switching
+     * ranges) is EEB_ENODATA, and its uncertainty is not held (MLPerf
+     * checks the testing pass's).  EEB_ENOTSUP for a meter opened to leave
+     * its ranges alone.  Call it through eeb_power_source_range. */
+    int (*range)(struct eeb_power_source *s, enum eeb_power_range_phase phase,
+                 struct eeb_power_ranges *out, char *err, size_t errlen);
 };
 
 /* Sources built in, NULL-terminated. */
@@ -123,6 +158,15 @@ int eeb_power_open(const char *uri, struct eeb_power_source **out, char *err, si
  * EEB_ENOTSUP naming s when it takes no control; err may be NULL. */
 int eeb_power_source_control(struct eeb_power_source *s, const struct eeb_power_control *c,
                              char *err, size_t errlen);
+
+/* A ranging pass's phase on s (the range slot): EEB_OK with out filled,
+ * EEB_ENOTSUP naming s when its meter has no ranges, or the meter's error;
+ * err may be NULL. */
+int eeb_power_source_range(struct eeb_power_source *s, enum eeb_power_range_phase phase,
+                           struct eeb_power_ranges *out, char *err, size_t errlen);
+
+/* 1 if s can range (eeb_power_source_range may succeed). */
+int eeb_power_source_ranges(const struct eeb_power_source *s);
 
 static inline void eeb_power_close(struct eeb_power_source *s)
 {
@@ -227,6 +271,23 @@ void eeb_sampler_live(struct eeb_sampler *s, struct eeb_sampler_live *out);
 #define EEB_EVENT_POWER_FAULT       "power_fault"     /* {reason[, uncertainty]} */
 #define EEB_EVENT_POWER_RECOVERED   "power_recovered" /* {reason} */
 #define EEB_EVENT_KEY_UNCERTAINTY   "uncertainty"
+
+/* A run of readings held to EEB_POWER_UNCERTAINTY_LIMIT (the sampler's
+ * rule, which the evaluation server applies to a station agent's
+ * readings): start it at {NAN, 0}. */
+struct eeb_power_hold {
+    double max; /* the largest finite uncertainty seen, NAN: none */
+    int over;   /* the last reading was over the limit, or of unknown uncertainty */
+};
+
+/* Reading x of the meter uri, of uncertainty u (NAN: none stated, which
+ * is not held; INFINITY: the meter could not evaluate it), held: the kind
+ * of event to record at x's time (EEB_EVENT_POWER_FAULT for the first of
+ * a stretch over the limit, EEB_EVENT_POWER_RECOVERED for the first back
+ * within) with its payload JSON, newly allocated (free it; NULL: out of
+ * memory, record "{}"), or NULL when there is none to record. */
+const char *eeb_power_hold(struct eeb_power_hold *h, const char *uri, const struct eeb_sample *x,
+                           double u, char **payload);
 
 /* Stops both threads, commits what is left, stores the counts above with
  * the run and frees s.  An error of the writer (a full disk, say) is
@@ -351,11 +412,13 @@ int eeb_power_align(const struct eeb_sample *a, size_t na, const struct eeb_samp
 
 struct eeb_power_summary {
     int64_t run;
-    char source[256];     /* the URI the samples came from */
-    char provenance[16];  /* measured, counter or modeled ("" if unrecorded) */
-    char window[64];      /* which events bound it: "finetune", "log", or "all samples" */
-    int64_t t0_ns, t1_ns; /* the window */
-    double rate_hz;       /* the nominal sampling rate (0 if unrecorded) */
+    char source[256];         /* the URI the samples came from */
+    char provenance[16];      /* measured, counter or modeled ("" if unrecorded) */
+    char window[64];          /* which events bound it: "finetune", "log", or "all samples" */
+    int64_t t0_ns, t1_ns;     /* the window */
+    double rate_hz;           /* the nominal sampling rate (0 if unrecorded) */
+    double update_interval_s; /* the meter's own update interval (0 if unrecorded); gaps are
+                               * judged against it where it is longer than 1 / rate_hz */
     struct eeb_energy energy;
     uint64_t dropped, failed, missed; /* as the sampler counted them */
     int valid;                        /* the validity rules (eeb_power_valid) hold */

@@ -97,7 +97,10 @@ int eeb_power_valid(const struct eeb_energy *e, uint64_t dropped, uint64_t faile
                     const struct eeb_power_validity *v, char *why, size_t whylen)
 {
     why[0] = '\0';
-    if (e->achieved_hz < v->min_rate_hz)
+    /* fewer samples than a sampler at the minimum rate takes in the window
+     * wherever its ticks fall (floor(seconds x rate)): a 1 Hz meter read
+     * once a second over 4.5 s gives 4, which is 0.89 "Hz" but not slow */
+    if ((double)e->samples < floor(e->seconds * v->min_rate_hz + 1e-9))
         add_reason(why, whylen, "sampled at %.2f Hz, below the %.2f Hz minimum", e->achieved_hz,
                    v->min_rate_hz);
     double gap_fraction = e->seconds > 0 ? e->gap_seconds / e->seconds : 1;

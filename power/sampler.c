@@ -60,10 +60,10 @@ struct eeb_sampler {
     _Atomic int64_t last_ns;
     /* the sampler thread's own */
     uint64_t ticks, missed;
-    double uncertainty_max;    /* the largest finite one reported, NAN: none */
-    enum eeb_provenance prov;  /* the source's, for the stored uncertainty */
-    uint32_t *jitter;          /* histogram */
-    int timer_slack, realtime; /* tighten_timing() was granted them */
+    struct eeb_power_hold hold; /* the readings' uncertainty: the largest, NAN: none */
+    enum eeb_provenance prov;   /* the source's, for the stored uncertainty */
+    uint32_t *jitter;           /* histogram */
+    int timer_slack, realtime;  /* tighten_timing() was granted them */
     double jitter_max_us;
     int64_t first_t, last_t;
     double sampler_cpu_s;
@@ -132,58 +132,60 @@ static void fault_event(struct eeb_sampler *s, const char *kind, const char *rea
     free(payload);
 }
 
-/* Queues kind at reading x's time, with the JSON object o (taken; NULL:
- * out of memory, "{}") as its payload. */
-static void reading_event(struct eeb_sampler *s, const struct eeb_sample *x, const char *kind,
-                          json_t *o)
+const char *eeb_power_hold(struct eeb_power_hold *h, const char *uri, const struct eeb_sample *x,
+                           double u, char **payload)
 {
-    char *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    queue_event_at(s, x->t_mono_ns, x->t_utc_ns, kind, payload ? payload : "{}");
-    free(payload);
-}
-
-/* A reading's uncertainty held to the rules' limit: the first reading of
- * a stretch over it (or of unknown uncertainty) is a power_fault event at
- * the reading's time, {reason, uncertainty: the fraction or null}; the
- * first back within it, power_recovered.  Every finite one counts towards
- * the largest. */
-static void hold_uncertainty(struct eeb_sampler *s, const struct eeb_sample *x, double u,
-                             int *uncertain)
-{
+    *payload = NULL;
     if (isnan(u))
-        return;
-    if (isfinite(u) && !(u <= s->uncertainty_max))
-        s->uncertainty_max = u;
-    int over = !(u <= EEB_POWER_UNCERTAINTY_LIMIT);
-    if (over && !*uncertain) {
-        char reason[300];
+        return NULL;
+    if (isfinite(u) && !(u <= h->max))
+        h->max = u;
+    int over = !(u <= EEB_POWER_UNCERTAINTY_LIMIT), was = h->over;
+    h->over = over;
+    json_t *o = NULL;
+    if (over && !was) {
+        char reason[400];
         if (isfinite(u))
             snprintf(reason, sizeof reason,
                      "%s: a reading of %g W with an uncertainty of %.2f %% (the rules allow "
                      "%g %%)",
-                     s->src->uri, x->watts, 100 * u, 100 * EEB_POWER_UNCERTAINTY_LIMIT);
+                     uri, x->watts, 100 * u, 100 * EEB_POWER_UNCERTAINTY_LIMIT);
         else
             snprintf(reason, sizeof reason,
-                     "%s: a reading of %g W whose uncertainty the meter could not evaluate",
-                     s->src->uri, x->watts);
-        reading_event(s, x, EEB_EVENT_POWER_FAULT,
-                      json_pack("{s:s, s:o}", EEB_EVENT_KEY_REASON, reason,
-                                EEB_EVENT_KEY_UNCERTAINTY,
-                                isfinite(u) ? json_real(u) : json_null()));
-    } else if (!over && *uncertain) {
+                     "%s: a reading of %g W whose uncertainty the meter could not evaluate", uri,
+                     x->watts);
+        o = json_pack("{s:s, s:o}", EEB_EVENT_KEY_REASON, reason, EEB_EVENT_KEY_UNCERTAINTY,
+                      isfinite(u) ? json_real(u) : json_null());
+    } else if (!over && was) {
         char reason[128];
         snprintf(reason, sizeof reason, "readings within the rules' %g %% uncertainty again",
                  100 * EEB_POWER_UNCERTAINTY_LIMIT);
-        reading_event(s, x, EEB_EVENT_POWER_RECOVERED,
-                      json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason));
+        o = json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason);
+    } else {
+        return NULL;
     }
-    *uncertain = over;
+    *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return over ? EEB_EVENT_POWER_FAULT : EEB_EVENT_POWER_RECOVERED;
+}
+
+/* A reading's uncertainty held to the rules' limit (eeb_power_hold): the
+ * first reading of a stretch over it (or of unknown uncertainty) is a
+ * power_fault event at the reading's time, the first back within it
+ * power_recovered; kept in the reading's flags. */
+static void hold_uncertainty(struct eeb_sampler *s, struct eeb_sample *x, double u)
+{
+    char *payload;
+    x->flags |= eeb_sample_uncertainty_flags(u);
+    const char *kind = eeb_power_hold(&s->hold, s->src->uri, x, u, &payload);
+    if (kind)
+        queue_event_at(s, x->t_mono_ns, x->t_utc_ns, kind, payload ? payload : "{}");
+    free(payload);
 }
 
 /* ---- the sampler thread ---- */
 
-static void take(struct eeb_sampler *s, int64_t now, int *failing, int *uncertain)
+static void take(struct eeb_sampler *s, int64_t now, int *failing)
 {
     char err[256];
     struct eeb_sample x = {.volts = NAN, .amps = NAN};
@@ -213,7 +215,7 @@ static void take(struct eeb_sampler *s, int64_t now, int *failing, int *uncertai
     *failing = 0;
     x.t_mono_ns = now;
     x.t_utc_ns = eeb_utc_ns();
-    hold_uncertainty(s, &x, s->src->uncertainty, uncertain);
+    hold_uncertainty(s, &x, s->src->uncertainty);
     if (!power_ring_push(&s->ring, &x))
         atomic_fetch_add(&s->dropped, 1);
     double w0 = atomic_load(&s->watts);
@@ -242,7 +244,7 @@ static void tighten_timing(struct eeb_sampler *s)
 static void *sampler_main(void *arg)
 {
     struct eeb_sampler *s = arg;
-    int failing = 0, uncertain = 0;
+    int failing = 0;
     tighten_timing(s);
     int64_t next = eeb_mono_ns();
     while (!atomic_load(&s->stop)) {
@@ -254,7 +256,7 @@ static void *sampler_main(void *arg)
         s->jitter[late_us < JITTER_BUCKETS - 1 ? (int)late_us : JITTER_BUCKETS - 1]++;
         s->jitter_max_us = fmax(s->jitter_max_us, late_us);
         s->ticks++;
-        take(s, now, &failing, &uncertain);
+        take(s, now, &failing);
         /* A read that overran its interval (a stalled meter) skips the
          * deadlines it missed rather than reading in a burst. */
         next += s->interval_ns;
@@ -383,7 +385,7 @@ int eeb_sampler_start(struct eeb_power_source *src, const struct eeb_sampler_con
     if (!s)
         return eeb_errf(err, errlen, EEB_ENOMEM, "sampler: out of memory");
     s->src = src, s->cfg = *cfg;
-    s->uncertainty_max = NAN, s->prov = src->provenance;
+    s->hold = (struct eeb_power_hold){.max = NAN}, s->prov = src->provenance;
     s->interval_ns = (int64_t)llround(1e9 / cfg->rate_hz);
     s->events_tail = &s->events;
     pthread_mutex_init(&s->lock, NULL);
@@ -472,8 +474,8 @@ static int record_counts(struct eeb_sampler *s, const struct eeb_sampler_stats *
     for (size_t i = 0; i < sizeof r / sizeof *r && rc == EEB_OK; i++)
         rc = eeb_rundb_result_set(s->db, s->cfg.run, r[i].name, r[i].value, r[i].unit, "computed",
                                   err, errlen);
-    if (rc == EEB_OK && !isnan(s->uncertainty_max))
-        rc = eeb_rundb_result_set(s->db, s->cfg.run, EEB_RESULT_UNCERTAINTY_MAX, s->uncertainty_max,
+    if (rc == EEB_OK && !isnan(s->hold.max))
+        rc = eeb_rundb_result_set(s->db, s->cfg.run, EEB_RESULT_UNCERTAINTY_MAX, s->hold.max,
                                   "fraction", eeb_provenance_name(s->prov), err, errlen);
     return rc;
 }

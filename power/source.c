@@ -51,6 +51,31 @@ int eeb_power_source_control(struct eeb_power_source *s, const struct eeb_power_
     return s->ops->control(s, c, err, errlen);
 }
 
+int eeb_power_source_range(struct eeb_power_source *s, enum eeb_power_range_phase phase,
+                           struct eeb_power_ranges *out, char *err, size_t errlen)
+{
+    char ignored[256];
+    if (!err)
+        err = ignored, errlen = sizeof ignored;
+    *out = (struct eeb_power_ranges){.max_volts = NAN, .max_amps = NAN};
+    if (!s->ops->range)
+        return eeb_errf(err, errlen, EEB_ENOTSUP, "power source '%s' has no ranges to set", s->uri);
+    return s->ops->range(s, phase, out, err, errlen);
+}
+
+int eeb_power_source_ranges(const struct eeb_power_source *s)
+{
+    return s->ops->range != NULL;
+}
+
+double eeb_power_default_rate(const struct eeb_power_source *s)
+{
+    double u = s->update_interval_s;
+    if (!(u > 0 && isfinite(u)))
+        return EEB_POWER_DEFAULT_RATE_HZ;
+    return u >= 1 ? 1 : u <= 1e-4 ? 1e4 : 1 / u;
+}
+
 static const char *const provenance_names[] = {"measured", "counter", "modeled", "declared"};
 
 const char *eeb_provenance_name(enum eeb_provenance p)

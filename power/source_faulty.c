@@ -9,6 +9,8 @@
  */
 #include "power_int.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,7 @@ static int faulty_open(const char *uri, const char *args, struct eeb_power_sourc
         f->first = n, f->last = kind == '*' ? UINT64_MAX : kind == '+' ? n + k - 1 : n;
     f->base.ops = &power_faulty_ops;
     f->base.provenance = f->inner->provenance;
+    f->base.update_interval_s = f->inner->update_interval_s;
     *out = &f->base;
     return EEB_OK;
 }
@@ -86,7 +89,16 @@ static int faulty_read(struct eeb_power_source *s, int64_t t_mono_ns, struct eeb
         while (nanosleep(&ts, &ts) != 0)
             ;
     }
-    return f->inner->ops->read(f->inner, t_mono_ns, out, err, errlen);
+    f->inner->uncertainty = NAN;
+    int rc = f->inner->ops->read(f->inner, t_mono_ns, out, err, errlen);
+    s->uncertainty = f->inner->uncertainty; /* its meter's statement, passed on */
+    return rc;
+}
+
+static int faulty_range(struct eeb_power_source *s, enum eeb_power_range_phase phase,
+                        struct eeb_power_ranges *out, char *err, size_t errlen)
+{
+    return eeb_power_source_range(((struct faulty *)s)->inner, phase, out, err, errlen);
 }
 
 const struct eeb_power_source_ops power_faulty_ops = {
@@ -98,4 +110,5 @@ const struct eeb_power_source_ops power_faulty_ops = {
     .open = faulty_open,
     .read = faulty_read,
     .close = faulty_close,
+    .range = faulty_range,
 };

@@ -14,6 +14,17 @@
  * reconnected, the ranges set again and the measurement restarted, at the
  * next.  Measured.
  *
+ * A run ranges the analyzer on its own workload (the range slot, MLPerf's
+ * ranging mode): its begin autoranges and starts a measurement labelled
+ * LABEL_ranging, whose readings the sampler goes on taking (the largest
+ * volts and amps kept; a reading with none valid, an analyzer switching
+ * ranges, is no reading, and no uncertainty is asked); its end stops it,
+ * sets the ranges as the pass at open does, from what the workload drew,
+ * and starts the testing measurement.  The pass at open (ranging=1) stays,
+ * for a log and for a run that does not range on its workload; a run that
+ * does is not left in ranges found at idle.  The connection is locked: the
+ * slot is called on another thread than read's.
+ *
  * What MLPerf's tooling does, which this follows (mlcommons/power-dev,
  * ptd_client_server/lib/server.py and compliance/check.py):
  *   - ranging: RR reads the analyzer's ranges as found; SR,V,Auto and
@@ -43,6 +54,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -60,10 +72,14 @@ struct ptd {
     int ranging;     /* 1: a ranging pass at open */
     int uncertainty; /* 1: ask Uncertainty after each RL; 0: the daemon refused it */
     char name[64];   /* a measurement runs whenever line is connected: a failed start closes it */
-    char identity[256]; /* Identify's reply, at open */
-    char found[2][32];  /* the ranges RR gave at open (V, A), put back on close; "": unread */
-    char range[2][32];  /* the ranges the ranging pass set (V, A), set again on a reconnect */
-    char note[640];     /* base.note: the identity and the ranges */
+    char identity[256];   /* Identify's reply, at open */
+    char found[2][32];    /* the ranges RR gave at open (V, A), put back on close; "": unread */
+    char range[2][32];    /* the ranges the ranging pass set (V, A), set again on a reconnect */
+    char note[640];       /* base.note: the identity and the ranges */
+    pthread_mutex_t lock; /* the connection: read and range on two threads */
+    int ranging_now;      /* a ranging pass on the workload runs (the range slot) */
+    double most[2];       /* the largest volts and amps it read */
+    int passes;           /* ranging passes on the workload ended */
 };
 
 /* ---- options ---- */
@@ -160,9 +176,14 @@ static int go(struct ptd *p, const char *uri, const char *suffix, char *err, siz
 }
 
 /* The measurement proper, on a connection greeted: the ranges the ranging
- * pass found (if it ran), and Go. */
+ * pass found (if it ran), and Go; during a ranging pass on the workload,
+ * autoranging and its ranging measurement. */
 static int measure(struct ptd *p, const char *uri, char *err, size_t errlen)
 {
+    if (p->ranging_now) {
+        int rc = set_ranges(p, uri, "Auto", "Auto", err, errlen);
+        return rc == EEB_OK ? go(p, uri, "_ranging", err, errlen) : rc;
+    }
     int rc = p->range[VOLTS][0] ? set_ranges(p, uri, p->range[VOLTS], p->range[AMPS], err, errlen)
                                 : EEB_OK;
     return rc == EEB_OK ? go(p, uri, "", err, errlen) : rc;
@@ -265,6 +286,7 @@ static void ptd_close(struct eeb_power_source *s)
     if (p->line.fd >= 0 && p->found[VOLTS][0])
         (void)set_ranges(p, s->uri, p->found[VOLTS], p->found[AMPS], err, sizeof err);
     power_line_close(&p->line);
+    pthread_mutex_destroy(&p->lock);
     free(s->uri);
     free(p);
 }
@@ -280,6 +302,7 @@ static int ptd_open(const char *uri, const char *args, struct eeb_power_source *
     p->base.uncertainty = NAN;
     p->interval_ms = 1000;
     p->ranging = 1, p->uncertainty = 1;
+    pthread_mutex_init(&p->lock, NULL);
     strcpy(p->name, "eeb");
     const char *options;
     struct parse a = {p, uri};
@@ -292,6 +315,7 @@ static int ptd_open(const char *uri, const char *args, struct eeb_power_source *
         rc = range_pass(p, uri, err, errlen);
     if (rc == EEB_OK)
         rc = measure(p, uri, err, errlen);
+    p->base.update_interval_s = p->interval_ms / 1000.0; /* PTDaemon updates at it */
     if (rc == EEB_OK)
         describe(p);
     if (rc != EEB_OK) {
@@ -359,11 +383,9 @@ int power_ptd_uncertainty(const char *uri, const char *reply, double *out, char 
     return EEB_OK;
 }
 
-static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb_sample *out,
-                    char *err, size_t errlen)
+static int read_locked(struct ptd *p, struct eeb_power_source *base, struct eeb_sample *out,
+                       char *err, size_t errlen)
 {
-    (void)t_mono_ns;
-    struct ptd *p = (struct ptd *)base;
     char reply[512];
     int rc = p->line.fd >= 0 ? EEB_OK : start(p, base->uri, err, errlen);
     if (rc == EEB_OK)
@@ -372,6 +394,13 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
         return refused(base->uri, "RL", reply, err, errlen);
     if (rc == EEB_OK)
         rc = power_ptd_parse(base->uri, reply, out, err, errlen);
+    if (p->ranging_now && rc == EEB_EDEVICE && p->line.fd >= 0)
+        return EEB_ENODATA; /* an analyzer switching ranges has no valid reading */
+    if (p->ranging_now && rc == EEB_OK) {
+        p->most[VOLTS] = fmax(p->most[VOLTS], out->volts); /* NAN for none: fmax keeps */
+        p->most[AMPS] = fmax(p->most[AMPS], out->amps);
+        return EEB_OK;
+    }
     if (rc != EEB_OK || !p->uncertainty)
         return rc;
     rc = power_line_query(&p->line, base->uri, "Uncertainty", reply, sizeof reply, err, errlen);
@@ -381,6 +410,80 @@ static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb
     }
     return rc == EEB_OK ? power_ptd_uncertainty(base->uri, reply, &base->uncertainty, err, errlen)
                         : rc;
+}
+
+static int ptd_read(struct eeb_power_source *base, int64_t t_mono_ns, struct eeb_sample *out,
+                    char *err, size_t errlen)
+{
+    (void)t_mono_ns;
+    struct ptd *p = (struct ptd *)base;
+    pthread_mutex_lock(&p->lock);
+    int rc = read_locked(p, base, out, err, errlen);
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+/* ---- ranging on the workload (the range slot) ---- */
+
+static int range_begin(struct ptd *p, const char *uri, char *err, size_t errlen)
+{
+    char reply[512];
+    int measuring = p->line.fd >= 0;
+    int rc = measuring ? EEB_OK : greet(p, uri, err, errlen);
+    if (rc == EEB_OK && !p->found[VOLTS][0]) { /* the ranges as found, put back on close */
+        rc = power_line_query(&p->line, uri, "RR", reply, sizeof reply, err, errlen);
+        if (rc == EEB_OK)
+            found_ranges(p, reply);
+    }
+    if (rc == EEB_OK && measuring)
+        rc = ask(p, uri, "Stop", reply, sizeof reply, err, errlen);
+    p->ranging_now = 1, p->most[VOLTS] = p->most[AMPS] = 0;
+    return rc == EEB_OK ? measure(p, uri, err, errlen) : rc;
+}
+
+static int range_end(struct ptd *p, const char *uri, char *err, size_t errlen)
+{
+    char reply[256];
+    if (!p->ranging_now)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: no ranging pass to end", uri);
+    int rc = p->line.fd >= 0 ? ask(p, uri, "Stop", reply, sizeof reply, err, errlen) : EEB_OK;
+    if (rc != EEB_OK)
+        return rc;
+    p->ranging_now = 0;
+    if (!(p->most[VOLTS] > 0 && p->most[AMPS] > 0)) {
+        /* the ranges it had, and the testing measurement in them */
+        int rc2 = p->line.fd >= 0 ? measure(p, uri, err, errlen) : EEB_OK;
+        return rc2 ? rc2
+                   : eeb_errf(err, errlen, EEB_EDEVICE,
+                              "%s: the ranging pass on the workload read no valid volts and amps "
+                              "(a meter that gives watts only: ranging=0)",
+                              uri);
+    }
+    snprintf(p->range[VOLTS], sizeof p->range[VOLTS], "%g", p->most[VOLTS]);
+    snprintf(p->range[AMPS], sizeof p->range[AMPS], "%g", p->most[AMPS] * AMPS_HEADROOM);
+    p->passes++;
+    return p->line.fd >= 0 ? measure(p, uri, err, errlen) : start(p, uri, err, errlen);
+}
+
+static int ptd_range(struct eeb_power_source *base, enum eeb_power_range_phase phase,
+                     struct eeb_power_ranges *out, char *err, size_t errlen)
+{
+    struct ptd *p = (struct ptd *)base;
+    if (!p->ranging)
+        return eeb_errf(err, errlen, EEB_ENOTSUP,
+                        "%s: opened to leave the analyzer's ranges as they are (ranging=0)",
+                        base->uri);
+    pthread_mutex_lock(&p->lock);
+    int rc = phase == EEB_POWER_RANGE_BEGIN ? range_begin(p, base->uri, err, errlen)
+                                            : range_end(p, base->uri, err, errlen);
+    int on = p->ranging_now;
+    snprintf(out->volts, sizeof out->volts, "%s", on ? "Auto" : p->range[VOLTS]);
+    snprintf(out->amps, sizeof out->amps, "%s", on ? "Auto" : p->range[AMPS]);
+    out->max_volts = on ? NAN : p->most[VOLTS];
+    out->max_amps = on ? NAN : p->most[AMPS];
+    snprintf(out->identity, sizeof out->identity, "%s", p->identity);
+    pthread_mutex_unlock(&p->lock);
+    return rc;
 }
 
 const struct eeb_power_source_ops power_ptd_ops = {
@@ -393,4 +496,5 @@ const struct eeb_power_source_ops power_ptd_ops = {
     .open = ptd_open,
     .read = ptd_read,
     .close = ptd_close,
+    .range = ptd_range,
 };

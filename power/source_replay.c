@@ -255,6 +255,10 @@ static int replay_open(const char *uri, const char *args, struct eeb_power_sourc
         return rc;
     }
     r->base.note = r->trace.note[0] ? r->trace.note : NULL;
+    /* its recorder's interval: the mean spacing of its readings */
+    if (r->trace.n > 1)
+        r->base.update_interval_s =
+            (r->trace.p[r->trace.n - 1].t - r->trace.p[0].t) / (double)(r->trace.n - 1);
     *out = &r->base;
     return EEB_OK;
 }

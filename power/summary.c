@@ -78,6 +78,7 @@ static void read_config(const char *config, struct eeb_power_summary *out)
     (void)eeb_config_record_read(config, &c); /* a config unread says nothing */
     snprintf(out->provenance, sizeof out->provenance, "%s", c.power_provenance);
     out->rate_hz = isnan(c.rate_hz) ? 0 : c.rate_hz;
+    out->update_interval_s = c.update_interval_s > 0 ? c.update_interval_s : 0;
 }
 
 static uint64_t count_of(struct eeb_rundb *db, int64_t run, const char *name)
@@ -121,9 +122,13 @@ int eeb_power_summarize(const char *path, int64_t run, double p_max_w,
                           : "all samples");
     out->t0_ns = which >= 0 ? w.t[which][0] : g.s[0].t_mono_ns;
     out->t1_ns = which >= 0 ? w.t[which][1] : g.s[g.n - 1].t_mono_ns;
+    /* the nominal interval a gap is judged against: the sampler's, or the
+     * meter's own update interval where that is longer (a meter updating
+     * once a second sampled faster is late by its jitter, never by a gap) */
     double interval = out->rate_hz > 0 ? 1 / out->rate_hz
                                        : (double)(g.s[g.n - 1].t_mono_ns - g.s[0].t_mono_ns) / 1e9 /
                                              (double)(g.n - 1);
+    interval = fmax(interval, out->update_interval_s);
     char why[256];
     if ((rc = eeb_power_energy(g.s, g.n, out->t0_ns, out->t1_ns, interval, &out->energy, why,
                                sizeof why)) != EEB_OK) {

@@ -62,6 +62,7 @@ static const struct event_stage {
     int lo, hi;
 } event_stages[] = {
     {EEB_EVENT_DEVICE_MODEL, 1, 1},   {EEB_EVENT_DEPLOYED, 1, 1},
+    {EEB_EVENT_RANGING_BEGIN, 1, 1},  {EEB_EVENT_RANGING_END, 1, 1}, /* before the fine-tune */
     {EEB_EVENT_FINETUNE_BEGIN, 2, 2}, {EEB_EVENT_TRAIN, 3, 3},
     {EEB_EVENT_COMPLETE, 3, 3},       {EEB_EVENT_EPOCH_END, 2, 4},
     {EEB_EVENT_EPOCH_PARTIAL, 2, 4},  {EEB_EVENT_FINETUNE_END, 4, 4},

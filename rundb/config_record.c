@@ -82,6 +82,13 @@ void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const c
     json_object_set_new(o, "power", power);
 }
 
+void eeb_config_put_update_interval(json_t *o, double update_interval_s)
+{
+    if (update_interval_s > 0 && isfinite(update_interval_s))
+        json_object_set_new(json_object_get(o, "power"), "update_interval_s",
+                            json_real(update_interval_s));
+}
+
 void eeb_config_put_meter(json_t *o, int64_t meter_run)
 {
     json_object_set_new(json_object_get(o, "power"), "meter_run", json_integer(meter_run));
@@ -140,6 +147,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     *out = (struct eeb_config_record){.window_s = NAN,
                                       .min_rate_hz = NAN,
                                       .rate_hz = NAN,
+                                      .update_interval_s = NAN,
                                       .test_items = NAN,
                                       .batch = NAN,
                                       .frozen = NAN,
@@ -173,6 +181,7 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     out->window_s = eeb_json_number_at(rules, "power_window_s");
     out->min_rate_hz = eeb_json_number_at(rules, "min_rate_hz");
     out->rate_hz = eeb_json_number_at(power, "rate_hz");
+    out->update_interval_s = eeb_json_number_at(power, "update_interval_s");
     text_at(power, "provenance", out->power_provenance, sizeof out->power_provenance);
     text_at(power, "source", out->power_source, sizeof out->power_source);
     out->test_items = eeb_json_number_at(json_object_get(o, "test"), "items");

@@ -64,6 +64,11 @@ void eeb_config_put_entry(json_t *o, const char *entry, const char *division, do
 void eeb_config_put_power(json_t *o, const char *source, double rate_hz, const char *provenance,
                           const char *note);
 
+/* "power"."update_interval_s": how often the meter makes a new reading
+ * (seconds; nothing for 0, unknown), against which a gap in its samples
+ * is judged; after eeb_config_put_power. */
+void eeb_config_put_update_interval(json_t *o, double update_interval_s);
+
 /* "power"."meter_run": the run (a power log in the same file) holding the
  * samples of the meter the evaluation server itself read for this run;
  * after eeb_config_put_power. */
@@ -107,6 +112,7 @@ struct eeb_config_record {
     double window_s;         /* the P_max rule's window */
     double min_rate_hz;
     double rate_hz;            /* the meter's sampling rate */
+    double update_interval_s;  /* the meter's own update interval (NAN: unrecorded) */
     char power_provenance[16]; /* the meter's */
     char power_source[512];    /* the meter's URI as given */
     double test_items;         /* NAN: not recorded */

@@ -16,6 +16,7 @@
 
 #include "common/eeb_common.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,7 +90,11 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
  *   error, unlogged}; abort {reason}; accelerator_stopped {after_s};
  *   stopped; test_inputs (official runs); test_begin, test_end {items};
  *   score {by, verdict, S}; error {message}; log_begin, log_end (eeb
- *   power log); evaluator, the facts a server judged with (below).
+ *   power log); ranging_begin {meter, identity, seconds}, ranging_end
+ *   {meter, volts, amps, max_volts, max_amps} (a ranging pass of the
+ *   meter on the workload, after deployed, before the fine-tune; the SUT
+ *   deployed again after it); evaluator, the facts a server judged with
+ *   (below).
  */
 #define EEB_EVENT_STATE               "state"
 #define EEB_EVENT_DEVICE_MODEL        "device_model"
@@ -112,6 +117,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_LOG_BEGIN           "log_begin"
 #define EEB_EVENT_LOG_END             "log_end"
 #define EEB_EVENT_EVALUATOR           "evaluator"
+#define EEB_EVENT_RANGING_BEGIN       "ranging_begin"
+#define EEB_EVENT_RANGING_END         "ranging_end"
 
 /* The payload keys the record is judged and reported by (record/), written
  * by the run (harness/run_*.c) and the sampler: one name for both sides. */
@@ -161,8 +168,39 @@ struct eeb_sample {
     double volts;      /* NAN when the source does not give it */
     double amps;       /* NAN when the source does not give it */
     double watts;
-    uint32_t flags; /* source-defined quality flags */
+    uint32_t flags; /* quality: the reading's uncertainty (below); other bits 0 */
 };
+
+/* A reading's relative uncertainty as its meter stated it, kept in its
+ * flags (as PTDaemon's log keeps it beside each reading): bit 31 says the
+ * meter stated one, the low 24 bits hold it in millionths (a fraction:
+ * 10000 is 1 %, to 16.7 = 1677 %), all ones: the meter could not
+ * evaluate it.  Flags 0: none stated. */
+#define EEB_SAMPLE_UNCERTAINTY      (1u << 31)
+#define EEB_SAMPLE_UNCERTAINTY_MASK 0xffffffu
+
+/* u (a fraction; INFINITY: not evaluated; NAN: none) as flags. */
+static inline uint32_t eeb_sample_uncertainty_flags(double u)
+{
+    if (isnan(u))
+        return 0;
+    if (isinf(u))
+        return EEB_SAMPLE_UNCERTAINTY | EEB_SAMPLE_UNCERTAINTY_MASK;
+    double ppm = u * 1e6 + 0.5; /* to the nearest millionth, the largest kept finite */
+    return EEB_SAMPLE_UNCERTAINTY |
+           (ppm >= (double)(EEB_SAMPLE_UNCERTAINTY_MASK - 1) ? EEB_SAMPLE_UNCERTAINTY_MASK - 1
+                                                             : (uint32_t)(ppm > 0 ? ppm : 0));
+}
+
+/* The uncertainty flags hold: a fraction, INFINITY (not evaluated) or NAN
+ * (none stated). */
+static inline double eeb_sample_uncertainty(uint32_t flags)
+{
+    uint32_t v = flags & EEB_SAMPLE_UNCERTAINTY_MASK;
+    if (!(flags & EEB_SAMPLE_UNCERTAINTY))
+        return NAN;
+    return v == EEB_SAMPLE_UNCERTAINTY_MASK ? INFINITY : v / 1e6;
+}
 
 /* Appends n samples from one source in a single transaction. */
 int eeb_rundb_samples_add(struct eeb_rundb *db, int64_t run, const char *source,
@@ -245,8 +283,8 @@ int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to
 /* The latest copy in db of the run whose uuid is uuid (a run whose chain's
  * origin names it: a server's record of it, taken back), other than run
  * itself; 0 if there is none. */
-int eeb_rundb_copy_of(struct eeb_rundb *db, const char *uuid, int64_t run, int64_t *copy,
-                      char *err, size_t errlen);
+int eeb_rundb_copy_of(struct eeb_rundb *db, const char *uuid, int64_t run, int64_t *copy, char *err,
+                      size_t errlen);
 
 /* A run's chain, verified from its records. */
 struct eeb_chain_check {

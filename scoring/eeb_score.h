@@ -143,7 +143,8 @@ int eeb_score_compute(const struct eeb_score_input *in, struct eeb_score *out, c
 
 struct eeb_power_rule {
     double window_s;    /* the moving-average window, seconds (default 1) */
-    double min_rate_hz; /* fewer samples per second than this fails the run */
+    double min_rate_hz; /* fewer samples per second than this fails the run (fewer than
+                         * span x rate: one short of (n - 1) / span is the ticks' placement) */
 };
 
 struct eeb_psample {

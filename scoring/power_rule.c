@@ -111,7 +111,11 @@ int eeb_score_power_check(const struct eeb_psample *s, size_t n, double p_max_w,
                  v.short_series ? " (trace shorter than one window)" : "");
         add_reason(&v, text);
     }
-    if (rule->min_rate_hz > 0 && v.rate_hz < rule->min_rate_hz) {
+    /* fewer samples than a sampler at the minimum rate takes over the span,
+     * give or take the one its ticks' placement decides: a meter read once a
+     * second, its samples placed on another clock, spans a few microseconds
+     * more than n - 1 seconds, which is not a slow meter */
+    if (rule->min_rate_hz > 0 && (double)n < (double)span_ns / 1e9 * rule->min_rate_hz) {
         v.pass = 0;
         snprintf(text, sizeof text, "sample rate %.3f Hz is below the rules' minimum %.3f Hz",
                  v.rate_hz, rule->min_rate_hz);

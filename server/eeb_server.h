@@ -154,7 +154,8 @@ struct eeb_server_config {
     struct eeb_server_station {
         const char *team, *uri;
     } stations[EEB_SERVER_STATIONS];
-    double meter_rate_hz; /* the stations' sampling rate (default 10 Hz) */
+    double meter_rate_hz; /* the stations' sampling rate; 0 (default): once per each meter's
+                           * update (eeb_power_default_rate) */
     /* A station agent's clock is placed on the server's by the least
      * difference between a batch's arrival and the agent's clock at
      * sending seen over this long (default 60 s): the clocks drift apart by

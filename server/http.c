@@ -54,7 +54,7 @@ void eeb_server_config_default(struct eeb_server_config *c)
                                     .quota = {[EEB_QUOTA_REGISTRATIONS] = 100,
                                               [EEB_QUOTA_SCORED] = 10,
                                               [EEB_QUOTA_SAMPLES] = 20000000},
-                                    .meter_rate_hz = 10,
+                                    .meter_rate_hz = 0, /* the meter's own */
                                     .station_clock_window_s = 60,
                                     .max_connections = 1000,
                                     .max_per_ip = 32,
@@ -314,6 +314,7 @@ static const struct route_def {
     {"GET", "/api/v1/runs/{id}", EEB_SRV_R_RUN, OWNER, eeb_srv_api_run},
     {"POST", "/api/v1/runs/{id}/links", EEB_SRV_R_LINKS, OWNER, eeb_srv_api_links},
     {"POST", "/api/v1/runs/{id}/begin", EEB_SRV_R_BEGIN, OWNER, eeb_srv_api_begin},
+    {"POST", "/api/v1/runs/{id}/ranging", EEB_SRV_R_OTHER, OWNER, eeb_srv_api_ranging},
     {"POST", "/api/v1/runs/{id}/complete", EEB_SRV_R_COMPLETE, OWNER, eeb_srv_api_complete},
     {"GET", "/api/v1/runs/{id}/test", EEB_SRV_R_TEST, OWNER, eeb_srv_api_test},
     {"POST", "/api/v1/runs/{id}/predictions", EEB_SRV_R_PREDICTIONS, OWNER,

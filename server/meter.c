@@ -24,6 +24,7 @@
 #include "power/eeb_power.h"
 #include "rundb/eeb_config_record.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -52,7 +53,8 @@ static int agent_open(struct eeb_server *s, int station, struct eeb_srv_meter *m
     int64_t heard = a->heard_ns;
     snprintf(m->source, sizeof m->source, "%s", a->source);
     snprintf(m->provenance, sizeof m->provenance, "%s", a->provenance);
-    m->rate_hz = a->rate_hz;
+    m->rate_hz = a->rate_hz, m->update_interval_s = a->update_interval_s;
+    m->can_range = a->can_range;
     int busy = eeb_srv_agent_measuring(s, station);
     int64_t other = busy >= 0 ? s->meters[busy].run : 0;
     pthread_mutex_unlock(&s->lock);
@@ -92,7 +94,7 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
                        size_t errlen)
 {
     let_go_silent(s);
-    *m = (struct eeb_srv_meter){.rate_hz = s->cfg.meter_rate_hz};
+    *m = (struct eeb_srv_meter){.hold = {.max = NAN}};
     int rc;
     if (s->agents[station].key_sha256[0]) {
         rc = agent_open(s, station, m, err, errlen);
@@ -101,10 +103,15 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
         snprintf(m->source, sizeof m->source, "%s", m->src->uri);
         snprintf(m->provenance, sizeof m->provenance, "%s",
                  eeb_provenance_name(m->src->provenance));
+        /* once per the meter's update unless the organizer says */
+        m->rate_hz =
+            s->cfg.meter_rate_hz > 0 ? s->cfg.meter_rate_hz : eeb_power_default_rate(m->src);
+        m->update_interval_s = m->src->update_interval_s;
+        m->can_range = eeb_power_source_ranges(m->src);
     }
     if (rc == EEB_OK)
-        rc = eeb_srv_store_meter_run(s->store, m->source, m->rate_hz, m->provenance, &m->meter_run,
-                                     err, errlen);
+        rc = eeb_srv_store_meter_run(s->store, m->source, m->rate_hz, m->update_interval_s,
+                                     m->provenance, &m->meter_run, err, errlen);
     if (rc) {
         eeb_power_close(m->src);
         m->src = NULL;
@@ -118,7 +125,7 @@ static int agent_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err,
 {
     m->from_ns = eeb_mono_ns();
     return eeb_srv_store_meter_event(s->store, m->meter_run, EEB_EVENT_LOG_BEGIN, m->from_ns,
-                                     eeb_utc_ns(), err, errlen);
+                                     eeb_utc_ns(), NULL, err, errlen);
 }
 
 int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen)
@@ -127,7 +134,7 @@ int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err
     eeb_sampler_config_default(&cfg);
     cfg.db_path = eeb_srv_store_path(s->store);
     cfg.run = m->meter_run;
-    cfg.rate_hz = s->cfg.meter_rate_hz;
+    cfg.rate_hz = m->rate_hz;
     m->heard_ns = eeb_mono_ns();
     int rc = m->agent ? agent_start(s, m, err, errlen)
                       : eeb_sampler_start(m->src, &cfg, &m->sampler, err, errlen);
@@ -224,7 +231,8 @@ void eeb_srv_meter_finish(struct eeb_server *s, int i)
         (void)eeb_sampler_stop(m.sampler, &st, ignored, sizeof ignored); /* its faults are
                                                                             recorded */
     } else if (m.agent) {
-        eeb_srv_store_meter_counts(s->store, m.meter_run, m.kept, m.failed, m.dropped);
+        eeb_srv_store_meter_counts(s->store, m.meter_run, m.kept, m.failed, m.dropped, m.hold.max,
+                                   m.provenance);
     }
     eeb_srv_meter_close(s, &m);
     pthread_mutex_lock(&s->lock);
@@ -256,7 +264,7 @@ void eeb_srv_meter_stop(struct eeb_server *s, int64_t run)
     pthread_mutex_unlock(&s->lock);
     if (until)
         (void)eeb_srv_store_meter_event(s->store, meter_run, EEB_EVENT_LOG_END, until, eeb_utc_ns(),
-                                        ignored, sizeof ignored);
+                                        NULL, ignored, sizeof ignored);
     else if (mine)
         eeb_srv_meter_finish(s, i);
 }

@@ -124,6 +124,7 @@ struct eeb_srv_meter {
     int64_t run;       /* the run it measures (0: not registered yet) */
     char source[256];  /* the meter's URI */
     double rate_hz;
+    double update_interval_s; /* the meter's own (0: unknown) */
     char provenance[16];
     int64_t heard_ns; /* the server's monotonic time its run last sent links */
     int begun;        /* its run asked to begin its fine-tune */
@@ -138,6 +139,15 @@ struct eeb_srv_meter {
                                      * samples while it measured */
     int inflight;                   /* the agent's batches being stored into it */
     int closing;                    /* 1: it takes no more samples; 2: being let go */
+    struct eeb_power_hold hold;     /* the agent's readings held to the uncertainty limit */
+    unsigned events;                /* the agent's faults recorded (bounded) */
+    /* a ranging pass on the run's workload (ranging.c): */
+    int can_range;         /* its meter has ranges (an agent's says so) */
+    int range_want;        /* the phase the run asked for: 1 begin, 2 end (0: none) */
+    int range_done;        /* the phase the meter reached */
+    int range_busy;        /* the server's own meter is being ranged */
+    char range_err[256];   /* the agent's meter failed the phase asked ("" if not) */
+    char range_json[1024]; /* what the last phase set, as answered */
 };
 
 /* A station's agent (`eeb power agent`), as the server last heard it. */
@@ -153,8 +163,10 @@ struct eeb_srv_agent {
     int busy;                               /* a batch of its is being taken in */
     int64_t last_t_ns;                      /* on the agent's clock: its last sample taken in */
     char source[256], provenance[16];
-    double rate_hz;
+    double rate_hz, update_interval_s;
     uint64_t failed, dropped; /* its meter's counts, as its session last said */
+    int64_t last_fault_t_ns;  /* on the agent's clock: its last read fault taken in */
+    int can_range;            /* its meter has ranges, as it last said */
 };
 
 struct eeb_server {
@@ -429,6 +441,17 @@ enum MHD_Result eeb_srv_page_runs(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_board(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_page_run(struct eeb_srv_call *k);
 enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k);
+/* ranging.c: POST /api/v1/runs/{id}/ranging, a ranging pass of the run's
+ * meter on its workload. */
+enum MHD_Result eeb_srv_api_ranging(struct eeb_srv_call *k);
+/* A station agent's report of a phase of ranging its meter (the batch's
+ * "ranged": {phase, run, volts, amps, max_volts, max_amps, identity} or
+ * {phase, run, error}), checked; recorded in the meter run of slot, whose
+ * run asked for it.  0, or -1 with f filled.  s->lock not held. */
+int eeb_srv_ranged(struct eeb_server *s, int slot, json_t *ranged, struct eeb_srv_fault *f);
+/* The ranging phase to ask of the agent measuring in slot with its next
+ * batch's answer ("begin", "end"), or NULL; s->lock held. */
+const char *eeb_srv_range_asked(const struct eeb_server *s, int slot);
 void eeb_srv_board_cache_free(struct eeb_server *s);
 
 /* ---- the leaderboard: where entries stand (standing.c, ranking.c) ---- */

@@ -355,21 +355,28 @@ int eeb_srv_store_audit_each(struct eeb_srv_store *s,
 
 /* ---- the server's own meter (director mode, meter.c) ---- */
 
-/* A power log run for the samples of the meter at uri, into *meter_run. */
+/* A power log run for the samples of the meter at uri, sampled at rate_hz,
+ * updating every update_interval_s (0: unknown), into *meter_run. */
 int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rate_hz,
-                            const char *provenance, int64_t *meter_run, char *err, size_t errlen);
+                            double update_interval_s, const char *provenance, int64_t *meter_run,
+                            char *err, size_t errlen);
 /* The meter run over (done); an error is its own record's to show. */
 void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run);
-/* A station agent's: an event of the meter run at the server's times. */
+/* A station agent's: an event of the meter run at the server's times;
+ * payload_json may be NULL. */
 int eeb_srv_store_meter_event(struct eeb_srv_store *s, int64_t meter_run, const char *kind,
-                              int64_t t_mono_ns, int64_t t_utc_ns, char *err, size_t errlen);
+                              int64_t t_mono_ns, int64_t t_utc_ns, const char *payload_json,
+                              char *err, size_t errlen);
 /* A station agent's: samples of source, on the server's clock. */
 int eeb_srv_store_meter_samples(struct eeb_srv_store *s, int64_t meter_run, const char *source,
                                 const struct eeb_sample *x, size_t n, char *err, size_t errlen);
 /* A station agent's: the counts a sampler stores when it stops (samples,
- * reads failed, samples dropped), which its validity is judged by. */
+ * reads failed, samples dropped), which its validity is judged by, and its
+ * readings' largest uncertainty (NAN: none stated) with the meter's
+ * provenance. */
 void eeb_srv_store_meter_counts(struct eeb_srv_store *s, int64_t meter_run, uint64_t samples,
-                                uint64_t failed, uint64_t dropped);
+                                uint64_t failed, uint64_t dropped, double uncertainty_max,
+                                const char *provenance);
 /* eeb_rundb_links_each on run id. */
 int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,
                                  int (*fn)(void *arg, const struct eeb_rundb_link *l), void *arg,

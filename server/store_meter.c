@@ -16,11 +16,14 @@
 /* ---- the server's own meter (director mode) ---- */
 
 int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rate_hz,
-                            const char *provenance, int64_t *meter_run, char *err, size_t errlen)
+                            double update_interval_s, const char *provenance, int64_t *meter_run,
+                            char *err, size_t errlen)
 {
     json_t *o = json_object();
-    if (o)
+    if (o) {
         eeb_config_put_power(o, uri, rate_hz, provenance, "the evaluation server's own meter");
+        eeb_config_put_update_interval(o, update_interval_s);
+    }
     char *config = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!config)
@@ -49,12 +52,14 @@ void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run)
 }
 
 int eeb_srv_store_meter_event(struct eeb_srv_store *s, int64_t meter_run, const char *kind,
-                              int64_t t_mono_ns, int64_t t_utc_ns, char *err, size_t errlen)
+                              int64_t t_mono_ns, int64_t t_utc_ns, const char *payload_json,
+                              char *err, size_t errlen)
 {
     struct eeb_rundb *db;
     int rc = eeb_srv_conn(s, &db, err, errlen);
     return rc ? rc
-              : eeb_rundb_event_add(db, meter_run, t_mono_ns, t_utc_ns, kind, NULL, err, errlen);
+              : eeb_rundb_event_add(db, meter_run, t_mono_ns, t_utc_ns, kind, payload_json, err,
+                                    errlen);
 }
 
 int eeb_srv_store_meter_samples(struct eeb_srv_store *s, int64_t meter_run, const char *source,
@@ -66,7 +71,8 @@ int eeb_srv_store_meter_samples(struct eeb_srv_store *s, int64_t meter_run, cons
 }
 
 void eeb_srv_store_meter_counts(struct eeb_srv_store *s, int64_t meter_run, uint64_t samples,
-                                uint64_t failed, uint64_t dropped)
+                                uint64_t failed, uint64_t dropped, double uncertainty_max,
+                                const char *provenance)
 {
     const struct {
         const char *name;
@@ -79,6 +85,9 @@ void eeb_srv_store_meter_counts(struct eeb_srv_store *s, int64_t meter_run, uint
         if (eeb_srv_conn(s, &db, ignored, sizeof ignored) == EEB_OK)
             (void)eeb_rundb_result_set(db, meter_run, counts[i].name, (double)counts[i].n, "count",
                                        "computed", ignored, sizeof ignored);
+    if (!isnan(uncertainty_max) && eeb_srv_conn(s, &db, ignored, sizeof ignored) == EEB_OK)
+        (void)eeb_rundb_result_set(db, meter_run, EEB_RESULT_UNCERTAINTY_MAX, uncertainty_max,
+                                   "fraction", provenance, ignored, sizeof ignored);
 }
 
 int eeb_srv_store_run_links_each(struct eeb_srv_store *s, int64_t id,

@@ -29,6 +29,7 @@ struct meter_emu {
     int number;             /* SCPI: items answered */
     int going;              /* PTD: Go received */
     unsigned uncertainties; /* PTD: Uncertainty queries answered */
+    unsigned rls;           /* PTD: RL queries answered (amps_from) */
     char range[2][32];      /* PTD: the analyzer's volts and amps ranges, a number or "Auto" */
 };
 
@@ -134,8 +135,12 @@ static int ptd(struct meter_emu *e, const char *cmd, char *reply, size_t len)
         int f = fault(e, reply, len);
         if (f)
             return f < 0 ? -1 : 0;
-        snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990",
-                 e->cfg.volts * e->cfg.amps, e->cfg.volts, e->cfg.amps);
+        pthread_mutex_lock(&e->lock);
+        if (e->cfg.amps_from && ++e->rls == e->cfg.amps_from)
+            e->cfg.amps = e->cfg.amps_later;
+        double v = e->cfg.volts, a = e->cfg.amps;
+        pthread_mutex_unlock(&e->lock);
+        snprintf(reply, len, "Watts,%.4f,Volts,%.3f,Amps,%.4f,PF,0.9990", v * a, v, a);
     } else if (strcmp(cmd, "Uncertainty") == 0 && e->cfg.uncertainty)
         snprintf(reply, len, "%s",
                  ++e->uncertainties >= e->cfg.uncertainty_from ? e->cfg.uncertainty
@@ -244,6 +249,13 @@ char *meter_emu_log(struct meter_emu *e)
     char *copy = strdup(e->log);
     pthread_mutex_unlock(&e->lock);
     return copy;
+}
+
+void meter_emu_set(struct meter_emu *e, double volts, double amps)
+{
+    pthread_mutex_lock(&e->lock);
+    e->cfg.volts = volts, e->cfg.amps = amps;
+    pthread_mutex_unlock(&e->lock);
 }
 
 unsigned meter_emu_connections(struct meter_emu *e)

@@ -29,6 +29,8 @@ struct meter_emu_config {
                                 * NULL: an unknown command, as to a PTDaemon without it */
     unsigned uncertainty_from; /* PTD: that reply from the Nth Uncertainty on, and
                                 * "Uncertainty,0.1" before (0: from the first) */
+    unsigned amps_from;        /* PTD: from the Nth RL on, the load draws amps_later (0: never) */
+    double amps_later;
 };
 
 struct meter_emu;
@@ -39,6 +41,8 @@ int meter_emu_port(const struct meter_emu *e);
 /* Every command received so far, one per line (free it). */
 char *meter_emu_log(struct meter_emu *e);
 unsigned meter_emu_connections(struct meter_emu *e);
+/* The load from now on (a run's stage changing what the meter reads). */
+void meter_emu_set(struct meter_emu *e, double volts, double amps);
 void meter_emu_stop(struct meter_emu *e);
 
 #endif

@@ -3,7 +3,8 @@
  * and the judge (its own SCORE stage, and `eeb check`): a reading whose
  * uncertainty is over the rules' 1 % makes the run invalid, naming the
  * reading; one within stores its largest uncertainty; the ranging pass
- * comes before the measurement; the meter's identity is in the record.
+ * comes before the measurement; the meter's identity is in the record; a
+ * run ranges the meter on its own workload before its fine-tune.
  */
 #include "power/eeb_power.h"
 #include "meter_emu.h"
@@ -32,8 +33,9 @@ static int run_metered(const char *reply, unsigned from, const char *epochs, cha
     char uri[64];
     snprintf(uri, sizeof uri, "ptd://127.0.0.1:%d?interval=20", meter_emu_port(emu));
     struct test_run r = test_eeb((const char *[]){
-        "run", "--task", "cls", "--finetune", in.ft, "--test", in.test, "--model", in.model, "--db",
-        in.db, "--epochs", epochs, "--rate", "20", "--power", uri, "-q", NULL});
+        "run",     "--task",  "cls",  "--finetune",  in.ft,      "--test", in.test,
+        "--model", in.model,  "--db", in.db,         "--epochs", epochs,   "--rate",
+        "20",      "--power", uri,    "--ranging-s", "0",        "-q",     NULL});
     int status = r.status;
     cr_log_info("eeb run: %d\n%s%s", status, r.out, r.err);
     test_run_free(&r);
@@ -130,4 +132,79 @@ Test(ptd_quality, a_meter_without_uncertainty_stores_none, .timeout = 60)
                                   "'power_uncertainty_max'"),
                  0);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'power_fault'"), 0);
+}
+
+/* The organizer's meter ranged at idle (4 W at open) while the team's
+ * training drew 9 W: with a ranging pass on the workload, the analyzer is
+ * autoranged while the SUT trains on the fine-tune set, fixed to what the
+ * training drew before the fine-tune begins, and the fine-tune starts from
+ * the model again (deployed again).  Both passes' ranges and the meter's
+ * identity are in the record, the ranging outside the fine-tune's window. */
+Test(ptd_quality, a_run_ranges_the_meter_on_its_own_workload, .timeout = 90)
+{
+    in = test_cls_run_inputs(test_tmpdir(), 128, 32);
+    /* 0.4 A at open's three readings, 0.9 A from then on */
+    struct meter_emu *emu =
+        meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD,
+                                                   .volts = 10,
+                                                   .amps = 0.4,
+                                                   .amps_from = 4,
+                                                   .amps_later = 0.9,
+                                                   .uncertainty = "Uncertainty,0.5"});
+    char uri[64];
+    snprintf(uri, sizeof uri, "ptd://127.0.0.1:%d?interval=20", meter_emu_port(emu));
+    struct test_run r = test_eeb((const char *[]){
+        "run",     "--task",  "cls",  "--finetune",  in.ft,      "--test", in.test,
+        "--model", in.model,  "--db", in.db,         "--epochs", "30",     "--rate",
+        "20",      "--power", uri,    "--ranging-s", "0.5",      "-q",     NULL});
+    int status = r.status;
+    cr_log_info("eeb run: %d\n%s%s", status, r.out, r.err);
+    test_run_free(&r);
+    char *log = meter_emu_log(emu);
+    meter_emu_stop(emu);
+    cr_expect(status == 0 || status == 4, "%d", status);
+    /* at open, the idle ranges; then the workload's, before the fine-tune */
+    const char *idle = strstr(log, "SR,V,10\nSR,A,0.44\nGo,20,0,eeb\n");
+    const char *ranging = strstr(log, "Stop\nSR,V,Auto\nSR,A,Auto\nGo,20,0,eeb_ranging\nRL\n");
+    const char *fixed = strstr(log, "Stop\nSR,V,10\nSR,A,0.99\nGo,20,0,eeb\nRL\nUncertainty\n");
+    cr_expect(idle && ranging && fixed && idle < ranging && ranging < fixed, "%s", log);
+    free(log);
+    /* the record: ranging_begin, ranging_end with the ranges, deployed
+     * again, then the fine-tune */
+    cr_expect_eq(test_sql_int(in.db, "SELECT count(*) FROM events WHERE kind = 'deployed'"), 2);
+    cr_expect_eq(
+        test_sql_int(in.db, "SELECT (SELECT t_mono_ns FROM events WHERE kind = 'ranging_begin') < "
+                            "(SELECT t_mono_ns FROM events WHERE kind = 'ranging_end') AND "
+                            "(SELECT t_mono_ns FROM events WHERE kind = 'ranging_end') < "
+                            "(SELECT max(t_mono_ns) FROM events WHERE kind = 'deployed') AND "
+                            "(SELECT max(t_mono_ns) FROM events WHERE kind = 'deployed') < "
+                            "(SELECT t_mono_ns FROM events WHERE kind = 'finetune_begin')"),
+        1);
+    char *v = NULL;
+    cr_assert_eq(test_sql_text(in.db,
+                               "SELECT payload ->> '$.own.volts' || ' ' || (payload ->> "
+                               "'$.own.amps') || ' ' || (payload ->> '$.own.max_amps') FROM "
+                               "events WHERE kind = 'ranging_end'",
+                               &v),
+                 0);
+    cr_expect_str_eq(v, "10 0.99 0.9");
+    free(v);
+    cr_assert_eq(test_sql_text(in.db,
+                               "SELECT payload ->> '$.identity' FROM events WHERE kind = "
+                               "'ranging_begin'",
+                               &v),
+                 0);
+    cr_expect_str_eq(v, "PTDaemon emulator (eeb tests), analyzer WT310E");
+    free(v);
+    /* the ranging pass's readings were sampled, none held to the limit,
+     * and none is in the fine-tune's window */
+    cr_expect_eq(test_sql_int(in.db, "SELECT count(*) FROM events WHERE kind = 'power_fault'"), 0);
+    cr_expect_gt(test_sql_int(in.db, "SELECT count(*) FROM samples WHERE flags = 0 AND t_mono_ns < "
+                                     "(SELECT t_mono_ns FROM events WHERE kind = 'ranging_end')"),
+                 3);
+    /* the judge takes the ranging pass where it stands */
+    struct test_run c = test_eeb((const char *[]){"check", in.db, NULL});
+    cr_expect_eq(c.status, status, "%s%s", c.out, c.err);
+    cr_expect(!strstr(c.out, "out of the workflow's order"), "%s", c.out);
+    test_run_free(&c);
 }

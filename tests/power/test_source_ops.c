@@ -75,8 +75,8 @@ Test(source_ops, a_table_of_another_version_or_missing_a_slot_is_refused_by_name
 
     t.version = EEB_POWER_SOURCE_OPS_VERSION + 1;
     cr_assert_eq(eeb_power_source_ops_check(&t, err, sizeof err), EEB_EVERSION);
-    cr_expect_str_eq(err, "power source 'wt5000:': its ops table is version 2, this eeb drives "
-                          "version 1 (build it against this eeb's power/eeb_power.h)");
+    cr_expect_str_eq(err, "power source 'wt5000:': its ops table is version 3, this eeb drives "
+                          "version 2 (build it against this eeb's power/eeb_power.h)");
     t.version = 0; /* a table that never set it */
     cr_assert_eq(eeb_power_source_ops_check(&t, err, sizeof err), EEB_EVERSION);
     cr_expect(strstr(err, "'wt5000:': its ops table is version 0"), "%s", err);

@@ -1158,7 +1158,8 @@ static int log_begun(const char *path)
 /* `eeb power agent` reading meter for the server at url with the station
  * key at key, until killed (or this test ends: a failed assertion leaves
  * no agent behind); started once its log has begun. */
-static pid_t station_agent(const char *dir, const char *meter, const char *url, const char *key)
+static pid_t station_agent_at(const char *dir, const char *meter, const char *url, const char *key,
+                              const char *rate)
 {
     char adb[300];
     snprintf(adb, sizeof adb, "%s/agent.db", dir);
@@ -1168,8 +1169,12 @@ static pid_t station_agent(const char *dir, const char *meter, const char *url, 
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1), dup2(null, 2);
-        execl(EEB_BIN, EEB_BIN, "power", "agent", "--source", meter, "--db", adb, "--server", url,
-              "--key", key, "--rate", "20", "-q", (char *)NULL);
+        if (rate)
+            execl(EEB_BIN, EEB_BIN, "power", "agent", "--source", meter, "--db", adb, "--server",
+                  url, "--key", key, "--rate", rate, "-q", (char *)NULL);
+        else /* the meter's own rate */
+            execl(EEB_BIN, EEB_BIN, "power", "agent", "--source", meter, "--db", adb, "--server",
+                  url, "--key", key, "-q", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 1000 && !log_begun(adb); i++)
@@ -1177,12 +1182,27 @@ static pid_t station_agent(const char *dir, const char *meter, const char *url, 
     return pid;
 }
 
+static pid_t station_agent(const char *dir, const char *meter, const char *url, const char *key)
+{
+    return station_agent_at(dir, meter, url, key, "20");
+}
+
+/* What a director-mode run's station meter does beyond the defaults. */
+struct station_meter {
+    const char *uncertainty; /* the PTDaemon's reply to Uncertainty (NULL: it has none) */
+    const char *interval;    /* its update interval, ms (NULL: PTDaemon's 1000) */
+    const char *agent_rate;  /* the agent's --rate (NULL: 20; "": the meter's own) */
+    const char *epochs;      /* the run's (NULL: 15000, some seconds) */
+    const char *ranging_s;   /* the run's --ranging-s (NULL: 0, none) */
+    double amps_later;       /* from the meter's 4th reading on, its amps (0: 0.5 throughout) */
+};
+
 /* A team's library run officially under director mode (the server reads
  * the team's station, a PTDaemon emulator at 12 V x 0.5 A, itself or, if
  * key is not NULL, through a station agent holding that key), with the
  * run's own log at watts: its verdict JSON. */
-static json_t *a_director_run(const char *dir, const char *watts, const char *db, char *sdb_out,
-                              int status, const char *key)
+static json_t *a_director_run_on(const char *dir, const char *watts, const char *db, char *sdb_out,
+                                 int status, const char *key, const struct station_meter *sm)
 {
     char sdb[300], url[64], token[EEB_TOKEN_HEX], model[300], meter[64], power[32], agent[300];
     snprintf(sdb, sizeof sdb, "%s/server.db", dir);
@@ -1190,9 +1210,15 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
     snprintf(power, sizeof power, "sim:watts=%s", watts);
     test_write_file(model, "nearest-mean 1\n", 15);
     struct inputs in = make_inputs(dir);
-    struct meter_emu *emu = meter_emu_start(
-        &(struct meter_emu_config){.protocol = METER_PTD, .volts = 12, .amps = 0.5});
-    snprintf(meter, sizeof meter, "ptd://127.0.0.1:%d", meter_emu_port(emu));
+    struct meter_emu *emu =
+        meter_emu_start(&(struct meter_emu_config){.protocol = METER_PTD,
+                                                   .volts = 12,
+                                                   .amps = 0.5,
+                                                   .uncertainty = sm->uncertainty,
+                                                   .amps_from = sm->amps_later > 0 ? 4 : 0,
+                                                   .amps_later = sm->amps_later});
+    snprintf(meter, sizeof meter, "ptd://127.0.0.1:%d%s%s", meter_emu_port(emu),
+             sm->interval ? "?interval=" : "", sm->interval ? sm->interval : "");
     char err[512];
     cr_assert_eq(eeb_server_add_team(sdb, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
     struct eeb_server_config cfg;
@@ -1208,7 +1234,8 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
     struct eeb_server *s;
     cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", eeb_server_port(s));
-    pid_t pid = key ? station_agent(dir, meter, url, key) : 0;
+    const char *rate = !sm->agent_rate ? "20" : *sm->agent_rate ? sm->agent_rate : NULL;
+    pid_t pid = key ? station_agent_at(dir, meter, url, key, rate) : 0;
     json_t *v = test_eeb_json((const char *[]){"run",
                                                "--task",
                                                "cls",
@@ -1224,8 +1251,10 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
                                                power,
                                                "--rate",
                                                "20",
+                                               "--ranging-s",
+                                               sm->ranging_s ? sm->ranging_s : "0",
                                                "--epochs", /* some seconds of fine-tuning */
-                                               "15000",
+                                               sm->epochs ? sm->epochs : "15000",
                                                "--db",
                                                db,
                                                "--server",
@@ -1245,6 +1274,15 @@ static json_t *a_director_run(const char *dir, const char *watts, const char *db
     meter_emu_stop(emu);
     snprintf(sdb_out, 300, "%s", sdb);
     return v;
+}
+
+static json_t *a_director_run(const char *dir, const char *watts, const char *db, char *sdb_out,
+                              int status, const char *key)
+{
+    /* a meter updating ten times a second, sampled (by the server at its
+     * own rate) ten times a second */
+    return a_director_run_on(dir, watts, db, sdb_out, status, key,
+                             &(struct station_meter){.interval = "100"});
 }
 
 /* Director mode: the server's meter, not the run's log, gives E; the
@@ -1545,6 +1583,275 @@ Test(server, a_station_agent_is_heard_before_its_run_and_checked, .timeout = 60)
     f.cfg.stations[1] = (struct eeb_server_station){"beta", f.station};
     cr_expect_neq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK);
     cr_expect(strstr(err, "teams alpha and beta have the same station key"), "%s", err);
+}
+
+/* A batch of agent session a1's at now_ns (seconds), its samples and faults
+ * (JSON array texts). */
+static char *station_batch(double now_s, const char *samples, const char *faults)
+{
+    char *b = NULL;
+    cr_assert_geq(
+        asprintf(&b,
+                 "{\"session\": \"a1\", \"source\": \"ptd://meter:8888\", \"provenance\": "
+                 "\"measured\", \"rate_hz\": 1, \"update_interval_s\": 1, \"now_ns\": "
+                 "%lld, \"failed\": 0, \"dropped\": 0, \"samples\": %s%s%s}",
+                 (long long)(now_s * 1e9), samples, faults ? ", \"faults\": " : "",
+                 faults ? faults : ""),
+        0);
+    return b;
+}
+
+static void expect_batch(int port, const char *key, double now_s, const char *samples,
+                         const char *faults, long code, const char *k, const char *value)
+{
+    char *b = station_batch(now_s, samples, faults);
+    expect(port, "POST", "/api/v1/station/samples", b, key, code, k, value);
+    free(b);
+}
+
+/* A station agent's readings carry the uncertainty their meter stated
+ * (the fifth of a sample: a fraction, null for one it could not
+ * evaluate, absent for none) and its read faults: the server holds them
+ * to the rules' 1 % as its sampler holds a meter it reads itself (a
+ * power_fault event at the reading's time, the largest stored with the
+ * meter run), records the faults at their times, and checks every field. */
+Test(server, a_station_agents_readings_carry_their_uncertainty_and_faults, .timeout = 60)
+{
+    struct station_fixture f;
+    station_setup(&f, 1);
+    f.cfg.stream_allowance_s = 1;
+    char err[512];
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&f.cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    const char *key = f.keytext;
+    expect_batch(port, key, 5, "[]", NULL, 200, "team", "alpha");
+    expect(port, "POST", "/api/v1/runs", REGISTER_ON("cls", "exec", ", \"official\": true"),
+           f.token, 201, "provenance", "measured");
+    expect(port, "POST", "/api/v1/runs/2/begin", NULL, f.token, 200, "state", "registered");
+    /* the meter run records the meter's own update interval and rate */
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT config ->> '$.power.update_interval_s' FROM runs "
+                                     "WHERE id = 1"),
+                 1);
+    /* every field checked */
+    expect_batch(port, key, 9, "[[8000000000, 6, 12, 0.5, 0.005, 1]]", NULL, 400, "field",
+                 "samples[0]");
+    expect_batch(port, key, 9, "[[8000000000, 6, 12, 0.5, -0.01]]", NULL, 400, "field",
+                 "samples[0][4]");
+    expect_batch(port, key, 9, "[[8000000000, 6, 12, 0.5, 11]]", NULL, 400, "field",
+                 "samples[0][4]");
+    expect_batch(port, key, 9, "[[8000000000, 6, 12, 0.5, \"1 %\"]]", NULL, 400, "field",
+                 "samples[0][4]");
+    expect_batch(port, key, 9, "[]", "{}", 400, "field", "faults");
+    expect_batch(port, key, 9, "[]",
+                 "[{\"t_ns\": 8000000000, \"kind\": \"abort\", \"reason\": \"x\"}]", 400, "field",
+                 "faults[0].kind");
+    expect_batch(port, key, 9, "[]",
+                 "[{\"t_ns\": 9500000000, \"kind\": \"power_fault\", \"reason\": \"x\"}]", 400,
+                 "field", "faults[0].t_ns");
+    expect_batch(port, key, 9, "[]",
+                 "[{\"t_ns\": 8000000000, \"kind\": \"power_fault\", \"reason\": \"\"}]", 400,
+                 "field", "faults[0].reason");
+    expect_batch(port, key, 9, "[]",
+                 "[{\"t_ns\": 8000000000, \"kind\": \"power_fault\", \"reason\": \"x\", "
+                 "\"more\": 1}]",
+                 400, "field", "faults[0]");
+    char many[4096] = "[", longer[400];
+    for (int i = 0; i < 65; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many),
+                 "%s{\"t_ns\": 8000000000, \"kind\": \"power_fault\", \"reason\": \"x\"}",
+                 i ? ", " : "");
+    strcat(many, "]");
+    expect_batch(port, key, 9, "[]", many, 400, "field", "faults");
+    const char *head = "[{\"t_ns\": 8000000000, \"kind\": \"power_fault\", \"reason\": \"";
+    memset(longer, 'a', sizeof longer);
+    memcpy(longer, head, strlen(head));
+    strcpy(longer + strlen(head) + 256, "\"}]"); /* a reason of 256 characters */
+    expect_batch(port, key, 9, "[]", longer, 400, "field", "faults[0].reason");
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM samples"), 0);
+
+    /* a reading within, one over (3 %), one of no stated uncertainty, one
+     * the meter could not evaluate, one within again; and a read fault */
+    usleep(600000);
+    expect_batch(
+        port, key, 9,
+        "[[8500000000, 6, 12, 0.5, 0.005], [8600000000, 9, 12, 0.75, 0.03], "
+        "[8700000000, 6, 12, 0.5], [8800000000, 6, 12, 0.5, null], "
+        "[8900000000, 6, 12, 0.5, 0.004]]",
+        "[{\"t_ns\": 8650000000, \"kind\": \"power_fault\", \"reason\": \"ptd: no reply\"}, "
+        "{\"t_ns\": 8660000000, \"kind\": \"power_recovered\", \"reason\": \"readings "
+        "resumed\"}]",
+        200, "team", "alpha");
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM samples WHERE run_id = 1"), 5);
+    /* each reading keeps its uncertainty, in millionths (bit 31: stated) */
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT group_concat(flags & 16777215, ',') = "
+                                     "'5000,30000,0,16777215,4000' FROM (SELECT flags FROM samples "
+                                     "WHERE run_id = 1 ORDER BY t_mono_ns)"),
+                 1);
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM samples WHERE run_id = 1 AND "
+                                     "flags >= 2147483648"),
+                 4);
+    /* the over-range reading is a fault at its own time, 0.1 s after the
+     * first, with its uncertainty; the one not evaluated starts another
+     * stretch after the unstated one (not held) */
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                     "'power_fault' AND json_extract(payload, '$.uncertainty') = "
+                                     "0.03 AND t_mono_ns = (SELECT min(t_mono_ns) FROM samples "
+                                     "WHERE run_id = 1) + 100000000"),
+                 1);
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                     "'power_fault' AND json_type(payload, '$.uncertainty') = "
+                                     "'null'"),
+                 0, "a stretch over the limit goes on through a reading of none stated");
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                     "'power_recovered' AND payload LIKE '%uncertainty again%'"),
+                 1);
+    /* the agent's read fault, at its time on the server's clock */
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                     "'power_fault' AND payload ->> '$.reason' = 'the station''s "
+                                     "agent: ptd: no reply' AND t_mono_ns = (SELECT min(t_mono_ns) "
+                                     "FROM samples WHERE run_id = 1) + 150000000"),
+                 1);
+    /* sent again, nothing is recorded twice */
+    usleep(100000);
+    expect_batch(
+        port, key, 9.2, "[[8500000000, 6, 12, 0.5, 0.005]]",
+        "[{\"t_ns\": 8650000000, \"kind\": \"power_fault\", \"reason\": \"ptd: no reply\"}]", 200,
+        "team", "alpha");
+    cr_expect_eq(test_sql_int(f.sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                     "'power_fault'"),
+                 2);
+    /* let go (the run is silent past the stream's allowance), the meter
+     * run stores the largest uncertainty, measured, as a sampler does */
+    usleep(1200000);
+    expect_batch(port, key, 10.5, "[]", NULL, 200, "team", "alpha");
+    expect(port, "POST", "/api/v1/runs", REGISTER_ON("cls", "exec", ", \"official\": true"),
+           f.token, 201, "provenance", "measured");
+    cr_expect_float_eq(test_sql_double(f.sdb, "SELECT value FROM results WHERE run_id = 1 AND name "
+                                              "= 'power_uncertainty_max' AND unit = 'fraction' AND "
+                                              "provenance = 'measured'"),
+                       0.03, 1e-12);
+    eeb_server_stop(s);
+}
+
+/* The issue an organizer met: a PTDaemon meter read through `eeb power
+ * agent`, over range for every reading (3 %): the run is invalid, the
+ * reason naming the reading and its uncertainty, as for a meter the
+ * server reads itself. */
+Test(server, a_station_agents_reading_over_1_percent_makes_the_run_invalid, .timeout = 120)
+{
+    struct station_fixture f;
+    station_setup(&f, 0);
+    char db[300], sdb[300];
+    snprintf(db, sizeof db, "%s/official.db", f.dir);
+    json_t *v = a_director_run_on(
+        f.dir, "6", db, sdb, 4, f.key,
+        &(struct station_meter){.uncertainty = "Uncertainty,3.0", .interval = "100"});
+    const char *why = json_string_value(json_object_get(v, "why"));
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid", "%s", why);
+    cr_expect(why && strstr(why, "the meter's reading "), "%s", why);
+    cr_expect(why && strstr(why, " has an uncertainty of 3.0 %: the rules allow 1 %"), "%s", why);
+    json_decref(v);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                   "'power_fault' AND json_extract(payload, '$.uncertainty') = "
+                                   "0.03"),
+                 1);
+    cr_expect_float_eq(test_sql_double(sdb, "SELECT value FROM results WHERE run_id = 1 AND name "
+                                            "= 'power_uncertainty_max'"),
+                       0.03, 1e-12);
+}
+
+/* A PTDaemon updating once a second, read by the agent at its default
+ * rate (the meter's own: 1 Hz) within 1 %: a valid run, its S_uncertainty
+ * from the meter's largest uncertainty; the meter run records both rates.
+ * (At 100 Hz against this meter, jitter below a second was judged a gap
+ * against 10 ms: three of five runs were invalid.) */
+Test(server, a_station_agent_at_its_meters_own_rate_gives_a_valid_run, .timeout = 120)
+{
+    struct station_fixture f;
+    station_setup(&f, 0);
+    char db[300], sdb[300];
+    snprintf(db, sizeof db, "%s/official.db", f.dir);
+    json_t *v = a_director_run_on(
+        f.dir, "6", db, sdb, 0, f.key,
+        &(struct station_meter){.uncertainty = "Uncertainty,0.5", .agent_rate = ""});
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_string_value(json_object_get(v, "why")));
+    json_decref(v);
+    cr_expect_float_eq(test_sql_double(sdb, "SELECT config ->> '$.power.rate_hz' FROM runs WHERE "
+                                            "id = 1"),
+                       1, 1e-12);
+    cr_expect_float_eq(test_sql_double(sdb, "SELECT config ->> '$.power.update_interval_s' FROM "
+                                            "runs WHERE id = 1"),
+                       1, 1e-12);
+    cr_expect_float_eq(test_sql_double(sdb, "SELECT value FROM results WHERE run_id = 2 AND name "
+                                            "= 's_uncertainty'"),
+                       0.4 *
+                           test_sql_double(sdb, "SELECT value FROM results WHERE run_id = 2 AND "
+                                                "name = 'm_p'") *
+                           0.005,
+                       1e-12);
+}
+
+/* The organizer's issue: the station's PTDaemon ranged at idle (6 W at
+ * its open) while the team's training drew 9 W.  The run ranges it on its
+ * own workload before its fine-tune (POST /api/v1/runs/{id}/ranging): the
+ * server's meter, read by the server itself or by the station's agent
+ * (told in the answer to its next batch), autoranges while the SUT
+ * trains, and is fixed to what the training drew (SR,A at 1.1 x 0.75 A)
+ * before the testing pass begins; both phases and the meter's identity are
+ * in the meter run, and the run is judged as usual. */
+static void a_station_meter_ranged_on_the_workload(const char *key)
+{
+    char dir[256], db[300], sdb[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    json_t *v = a_director_run_on(
+        dir, "9", db, sdb, 0, key,
+        &(struct station_meter){.interval = "100", .ranging_s = "1", .amps_later = 0.75});
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass", "%s",
+                     json_string_value(json_object_get(v, "why")));
+    json_decref(v);
+    /* the meter run: the pass begun (autoranging), ended at the workload's ranges */
+    char *text = NULL;
+    cr_assert_eq(test_sql_text(sdb,
+                               "SELECT group_concat(kind || ' ' || (payload ->> '$.volts') || ' ' "
+                               "|| (payload ->> '$.amps'), '; ') FROM events WHERE run_id = 1 AND "
+                               "kind LIKE 'ranging_%' ORDER BY t_mono_ns",
+                               &text),
+                 0);
+    cr_expect_str_eq(text, "ranging_begin Auto Auto; ranging_end 12 0.825");
+    free(text);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                   "'ranging_end' AND payload ->> '$.identity' = 'PTDaemon "
+                                   "emulator (eeb tests), analyzer WT310E' AND payload ->> "
+                                   "'$.max_amps' = 0.75"),
+                 1);
+    /* before the window: the fine-tune's begin placed after the pass's end */
+    cr_expect_eq(test_sql_int(sdb, "SELECT (SELECT t_mono_ns FROM events WHERE run_id = 1 AND kind "
+                                   "= 'ranging_end') < (SELECT t_mono_ns FROM events WHERE run_id "
+                                   "= 1 AND kind = 'finetune_begin')"),
+                 1);
+    /* the run's own record says the server's meter was ranged, and the
+     * SUT deployed again after it */
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                  "'ranging_end' AND payload ->> '$.server.amps' = '0.825'"),
+                 1);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 1 AND kind = "
+                                  "'deployed'"),
+                 2);
+}
+
+Test(server, the_servers_meter_is_ranged_on_the_runs_workload, .timeout = 120)
+{
+    a_station_meter_ranged_on_the_workload(NULL);
+}
+
+Test(server, a_station_agents_meter_is_ranged_on_the_runs_workload, .timeout = 120)
+{
+    struct station_fixture f;
+    station_setup(&f, 0);
+    a_station_meter_ranged_on_the_workload(f.key);
 }
 
 /* A station agent's batch of samples, numbered from *index on (their
