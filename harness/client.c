@@ -564,8 +564,7 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
  * what its chain holds sent, and the run ended there, aborted for that;
  * the server's answer into *verdict. */
 static int end_unfinished(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
-                          const struct eeb_run_row *row, json_t **verdict, char *err,
-                          size_t errlen)
+                          const struct eeb_run_row *row, json_t **verdict, char *err, size_t errlen)
 {
     char path[96], reason[160];
     int rc = send_chain(c, server_run, h, row->id, err, errlen);

@@ -219,7 +219,7 @@ static int command_watts(struct eeb_ptd_load *l, double *watts, char *err, size_
         close(fds[0]);
         return eeb_errf(err, errlen, EEB_EIO, "load command: /bin/sh: %s", strerror(rc));
     }
-    char out[COMMAND_OUT_MAX + 1];
+    char out[COMMAND_OUT_MAX + 1] = "";
     size_t have = 0;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

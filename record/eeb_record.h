@@ -55,7 +55,7 @@ struct eeb_run_outcome {
     double device_time_s;    /* its modeled time for the steps run; NAN without one */
     double device_energy_j;  /* and energy */
     uint64_t steps, test_items;
-    int64_t server_run;                   /* official mode: the run's id on the server */
+    int64_t server_run;  /* official mode: the run's id on the server */
     int64_t server_copy; /* eeb check: judged from the server's record of it, this run */
     struct eeb_meter_offset meter_offset; /* director mode (the judge's) */
     char why[768]; /* every reason it failed or is invalid ("; "-separated) */
@@ -67,18 +67,18 @@ struct eeb_run_outcome {
  * the judge applies the server's rules from the record alone and `eeb
  * check` of the copy gives the server's verdict. */
 struct eeb_run_facts {
-    int seen;     /* the record holds them (a server's copy) */
-    int official; /* a ranked run: its labels count only as below */
-    int64_t registered, completed;    /* when the server saw register and complete (UTC ns) */
-    char fine_tune[512];              /* why it did not fine-tune as the server saw, or "" */
-    int64_t test_served, predicted;   /* its inputs' first serving, its predictions' last change */
-    double predict_within_s;          /* the deadline after the serving */
-    double m_s;                       /* the labels' count (NAN: none, m_s_why says why) */
+    int seen;                       /* the record holds them (a server's copy) */
+    int official;                   /* a ranked run: its labels count only as below */
+    int64_t registered, completed;  /* when the server saw register and complete (UTC ns) */
+    char fine_tune[512];            /* why it did not fine-tune as the server saw, or "" */
+    int64_t test_served, predicted; /* its inputs' first serving, its predictions' last change */
+    double predict_within_s;        /* the deadline after the serving */
+    double m_s;                     /* the labels' count (NAN: none, m_s_why says why) */
     char m_s_why[256];
-    int64_t seed;                     /* handed out (-1: none) */
-    char round[65];                   /* and the round whose division allows (64 at most) */
-    int epochs_max;                   /* epochs at most (0: any) */
-    char meter[256];                  /* why its meter (director mode) has no window, or "" */
+    int64_t seed;    /* handed out (-1: none) */
+    char round[65];  /* and the round whose division allows (64 at most) */
+    int epochs_max;  /* epochs at most (0: any) */
+    char meter[256]; /* why its meter (director mode) has no window, or "" */
 };
 
 /* The facts as an evaluator event's payload (free it; NULL: out of memory). */

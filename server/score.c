@@ -105,6 +105,13 @@ static int gather(struct eeb_srv_call *k, struct eeb_run_facts *f, struct eeb_sr
     return found < 0 ? found : EEB_OK;
 }
 
+static int labels_barred(const struct eeb_run_facts *f)
+{
+    char why[512];
+    eeb_run_labels_barred(f, why, sizeof why);
+    return why[0] != '\0';
+}
+
 /* The labels' count where they may count, else none (and why not in
  * f->m_s_why): no M_s is counted, stored or sent for a run whose labels
  * are barred.  Predictions posted while the run is being scored are timed
@@ -112,9 +119,7 @@ static int gather(struct eeb_srv_call *k, struct eeb_run_facts *f, struct eeb_sr
 static int count_labels(struct eeb_srv_call *k, const struct eeb_srv_testset *t,
                         struct eeb_run_facts *f, char *err, size_t errlen)
 {
-    char barred[512];
-    eeb_run_labels_barred(f, barred, sizeof barred);
-    if (barred[0])
+    if (labels_barred(f))
         return EEB_OK;
     int rc = eeb_srv_testset_m_s(t, k->s->store, k->id, &f->m_s, f->m_s_why, sizeof f->m_s_why, err,
                                  errlen);
@@ -124,8 +129,7 @@ static int count_labels(struct eeb_srv_call *k, const struct eeb_srv_testset *t,
         return found;
     if (found > 0)
         f->predicted = now.predicted_utc_ns;
-    eeb_run_labels_barred(f, barred, sizeof barred);
-    if (barred[0] || f->m_s_why[0])
+    if (labels_barred(f) || f->m_s_why[0])
         f->m_s = NAN;
     return EEB_OK;
 }

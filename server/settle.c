@@ -73,8 +73,8 @@ static int settle_one(void *arg, const struct eeb_srv_in_flight *r)
     struct sweep *w = arg;
     char why[256], err[512];
     stopped(w->s, r, w->now, why, sizeof why);
-    int ended = why[0] ? eeb_srv_end_run(w->s, r->id, r->meter_run, "aborted", why, err, sizeof err)
-                       : 0;
+    int ended =
+        why[0] ? eeb_srv_end_run(w->s, r->id, r->meter_run, "aborted", why, err, sizeof err) : 0;
     if (ended < 0)
         eeb_srv_log(w->s, "run %lld could not be ended: %s", (long long)r->id, err);
     if (!ended && r->meter_run && w->n < EEB_SRV_METERS)
