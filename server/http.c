@@ -648,6 +648,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = load_models(s, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_srv_agents_load(s, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_srv_resume(s, err, errlen);
     if (rc) {
         server_free(s);
         return rc;

@@ -162,6 +162,58 @@ int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err
     return rc;
 }
 
+int eeb_srv_meter_resume(struct eeb_server *s, int station, const struct eeb_srv_in_flight *r,
+                         char *err, size_t errlen)
+{
+    struct eeb_srv_meter_log log;
+    int rc = eeb_srv_store_meter_resume(s->store, r->meter_run, &log, err, errlen);
+    if (rc)
+        return rc;
+    struct eeb_srv_meter m = {.hold = {.max = NAN},
+                              .meter_run = r->meter_run,
+                              .run = r->id,
+                              .rate_hz = log.rate_hz,
+                              .update_interval_s = log.update_interval_s,
+                              .heard_ns = eeb_mono_ns(),
+                              .begun = r->begun != 0};
+    snprintf(m.source, sizeof m.source, "%s", log.source);
+    snprintf(m.provenance, sizeof m.provenance, "%s", log.provenance);
+    if (s->agents[station].key_sha256[0]) {
+        /* the agent kept what it could not send: the samples of the gap
+         * come with its next batches, after the last one kept */
+        int64_t utc_mono = eeb_utc_ns() - eeb_mono_ns();
+        m.agent = station + 1;
+        m.from_ns = log.begin_ns ? log.begin_ns : eeb_mono_ns();
+        m.last_ns = log.last_ns, m.last_utc_ns = log.last_utc_ns, m.kept = log.samples;
+        if (r->complete)
+            m.until_ns = r->completed - utc_mono;
+    } else if (!r->complete) {
+        struct eeb_sampler_config cfg;
+        eeb_sampler_config_default(&cfg);
+        cfg.db_path = eeb_srv_store_path(s->store);
+        cfg.run = m.meter_run;
+        cfg.rate_hz = m.rate_hz;
+        if ((rc = eeb_power_open(s->cfg.stations[station].uri, &m.src, err, errlen)) == EEB_OK &&
+            (rc = eeb_sampler_start(m.src, &cfg, &m.sampler, err, errlen)) != EEB_OK)
+            eeb_power_close(m.src);
+        if (rc)
+            return rc;
+    } else {
+        return EEB_OK; /* its window is whole in the log: nothing more to read */
+    }
+    pthread_mutex_lock(&s->lock);
+    int slot = -1;
+    for (int i = 0; i < EEB_SRV_METERS && slot < 0; i++)
+        if (!s->meters[i].meter_run)
+            s->meters[slot = i] = m;
+    pthread_mutex_unlock(&s->lock);
+    if (slot < 0)
+        eeb_srv_meter_close(s, &m);
+    return slot < 0 ? eeb_errf(err, errlen, EEB_EINVAL,
+                               "the server reads %d meters at once at most", EEB_SRV_METERS)
+                    : EEB_OK;
+}
+
 /* The slot whose meter run is meter_run, or -1; s->lock held. */
 static int slot_of_log(struct eeb_server *s, int64_t meter_run)
 {

@@ -82,10 +82,11 @@ int eeb_srv_fine_tuned(struct eeb_server *s, const struct eeb_srv_run *r,
     *window = (struct eeb_srv_window){0};
     why[0] = '\0';
     char stream[384] = "";
-    int rc = r->official ? eeb_srv_stream_check(eeb_srv_store_path(s->store), r->id,
-                                                r->begun_utc_ns, s->cfg.stream_allowance_s, window,
-                                                stream, sizeof stream, err, errlen)
-                         : EEB_OK;
+    int rc = r->official
+                 ? eeb_srv_stream_check(eeb_srv_store_path(s->store), r->id, r->begun_utc_ns,
+                                        s->cfg.stream_allowance_s, s->restarts, s->nrestarts,
+                                        window, stream, sizeof stream, err, errlen)
+                 : EEB_OK;
     if (rc == EEB_OK && stream[0])
         snprintf(why, whylen, "%s", stream);
     else if (rc == EEB_OK && r->official && !window->whole)

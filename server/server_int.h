@@ -169,6 +169,9 @@ struct eeb_srv_agent {
     int can_range;            /* its meter has ranges, as it last said */
 };
 
+/* The restarts with runs in flight the server keeps in mind (the latest). */
+#define EEB_SRV_RESTARTS 64
+
 struct eeb_server {
     struct MHD_Daemon *daemon;
     struct eeb_srv_store *store;
@@ -212,6 +215,9 @@ struct eeb_server {
     /* the runs in flight that have stopped, ended by a thread of its own
      * (settle.c) */
     pthread_t settler;
+    int64_t started_utc_ns;             /* this server's start */
+    int64_t restarts[EEB_SRV_RESTARTS]; /* the starts it found runs in flight at, in order */
+    size_t nrestarts;
     int settling; /* the thread runs */
     pthread_mutex_t settle_lock;
     pthread_cond_t settle_wake;
@@ -308,6 +314,13 @@ int eeb_srv_meter_open(struct eeb_server *s, int station, struct eeb_srv_meter *
 /* m measuring, held by the server in a slot of its own until
  * eeb_srv_meter_stop (or _drop); on an error m is closed. */
 int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err, size_t errlen);
+/* A server started again: the meter of run r in flight (station's) taken
+ * up where its log stops, in a slot of its own: an agent's as it was (its
+ * samples of the gap come next), the server's own reopened, sampling into
+ * the same log; none for a complete run the server reads itself. */
+struct eeb_srv_in_flight;
+int eeb_srv_meter_resume(struct eeb_server *s, int station, const struct eeb_srv_in_flight *r,
+                         char *err, size_t errlen);
 /* The meter of meter_run measures run: the run is registered. */
 void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run);
 /* Run sent links now, or (begun) asked to begin its fine-tune: its meter
@@ -372,13 +385,14 @@ struct eeb_srv_window {
 };
 
 /* Whether official run's fine-tune reached the server as it went (each
- * link within allowance_s of when the run wrote it, none before, and the
+ * link within allowance_s of when the run wrote it, or of a restart of the
+ * server's after that (restarts: UTC ns, in order), none before, and the
  * whole not held back from the begin the server gave at begun_utc_ns): ""
  * in why if so, else the reason; its window into *window.  An error only
  * for a database that cannot be read. */
 int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
-                         struct eeb_srv_window *window, char *why, size_t whylen, char *err,
-                         size_t errlen);
+                         const int64_t *restarts, size_t nrestarts, struct eeb_srv_window *window,
+                         char *why, size_t whylen, char *err, size_t errlen);
 
 /* schedule.c: whether run r fine-tuned as the server saw it, which its
  * test inputs and its labels' count wait for: an official run's stream
@@ -424,6 +438,11 @@ enum MHD_Result eeb_srv_api_abandon(struct eeb_srv_call *k);
 /* How long a registered run may take to begin its fine-tune (its deploy
  * may program a board). */
 #define EEB_SRV_PRE_BEGIN_NS 600000000000LL
+
+/* resume.c: on start, the runs in flight when the server stopped taken
+ * up (their meters with them), or void where a gap no one can fill cut
+ * into their fine-tune; the restart kept for the stream check. */
+int eeb_srv_resume(struct eeb_server *s, char *err, size_t errlen);
 
 /* settle.c: every run in flight that has stopped is ended (its stream
  * silent past the allowance, never begun, its predictions never come, its

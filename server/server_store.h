@@ -201,6 +201,7 @@ int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kin
 /* A run in flight (registered or complete), as the server ends it. */
 struct eeb_srv_in_flight {
     int64_t id, meter_run;
+    char team[EEB_SRV_TEAM_NAME];
     int complete;                         /* it said complete */
     int64_t registered, begun, completed; /* UTC ns (0: not yet) */
     int64_t links, last_link;             /* of its chain received, and when the last came */
@@ -357,6 +358,22 @@ int eeb_srv_store_audit_each(struct eeb_srv_store *s,
 
 /* A power log run for the samples of the meter at uri, sampled at rate_hz,
  * updating every update_interval_s (0: unknown), into *meter_run. */
+/* What a meter run holds, for a server started again to take it up. */
+struct eeb_srv_meter_log {
+    int64_t begin_ns;             /* its log_begin, on the monotonic clock (0: none) */
+    int64_t last_ns, last_utc_ns; /* its last sample (0: none) */
+    uint64_t samples;
+    char source[256], provenance[16];
+    double rate_hz, update_interval_s;
+};
+int eeb_srv_store_meter_resume(struct eeb_srv_store *s, int64_t meter_run,
+                               struct eeb_srv_meter_log *out, char *err, size_t errlen);
+
+/* The restarts the audit log holds (its "restart" acts), the latest max at
+ * most, into at in order; how many into *n. */
+int eeb_srv_store_restarts(struct eeb_srv_store *s, int64_t *at, size_t max, size_t *n, char *err,
+                           size_t errlen);
+
 int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rate_hz,
                             double update_interval_s, const char *provenance, int64_t *meter_run,
                             char *err, size_t errlen);

@@ -37,7 +37,10 @@ static void stopped(const struct eeb_server *s, const struct eeb_srv_in_flight *
                     char *why, size_t n)
 {
     double allowance = s->cfg.stream_allowance_s, within = s->cfg.predict_within_s;
+    /* the allowance counts from a restart of the server's, which heard
+     * nothing before it */
     int64_t heard = r->last_link > r->begun ? r->last_link : r->begun;
+    heard = heard > s->started_utc_ns ? heard : s->started_utc_ns;
     why[0] = '\0';
     if (r->revoked)
         snprintf(why, n, "its team was revoked");

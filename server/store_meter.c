@@ -43,6 +43,39 @@ int eeb_srv_store_meter_run(struct eeb_srv_store *s, const char *uri, double rat
     return rc;
 }
 
+int eeb_srv_store_meter_resume(struct eeb_srv_store *s, int64_t meter_run,
+                               struct eeb_srv_meter_log *out, char *err, size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = eeb_srv_statement(
+        s,
+        "SELECT (SELECT min(t_mono_ns) FROM events WHERE run_id = ?1 AND kind = "
+        "'" EEB_EVENT_LOG_BEGIN
+        "'), (SELECT max(t_mono_ns) FROM samples WHERE run_id = ?1), (SELECT max(t_utc_ns) FROM "
+        "samples WHERE run_id = ?1), (SELECT count(*) FROM samples WHERE run_id = ?1), "
+        "config ->> '$.power.source', config ->> '$.power.provenance', "
+        "config ->> '$.power.rate_hz', config ->> '$.power.update_interval_s' FROM runs WHERE "
+        "id = ?1",
+        &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, meter_run);
+    int step = sqlite3_step(st);
+    *out = (struct eeb_srv_meter_log){0};
+    if (step == SQLITE_ROW) {
+        out->begin_ns = sqlite3_column_int64(st, 0);
+        out->last_ns = sqlite3_column_int64(st, 1);
+        out->last_utc_ns = sqlite3_column_int64(st, 2);
+        out->samples = (uint64_t)sqlite3_column_int64(st, 3);
+        eeb_srv_column_text(st, 4, out->source, sizeof out->source);
+        eeb_srv_column_text(st, 5, out->provenance, sizeof out->provenance);
+        out->rate_hz = sqlite3_column_double(st, 6);
+        out->update_interval_s = sqlite3_column_double(st, 7);
+    }
+    return eeb_srv_done(db, st, step, err, errlen);
+}
+
 void eeb_srv_store_meter_done(struct eeb_srv_store *s, int64_t meter_run)
 {
     struct eeb_rundb *db;

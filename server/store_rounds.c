@@ -428,6 +428,26 @@ int eeb_srv_store_run_void(struct eeb_srv_store *s, int64_t id, const char *reas
                    "void-run", target, reason, err, errlen);
 }
 
+int eeb_srv_store_restarts(struct eeb_srv_store *s, int64_t *at, size_t max, size_t *n, char *err,
+                           size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = eeb_srv_statement(s,
+                                         "SELECT utc_ns FROM (SELECT utc_ns FROM audit WHERE "
+                                         "action = 'restart' ORDER BY utc_ns DESC LIMIT ?) "
+                                         "ORDER BY utc_ns",
+                                         &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_int64(st, 1, (int64_t)max);
+    int step;
+    *n = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && *n < max)
+        at[(*n)++] = sqlite3_column_int64(st, 0);
+    return eeb_srv_done(db, st, step, err, errlen);
+}
+
 struct team_walk {
     int (*fn)(void *arg, const struct eeb_srv_team *t);
     void *arg;

@@ -606,6 +606,7 @@ static int in_flight_row(sqlite3_stmt *st, void *ctx)
         *at[i] = sqlite3_column_int64(st, i); /* NULL reads 0 */
     r.complete = sqlite3_column_int(st, 10);
     eeb_srv_column_text(st, 11, r.round, sizeof r.round);
+    eeb_srv_column_text(st, 12, r.team, sizeof r.team);
     return w->fn(w->arg, &r);
 }
 
@@ -620,7 +621,8 @@ int eeb_srv_store_in_flight_each(struct eeb_srv_store *s,
         "SELECT e.run_id, r.config ->> '$.power.meter_run', e.registered_utc_ns, "
         "e.begun_utc_ns, e.completed_utc_ns, (SELECT count(*) FROM links l WHERE l.run_id = "
         "e.run_id), (SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "
-        "e.test_served_utc_ns, t.revoked_utc_ns, ro.closed_utc_ns, e.state = 'complete', ro.name "
+        "e.test_served_utc_ns, t.revoked_utc_ns, ro.closed_utc_ns, e.state = 'complete', ro.name, "
+        "t.name "
         "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "
         "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
         "WHERE e.state IN ('registered', 'complete') ORDER BY e.run_id",

@@ -26,6 +26,8 @@
 /* What the walk has seen. */
 struct stream_walk {
     double allowance_s;
+    const int64_t *restarts; /* when the server started again, UTC ns, in order */
+    size_t nrestarts;
     int64_t least_delay;       /* least (arrival - written) over the fine-tune's links */
     int64_t begin_at, begin_t; /* the fine-tune_begin link: arrival, the run's time */
     int64_t end_t;             /* the finetune_end link's, the run's time */
@@ -55,6 +57,18 @@ static int64_t written_at(const struct eeb_rundb_link *l)
                                      : 0;
 }
 
+/* The latest restart of the server's in (from, to], or 0: what arrived
+ * after one is late from it, not from before (the server was not there to
+ * take it). */
+static int64_t restart_in(const struct stream_walk *w, int64_t from, int64_t to)
+{
+    int64_t at = 0;
+    for (size_t i = 0; i < w->nrestarts; i++)
+        if (w->restarts[i] > from && w->restarts[i] <= to)
+            at = w->restarts[i];
+    return at;
+}
+
 static int stream_link(void *arg, const struct eeb_rundb_link *l)
 {
     struct stream_walk *w = arg;
@@ -74,7 +88,13 @@ static int stream_link(void *arg, const struct eeb_rundb_link *l)
         w->least_delay = l->at_utc_ns - written_at(l);
     double arrived = (double)(l->at_utc_ns - w->begin_at) / 1e9;
     double written = (double)(written_at(l) - w->begin_t) / 1e9;
-    double gap = (double)(l->at_utc_ns - w->last_at) / 1e9;
+    /* a restart of the server's since the link before, or since the run
+     * wrote this one: the allowance counts from it */
+    int64_t restart = restart_in(w, w->last_at, l->at_utc_ns);
+    double gap = (double)(l->at_utc_ns - (restart ? restart : w->last_at)) / 1e9;
+    int64_t written_here = w->begin_at + (written_at(l) - w->begin_t);
+    if ((restart = restart_in(w, written_here, l->at_utc_ns)))
+        arrived = written + (double)(l->at_utc_ns - restart) / 1e9;
     /* the clocks' rates differ by parts per million; a second spares it */
     if (arrived < written - 1 - 1e-3 * written)
         fault(w,
@@ -117,11 +137,15 @@ static void placed(const struct stream_walk *w, int64_t begun_utc_ns, char *why,
 }
 
 int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns, double allowance_s,
-                         struct eeb_srv_window *window, char *why, size_t whylen, char *err,
-                         size_t errlen)
+                         const int64_t *restarts, size_t nrestarts, struct eeb_srv_window *window,
+                         char *why, size_t whylen, char *err, size_t errlen)
 {
     struct eeb_rundb *db;
-    struct stream_walk w = {.allowance_s = allowance_s, .why = why, .whylen = whylen};
+    struct stream_walk w = {.allowance_s = allowance_s,
+                            .restarts = restarts,
+                            .nrestarts = nrestarts,
+                            .why = why,
+                            .whylen = whylen};
     why[0] = '\0';
     *window = (struct eeb_srv_window){0};
     int rc = eeb_rundb_open(db_path, EEB_RUNDB_READONLY, &db, err, errlen);
