@@ -566,18 +566,12 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
 static int end_unfinished(struct eeb_client *c, int64_t server_run, struct eeb_rundb *h,
                           const struct eeb_run_row *row, json_t **verdict, char *err, size_t errlen)
 {
-    char path[96], reason[160];
+    char reason[160];
     int rc = send_chain(c, server_run, h, row->id, err, errlen);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/abandon", (long long)server_run);
     snprintf(reason, sizeof reason,
              "its harness stopped in state %s, without a word (killed?); eeb submit ended it",
              row->state);
-    json_t *body = json_pack("{s:s}", "reason", reason);
-    if (rc == EEB_OK)
-        rc = body ? eeb_client_call(c, "POST", path, body, verdict, err, errlen)
-                  : eeb_errf(err, errlen, EEB_ENOMEM, "out of memory");
-    json_decref(body);
-    return rc;
+    return rc ? rc : eeb_client_abandon(c, server_run, reason, verdict, err, errlen);
 }
 
 int eeb_client_submit(struct eeb_client *c, const char *db, int64_t run, int64_t *server_run,

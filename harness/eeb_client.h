@@ -77,6 +77,12 @@ int eeb_client_send_run(struct eeb_client *c, int64_t server_run, struct eeb_run
 int eeb_client_take_record(struct eeb_client *c, int64_t server_run, struct eeb_rundb *db,
                            const char *uuid, int64_t run, int64_t *copy, char *err, size_t errlen);
 
+/* Tells the server that server_run stopped, for why (cut to the 300 bytes
+ * it takes): the run ends there, aborted; its answer into *reply (if not
+ * NULL). */
+int eeb_client_abandon(struct eeb_client *c, int64_t server_run, const char *why, json_t **reply,
+                       char *err, size_t errlen);
+
 /* The whole submission of a finished local run: register, its chain,
  * complete, predictions, score.  *server_run: the server's id for it, or
  * if not 0 on entry, the one to resume. */

@@ -242,17 +242,11 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
  * the machine failed) tells the server why, so that it ends there now. */
 static void abandon(struct run *r, const char *why)
 {
-    if (!r->out->server_run)
-        return;
-    char path[96], reason[301], err[512];
-    snprintf(reason, sizeof reason, "%s", why[0] ? why : "an error");
-    eeb_utf8_trim(reason);
-    snprintf(path, sizeof path, "/api/v1/runs/%lld/abandon", (long long)r->out->server_run);
-    json_t *body = json_pack("{s:s}", "reason", reason);
-    if (!body || eeb_client_call(r->hooks->server, "POST", path, body, NULL, err, sizeof err))
+    char err[512];
+    if (r->out->server_run &&
+        eeb_client_abandon(r->hooks->server, r->out->server_run, why, NULL, err, sizeof err))
         fprintf(stderr, "eeb: the server was not told that run %lld stopped: %s\n",
-                (long long)r->out->server_run, body ? err : "out of memory");
-    json_decref(body);
+                (long long)r->out->server_run, err);
 }
 
 /* The configuration says where the test came from: the server, and the

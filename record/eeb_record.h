@@ -115,6 +115,13 @@ const char *eeb_run_verdict(const struct eeb_run_outcome *o, int upper);
 int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
                   char *err, size_t errlen);
 
+/* eeb_run_judge with the facts a server saw given (NULL: as its copy of
+ * the record holds them): the server judges with the facts it is about to
+ * write into the record with the verdict, in one transaction. */
+int eeb_run_judge_with(const char *db_path, int64_t run, double m_s,
+                       const struct eeb_run_facts *facts, struct eeb_run_outcome *out, char *err,
+                       size_t errlen);
+
 /* Whether a run on the modeled clock whose complete event says `said`
  * steps kept the schedule a server counted for it (`schedule` steps): it
  * took exactly those, unless it was stopped (its chain holds an abort or

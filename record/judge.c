@@ -523,10 +523,9 @@ int eeb_run_steps_off_schedule(double said, int stopped, double schedule, char *
  * facts it saw: its meter's window, the time between register and
  * complete, the labels (barred: why), the seed it handed out, the epochs
  * the round allows. */
-static void evaluator_rules(const struct record *rec, const char *barred,
-                            struct eeb_run_outcome *out)
+static void evaluator_rules(const struct record *rec, const struct eeb_run_facts *f,
+                            const char *barred, struct eeb_run_outcome *out)
 {
-    const struct eeb_run_facts *f = &rec->facts;
     if (!f->seen)
         return;
     size_t before = strlen(out->why);
@@ -560,8 +559,8 @@ static void evaluator_rules(const struct record *rec, const char *barred,
 /* eeb_run_judge on a run already read.  Each figure the record gives is
  * computed, the others left NAN: a run whose power log is unusable still
  * has its M_u, T and M_s. */
-static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome *out, char *err,
-                 size_t errlen)
+static int judge(const struct stored_run *sr, double m_s, const struct eeb_run_facts *given,
+                 struct eeb_run_outcome *out, char *err, size_t errlen)
 {
     const struct eeb_run_row *row = &sr->row;
     const struct record *rec = &sr->rec;
@@ -625,11 +624,18 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     /* an official run's predictions hold no truth, nor do those a server
      * holds: its M_s is the server's, which a server's copy records among
      * the facts it judged with (none where the labels may not count) */
+    /* the facts are the server's only in its copy (a team's record may hold
+     * an event of that name, which counts for nothing), or as given */
+    struct eeb_run_facts facts = {0};
+    if (given)
+        facts = *given;
+    else if (cfg.held_by_server)
+        facts = rec->facts;
     char barred[512] = "";
-    if (rec->facts.seen)
-        eeb_run_labels_barred(&rec->facts, barred, sizeof barred);
-    if (isnan(m_s) && rec->facts.seen) {
-        m_s = barred[0] ? NAN : rec->facts.m_s;
+    if (facts.seen)
+        eeb_run_labels_barred(&facts, barred, sizeof barred);
+    if (isnan(m_s) && facts.seen) {
+        m_s = barred[0] ? NAN : facts.m_s;
     } else if (isnan(m_s) && (cfg.official || cfg.held_by_server)) {
         char gerr[256];
         if (eeb_rundb_result_get(sr->db, row->id, "m_s", &m_s, gerr, sizeof gerr))
@@ -642,12 +648,12 @@ static int judge(const struct stored_run *sr, double m_s, struct eeb_run_outcome
     if (!rec->ft_begin || !rec->ft_end) {
         why(out, "no fine-tune window (finetune_begin and finetune_end events)");
         out->valid = 0;
-        evaluator_rules(rec, barred, out);
+        evaluator_rules(rec, &facts, barred, out);
         goto out;
     }
     struct power_judged pj = {0};
     int have_power = (out->modeled_clock ? modeled_figures : metered_figures)(sr, &cfg, out, &pj);
-    evaluator_rules(rec, barred, out);
+    evaluator_rules(rec, &facts, barred, out);
     if (isnan(m_s)) {
         out->valid = 0;
         if (!out->why[0])
@@ -687,10 +693,17 @@ out:
 int eeb_run_judge(const char *db_path, int64_t run, double m_s, struct eeb_run_outcome *out,
                   char *err, size_t errlen)
 {
+    return eeb_run_judge_with(db_path, run, m_s, NULL, out, err, errlen);
+}
+
+int eeb_run_judge_with(const char *db_path, int64_t run, double m_s,
+                       const struct eeb_run_facts *facts, struct eeb_run_outcome *out, char *err,
+                       size_t errlen)
+{
     struct stored_run sr;
     int rc = open_run(db_path, run, &sr, err, errlen);
     if (rc == EEB_OK)
-        rc = judge(&sr, m_s, out, err, errlen);
+        rc = judge(&sr, m_s, facts, out, err, errlen);
     close_run(&sr);
     return rc;
 }
@@ -799,7 +812,7 @@ static int holds_run(struct eeb_rundb *db, int64_t run, int64_t copy, char *why,
     int rc = eeb_rundb_links_each(db, run, 0, keep_head, &a, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_rundb_links_each(db, copy, 0, keep_head, &b, err, errlen);
-    if (rc > 0)
+    if (rc == EEB_ENOMEM) /* keep_head's: links_each's own errors say themselves */
         rc = eeb_errf(err, errlen, EEB_ENOMEM, "reading run %lld's chain: out of memory",
                       (long long)run);
     size_t same = 0;
@@ -837,7 +850,18 @@ static int judge_by_copy(const struct stored_run *sr, int64_t copy, struct eeb_r
     }
     struct stored_run cr;
     if ((rc = open_run(sr->path, copy, &cr, err, errlen)) == EEB_OK)
-        rc = judge(&cr, NAN, out, err, errlen);
+        rc = judge(&cr, NAN, NULL, out, err, errlen);
+    /* and is whole: its chain and its meter's, hashed again */
+    struct eeb_config_record cfg;
+    (void)eeb_config_record_read(cr.row.config, &cfg);
+    int64_t logs[2] = {copy, cfg.meter_run};
+    for (int i = 0; rc == EEB_OK && i < 2 && logs[i] > 0; i++) {
+        struct eeb_chain_check c;
+        if ((rc = eeb_rundb_chain_check(cr.db, logs[i], &c, err, errlen)) == EEB_OK && c.broken) {
+            why(out, "the server's record of it (run %lld) breaks: %s", (long long)logs[i], c.why);
+            out->valid = 0, out->pass = 0;
+        }
+    }
     close_run(&cr);
     out->run = sr->row.id, out->server_copy = copy;
     snprintf(out->uuid, sizeof out->uuid, "%s", sr->row.uuid);
@@ -906,8 +930,8 @@ int eeb_run_check(const char *db_path, int64_t run, struct eeb_check_figures *fi
     if (cfg.official && !cfg.held_by_server &&
         (rc = eeb_rundb_copy_of(sr.db, row->uuid, row->id, &copy, err, errlen)))
         goto out;
-    if ((rc =
-             copy ? judge_by_copy(&sr, copy, out, err, errlen) : judge(&sr, NAN, out, err, errlen)))
+    if ((rc = copy ? judge_by_copy(&sr, copy, out, err, errlen)
+                   : judge(&sr, NAN, NULL, out, err, errlen)))
         goto out;
     /* what the run stored must be what its record gives again */
     const struct eeb_check_figure given[EEB_CHECK_FIGURES] = {

@@ -6,10 +6,13 @@
  * team its record of a run this way (a file it makes), and the team's
  * database takes it in the same way.
  */
+#include "eeb_config_record.h"
 #include "rundb_int.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct copying {
@@ -64,6 +67,26 @@ static int copy_results(struct eeb_rundb *from, int64_t run, struct copying *c)
     return rc;
 }
 
+int eeb_rundb_run_delete(struct eeb_rundb *db, int64_t run, char *err, size_t errlen)
+{
+    static const char *const tables[] = {"links",       "events",  "samples",
+                                         "predictions", "results", "runs"};
+    int rc = sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
+                 ? EEB_OK
+                 : rundb_error(db, "beginning to delete a run", err, errlen);
+    for (size_t i = 0; rc == EEB_OK && i < sizeof tables / sizeof *tables; i++) {
+        char sql[64];
+        sqlite3_stmt *st;
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s = ?", tables[i],
+                 strcmp(tables[i], "runs") ? "run_id" : "id");
+        if ((rc = rundb_prepare(db, sql, &st, err, errlen)) == EEB_OK) {
+            sqlite3_bind_int64(st, 1, run);
+            rc = rundb_step_done(db, st, "deleting a run", err, errlen);
+        }
+    }
+    return rundb_end_batch(db, rc, "deleting a run", err, errlen);
+}
+
 int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to,
                        const char *config_json, int64_t *id, char *err, size_t errlen)
 {
@@ -82,7 +105,8 @@ int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to
                              .p_max_w = row.p_max_w,
                              .rules_version = row.rules_version,
                              .power_log = log,
-                             .received = 1};
+                             .received = 1,
+                             .uuid = row.uuid};
     char uuid[37];
     struct copying c = {.to = to, .err = err, .errlen = errlen};
     if (rc == EEB_OK)
@@ -99,6 +123,40 @@ int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to
     eeb_rundb_run_row_free(&row);
     if (rc == EEB_OK)
         *id = c.id;
+    else if (c.id) { /* no half copy is left behind */
+        char ignored[256];
+        (void)eeb_rundb_run_delete(to, c.id, ignored, sizeof ignored);
+    }
+    return rc;
+}
+
+int eeb_rundb_record_copy(struct eeb_rundb *from, int64_t run, int64_t meter_run,
+                          struct eeb_rundb *to, int64_t *copy, int64_t *meter, char *err,
+                          size_t errlen)
+{
+    struct eeb_run_row row;
+    char *config = NULL;
+    *meter = 0;
+    int rc = meter_run ? eeb_rundb_run_copy(from, meter_run, to, NULL, meter, err, errlen) : EEB_OK;
+    if (rc == EEB_OK && (rc = eeb_rundb_run_get(from, run, &row, err, errlen)) == EEB_OK) {
+        json_t *o = json_loads(row.config, 0, NULL);
+        if (o && *meter)
+            eeb_config_put_meter(o, *meter);
+        config = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        eeb_rundb_run_row_free(&row);
+        if (!config)
+            rc = eeb_errf(err, errlen, EEB_EFORMAT, "run %lld: a configuration that is not JSON",
+                          (long long)run);
+    }
+    if (rc == EEB_OK)
+        rc = eeb_rundb_run_copy(from, run, to, config, copy, err, errlen);
+    free(config);
+    if (rc && *meter) {
+        char ignored[256];
+        (void)eeb_rundb_run_delete(to, *meter, ignored, sizeof ignored);
+        *meter = 0;
+    }
     return rc;
 }
 

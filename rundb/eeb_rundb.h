@@ -68,10 +68,11 @@ struct eeb_run_new {
     const char *rules_version; /* scoring rules the run is judged by */
     int power_log;             /* a standalone power log: task 'none', budgets may be NAN */
     int received;              /* a server's copy: its chain is the sender's (links_add) */
+    const char *uuid;          /* NULL: a new one; a copy keeps its run's (copy.c) */
 };
 
 /* Creates a run in state init, with the origin of its chain unless it is
- * received; fills its row id and a new UUID. */
+ * received; fills its row id and its UUID (a new one unless given). */
 int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, int64_t *id,
                          char uuid[37], char *err, size_t errlen);
 
@@ -276,9 +277,20 @@ int eeb_rundb_links_add(struct eeb_rundb *db, int64_t run, const struct eeb_rund
  * links, each checked as links_add checks them (a copy that does not
  * chain is refused), its predictions, results and state, and config_json
  * as its configuration (NULL: its own); its id in to into *id.  Outside
- * any transaction of to's. */
+ * any transaction of to's; nothing is left of the copy if it fails. */
 int eeb_rundb_run_copy(struct eeb_rundb *from, int64_t run, struct eeb_rundb *to,
                        const char *config_json, int64_t *id, char *err, size_t errlen);
+
+/* A server's record of run as copies in to: its meter run (meter_run, if
+ * not 0) first, then the run, its configuration naming the meter run by
+ * its id in to; their ids into *copy and *meter.  Nothing is left of
+ * either if one fails. */
+int eeb_rundb_record_copy(struct eeb_rundb *from, int64_t run, int64_t meter_run,
+                          struct eeb_rundb *to, int64_t *copy, int64_t *meter, char *err,
+                          size_t errlen);
+
+/* Deletes run and every record of it from db, in one transaction. */
+int eeb_rundb_run_delete(struct eeb_rundb *db, int64_t run, char *err, size_t errlen);
 
 /* The latest copy in db of the run whose uuid is uuid (a run whose chain's
  * origin names it: a server's record of it, taken back), other than run

@@ -518,8 +518,14 @@ int eeb_rundb_run_create(struct eeb_rundb *db, const struct eeb_run_new *run, in
     if (!run->power_log && (unsigned)run->task >= EEB_TASK_COUNT)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: run task %d is not a task", db->path,
                         (int)run->task);
-    if ((rc = eeb_uuid4(u, err, errlen)) ||
-        (rc = rundb_prepare(
+    if (run->uuid && strlen(run->uuid) != 36)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s: '%s' is not a run's uuid", db->path,
+                        run->uuid);
+    if (run->uuid)
+        memcpy(u, run->uuid, sizeof u);
+    else if ((rc = eeb_uuid4(u, err, errlen)))
+        return rc;
+    if ((rc = rundb_prepare(
              db,
              "INSERT INTO runs (uuid, task, backend, config, t_max_s, p_max_w,"
              " rules_version, state, created_utc_ns) VALUES (?, ?, ?, ?, ?, ?, ?, 'init', ?)",

@@ -564,6 +564,7 @@ static void server_free(struct eeb_server *s)
     pthread_mutex_destroy(&s->live_lock);
     pthread_cond_destroy(&s->live_made);
     pthread_mutex_destroy(&s->settle_lock);
+    pthread_mutex_destroy(&s->score_lock);
     pthread_cond_destroy(&s->settle_wake);
     free(s);
 }
@@ -624,6 +625,7 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
     pthread_mutex_init(&s->board_lock, NULL);
     pthread_mutex_init(&s->live_lock, NULL);
     pthread_mutex_init(&s->settle_lock, NULL);
+    pthread_mutex_init(&s->score_lock, NULL);
     pthread_cond_init(&s->settle_wake, NULL);
     pthread_condattr_t monotonic; /* a wait for a page is bounded on the clock that does not jump */
     pthread_condattr_init(&monotonic);
@@ -648,8 +650,6 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = load_models(s, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_srv_agents_load(s, err, errlen);
-    if (rc == EEB_OK)
-        rc = eeb_srv_resume(s, err, errlen);
     if (rc) {
         server_free(s);
         return rc;
@@ -671,7 +671,9 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         return eeb_errf(err, errlen, EEB_EIO, "cannot listen on %s:%d (in use, or no permission)",
                         cfg->bind, cfg->port);
     }
-    if ((rc = eeb_srv_stations_watch(s, err, errlen)) ||
+    /* the runs in flight taken up once the port is this server's: another
+     * server on the same store fails to listen and touches none of them */
+    if ((rc = eeb_srv_resume(s, err, errlen)) || (rc = eeb_srv_stations_watch(s, err, errlen)) ||
         (rc = eeb_srv_settler_start(s, err, errlen))) {
         eeb_server_stop(s);
         return rc;

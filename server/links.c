@@ -55,6 +55,8 @@ static int read_event(json_t *x, const char *field, struct eeb_rundb_event *e,
     snprintf(at, sizeof at, "%s[2]", field);
     if (!e->kind || !*e->kind || strlen(e->kind) > 32)
         return eeb_srv_bad(f, at, "expected a kind of 1 to 32 characters");
+    if (strcmp(e->kind, EEB_EVENT_EVALUATOR) == 0) /* the server's word, never a team's */
+        return eeb_srv_bad(f, at, "the %s event is the server's to write", EEB_EVENT_EVALUATOR);
     json_t *p = json_array_get(x, 3);
     snprintf(at, sizeof at, "%s[3]", field);
     e->payload = json_string_value(p);

@@ -10,44 +10,25 @@
  */
 #include "server_int.h"
 
-#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
 
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The run (and its meter run) of the store copied into the file at path;
- * the run's configuration names its meter run by its id there. */
+/* The run (and its meter run) of the store copied into the file at path. */
 static int write_record(const char *store, const struct eeb_srv_run *r, const char *path, char *err,
                         size_t errlen)
 {
     struct eeb_rundb *from = NULL, *to = NULL;
-    struct eeb_run_row row = {0};
-    int64_t meter = 0, copy;
-    char *config = NULL;
+    int64_t copy, meter;
     int rc = eeb_rundb_open(store, EEB_RUNDB_READONLY, &from, err, errlen);
     if (rc == EEB_OK)
         rc = eeb_rundb_open(path, EEB_RUNDB_READWRITE, &to, err, errlen);
-    if (rc == EEB_OK && r->meter_run)
-        rc = eeb_rundb_run_copy(from, r->meter_run, to, NULL, &meter, err, errlen);
-    if (rc == EEB_OK && (rc = eeb_rundb_run_get(from, r->id, &row, err, errlen)) == EEB_OK) {
-        json_t *o = json_loads(row.config, 0, NULL);
-        if (o && meter)
-            eeb_config_put_meter(o, meter);
-        config = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(o);
-        if (!config)
-            rc = eeb_errf(err, errlen, EEB_ENOMEM, "run %lld's configuration: out of memory",
-                          (long long)r->id);
-    }
     if (rc == EEB_OK)
-        rc = eeb_rundb_run_copy(from, r->id, to, config, &copy, err, errlen);
-    free(config);
-    eeb_rundb_run_row_free(&row);
+        rc = eeb_rundb_record_copy(from, r->id, r->meter_run, to, &copy, &meter, err, errlen);
     eeb_rundb_close(to);
     eeb_rundb_close(from);
     return rc;

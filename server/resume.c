@@ -57,8 +57,15 @@ static int take_up(void *arg, const struct eeb_srv_in_flight *r)
     if (!why[0] && r->meter_run && eeb_srv_meter_resume(s, station, r, err, sizeof err))
         snprintf(why, sizeof why,
                  "the server started again and could not take up its meter: %.180s", err);
-    if (why[0] && eeb_srv_end_run(s, r->id, 0, "void", why, err, sizeof err) >= 0) {
-        u->voided++;
+    int ended = why[0] ? eeb_srv_end_run(s, r->id, 0, "void", why, err, sizeof err) : 0;
+    if (ended < 0) {
+        eeb_srv_log(s, "run %lld could not be made void after the restart: %s", (long long)r->id,
+                    err);
+        note(u, r->id, "not taken up");
+        return 0;
+    }
+    if (why[0]) {
+        u->voided += ended;
         note(u, r->id, "void");
         return 0;
     }

@@ -44,6 +44,9 @@ json_t *eeb_srv_run_json(const struct eeb_srv_run *r)
         json_object_set_new(o, "t_s", eeb_json_number(r->t_s));
         json_object_set_new(o, "energy_j", eeb_json_number(r->energy_j));
         json_object_set_new(o, "why", json_string(r->why));
+        json_object_set_new(o, "chain_head", json_string(r->chain_head));
+        if (r->meter_chain_head[0])
+            json_object_set_new(o, "meter_chain_head", json_string(r->meter_chain_head));
     }
     return o;
 }

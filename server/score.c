@@ -152,17 +152,15 @@ static int place_window(struct eeb_srv_call *k, const struct eeb_srv_window *win
                                       window->end_utc_ns, f->meter, sizeof f->meter, err, errlen);
 }
 
-/* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
- * sent and the labels the server holds.  Asked again, it answers the same
- * verdict.  An official run that did not fine-tune as the server saw is
- * judged without its labels: invalid, with no M_s, so that no score is an
- * oracle for them. */
-enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
+/* The judging of a run complete, k->run read again under the lock: the
+ * facts gathered, the record judged with them, and both stored with the
+ * verdict in one transaction; or the answer sent. */
+static enum MHD_Result judge_run(struct eeb_srv_call *k, int charged)
 {
     enum MHD_Result sent;
-    if (strcmp(k->run.state, "scored") == 0)
-        return eeb_srv_call_json(k, 200, eeb_srv_run_json(&k->run));
     const struct eeb_srv_testset *t;
+    if (strcmp(k->run.state, "scored") == 0) /* by a request just before this one */
+        return eeb_srv_call_json(k, 200, eeb_srv_run_json(&k->run));
     if (!eeb_srv_in_state(k, "complete", NULL, &sent) || !(t = eeb_srv_run_set(k, &sent)))
         return sent;
     if (!k->run.links)
@@ -171,7 +169,6 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
                                  "of events and samples (POST /api/v1/runs/{id}/links)");
     /* the quota bounds what official runs' scores can tell of the secret
      * labels; a rehearsal's labels are public */
-    int charged = k->run.official;
     if (!store_counters(k, &sent) ||
         (charged && !eeb_srv_take_quota(k, EEB_QUOTA_SCORED, 1, &sent)))
         return sent;
@@ -180,9 +177,10 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     struct eeb_srv_window window = {0};
     struct eeb_run_facts facts;
     char err[512];
-    /* what the server saw, in the run's record before the judge reads it:
-     * the judge applies the server's rules from the record alone, as `eeb
-     * check` of this copy and of the team's will */
+    /* what the server saw, judged with and then kept in the run's record
+     * with the verdict (never without it: no record holds an M_s no
+     * verdict was given on), so that `eeb check` of this copy and of the
+     * team's applies the server's rules from the record alone */
     int rc = gather(k, &facts, &window, err, sizeof err);
     if (rc == EEB_OK)
         rc = count_labels(k, t, &facts, err, sizeof err);
@@ -192,12 +190,9 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     if (rc == EEB_OK && !facts_json)
         rc = eeb_errf(err, sizeof err, EEB_ENOMEM, "out of memory");
     if (rc == EEB_OK)
-        rc = eeb_srv_store_run_event(k->s->store, k->id, EEB_EVENT_EVALUATOR, facts_json, err,
-                                     sizeof err);
-    free(facts_json);
-    if (rc == EEB_OK)
-        rc = eeb_run_judge(path, k->id, NAN, &o, err, sizeof err);
+        rc = eeb_run_judge_with(path, k->id, NAN, &facts, &o, err, sizeof err);
     if (rc) {
+        free(facts_json);
         eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
         return eeb_srv_call_fail(k, 500, NULL, err);
     }
@@ -212,21 +207,43 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     /* the verdict in the run's record, as `eeb run` stores one; the
      * utilization was declared at registration, or modeled by the server */
     char *score = score_json(&o);
-    int moved = eeb_srv_store_run_scored(
-        k->s->store, r, &o, r->schedule_steps ? "modeled" : "declared", score, err, sizeof err);
-    free(score);
+    int moved =
+        eeb_srv_store_run_scored(k->s->store, r, &o, r->schedule_steps ? "modeled" : "declared",
+                                 facts_json, score, err, sizeof err);
+    free(score), free(facts_json);
     if (moved <= 0)
         eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
     if (moved < 0)
         return eeb_srv_call_fail(k, 500, NULL, err);
-    if (!moved) /* scored by a request racing this one: its verdict stands */
-        return eeb_srv_call_fail(k, 409, "state", "the run was scored meanwhile");
+    if (!moved) /* ended by the server meanwhile: its end stands */
+        return eeb_srv_call_fail(k, 409, "state", "the run was ended meanwhile");
     snprintf(r->state, sizeof r->state, "scored");
     atomic_fetch_add(&k->s->changes, 1); /* the leaderboard's answers are stale */
+    if (eeb_srv_store_run_get(k->s->store, k->id, r, err, sizeof err) < 0) /* its heads now */
+        return eeb_srv_call_fail(k, 500, NULL, err);
     char said[48] = ", no S";
     if (!isnan(r->s))
         snprintf(said, sizeof said, ", S = %.6g", r->s);
     eeb_srv_log(k->s, "run %lld scored: %s%s%s%s", (long long)r->id, r->verdict, said,
                 r->why[0] ? ": " : "", r->why);
     return eeb_srv_call_json(k, 200, eeb_srv_run_json(r));
+}
+
+/* POST /api/v1/runs/{id}/score [counters]: judges the run from what it
+ * sent and the labels the server holds.  Asked again, it answers the same
+ * verdict.  An official run that did not fine-tune as the server saw is
+ * judged without its labels: invalid, with no M_s, so that no score is an
+ * oracle for them.  One run is judged at a time: two asks at once would
+ * count the labels twice for one score taken from the quota. */
+enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
+{
+    if (strcmp(k->run.state, "scored") == 0)
+        return eeb_srv_call_json(k, 200, eeb_srv_run_json(&k->run));
+    char err[512];
+    pthread_mutex_lock(&k->s->score_lock);
+    int found = eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err);
+    enum MHD_Result sent = found > 0 ? judge_run(k, k->run.official)
+                                     : eeb_srv_call_fail(k, 500, NULL, found < 0 ? err : "gone");
+    pthread_mutex_unlock(&k->s->score_lock);
+    return sent;
 }

@@ -218,7 +218,8 @@ struct eeb_server {
     int64_t started_utc_ns;             /* this server's start */
     int64_t restarts[EEB_SRV_RESTARTS]; /* the starts it found runs in flight at, in order */
     size_t nrestarts;
-    int settling; /* the thread runs */
+    int settling;               /* the thread runs */
+    pthread_mutex_t score_lock; /* one run judged at a time (score.c) */
     pthread_mutex_t settle_lock;
     pthread_cond_t settle_wake;
     int settle_stop;

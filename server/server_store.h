@@ -115,6 +115,9 @@ struct eeb_srv_run {
                                  * the server counts them (0: not counted) */
     int64_t test_served_utc_ns; /* when its test inputs were served (0: not yet) */
     int64_t predicted_utc_ns;   /* when its predictions last changed (0: none yet) */
+    /* the heads its chain and its meter run's end in ("": none): the
+     * record a team takes back, and its package, are checked against them */
+    char chain_head[EEB_SHA256_HEX], meter_chain_head[EEB_SHA256_HEX];
 };
 
 /* What an official run registered while a round is open claims: a place
@@ -193,11 +196,6 @@ int eeb_srv_store_run_predictions_each(struct eeb_srv_store *s, int64_t id,
 int eeb_srv_store_run_counter(struct eeb_srv_store *s, int64_t id, const char *name, int64_t n,
                               char *err, size_t errlen);
 
-/* An event of the server's in run id's record (a link of its chain), at
- * the time of its last event: what the server saw, before it judges. */
-int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kind,
-                            const char *payload_json, char *err, size_t errlen);
-
 /* A run in flight (registered or complete), as the server ends it. */
 struct eeb_srv_in_flight {
     int64_t id, meter_run;
@@ -228,13 +226,15 @@ int eeb_srv_store_run_end(struct eeb_srv_store *s, int64_t id, const char *verdi
 
 /* Run r->id's entry complete -> scored with r's verdict and figures, and
  * in the same transaction the verdict o in its record as `eeb run` stores
- * one: its results (M_u's provenance util_provenance), a score event
- * (payload score_json, may be NULL) at the time of its last event, its
- * final state.  1 if it moved; 0 if it was not complete (scored meanwhile),
+ * one: its results (M_u's provenance util_provenance), the facts it was
+ * judged with (an evaluator event, facts_json) and a score event (payload
+ * score_json, may be NULL) at the time of its last event, its final
+ * state.  1 if it moved; 0 if it was not complete (scored meanwhile),
  * and nothing is written; or an error, and nothing is written. */
 int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *r,
                              const struct eeb_run_outcome *o, const char *util_provenance,
-                             const char *score_json, char *err, size_t errlen);
+                             const char *facts_json, const char *score_json, char *err,
+                             size_t errlen);
 
 /* ---- the leaderboard ---- */
 

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -46,8 +47,10 @@ static void stopped(const struct eeb_server *s, const struct eeb_srv_in_flight *
         snprintf(why, n, "its team was revoked");
     else if (r->round_closed)
         snprintf(why, n, "round %s closed before it ended", r->round);
-    else if (r->complete && (double)(now - r->completed) / 1e9 > within + allowance)
-        snprintf(why, n, "it asked for no score within %g s of saying complete",
+    else if (r->complete && (double)(now - (heard > r->completed ? heard : r->completed)) / 1e9 >
+                                within + allowance)
+        snprintf(why, n,
+                 "it asked for no score within %g s of saying complete and sending its last link",
                  within + allowance);
     else if (r->complete)
         return;
@@ -59,52 +62,75 @@ static void stopped(const struct eeb_server *s, const struct eeb_srv_in_flight *
                  "its stream stopped: no link for %.0f s after its %lld links (the server "
                  "allows %g s)",
                  (double)(now - heard) / 1e9, (long long)r->links, allowance);
-    else if (!r->begun && now - r->registered > EEB_SRV_PRE_BEGIN_NS)
+    else if (!r->begun &&
+             now - (r->registered > s->started_utc_ns ? r->registered : s->started_utc_ns) >
+                 EEB_SRV_PRE_BEGIN_NS)
         snprintf(why, n, "it did not begin its fine-tune within %.0f s of registering",
                  (double)EEB_SRV_PRE_BEGIN_NS / 1e9);
 }
 
+/* The runs in flight, read whole before any is ended: a write on the
+ * connection while its read goes on would find the database locked. */
 struct sweep {
-    struct eeb_server *s;
-    int64_t now;
-    int64_t in_flight[EEB_SRV_METERS]; /* the metered runs still in flight */
-    int n;
+    struct eeb_srv_in_flight *r;
+    size_t n, cap;
 };
 
-static int settle_one(void *arg, const struct eeb_srv_in_flight *r)
+static int keep_in_flight(void *arg, const struct eeb_srv_in_flight *r)
 {
     struct sweep *w = arg;
-    char why[256], err[512];
-    stopped(w->s, r, w->now, why, sizeof why);
-    int ended =
-        why[0] ? eeb_srv_end_run(w->s, r->id, r->meter_run, "aborted", why, err, sizeof err) : 0;
-    if (ended < 0)
-        eeb_srv_log(w->s, "run %lld could not be ended: %s", (long long)r->id, err);
-    if (!ended && r->meter_run && w->n < EEB_SRV_METERS)
-        w->in_flight[w->n++] = r->meter_run;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        void *more = realloc(w->r, cap * sizeof *w->r);
+        if (!more)
+            return EEB_ENOMEM;
+        w->r = more, w->cap = cap;
+    }
+    w->r[w->n++] = *r;
     return 0;
 }
 
 /* A meter whose run is no longer in flight (ended by the organizer, from
- * another process) let go. */
-static void let_go_ended(struct sweep *w)
+ * another process), let go; one bound to a run since the sweep read the
+ * runs is in flight whatever the sweep saw. */
+static void let_go_ended(struct eeb_server *s)
 {
+    char err[512];
     for (int i = 0; i < EEB_SRV_METERS; i++) {
-        pthread_mutex_lock(&w->s->lock);
-        int64_t meter_run = w->s->meters[i].run ? w->s->meters[i].meter_run : 0;
-        pthread_mutex_unlock(&w->s->lock);
-        int held = !meter_run;
-        for (int j = 0; j < w->n && !held; j++)
-            held = w->in_flight[j] == meter_run;
-        if (!held)
-            eeb_srv_meter_drop(w->s, meter_run);
+        pthread_mutex_lock(&s->lock);
+        int64_t run = s->meters[i].run, meter_run = s->meters[i].meter_run;
+        pthread_mutex_unlock(&s->lock);
+        struct eeb_srv_run now;
+        if (run && eeb_srv_store_run_get(s->store, run, &now, err, sizeof err) > 0 &&
+            strcmp(now.state, "scored") == 0)
+            eeb_srv_meter_drop(s, meter_run);
     }
+}
+
+/* Every run in flight that has stopped, ended. */
+static void sweep(struct eeb_server *s)
+{
+    struct sweep w = {0};
+    char why[256], err[512];
+    int64_t now = eeb_utc_ns();
+    if (eeb_srv_store_in_flight_each(s->store, keep_in_flight, &w, err, sizeof err)) {
+        eeb_srv_log(s, "the runs in flight could not be read: %s", err);
+        free(w.r);
+        return;
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        stopped(s, &w.r[i], now, why, sizeof why);
+        if (why[0] &&
+            eeb_srv_end_run(s, w.r[i].id, w.r[i].meter_run, "aborted", why, err, sizeof err) < 0)
+            eeb_srv_log(s, "run %lld could not be ended: %s", (long long)w.r[i].id, err);
+    }
+    free(w.r);
+    let_go_ended(s);
 }
 
 static void *settler(void *arg)
 {
     struct eeb_server *s = arg;
-    char err[512];
     pthread_mutex_lock(&s->settle_lock);
     while (!s->settle_stop) {
         struct timespec at;
@@ -117,11 +143,7 @@ static void *settler(void *arg)
         if (woke != ETIMEDOUT)
             continue;
         pthread_mutex_unlock(&s->settle_lock);
-        struct sweep w = {.s = s, .now = eeb_utc_ns()};
-        if (eeb_srv_store_in_flight_each(s->store, settle_one, &w, err, sizeof err))
-            eeb_srv_log(s, "the runs in flight could not be read: %s", err);
-        else
-            let_go_ended(&w);
+        sweep(s);
         pthread_mutex_lock(&s->settle_lock);
     }
     pthread_mutex_unlock(&s->settle_lock);

@@ -55,7 +55,10 @@ void eeb_srv_column_text(sqlite3_stmt *st, int i, char *out, size_t n);
     "(SELECT max(l.at_utc_ns) FROM links l WHERE l.run_id = e.run_id), "                           \
     "r.config ->> '$.power.meter_run', e.begun_utc_ns, e.entry_id, en.name, en.division, "         \
     "ro.name, e.withdrawn, e.withdrawn_why, e.s_uncertainty, e.test_served_utc_ns, "               \
-    "e.predicted_utc_ns, e.schedule_steps "                                                        \
+    "e.predicted_utc_ns, e.schedule_steps, "                                                       \
+    "(SELECT l.head FROM links l WHERE l.run_id = e.run_id ORDER BY l.seq DESC LIMIT 1), "         \
+    "(SELECT l.head FROM links l WHERE l.run_id = r.config ->> '$.power.meter_run' "               \
+    "ORDER BY l.seq DESC LIMIT 1) "                                                                \
     "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "            \
     "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
 

@@ -233,6 +233,8 @@ void eeb_srv_read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
     eeb_srv_column_text(st, 30, r->round, sizeof r->round);
     eeb_srv_column_text(st, 31, r->withdrawn, sizeof r->withdrawn);
     eeb_srv_column_text(st, 32, r->withdrawn_why, sizeof r->withdrawn_why);
+    eeb_srv_column_text(st, 37, r->chain_head, sizeof r->chain_head);
+    eeb_srv_column_text(st, 38, r->meter_chain_head, sizeof r->meter_chain_head);
 }
 
 int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
@@ -464,30 +466,18 @@ static int latest_event(void *arg, int64_t t, int64_t utc, const char *kind, con
     return 0;
 }
 
-int eeb_srv_store_run_event(struct eeb_srv_store *s, int64_t id, const char *kind,
-                            const char *payload_json, char *err, size_t errlen)
-{
-    struct eeb_rundb *db;
-    int rc = eeb_srv_conn(s, &db, err, errlen);
-    int64_t t = 0;
-    if (rc == EEB_OK && (rc = eeb_srv_begin_write(db, err, errlen)) == EEB_OK) {
-        rc = eeb_rundb_events_each(db, id, latest_event, &t, err, errlen);
-        if (rc == EEB_OK)
-            rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), kind, payload_json, err, errlen);
-        rc = eeb_srv_end_write(db, rc, err, errlen);
-    }
-    return rc;
-}
-
 /* The verdict in run id's record: results, a score event, its state. */
 static int record_verdict(struct eeb_rundb *db, int64_t id, const struct eeb_run_outcome *o,
-                          const char *util_provenance, const char *score_json, char *err,
-                          size_t errlen)
+                          const char *util_provenance, const char *facts_json,
+                          const char *score_json, char *err, size_t errlen)
 {
     int rc = eeb_run_store_results(db, id, o, util_provenance, err, errlen);
     int64_t t = 0;
     if (rc == EEB_OK)
         rc = eeb_rundb_events_each(db, id, latest_event, &t, err, errlen);
+    if (rc == EEB_OK && facts_json)
+        rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), EEB_EVENT_EVALUATOR, facts_json, err,
+                                 errlen);
     if (rc == EEB_OK)
         rc = eeb_rundb_event_add(db, id, t, eeb_utc_ns(), EEB_EVENT_SCORE, score_json, err, errlen);
     if (rc == EEB_OK)
@@ -520,7 +510,8 @@ static int move_to_scored(struct eeb_rundb *db, const struct eeb_srv_run *r, cha
 
 int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *r,
                              const struct eeb_run_outcome *o, const char *util_provenance,
-                             const char *score_json, char *err, size_t errlen)
+                             const char *facts_json, const char *score_json, char *err,
+                             size_t errlen)
 {
     struct eeb_rundb *db;
     int rc = eeb_srv_conn(s, &db, err, errlen);
@@ -533,8 +524,9 @@ int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *
         return rc;
     int moved = move_to_scored(db, r, err, errlen);
     rc = moved < 0 ? moved
-         : moved   ? record_verdict(db, r->id, o, util_provenance, score_json, err, errlen)
-                   : EEB_OK;
+         : moved
+             ? record_verdict(db, r->id, o, util_provenance, facts_json, score_json, err, errlen)
+             : EEB_OK;
     rc = eeb_srv_end_write(db, rc, err, errlen);
     return rc ? rc : moved;
 }
@@ -542,9 +534,15 @@ int eeb_srv_store_run_scored(struct eeb_srv_store *s, const struct eeb_srv_run *
 /* The end of a run the server stopped, in its record: an abort event
  * with why, and the score event that says so, at its last event's time;
  * its final state. */
-static int record_end(struct eeb_rundb *db, int64_t id, const char *why, char *err, size_t errlen)
+static int record_end(struct eeb_rundb *db, int64_t id, const char *verdict, const char *why,
+                      char *err, size_t errlen)
 {
-    json_t *abort = json_pack("{s:s}", EEB_EVENT_KEY_REASON, why);
+    /* void is the server's word on whose fault it was; the record's
+     * verdict is the judge's, aborted, with that word in its reason */
+    char reason[600];
+    snprintf(reason, sizeof reason, "%s%s",
+             strcmp(verdict, "void") ? "" : "void, the server's fault: ", why);
+    json_t *abort = json_pack("{s:s}", EEB_EVENT_KEY_REASON, reason);
     json_t *score = json_pack("{s:s, s:s, s:n}", "by", "server", EEB_EVENT_KEY_VERDICT, "aborted",
                               EEB_EVENT_KEY_S);
     char *a = abort ? json_dumps(abort, JSON_COMPACT) : NULL;
@@ -586,7 +584,7 @@ int eeb_srv_store_run_end(struct eeb_srv_store *s, int64_t id, const char *verdi
         sqlite3_bind_int64(st, 4, id);
         moved = eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
     }
-    rc = moved < 0 ? moved : moved ? record_end(db, id, why, err, errlen) : EEB_OK;
+    rc = moved < 0 ? moved : moved ? record_end(db, id, verdict, why, err, errlen) : EEB_OK;
     rc = eeb_srv_end_write(db, rc, err, errlen);
     return rc ? rc : moved;
 }

@@ -27,6 +27,7 @@
 struct stream_walk {
     double allowance_s;
     const int64_t *restarts; /* when the server started again, UTC ns, in order */
+    int64_t begun;           /* when it said begin (0: never) */
     size_t nrestarts;
     int64_t least_delay;       /* least (arrival - written) over the fine-tune's links */
     int64_t begin_at, begin_t; /* the fine-tune_begin link: arrival, the run's time */
@@ -80,6 +81,10 @@ static int stream_link(void *arg, const struct eeb_rundb_link *l)
             return 0;
         w->in_window = 1;
         w->begin_at = w->last_at = l->at_utc_ns, w->begin_t = l->event.t_mono_ns;
+        /* a begin that reached a server started again since it said begin
+         * came late: the fine-tune's time is counted from that begin */
+        if (w->begun && restart_in(w, w->begun, l->at_utc_ns))
+            w->begin_at = w->begun;
         w->least_delay = l->at_utc_ns - l->event.t_mono_ns;
         w->last_seq = l->seq;
         return 0;
@@ -143,6 +148,7 @@ int eeb_srv_stream_check(const char *db_path, int64_t run, int64_t begun_utc_ns,
     struct eeb_rundb *db;
     struct stream_walk w = {.allowance_s = allowance_s,
                             .restarts = restarts,
+                            .begun = begun_utc_ns,
                             .nrestarts = nrestarts,
                             .why = why,
                             .whylen = whylen};

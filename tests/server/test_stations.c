@@ -138,8 +138,8 @@ Test(stations, an_agents_samples_and_silence_are_what_operators_see, .timeout = 
         " eeb serve: station alpha: its agent first heard, session " /* ... */,
         " eeb serve: a caller: station refused, 401 Authorization: unknown station key\n",
         " eeb serve: station alpha: its agent silent for ",
-        " s, longer than its allowance of 3 s: no run is registered on it until it is heard "
-        "again\n",
+        (" s, longer than its allowance of 3 s: no run is registered on it until it is heard "
+         "again\n"),
         " eeb serve: station alpha: its agent heard again after ",
     };
     const char *at = log;

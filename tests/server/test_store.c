@@ -211,8 +211,8 @@ static int score(struct eeb_srv_store *s, int64_t id, double S)
         .s = S, .m_u = 0.1, .m_t = 0.4, .m_p = 0.5, .m_s = 0.8, .mean_power_w = 4.8};
     snprintf(r.verdict, sizeof r.verdict, "%s", eeb_run_verdict(&o, 0));
     r.s = S, r.m_u = 0.1, r.m_t = 0.4, r.m_p = 0.5, r.m_s = 0.8, r.t_s = 12.5, r.energy_j = 60;
-    int moved =
-        eeb_srv_store_run_scored(s, &r, &o, "modeled", "{\"by\": \"server\"}", err, sizeof err);
+    int moved = eeb_srv_store_run_scored(s, &r, &o, "modeled", NULL, "{\"by\": \"server\"}", err,
+                                         sizeof err);
     cr_assert_geq(moved, 0, "%s", err);
     return moved;
 }
