@@ -335,6 +335,7 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     k.train_every = train_every > TRAIN_EVERY_NS ? train_every : TRAIN_EVERY_NS;
     k.next_train = r->ft_begin + k.train_every;
     enum ending ending = DONE;
+    char refused[600] = "";
     for (;;) {
         int64_t wake = eeb_mono_ns() + LIVE_EVERY_NS;
         if (wait_worker(w, wake < deadline ? wake : deadline))
@@ -344,7 +345,7 @@ int run_finetune(struct run *r, char *err, size_t errlen)
             ending = TMAX;
             break;
         }
-        if (run_cancelled(r)) {
+        if (run_cancelled(r) || run_stream_refused(r, refused, sizeof refused)) {
             ending = CANCELLED;
             break;
         }
@@ -406,7 +407,9 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     if (rc || (ending != PMAX && ending != CANCELLED))
         return rc;
     out->aborted = 1;
-    char reason[256] = "interrupted";
+    char reason[640] = "interrupted";
+    if (refused[0])
+        snprintf(reason, sizeof reason, "%s", refused);
     if (ending == PMAX && r->modeled_clock)
         snprintf(reason, sizeof reason,
                  "the modeled training power %.3f W exceeds P_max %g W (--abort-on-pmax)",

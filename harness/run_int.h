@@ -117,6 +117,9 @@ int run_cancelled(const struct run *r);
  * link written by then sent).  stop is harmless without a start. */
 int run_stream_start(struct run *r, char *err, size_t errlen);
 int run_stream_stop(struct run *r, char *err, size_t errlen);
+/* 1, with why, if the server refused the stream (a 4xx: the team revoked,
+ * the run ended there): the fine-tune stops, aborted. */
+int run_stream_refused(struct run *r, char *why, size_t n);
 
 /* run_prepare.c */
 int run_prepare(struct run *r, char *err, size_t errlen);

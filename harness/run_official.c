@@ -210,6 +210,8 @@ static int submit(struct run *r, double m_s_here, char *err, size_t errlen)
     r->submitting = 1;
     rc =
         eeb_client_send_run(r->hooks->server, out->server_run, r->db, r->id, &verdict, err, errlen);
+    if (rc == EEB_EINVAL) /* refused (its token revoked, the run ended): no use sending again */
+        return rc;
     if (rc) {
         char first[512];
         snprintf(first, sizeof first, "%s", err);

@@ -29,16 +29,34 @@ struct run_stream {
     struct eeb_rundb *db;
     int64_t server_run, run, next; /* next: the link the server expects */
     int failed;                    /* the last send failed, with err */
+    int refused;                   /* the server refused it (a 4xx): the run ends */
     char err[512];
 };
 
 static void send_new(struct run_stream *s)
 {
     char err[512];
-    s->failed = eeb_client_send_links(&s->client, s->server_run, s->db, s->run, &s->next, err,
-                                      sizeof err) != EEB_OK;
+    int rc = eeb_client_send_links(&s->client, s->server_run, s->db, s->run, &s->next, err,
+                                   sizeof err);
+    pthread_mutex_lock(&s->lock);
+    s->failed = rc != EEB_OK;
+    s->refused |= rc == EEB_EINVAL; /* its token revoked, the run ended there: no use going on */
     if (s->failed)
         snprintf(s->err, sizeof s->err, "%s", err);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int run_stream_refused(struct run *r, char *why, size_t n)
+{
+    struct run_stream *s = r->stream;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    int refused = s->refused;
+    if (refused)
+        snprintf(why, n, "the server refused the run's stream: %s", s->err);
+    pthread_mutex_unlock(&s->lock);
+    return refused;
 }
 
 static void *stream_main(void *arg)

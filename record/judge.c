@@ -373,27 +373,47 @@ static void cross_check(const struct stored_run *sr, const struct eeb_config_rec
     offset_check(sr, cfg, meter, &own, out);
 }
 
-/* The first reading of a run over the uncertainty limit, as its sampler
- * recorded it (a power_fault event holding the reading's uncertainty, at
- * its time), and the run's fine-tune begin, to time it from. */
+/* The first reading over the uncertainty limit within a run's fine-tune
+ * (the measured window: readings of the ranging pass or the deploy do not
+ * count), as its sampler recorded it: a power_fault event holding the
+ * reading's uncertainty, which holds until a power_recovered event; one
+ * that began before the window and held into it counts at the window's
+ * begin.  A log without a window is held to all of its readings. */
 struct uncertain {
-    int64_t ft_begin, t; /* 0: none */
-    double u;            /* the fraction, NAN: the meter could not evaluate it */
+    int64_t ft_begin, ft_end, t; /* 0: none */
+    double u;                    /* the fraction, NAN: the meter could not evaluate it */
+    int holding;                 /* a stretch over the limit goes on */
+    double held_u;
+    int64_t first_t; /* the first over the limit anywhere, and its u */
+    double first_u;
 };
 
 static int find_uncertain(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
     (void)utc;
     struct uncertain *un = arg;
-    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0 && !un->ft_begin)
+    if (strcmp(kind, EEB_EVENT_FINETUNE_BEGIN) == 0 && !un->ft_begin) {
         un->ft_begin = t;
-    if (un->t || strcmp(kind, EEB_EVENT_POWER_FAULT) || !payload)
+        if (un->holding && !un->t)
+            un->t = t, un->u = un->held_u;
+    } else if (strcmp(kind, EEB_EVENT_FINETUNE_END) == 0 && !un->ft_end) {
+        un->ft_end = t;
+    } else if (strcmp(kind, EEB_EVENT_POWER_RECOVERED) == 0) {
+        un->holding = 0;
+    }
+    if (strcmp(kind, EEB_EVENT_POWER_FAULT) || !payload)
         return 0;
     json_t *o = json_loads(payload, 0, NULL);
     json_t *v = json_object_get(o, EEB_EVENT_KEY_UNCERTAINTY);
     if (json_is_null(v) ||
-        (json_is_number(v) && !(json_number_value(v) <= EEB_POWER_UNCERTAINTY_LIMIT)))
-        un->t = t, un->u = json_is_number(v) ? json_number_value(v) : NAN;
+        (json_is_number(v) && !(json_number_value(v) <= EEB_POWER_UNCERTAINTY_LIMIT))) {
+        double u = json_is_number(v) ? json_number_value(v) : NAN;
+        un->holding = 1, un->held_u = u;
+        if (!un->first_t)
+            un->first_t = t, un->first_u = u;
+        if (un->ft_begin && !un->ft_end && !un->t)
+            un->t = t, un->u = u;
+    }
     json_decref(o);
     return 0;
 }
@@ -403,13 +423,15 @@ static int find_uncertain(void *arg, int64_t t, int64_t utc, const char *kind, c
  * named by its time from the fine-tune's begin. */
 static void uncertainty_check(const struct stored_run *sr, int64_t run, struct eeb_run_outcome *out)
 {
-    struct uncertain un = {.u = NAN};
+    struct uncertain un = {.u = NAN, .first_u = NAN};
     char err[256], at[64], of[64];
     if (eeb_rundb_events_each(sr->db, run, find_uncertain, &un, err, sizeof err)) {
         why(out, "power: %s", err);
         out->valid = 0;
         return;
     }
+    if (!un.ft_begin) /* no window: every reading counts */
+        un.t = un.first_t, un.u = un.first_u;
     if (!un.t)
         return;
     out->valid = 0;

@@ -401,6 +401,10 @@ enum MHD_Result eeb_srv_api_station(struct eeb_srv_call *k)
     size_t nev = 0;
     struct eeb_server *s = k->s;
     struct eeb_srv_agent *a = &s->agents[k->station];
+    if (!atomic_load(&s->taken_up)) { /* its samples would find no meter to go to */
+        sent = eeb_srv_call_fail(k, 503, NULL, "the server is taking up the runs in flight");
+        goto out;
+    }
     if (read_batch(body, &b, &f)) {
         sent = eeb_srv_fail_fault(k, &f);
         goto out;

@@ -321,25 +321,28 @@ void eeb_srv_meter_stop(struct eeb_server *s, int64_t run)
         eeb_srv_meter_finish(s, i);
 }
 
-void eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns)
+int eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns)
 {
-    for (int64_t t0 = eeb_mono_ns();; nanosleep(&(struct timespec){0, 50000000}, NULL)) {
-        pthread_mutex_lock(&s->lock);
-        int i = slot_of(s, run), mine = 0;
-        if (i >= 0 && !s->meters[i].closing) {
-            const struct eeb_srv_meter *x = &s->meters[i];
-            int covered = !x->agent || x->last_utc_ns >= need_utc_ns;
-            if (covered || eeb_mono_ns() - t0 > AGENT_SETTLE_NS)
-                mine = eeb_srv_meter_close_slot(s, i);
-        } else if (i >= 0 && s->meters[i].closing == 1 && !s->meters[i].inflight) {
+    /* no waiting here: a request's thread serves other connections, the
+     * agent's among them, whose samples this one waits for */
+    pthread_mutex_lock(&s->lock);
+    int i = slot_of(s, run), mine = 0, settled = 1;
+    if (i >= 0 && !s->meters[i].closing) {
+        const struct eeb_srv_meter *x = &s->meters[i];
+        int covered = !x->agent || x->last_utc_ns >= need_utc_ns;
+        int64_t stopped = x->until_ns ? x->until_ns : eeb_mono_ns();
+        if (covered || eeb_mono_ns() - stopped > AGENT_SETTLE_NS)
             mine = eeb_srv_meter_close_slot(s, i);
-        }
-        pthread_mutex_unlock(&s->lock);
-        if (mine)
-            eeb_srv_meter_finish(s, i);
-        if (i < 0 || mine)
-            return; /* let go, by this call or before it */
+        else
+            settled = 0;
+    } else if (i >= 0 && s->meters[i].closing == 1) {
+        mine = !s->meters[i].inflight && eeb_srv_meter_close_slot(s, i);
+        settled = mine;
     }
+    pthread_mutex_unlock(&s->lock);
+    if (mine)
+        eeb_srv_meter_finish(s, i);
+    return settled;
 }
 
 void eeb_srv_meters_stop(struct eeb_server *s)

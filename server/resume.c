@@ -84,6 +84,7 @@ int eeb_srv_resume(struct eeb_server *s, char *err, size_t errlen)
     struct taking_up u = {.s = s};
     if (rc == EEB_OK)
         rc = eeb_srv_store_in_flight_each(s->store, take_up, &u, err, errlen);
+    atomic_store(&s->taken_up, 1);
     if (rc || !u.runs)
         return rc;
     s->restarts[s->nrestarts++] = s->started_utc_ns;

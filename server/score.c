@@ -141,7 +141,10 @@ static int place_window(struct eeb_srv_call *k, const struct eeb_srv_window *win
 {
     if (!k->run.meter_run)
         return EEB_OK;
-    eeb_srv_meter_settle(k->s, k->id, window->end_utc_ns);
+    if (!eeb_srv_meter_settle(k->s, k->id, window->end_utc_ns))
+        return eeb_errf(err, errlen, EEB_ENODATA,
+                        "the station's agent has not sent its samples to the fine-tune's end "
+                        "yet: ask again in a second");
     if (!window->whole) {
         snprintf(f->meter, sizeof f->meter,
                  "the server's meter has no fine-tune window: the run's chain holds no "
@@ -194,7 +197,7 @@ static enum MHD_Result judge_run(struct eeb_srv_call *k, int charged)
     if (rc) {
         free(facts_json);
         eeb_srv_give_back(k, EEB_QUOTA_SCORED, charged);
-        return eeb_srv_call_fail(k, 500, NULL, err);
+        return eeb_srv_call_fail(k, rc == EEB_ENODATA ? 503 : 500, NULL, err);
     }
     o.complete = 1;
     o.device_time_s = o.device_energy_j = NAN; /* the server models no device */

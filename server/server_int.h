@@ -215,7 +215,9 @@ struct eeb_server {
     /* the runs in flight that have stopped, ended by a thread of its own
      * (settle.c) */
     pthread_t settler;
-    int64_t started_utc_ns;             /* this server's start */
+    int64_t started_utc_ns; /* this server's start */
+    atomic_int taken_up;    /* the runs in flight at its start taken up: agents' samples are
+                             * taken in from then */
     int64_t restarts[EEB_SRV_RESTARTS]; /* the starts it found runs in flight at, in order */
     size_t nrestarts;
     int settling;               /* the thread runs */
@@ -334,9 +336,12 @@ void eeb_srv_meter_close(struct eeb_server *s, struct eeb_srv_meter *m);
 /* The meter of run stopped now; nothing if it has none.  An
  * agent's is held until its samples up to now have arrived. */
 void eeb_srv_meter_stop(struct eeb_server *s, int64_t run);
-/* Waits (a few seconds at most) for the agent measuring run to send its
- * samples up to need_utc_ns (the server's clock), then lets its meter go. */
-void eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns);
+/* Lets the meter of run go once its samples reach need_utc_ns (the
+ * server's clock): at once for the server's own, an agent's once its
+ * samples have come or a few seconds after its run stopped.  1 if it is
+ * let go (or there was none), 0 if an agent's samples are still to come:
+ * ask again. */
+int eeb_srv_meter_settle(struct eeb_server *s, int64_t run, int64_t need_utc_ns);
 /* Every meter let go: the server stops. */
 void eeb_srv_meters_stop(struct eeb_server *s);
 /* s->lock held: slot i takes no more samples; 1 if the caller is to let

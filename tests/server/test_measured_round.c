@@ -119,7 +119,7 @@ static void world_make(struct world *w)
 {
     char err[512], out[300];
     snprintf(w->dir, sizeof w->dir, "%s", test_tmpdir());
-    w->in = test_cls_run_inputs(w->dir, 64, 40);
+    w->in = test_cls_run_inputs(w->dir, 2048, 40); /* an epoch of some ms */
     snprintf(w->sdb, sizeof w->sdb, "%s/server.db", w->dir);
     snprintf(w->key, sizeof w->key, "%s/alpha.key", w->dir);
     snprintf(w->load, sizeof w->load, "%s/load", w->dir);
@@ -207,7 +207,7 @@ static pid_t alpha_run(struct world *w, const char *db, const char *entry, const
     pid_t pid = official(w, ALPHA, db, entry, out,
                          (const char *[]){"--model", w->nm, "--backend", EEB_SUT_EXAMPLE, "--util",
                                           EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power",
-                                          "sim:watts=9", "--rate", "20", "--epochs", "8000",
+                                          "sim:watts=9", "--rate", "20", "--epochs", "3000",
                                           "--ranging-s", ranging, NULL});
     cr_assert(reaches(w, "SELECT count(*) FROM team_runs WHERE state = 'registered'", 1, 30),
               "alpha's run did not register");
@@ -272,7 +272,7 @@ Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
     run = official(&w, ALPHA, db[ALPHA], "e2", out,
                    (const char *[]){"--model", w.nm, "--backend", EEB_SUT_EXAMPLE, "--util",
                                     EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power",
-                                    "sim:watts=14", "--rate", "20", "--epochs", "4000",
+                                    "sim:watts=14", "--rate", "20", "--epochs", "150",
                                     "--ranging-s", "0", NULL});
     cr_assert(reaches(&w, "SELECT count(*) FROM team_runs WHERE state = 'registered'", 1, 30));
     load(&w, "14\n");
@@ -295,7 +295,7 @@ Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
     run = official(&w, BETA, db[BETA], "e1", out,
                    (const char *[]){"--model", w.nm, "--backend", EEB_SUT_EXAMPLE, "--util",
                                     EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", power,
-                                    "--rate", "20", "--epochs", "2000", NULL});
+                                    "--rate", "20", "--epochs", "600", NULL});
     cr_expect_eq(finished(run), 0, "beta's run");
     snprintf(out, sizeof out, "%s/gamma.log", w.dir);
     run = official(
