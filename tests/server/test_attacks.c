@@ -633,6 +633,47 @@ Test(attack, a_copied_chain_is_refused_naming_the_run_it_copies, .timeout = 60)
     eeb_server_stop(a.s);
 }
 
+/* The facts a server judged with are its own word: a team that writes an
+ * evaluator event into its chain is refused, and one in a record of its
+ * own making (a local run) counts for nothing: the judge recounts M_s. */
+Test(attack, the_servers_facts_are_not_a_teams_to_write, .timeout = 120)
+{
+    struct arena a;
+    char err[512];
+    arena_make(&a);
+    arena_start(&a);
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 0, ""), 201);
+    json_t *links = json_array();
+    json_array_append_new(links, team_origin(&t));
+    json_array_append_new(links, team_event(&t, EEB_EVENT_EVALUATOR, "{\"m_s\": 0.99}"));
+    struct reply r;
+    cr_expect_eq(team_send(&t, links, &r), 400, "%s", r.body);
+    cr_expect(strstr(r.body, "the evaluator event is the server's to write"), "%s", r.body);
+    free(r.body);
+    eeb_server_stop(a.s);
+    /* a local run, judged; then a forged evaluator event, chained as the
+     * run would: eeb check still recounts M_s from the predictions */
+    struct test_run run = test_eeb((const char *[]){"run", "--task", "cls", "--finetune", a.in.ft,
+                                                    "--test", a.in.test, "--model", a.in.model,
+                                                    "--db", a.in.db, "--epochs", "1", "-q", NULL});
+    cr_assert_eq(run.status, 0, "%s%s", run.out, run.err);
+    test_run_free(&run);
+    double m_s = test_sql_double(a.in.db, "SELECT value FROM results WHERE name = 'm_s'");
+    struct eeb_rundb *db;
+    cr_assert_eq(eeb_rundb_open(a.in.db, EEB_RUNDB_READWRITE, &db, err, sizeof err), EEB_OK, "%s",
+                 err);
+    cr_assert_eq(eeb_rundb_event_add(db, 1, INT64_MAX / 2, eeb_utc_ns(), EEB_EVENT_EVALUATOR,
+                                     "{\"m_s\": 0.0123, \"official\": false}", err, sizeof err),
+                 EEB_OK, "%s", err);
+    eeb_rundb_close(db);
+    json_t *v = test_eeb_json((const char *[]){"check", a.in.db, "--json", NULL}, 0);
+    cr_expect_eq(test_json_num(json_object_get(json_object_get(v, "figures"), "m_s"), "recomputed"),
+                 m_s);
+    cr_expect_neq(m_s, 0.0123);
+    json_decref(v);
+}
+
 /* ---- what pages and the log show of a team's text ---- */
 
 Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
