@@ -215,6 +215,25 @@ static pid_t alpha_run(struct world *w, const char *db, const char *entry, const
     return pid;
 }
 
+/* Team t's run that goes on fine-tuning (on its own meter, power) until
+ * something stops it, begun on the server when this returns. */
+static pid_t fine_tuning(const struct world *w, int t, const char *db, const char *entry,
+                         const char *power)
+{
+    char out[300];
+    snprintf(out, sizeof out, "%s/%s-%s.log", w->dir, teams[t], entry);
+    pid_t pid = official(w, t, db, entry, out,
+                         (const char *[]){"--model", w->nm, "--backend", EEB_SUT_EXAMPLE, "--util",
+                                          EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", power,
+                                          "--epochs", "1000000", NULL});
+    cr_assert(reaches(w,
+                      "SELECT count(*) FROM team_runs WHERE begun_utc_ns IS NOT NULL AND "
+                      "state = 'registered'",
+                      1, 60),
+              "team %s's run never began", teams[t]);
+    return pid;
+}
+
 Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
 {
     struct world w = {0};
@@ -310,30 +329,14 @@ Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
 
     /* beta's second run killed mid fine-tune: the server ends it on its
      * own; delta revoked while its run goes on */
-    snprintf(out, sizeof out, "%s/beta2.log", w.dir);
-    run = official(&w, BETA, db[BETA], "e2", out,
-                   (const char *[]){"--model", w.nm, "--backend", EEB_SUT_EXAMPLE, "--util",
-                                    EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", power,
-                                    "--epochs", "1000000", NULL});
-    cr_assert(reaches(&w,
-                      "SELECT count(*) FROM team_runs WHERE begun_utc_ns IS NOT NULL AND "
-                      "state = 'registered'",
-                      1, 60));
+    run = fine_tuning(&w, BETA, db[BETA], "e2", power);
     kill_9(run);
     cr_expect(reaches(&w,
                       "SELECT count(*) FROM team_runs WHERE verdict = 'aborted' AND why LIKE "
                       "'its stream stopped%'",
                       1, 30),
               "the killed run was not ended");
-    snprintf(out, sizeof out, "%s/delta.log", w.dir);
-    run = official(&w, DELTA, db[DELTA], "e1", out,
-                   (const char *[]){"--model", w.nm, "--backend", EEB_SUT_EXAMPLE, "--util",
-                                    EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", power,
-                                    "--epochs", "1000000", NULL});
-    cr_assert(reaches(&w,
-                      "SELECT count(*) FROM team_runs WHERE begun_utc_ns IS NOT NULL AND "
-                      "state = 'registered'",
-                      1, 60));
+    run = fine_tuning(&w, DELTA, db[DELTA], "e1", power);
     r = test_eeb((const char *[]){"serve", "admin", "revoke-team", "delta", "--reason",
                                   "shared its token", "--db", w.sdb, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
