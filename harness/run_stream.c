@@ -36,8 +36,8 @@ struct run_stream {
 static void send_new(struct run_stream *s)
 {
     char err[512];
-    int rc = eeb_client_send_links(&s->client, s->server_run, s->db, s->run, &s->next, err,
-                                   sizeof err);
+    int rc =
+        eeb_client_send_links(&s->client, s->server_run, s->db, s->run, &s->next, err, sizeof err);
     pthread_mutex_lock(&s->lock);
     s->failed = rc != EEB_OK;
     s->refused |= rc == EEB_EINVAL; /* its token revoked, the run ended there: no use going on */
