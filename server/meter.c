@@ -214,6 +214,24 @@ int eeb_srv_meter_resume(struct eeb_server *s, int station, const struct eeb_srv
                     : EEB_OK;
 }
 
+/* The slot measuring run, or -1; s->lock held. */
+static int slot_of(struct eeb_server *s, int64_t run);
+
+int eeb_srv_meter_last_read(struct eeb_server *s, int64_t run, int64_t *last_ns)
+{
+    pthread_mutex_lock(&s->lock);
+    int i = slot_of(s, run), live = i >= 0 && !s->meters[i].closing;
+    struct eeb_sampler *sampler = live ? s->meters[i].sampler : NULL;
+    *last_ns = live ? s->meters[i].last_ns : 0;
+    if (sampler) { /* the slot stays while its run is in flight: this caller's */
+        struct eeb_sampler_live l;
+        eeb_sampler_live(sampler, &l);
+        *last_ns = l.write_failed ? 0 : l.last_ns;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return live;
+}
+
 /* The slot whose meter run is meter_run, or -1; s->lock held. */
 static int slot_of_log(struct eeb_server *s, int64_t meter_run)
 {

@@ -324,6 +324,10 @@ int eeb_srv_meter_start(struct eeb_server *s, struct eeb_srv_meter *m, char *err
 struct eeb_srv_in_flight;
 int eeb_srv_meter_resume(struct eeb_server *s, int station, const struct eeb_srv_in_flight *r,
                          char *err, size_t errlen);
+/* Whether run's meter is being read, and when its last reading was
+ * taken into *last_ns (the server's monotonic clock; 0: none, or its
+ * samples cannot be stored). */
+int eeb_srv_meter_last_read(struct eeb_server *s, int64_t run, int64_t *last_ns);
 /* The meter of meter_run measures run: the run is registered. */
 void eeb_srv_meter_bind(struct eeb_server *s, int64_t meter_run, int64_t run);
 /* Run sent links now, or (begun) asked to begin its fine-tune: its meter

@@ -69,6 +69,32 @@ static void stopped(const struct eeb_server *s, const struct eeb_srv_in_flight *
                  (double)EEB_SRV_PRE_BEGIN_NS / 1e9);
 }
 
+/* Why run r's fine-tune cannot be measured, "" if it can: the server's
+ * meter of it (director mode) has read nothing for longer than the
+ * stream's allowance while it fine-tuned -- its agent fell silent, its
+ * reads fail, its samples cannot be stored.  The server's fault, not the
+ * team's: the run is void, and may be run again.  1 if so. */
+static int meter_failed(struct eeb_server *s, const struct eeb_srv_in_flight *r, int64_t now,
+                        char *why, size_t n)
+{
+    int64_t last, mono = eeb_mono_ns(), utc_mono = now - mono;
+    why[0] = '\0';
+    if (!r->meter_run || !r->begun || r->complete || !eeb_srv_meter_last_read(s, r->id, &last))
+        return 0;
+    /* from the last reading, or the begin, or this server's start */
+    int64_t since = r->begun - utc_mono;
+    since = since > s->started_utc_ns - utc_mono ? since : s->started_utc_ns - utc_mono;
+    since = since > last ? since : last;
+    double silent_s = (double)(mono - since) / 1e9;
+    if (silent_s <= s->cfg.stream_allowance_s)
+        return 0;
+    snprintf(why, n,
+             "the server's meter read nothing for %.0f s of its fine-tune (the station's agent "
+             "fell silent, or the meter's reads failed)",
+             silent_s);
+    return 1;
+}
+
 /* The runs in flight, read whole before any is ended: a write on the
  * connection while its read goes on would find the database locked. */
 struct sweep {
@@ -119,9 +145,11 @@ static void sweep(struct eeb_server *s)
         return;
     }
     for (size_t i = 0; i < w.n; i++) {
-        stopped(s, &w.r[i], now, why, sizeof why);
+        const char *verdict = "void";
+        if (!meter_failed(s, &w.r[i], now, why, sizeof why))
+            stopped(s, &w.r[i], now, why, sizeof why), verdict = "aborted";
         if (why[0] &&
-            eeb_srv_end_run(s, w.r[i].id, w.r[i].meter_run, "aborted", why, err, sizeof err) < 0)
+            eeb_srv_end_run(s, w.r[i].id, w.r[i].meter_run, verdict, why, err, sizeof err) < 0)
             eeb_srv_log(s, "run %lld could not be ended: %s", (long long)w.r[i].id, err);
     }
     free(w.r);

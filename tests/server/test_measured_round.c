@@ -306,6 +306,26 @@ Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
     cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
     test_run_free(&r);
 
+    /* alpha's third run, its station's agent stopped mid fine-tune: the
+     * server cannot measure it, its own fault: void, off the entry */
+    snprintf(out, sizeof out, "%s/alpha3.log", w.dir);
+    run =
+        official(&w, ALPHA, db[ALPHA], "e3", out,
+                 (const char *[]){"--model", w.nm, "--backend", EEB_SUT_EXAMPLE, "--util",
+                                  EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", "sim:watts=9",
+                                  "--rate", "20", "--epochs", "1000000", "--ranging-s", "0", NULL});
+    cr_assert(reaches(&w,
+                      "SELECT count(*) FROM team_runs WHERE begun_utc_ns IS NOT NULL AND "
+                      "state = 'registered'",
+                      1, 60));
+    kill_9(w.agent);
+    cr_expect(reaches(&w,
+                      "SELECT count(*) FROM team_runs WHERE verdict = 'void' AND entry_id IS "
+                      "NULL AND why LIKE 'the server''s meter read nothing%'",
+                      1, 30),
+              "the run its meter stopped measuring was not void");
+    cr_expect_neq(finished(run), 0, "alpha's third run went on");
+
     /* beta meters itself (declared); gamma's figures are the server's
      * model's */
     snprintf(out, sizeof out, "%s/beta.log", w.dir);
@@ -355,7 +375,6 @@ Test(measured_round, an_organizers_round_from_start_to_close, .timeout = 600)
     test_run_free(&r);
     cr_expect(reaches(
         &w, "SELECT count(*) FROM team_runs WHERE state IN ('registered', 'complete')", 0, 10));
-    kill(w.agent, SIGTERM), waitpid(w.agent, NULL, 0);
     kill(w.server, SIGTERM), waitpid(w.server, NULL, 0);
     kill(w.emulator, SIGTERM), waitpid(w.emulator, NULL, 0);
 }
