@@ -12,6 +12,7 @@
 #include "server_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct taking_up {
@@ -42,9 +43,8 @@ static void note(struct taking_up *u, long long id, const char *what)
         snprintf(u->said + at, sizeof u->said - at, "%srun %lld %s", at ? "; " : "", id, what);
 }
 
-static int take_up(void *arg, const struct eeb_srv_in_flight *r)
+static void take_up(struct taking_up *u, const struct eeb_srv_in_flight *r)
 {
-    struct taking_up *u = arg;
     struct eeb_server *s = u->s;
     char why[256], err[512];
     int station = r->meter_run ? eeb_srv_station(s, r->team) : -1;
@@ -62,18 +62,17 @@ static int take_up(void *arg, const struct eeb_srv_in_flight *r)
         eeb_srv_log(s, "run %lld could not be made void after the restart: %s", (long long)r->id,
                     err);
         note(u, r->id, "not taken up");
-        return 0;
+        return;
     }
     if (why[0]) {
         u->voided += ended;
         note(u, r->id, "void");
-        return 0;
+        return;
     }
     u->resumed++;
     note(u, r->id, "taken up");
     eeb_srv_log(s, "run %lld taken up after the restart%s", (long long)r->id,
                 r->meter_run ? ", its meter with it" : "");
-    return 0;
 }
 
 int eeb_srv_resume(struct eeb_server *s, char *err, size_t errlen)
@@ -82,8 +81,13 @@ int eeb_srv_resume(struct eeb_server *s, char *err, size_t errlen)
     int rc = eeb_srv_store_restarts(s->store, s->restarts, EEB_SRV_RESTARTS - 1, &s->nrestarts, err,
                                     errlen);
     struct taking_up u = {.s = s};
+    struct eeb_srv_in_flight *r = NULL;
+    size_t n = 0;
     if (rc == EEB_OK)
-        rc = eeb_srv_store_in_flight_each(s->store, take_up, &u, err, errlen);
+        rc = eeb_srv_runs_in_flight(s, &r, &n, err, errlen);
+    for (size_t i = 0; i < n; i++)
+        take_up(&u, &r[i]);
+    free(r);
     atomic_store(&s->taken_up, 1);
     if (rc || !u.runs)
         return rc;

@@ -460,6 +460,10 @@ int eeb_srv_resume(struct eeb_server *s, char *err, size_t errlen);
  * restart cut short.  The thread starts and stops with the server. */
 int eeb_srv_settler_start(struct eeb_server *s, char *err, size_t errlen);
 void eeb_srv_settler_stop(struct eeb_server *s);
+/* The runs in flight, read whole (free *out). */
+struct eeb_srv_in_flight;
+int eeb_srv_runs_in_flight(struct eeb_server *s, struct eeb_srv_in_flight **out, size_t *n,
+                           char *err, size_t errlen);
 /* Ends run id as verdict ("aborted" or "void") for why: its record, its
  * entry, its meter let go, the log; 1 if it was in flight. */
 int eeb_srv_end_run(struct eeb_server *s, int64_t id, int64_t meter_run, const char *verdict,

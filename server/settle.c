@@ -6,8 +6,8 @@
  * inputs, no score asked for after complete, its team revoked, its round
  * closed.  Such a run is `aborted` (its side stopped), with the reason in
  * its record, and its meter is let go.  A run the server's own fault cut
- * short (a restart while it fine-tuned) is `void`: it leaves its entry and
- * the round's cap, and may be run again.
+ * short (its meter read nothing while it fine-tuned; a restart: resume.c)
+ * is `void`: it leaves its entry and the round's cap, and may be run again.
  */
 #include "server_int.h"
 
@@ -97,14 +97,14 @@ static int meter_failed(struct eeb_server *s, const struct eeb_srv_in_flight *r,
 
 /* The runs in flight, read whole before any is ended: a write on the
  * connection while its read goes on would find the database locked. */
-struct sweep {
+struct runs_read {
     struct eeb_srv_in_flight *r;
     size_t n, cap;
 };
 
 static int keep_in_flight(void *arg, const struct eeb_srv_in_flight *r)
 {
-    struct sweep *w = arg;
+    struct runs_read *w = arg;
     if (w->n == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 16;
         void *more = realloc(w->r, cap * sizeof *w->r);
@@ -116,9 +116,22 @@ static int keep_in_flight(void *arg, const struct eeb_srv_in_flight *r)
     return 0;
 }
 
+int eeb_srv_runs_in_flight(struct eeb_server *s, struct eeb_srv_in_flight **out, size_t *n,
+                           char *err, size_t errlen)
+{
+    struct runs_read w = {0};
+    int rc = eeb_srv_store_in_flight_each(s->store, keep_in_flight, &w, err, errlen);
+    if (rc == EEB_ENOMEM)
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "the runs in flight: out of memory");
+    if (rc)
+        free(w.r), w.r = NULL, w.n = 0;
+    *out = w.r, *n = w.n;
+    return rc;
+}
+
 /* A meter whose run is no longer in flight (ended by the organizer, from
- * another process), let go; one bound to a run since the sweep read the
- * runs is in flight whatever the sweep saw. */
+ * another process), let go: its run's state read now, not as the sweep
+ * read it (a run registered since is in flight). */
 static void let_go_ended(struct eeb_server *s)
 {
     char err[512];
@@ -136,23 +149,23 @@ static void let_go_ended(struct eeb_server *s)
 /* Every run in flight that has stopped, ended. */
 static void sweep(struct eeb_server *s)
 {
-    struct sweep w = {0};
+    struct eeb_srv_in_flight *r;
+    size_t n;
     char why[256], err[512];
     int64_t now = eeb_utc_ns();
-    if (eeb_srv_store_in_flight_each(s->store, keep_in_flight, &w, err, sizeof err)) {
+    if (eeb_srv_runs_in_flight(s, &r, &n, err, sizeof err)) {
         eeb_srv_log(s, "the runs in flight could not be read: %s", err);
-        free(w.r);
         return;
     }
-    for (size_t i = 0; i < w.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const char *verdict = "void";
-        if (!meter_failed(s, &w.r[i], now, why, sizeof why))
-            stopped(s, &w.r[i], now, why, sizeof why), verdict = "aborted";
+        if (!meter_failed(s, &r[i], now, why, sizeof why))
+            stopped(s, &r[i], now, why, sizeof why), verdict = "aborted";
         if (why[0] &&
-            eeb_srv_end_run(s, w.r[i].id, w.r[i].meter_run, verdict, why, err, sizeof err) < 0)
-            eeb_srv_log(s, "run %lld could not be ended: %s", (long long)w.r[i].id, err);
+            eeb_srv_end_run(s, r[i].id, r[i].meter_run, verdict, why, err, sizeof err) < 0)
+            eeb_srv_log(s, "run %lld could not be ended: %s", (long long)r[i].id, err);
     }
-    free(w.r);
+    free(r);
     let_go_ended(s);
 }
 
