@@ -18,8 +18,12 @@ int eeb_cli_verdict_exit(const char *verdict)
         const char *word;
         int exit;
     } map[] = {
-        {"pass", EEB_EXIT_OK},         {"fail", EEB_EXIT_FAIL},          {"aborted", EEB_EXIT_FAIL},
-        {"invalid", EEB_EXIT_INVALID}, {"incomplete", EEB_EXIT_INVALID},
+        {"pass", EEB_EXIT_OK},
+        {"fail", EEB_EXIT_FAIL},
+        {"aborted", EEB_EXIT_FAIL},
+        {"invalid", EEB_EXIT_INVALID},
+        {"incomplete", EEB_EXIT_INVALID},
+        {"void", EEB_EXIT_INVALID}, /* the server could not judge it, by its own fault */
     };
     for (size_t i = 0; verdict && i < sizeof map / sizeof *map; i++)
         if (strcasecmp(verdict, map[i].word) == 0)

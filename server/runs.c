@@ -37,6 +37,7 @@ json_t *eeb_srv_run_json(const struct eeb_srv_run *r)
     if (o && strcmp(r->state, "scored") == 0) {
         json_object_set_new(o, "verdict", json_string(r->verdict));
         json_object_set_new(o, "S", eeb_json_number(r->s));
+        json_object_set_new(o, "S_uncertainty", eeb_json_number(r->s_uncertainty));
         json_object_set_new(o, "m_u", eeb_json_number(r->m_u));
         json_object_set_new(o, "m_t", eeb_json_number(r->m_t));
         json_object_set_new(o, "m_p", eeb_json_number(r->m_p));
