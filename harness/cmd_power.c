@@ -311,13 +311,14 @@ static int log_power(const struct log_args *a)
     eeb_sampler_mark(s, EEB_EVENT_LOG_END, interrupted ? "{\"stopped_by\": \"signal\"}" : NULL);
     struct eeb_sampler_stats st;
     int rc = eeb_sampler_stop(s, &st, err, sizeof err);
-    eeb_power_close(src);
-    /* the rest of the log, while the server takes it */
+    /* the rest of the log, while the server takes it (the agent asks the
+     * meter what it can do: it is closed after) */
     for (uint64_t sent = UINT64_MAX; agent.to && agent.sent != sent && !agent.failing;) {
         sent = agent.sent;
         agent_tick(&agent, &l, 1);
     }
     eeb_client_agent_close(agent.to);
+    eeb_power_close(src);
     char err2[512];
     if (eeb_rundb_run_set_state(db, run, rc == EEB_OK ? EEB_RUN_DONE : EEB_RUN_FAILED, err2,
                                 sizeof err2) &&
