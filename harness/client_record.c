@@ -1,13 +1,12 @@
 /*
  * client_record.c - how a run ends with the server: abandoned (POST
- * /abandon), or scored and its record taken back.  The server's record of a
- * run it scored, taken back
- * into the team's database (GET /api/v1/runs/{id}/record): its copy of
- * the run's chain with the facts it judged with and its verdict, and in
- * director mode its meter's log.  Taken in link by link (a record that
- * does not chain is refused) beside the team's own run, so that `eeb
- * check` on the team's database gives the server's verdict and S from the
- * server's meter, and `eeb pack` carries the meter's log.
+ * /abandon), or scored and its record taken back into the team's database
+ * (GET /api/v1/runs/{id}/record): the server's copy of the run's chain with
+ * the facts it judged with and its verdict, and in director mode its
+ * meter's log.  Taken in link by link (a record that does not chain is
+ * refused) beside the team's own run, so that `eeb check` on the team's
+ * database gives the server's verdict and S from the server's meter, and
+ * `eeb pack` carries the meter's log.
  */
 #include "eeb_client.h"
 
