@@ -96,6 +96,12 @@ static int enroll(struct run *r, char *err, size_t errlen)
     char *config = run_config_json(r);
     json_t *declared = config ? eeb_client_declaration(config, 1) : NULL, *reply = NULL;
     free(config);
+    /* what it will fine-tune on, which the server's test set must match */
+    const struct eeb_shard_info *in = eeb_shard_info(r->shard);
+    if (declared)
+        json_object_set_new(declared, "finetune_shape",
+                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "frames", in->frames, "w", in->w,
+                                      "h", in->h, "c", in->c, "classes", in->classes));
     int rc = declared ? eeb_client_call(cl, "POST", "/api/v1/runs", declared, &reply, err, errlen)
                       : eeb_errf(err, errlen, EEB_ENOMEM, "the registration: out of memory");
     if (rc == EEB_OK)

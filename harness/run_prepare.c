@@ -40,8 +40,8 @@ int run_hash_test(struct run *r, const char *path, char *err, size_t errlen)
         return rc;
     rc = shard_fits(test, r->c, &r->test_items, err, errlen);
     if (rc == EEB_OK)
-        rc = eeb_classes_compare(eeb_shard_info(r->shard), r->c->finetune, eeb_shard_info(test),
-                                 path, err, errlen);
+        rc = eeb_shards_agree(eeb_shard_info(r->shard), r->c->finetune, eeb_shard_info(test), path,
+                              err, errlen);
     eeb_shard_close(test);
     return rc;
 }

@@ -10,6 +10,8 @@
  */
 #include "server_int.h"
 
+#include "tasks/eeb_classes.h"
+
 #include "fpga/net/eeb_net.h"
 
 #include "record/eeb_record.h"
@@ -551,6 +553,23 @@ static int name_finetune_sets(struct eeb_server *s, char *err, size_t errlen)
     return rc;
 }
 
+/* A task's sets agree, so that a run fine-tuned on the fine-tune set can be
+ * tested on the test sets: items of one shape, the same classes.  Else the
+ * server does not start, naming the two files. */
+static int sets_agree(const struct eeb_server *s, char *err, size_t errlen)
+{
+    int rc = EEB_OK;
+    for (int t = 0; t < EEB_TASK_COUNT && rc == EEB_OK; t++) {
+        const char *test = s->cfg.test[t], *practice = s->cfg.practice[t];
+        const char *ft = s->cfg.finetune[t], *held = test ? test : practice;
+        if (test && practice)
+            rc = eeb_shards_agree_files(test, practice, err, errlen);
+        if (rc == EEB_OK && ft && held)
+            rc = eeb_shards_agree_files(ft, held, err, errlen);
+    }
+    return rc;
+}
+
 static void server_free(struct eeb_server *s)
 {
     eeb_srv_store_close(s->store);
@@ -646,6 +665,8 @@ int eeb_server_start(const struct eeb_server_config *cfg, struct eeb_server **ou
         rc = load_sets(s, 1, err, errlen);
     if (rc == EEB_OK)
         rc = name_finetune_sets(s, err, errlen);
+    if (rc == EEB_OK)
+        rc = sets_agree(s, err, errlen);
     if (rc == EEB_OK)
         rc = load_models(s, err, errlen);
     if (rc == EEB_OK)

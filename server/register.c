@@ -60,6 +60,7 @@ struct declared {
     double util[EEB_UTIL_COUNT];
     const char *provenance, *device, *backend, *design;
     const char *finetune; /* the fine-tune set's SHA-256, or NULL */
+    int64_t shape[5];     /* its items' frames, w, h, c and classes (frames 0: not said) */
     const char *model;    /* the base model's SHA-256, or NULL */
     double rate_hz;
     int official;
@@ -109,6 +110,26 @@ static int read_clock(const json_t *clock, struct declared *d, struct eeb_srv_fa
                     eeb_srv_int_field(steps, "clock.steps", 1, INT64_MAX / 2, &d->max_steps, f))
                ? -1
                : 0;
+}
+
+/* "finetune_shape": {"frames", "w", "h", "c", "classes"}: the items the
+ * run will fine-tune on, which the server's test set must match. */
+static int read_shape(const json_t *o, struct declared *d, struct eeb_srv_fault *f)
+{
+    static const char *const keys[] = {"frames", "w", "h", "c", "classes"};
+    static const int64_t most[] = {1024, 65536, 65536, 4, 100000};
+    if (!o)
+        return 0;
+    if (!json_is_object(o) || json_object_size(o) != 5)
+        return eeb_srv_bad(f, "finetune_shape",
+                           "expected {\"frames\", \"w\", \"h\", \"c\", \"classes\"}");
+    for (int i = 0; i < 5; i++) {
+        char at[40];
+        snprintf(at, sizeof at, "finetune_shape.%s", keys[i]);
+        if (eeb_srv_int_field(json_object_get(o, keys[i]), at, 1, most[i], &d->shape[i], f))
+            return -1;
+    }
+    return 0;
 }
 
 static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault *f)
@@ -171,7 +192,8 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             f, "provenance",
             "%s: backend %s runs on a CPU, not a board: its time and power are modeled", p,
             d->backend);
-    if (read_clock(json_object_get(body, "clock"), d, f))
+    if (read_clock(json_object_get(body, "clock"), d, f) ||
+        read_shape(json_object_get(body, "finetune_shape"), d, f))
         return -1;
     if (d->modeled_clock && util)
         return eeb_srv_bad(f, "util",
@@ -179,9 +201,10 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
                            "none");
     if (!d->modeled_clock && !util)
         return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
-    static const char *const known[] = {"task",   "util",    "provenance", "rate_hz",  "official",
-                                        "device", "backend", "design",     "finetune", "model",
-                                        "clock",  "entry",   "division",   "p_max_w"};
+    static const char *const known[] = {"task",     "util",    "provenance",    "rate_hz",
+                                        "official", "device",  "backend",       "design",
+                                        "finetune", "model",   "clock",         "entry",
+                                        "division", "p_max_w", "finetune_shape"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -298,6 +321,27 @@ static int finetune_agrees(struct eeb_srv_call *k, const struct declared *d, enu
              eeb_task_name(d->task), ft->sha256, (unsigned long long)ft->items,
              d->finetune ? "" : "; an official run declares it");
     *sent = eeb_srv_call_fail(k, 409, "finetune", msg);
+    return -1;
+}
+
+/* The fine-tune set a run says it holds can be tested on the server's test
+ * set: items of one shape and as many classes; else it is refused before
+ * anything runs, not at its test stage.  0, or the 409 sent. */
+static int shape_agrees(struct eeb_srv_call *k, const struct declared *d,
+                        const struct eeb_srv_testset *t, enum MHD_Result *sent)
+{
+    const int64_t *x = d->shape;
+    if (!x[0] ||
+        (x[0] == t->frames && x[1] == t->w && x[2] == t->h && x[3] == t->c && x[4] == t->classes))
+        return 0;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "the run's fine-tune set holds items of %lld frame(s) of %lldx%lldx%lld in %lld "
+             "classes; this server's %s test set, %d frame(s) of %dx%dx%d in %d classes: a model "
+             "fine-tuned on the one cannot be tested on the other",
+             (long long)x[0], (long long)x[1], (long long)x[2], (long long)x[3], (long long)x[4],
+             eeb_task_name(d->task), t->frames, t->w, t->h, t->c, t->classes);
+    *sent = eeb_srv_call_fail(k, 409, "finetune_shape", msg);
     return -1;
 }
 
@@ -591,10 +635,11 @@ enum MHD_Result eeb_srv_api_register(struct eeb_srv_call *k)
     struct eeb_srv_meter m = {0};
     struct eeb_round round;
     struct eeb_srv_claim claim = {0};
+    const struct eeb_srv_testset *t;
     char err[256];
     if (read_declared(body, &d, &f)) {
         sent = eeb_srv_fail_fault(k, &f);
-    } else if (set_for(k, &d, &sent) &&
+    } else if ((t = set_for(k, &d, &sent)) && shape_agrees(k, &d, t, &sent) == 0 &&
                (!d.official || take_round(k, &d, &round, &claim, &sent) == 0) &&
                finetune_agrees(k, &d, &sent) == 0 &&
                model_agrees(k, &d, claim.round && strcmp(d.division, "open") == 0, &sent) == 0 &&

@@ -35,6 +35,7 @@ struct eeb_srv_held_item {
 struct eeb_srv_testset {
     enum eeb_task task;
     int classes;
+    int frames, w, h, c;             /* its items' shape */
     int secret;                      /* the official runs' set: served under keyed names */
     char *inputs;                    /* the copy without labels that is served */
     struct eeb_srv_held_item *items; /* by id */

@@ -139,6 +139,7 @@ int eeb_srv_testset_load(struct eeb_srv_testset *t, enum eeb_task task, const ch
     struct eeb_shard_writer *w = NULL;
     uint64_t *order = NULL;
     t->task = task, t->classes = info->classes, t->secret = key != NULL;
+    t->frames = info->frames, t->w = info->w, t->h = info->h, t->c = info->c;
     if (info->task != task)
         rc = eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s data, given as the %s test set", path,
                       eeb_task_name(info->task), eeb_task_name(task));

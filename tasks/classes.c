@@ -79,6 +79,34 @@ int eeb_classes_compare(const struct eeb_shard_info *a, const char *a_path,
                     a_path, b_path, k, name, longer, a_path, a->classes, b_path, b->classes, why);
 }
 
+int eeb_shards_agree(const struct eeb_shard_info *a, const char *a_path,
+                     const struct eeb_shard_info *b, const char *b_path, char *err, size_t errlen)
+{
+    if (a->task != b->task)
+        return eeb_errf(err, errlen, EEB_EINVAL, "%s holds %s items, %s %s items", a_path,
+                        eeb_task_name(a->task), b_path, eeb_task_name(b->task));
+    if (a->h != b->h || a->w != b->w || a->c != b->c || a->frames != b->frames)
+        return eeb_errf(
+            err, errlen, EEB_EINVAL,
+            "%s holds items of %d frame(s) of %dx%dx%d, %s of %d frame(s) of %dx%dx%d: a "
+            "model fine-tuned on the one cannot be tested on the other",
+            a_path, a->frames, a->w, a->h, a->c, b_path, b->frames, b->w, b->h, b->c);
+    return eeb_classes_compare(a, a_path, b, b_path, err, errlen);
+}
+
+int eeb_shards_agree_files(const char *a_path, const char *b_path, char *err, size_t errlen)
+{
+    struct eeb_shard *a = NULL, *b = NULL;
+    int rc = eeb_shard_open(&a, a_path, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_shard_open(&b, b_path, err, errlen);
+    if (rc == EEB_OK)
+        rc = eeb_shards_agree(eeb_shard_info(a), a_path, eeb_shard_info(b), b_path, err, errlen);
+    eeb_shard_close(a);
+    eeb_shard_close(b);
+    return rc;
+}
+
 int eeb_classes_compare_files(const char *a_path, const char *b_path, char *err, size_t errlen)
 {
     struct eeb_shard *a = NULL, *b = NULL;

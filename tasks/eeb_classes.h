@@ -34,4 +34,12 @@ int eeb_classes_compare(const struct eeb_shard_info *a, const char *a_path,
 /* The same for the shards at two paths (opened for their headers). */
 int eeb_classes_compare_files(const char *a_path, const char *b_path, char *err, size_t errlen);
 
+/* Whether a model fine-tuned on shard a can be tested on shard b: the same
+ * task, items of the same frames, width, height and channels, and the same
+ * classes (eeb_classes_compare).  EEB_OK, or EEB_EINVAL naming both files
+ * and what differs; and the same for the shards at two paths. */
+int eeb_shards_agree(const struct eeb_shard_info *a, const char *a_path,
+                     const struct eeb_shard_info *b, const char *b_path, char *err, size_t errlen);
+int eeb_shards_agree_files(const char *a_path, const char *b_path, char *err, size_t errlen);
+
 #endif

@@ -173,3 +173,39 @@ Test(settle, a_void_run_leaves_its_entry_and_the_cap, .timeout = 60)
                  1);
     eeb_server_stop(a.s);
 }
+
+/* ---- sets that cannot go together, refused before anything runs ---- */
+
+/* A run fine-tuned on one set must be testable on the other: the server
+ * does not start on sets of other shapes, and a run whose fine-tune set
+ * does not match the server's test set is refused at registration (a
+ * team found the mismatch only at its test stage, after a whole
+ * fine-tune). */
+Test(settle, sets_that_cannot_go_together_are_refused_before_anything_runs, .timeout = 60)
+{
+    struct arena a;
+    char err[512], practice[300];
+    arena_make(&a);
+    struct eeb_server *s = NULL;
+    snprintf(practice, sizeof practice, "%s/large.eebd", a.dir);
+    cr_assert_eq(rename(test_cls_shard(24, 32, 9), practice), 0);
+    a.cfg.practice[EEB_TASK_CLS] = practice;
+    cr_expect_neq(eeb_server_start(&a.cfg, &s, err, sizeof err), EEB_OK, "started on %s", practice);
+    cr_expect(strstr(err, practice) && strstr(err, "of 32x32x3") && strstr(err, "of 16x16x3"), "%s",
+              err);
+    a.cfg.practice[EEB_TASK_CLS] = a.practice;
+    a.cfg.finetune[EEB_TASK_CLS] = practice;
+    cr_expect_neq(eeb_server_start(&a.cfg, &s, err, sizeof err), EEB_OK);
+    cr_expect(strstr(err, "cannot be tested on the other"), "%s", err);
+    a.cfg.finetune[EEB_TASK_CLS] = NULL;
+    arena_start(&a);
+    struct team_run t;
+    registers(&t, &a, a.alpha,
+              board_run(&a, 1,
+                        ", \"finetune_shape\": {\"frames\": 1, \"w\": 32, \"h\": 32, \"c\": 3, "
+                        "\"classes\": 10}"),
+              409);
+    registers(&t, &a, a.alpha, board_run(&a, 1, ", \"finetune_shape\": {\"frames\": 1, \"w\": 32}"),
+              400);
+    eeb_server_stop(a.s);
+}
