@@ -416,8 +416,8 @@ static void item_shapes(struct check *c)
                 n, u->max_boxes, u->classes - 1);
     else
         verdict(c, EEB_SUT_CHECK_SHAPES, EEB_SUT_CHECK_PASS,
-                "batches of 1 and %d: top-%d classes 0..%d for every item", n, u->top_k,
-                u->classes - 1);
+                "batches of 1 and %d: top-%d classes 0..%d, finite scores, for every item", n,
+                u->top_k, u->classes - 1);
 }
 
 /* ---- 4. determinism ---- */

@@ -43,8 +43,20 @@
 extern "C" {
 #endif
 
-/* The interface's version: a SUT says which it was built against, and eeb
- * refuses one it does not drive.  A later version only appends members. */
+/* The interface's version: a SUT says which it was built against.  A later
+ * version only appends members (to struct eeb_sut_ops, and to the structs
+ * eeb hands a SUT), never moves or removes one, so:
+ *   - eeb drives a SUT built for any version from 1 up to its own: a slot
+ *     a later version appended is absent (NULL: "optional" says what that
+ *     means) from an older SUT's table, and eeb never reads past it;
+ *   - eeb refuses a SUT built for a newer version than its own, naming
+ *     both (its table may hold slots this eeb cannot call);
+ *   - what eeb hands a SUT (eeb_sut_setup, eeb_sut_batch,
+ *     eeb_sut_predictions; eeb_sut_counters, zeroed, to fill) is laid out
+ *     as eeb's version says (setup->abi_version, at least the SUT's own):
+ *     a SUT built for an older version reads and writes only the members
+ *     its header declares, which are where they always were.
+ * So a SUT checks setup->abi_version >= EEB_SUT_ABI_VERSION, not ==. */
 #define EEB_SUT_ABI_VERSION 1
 
 /* The tasks of Tao et al. (Table 2). */
@@ -100,7 +112,8 @@ struct eeb_sut_step {
     int done;        /* 1: the SUT has finished fine-tuning; no more batches */
 };
 
-/* A detection (det): a class, a confidence, and a box in pixels. */
+/* A detection (det): a class, a confidence, and a box in pixels; every
+ * number finite (a NaN or an infinity ends the run as the SUT's error). */
 struct eeb_sut_detection {
     int32_t cls;
     float score;
@@ -109,9 +122,9 @@ struct eeb_sut_detection {
 
 /* Where predict writes, for n items (the harness sizes every array). */
 struct eeb_sut_predictions {
-    int32_t *classes;                     /* cls, video: n x top_k classes, best first */
-    float *scores;                        /*             n x top_k scores (any monotone scale) */
-    int32_t *counts;                      /* det: n detection counts, each 0..max_boxes */
+    int32_t *classes; /* cls, video: n x top_k classes, best first */
+    float *scores;    /*             n x top_k finite scores (any monotone scale) */
+    int32_t *counts;  /* det: n detection counts, each 0..max_boxes */
     struct eeb_sut_detection *detections; /* det: n x max_boxes slots */
 };
 

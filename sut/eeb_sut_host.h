@@ -17,9 +17,22 @@
 
 #include <stddef.h>
 
-/* EEB_OK if ops is a table this eeb drives: EEB_EVERSION for another
- * abi_version, EEB_EINVAL naming the first required slot it lacks (name,
- * open, load_model, train, predict, close); where names it in err (the
+/* Whether ops, a table of a version this eeb knows (1..EEB_SUT_ABI_VERSION),
+ * reaches the member at offset: a member a later version appended is
+ * absent from an older table (and must not be read: the library's table
+ * ends before it).  0 for a version this eeb does not know. */
+int eeb_sut_ops_has(const struct eeb_sut_ops *ops, size_t offset);
+
+/* ops's member m, or NULL if the table's version lacks it: every read of
+ * a slot goes through this, so an older SUT's table is read no further
+ * than it reaches. */
+#define EEB_SUT_SLOT(ops, m)                                                                       \
+    (eeb_sut_ops_has((ops), offsetof(struct eeb_sut_ops, m)) ? (ops)->m : NULL)
+
+/* EEB_OK if ops is a table this eeb drives: EEB_EVERSION for an
+ * abi_version outside 1..EEB_SUT_ABI_VERSION (a newer one named with this
+ * eeb's), EEB_EINVAL naming the first required slot it lacks (name, open,
+ * load_model, train, predict, close); where names it in err (the
  * library's path, or the program). */
 int eeb_sut_ops_check(const struct eeb_sut_ops *ops, const char *where, char *err, size_t errlen);
 

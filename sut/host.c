@@ -145,24 +145,26 @@ int eeb_sut_train(struct eeb_sut *s, const struct eeb_task_batch *b, struct eeb_
 
 int eeb_sut_end_training(struct eeb_sut *s, char *err, size_t errlen)
 {
-    return s->ops->end_training
-               ? named(s, "end_training", s->ops->end_training(s->state, err, errlen), err, errlen)
-               : EEB_OK;
+    int (*end_training)(void *, char *, size_t) = EEB_SUT_SLOT(s->ops, end_training);
+    return end_training ? named(s, "end_training", end_training(s->state, err, errlen), err, errlen)
+                        : EEB_OK;
 }
 
 void eeb_sut_counters(struct eeb_sut *s, struct eeb_sut_counters *c)
 {
     *c = (struct eeb_sut_counters){0};
-    if (s->ops->counters)
-        s->ops->counters(s->state, c);
+    void (*counters)(void *, struct eeb_sut_counters *) = EEB_SUT_SLOT(s->ops, counters);
+    if (counters)
+        counters(s->state, c);
     c->detail[sizeof c->detail - 1] = '\0';
 }
 
 int eeb_sut_save_model(struct eeb_sut *s, const char *path, char *err, size_t errlen)
 {
-    if (!s->ops->save_model)
+    int (*save_model)(void *, const char *, char *, size_t) = EEB_SUT_SLOT(s->ops, save_model);
+    if (!save_model)
         return eeb_errf(err, errlen, EEB_ENOTSUP, "SUT '%s' writes no model (save_model)", s->name);
-    return named(s, "save_model", s->ops->save_model(s->state, path, err, errlen), err, errlen);
+    return named(s, "save_model", save_model(s->state, path, err, errlen), err, errlen);
 }
 
 /* One item's answer, checked and made the test stage's. */
@@ -175,26 +177,43 @@ static int take(struct eeb_sut *s, int i, struct eeb_task_predicted *p, char *er
             int32_t c = s->classes[(size_t)i * u->top_k + p->nranked];
             if (c < 0 || c >= u->classes)
                 return eeb_errf(err, errlen, EEB_EFORMAT,
-                                "SUT '%s': predict: item %d, rank %d: class %d (0..%d)", s->name, i,
-                                p->nranked + 1, (int)c, u->classes - 1);
+                                "SUT '%s': predict: batch item %d, rank %d: class %d (0..%d)",
+                                s->name, i, p->nranked + 1, (int)c, u->classes - 1);
+            float score = s->scores[(size_t)i * u->top_k + p->nranked];
+            if (!isfinite(score))
+                return eeb_errf(
+                    err, errlen, EEB_EFORMAT,
+                    "SUT '%s': predict: batch item %d, rank %d: score %g (a finite score)", s->name,
+                    i, p->nranked + 1, (double)score);
             p->ranked[p->nranked] = c;
-            p->scores[p->nranked] = s->scores[(size_t)i * u->top_k + p->nranked];
+            p->scores[p->nranked] = score;
         }
         return EEB_OK;
     }
     int32_t n = s->counts[i];
     if (n < 0 || n > u->max_boxes)
-        return eeb_errf(err, errlen, EEB_EFORMAT, "SUT '%s': predict: item %d: %d boxes (0..%d)",
-                        s->name, i, (int)n, u->max_boxes);
+        return eeb_errf(err, errlen, EEB_EFORMAT,
+                        "SUT '%s': predict: batch item %d: %d boxes (0..%d)", s->name, i, (int)n,
+                        u->max_boxes);
     for (p->nboxes = 0; p->nboxes < n; p->nboxes++) {
         const struct eeb_sut_detection *d = &s->detections[(size_t)i * u->max_boxes + p->nboxes];
-        if (d->cls < 0 || d->cls >= u->classes || !isfinite(d->score) || !(d->x0 <= d->x1) ||
-            !(d->y0 <= d->y1))
-            return eeb_errf(err, errlen, EEB_EFORMAT,
-                            "SUT '%s': predict: item %d, box %d: class %d, score %g, (%g, %g)-(%g, "
-                            "%g) (a class, a finite score, x0 <= x1, y0 <= y1)",
-                            s->name, i, p->nboxes + 1, (int)d->cls, d->score, d->x0, d->y0, d->x1,
-                            d->y1);
+        const struct {
+            const char *field;
+            float value;
+        } numbers[] = {
+            {"score", d->score}, {"x0", d->x0}, {"y0", d->y0}, {"x1", d->x1}, {"y1", d->y1}};
+        for (size_t f = 0; f < sizeof numbers / sizeof *numbers; f++)
+            if (!isfinite(numbers[f].value))
+                return eeb_errf(err, errlen, EEB_EFORMAT,
+                                "SUT '%s': predict: batch item %d, box %d: %s %g (a finite number)",
+                                s->name, i, p->nboxes + 1, numbers[f].field,
+                                (double)numbers[f].value);
+        if (d->cls < 0 || d->cls >= u->classes || !(d->x0 <= d->x1) || !(d->y0 <= d->y1))
+            return eeb_errf(
+                err, errlen, EEB_EFORMAT,
+                "SUT '%s': predict: batch item %d, box %d: class %d, score %g, (%g, %g)-(%g, "
+                "%g) (a class, a finite score, x0 <= x1, y0 <= y1)",
+                s->name, i, p->nboxes + 1, (int)d->cls, d->score, d->x0, d->y0, d->x1, d->y1);
         p->boxes[p->nboxes] = (struct eeb_scored_box){d->cls, d->score, d->x0, d->y0, d->x1, d->y1};
     }
     return EEB_OK;

@@ -4,9 +4,11 @@
  * symbol, eeb_sut_entry, called, and the table it returns checked before
  * anything is driven through it.
  *
- *   the check      eeb_sut_ops_check: the ABI version first (a table of
- *                  another version is not read further), then every
- *                  required slot, the first missing one named
+ *   the versions   a table's size by the version it was built for, and
+ *                  eeb_sut_ops_has: a slot past that size is absent
+ *   the check      eeb_sut_ops_check: the ABI version first (a table of a
+ *                  version this eeb does not know is not read further),
+ *                  then every required slot, the first missing one named
  *   the library    eeb_sut_plugin_load/unload: each way a file can fail to
  *                  be a SUT library gets its own message, naming the path
  *                  and saying what to do
@@ -20,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,16 +34,46 @@
     "build it as a shared library exporting " ENTRY                                                \
     " (cc -shared -fPIC -I. team.c -o libteam.so; docs/sut.md)"
 
+/* ---- the versions ---- */
+
+/* How far a table built for each version reaches: the offset just past
+ * its last member.  A later version only appends, so a member lies in a
+ * version-v table if it starts before reach[v].  When a version appends,
+ * bump EEB_SUT_ABI_VERSION and add its row here, ending at its own last
+ * member (the assertion below then names that member). */
+#define V1_END (offsetof(struct eeb_sut_ops, save_model) + sizeof(void (*)(void)))
+static const size_t reach[EEB_SUT_ABI_VERSION + 1] = {
+    [1] = V1_END,
+};
+/* A member appended to struct eeb_sut_ops without a new version and a
+ * row above would be read from version-1 tables that do not have it. */
+_Static_assert(V1_END == sizeof(struct eeb_sut_ops),
+               "struct eeb_sut_ops grew: a new EEB_SUT_ABI_VERSION and its row in reach[]");
+
+int eeb_sut_ops_has(const struct eeb_sut_ops *ops, size_t offset)
+{
+    int v = ops->abi_version;
+    return v >= 1 && v <= EEB_SUT_ABI_VERSION && offset < reach[v];
+}
+
+/* ---- the check ---- */
+
 int eeb_sut_ops_check(const struct eeb_sut_ops *ops, const char *where, char *err, size_t errlen)
 {
     if (!where)
         where = "SUT";
     if (!ops)
         return eeb_errf(err, errlen, EEB_EINVAL, "%s: no table of SUT calls", where);
-    if (ops->abi_version != EEB_SUT_ABI_VERSION)
+    if (ops->abi_version > EEB_SUT_ABI_VERSION)
         return eeb_errf(err, errlen, EEB_EVERSION,
-                        "%s: built against SUT ABI version %d, this eeb drives version %d "
-                        "(rebuild it against this eeb's sut/eeb_sut.h)",
+                        "%s: built against SUT ABI version %d, newer than this eeb, which drives "
+                        "versions 1 to %d (use a newer eeb, or rebuild it against this eeb's "
+                        "sut/eeb_sut.h)",
+                        where, ops->abi_version, EEB_SUT_ABI_VERSION);
+    if (ops->abi_version < 1)
+        return eeb_errf(err, errlen, EEB_EVERSION,
+                        "%s: built against SUT ABI version %d, which does not exist; this eeb "
+                        "drives versions 1 to %d (set abi_version = EEB_SUT_ABI_VERSION)",
                         where, ops->abi_version, EEB_SUT_ABI_VERSION);
     if (!ops->name || !*ops->name)
         return eeb_errf(err, errlen, EEB_EINVAL,
@@ -50,11 +83,11 @@ int eeb_sut_ops_check(const struct eeb_sut_ops *ops, const char *where, char *er
     const struct {
         const char *slot;
         int present;
-    } required[] = {{"open", ops->open != NULL},
-                    {"load_model", ops->load_model != NULL},
-                    {"train", ops->train != NULL},
-                    {"predict", ops->predict != NULL},
-                    {"close", ops->close != NULL}};
+    } required[] = {{"open", EEB_SUT_SLOT(ops, open) != NULL},
+                    {"load_model", EEB_SUT_SLOT(ops, load_model) != NULL},
+                    {"train", EEB_SUT_SLOT(ops, train) != NULL},
+                    {"predict", EEB_SUT_SLOT(ops, predict) != NULL},
+                    {"close", EEB_SUT_SLOT(ops, close) != NULL}};
     for (size_t i = 0; i < sizeof required / sizeof *required; i++)
         if (!required[i].present)
             return eeb_errf(err, errlen, EEB_EINVAL,

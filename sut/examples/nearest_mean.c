@@ -179,8 +179,11 @@ static void nm_close(void *sut)
 
 static int check_setup(const struct eeb_sut_setup *u, char *err, size_t errlen)
 {
-    if (u->abi_version != EEB_SUT_ABI_VERSION)
-        return fail(err, errlen, "setup: ABI version %d, this SUT was built against %d",
+    /* A newer harness's setup only appends: this SUT reads the members it
+     * knows.  An older one would lack some (eeb refuses such a SUT first). */
+    if (u->abi_version < EEB_SUT_ABI_VERSION)
+        return fail(err, errlen,
+                    "setup: ABI version %d, older than the %d this SUT was built against",
                     u->abi_version, EEB_SUT_ABI_VERSION);
     if (u->task != EEB_SUT_CLS && u->task != EEB_SUT_DET && u->task != EEB_SUT_VIDEO)
         return fail(err, errlen, "setup: task %d (0 cls, 1 det, 2 video)", (int)u->task);

@@ -9,6 +9,10 @@
  *   CHECK_RANDOM      random scores (determinism fails)
  *   CHECK_UNTRAINED   training changes nothing it predicts (training fails)
  *   CHECK_SLOW        its first predict takes 0.6 s (deadline 0.5 fails)
+ *   CHECK_NAN         a non-finite number in every answer (shapes fails):
+ *                     cls, video: the second rank's score is NaN; det: the
+ *                     box's score is NaN, or its x1 +inf when the
+ *                     environment has EEB_TEST_NAN_FIELD=x1
  *
  * The well-behaved learner: an item's best class is its pixels' sum plus
  * the steps trained, modulo the classes, the next ranks the classes after
@@ -18,7 +22,9 @@
 
 #include "sut/eeb_sut.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct sut {
@@ -75,6 +81,10 @@ static int best(const struct sut *s, const struct eeb_sut_batch *b, int i)
 
 static float score(int rank)
 {
+#ifdef CHECK_NAN
+    if (rank == 1)
+        return NAN;
+#endif
 #ifdef CHECK_RANDOM
     return (float)(rand() % 1000) / 1000.0f + (float)(10 - rank);
 #else
@@ -99,6 +109,14 @@ static int check_predict(void *sut, const struct eeb_sut_batch *b, struct eeb_su
             out->counts[i] = 1;
             out->detections[(size_t)i * s->s.max_boxes] = (struct eeb_sut_detection){
                 c, score(0), 0, 0, (float)s->s.width, (float)s->s.height};
+#ifdef CHECK_NAN
+            const char *field = getenv("EEB_TEST_NAN_FIELD");
+            struct eeb_sut_detection *d = &out->detections[(size_t)i * s->s.max_boxes];
+            if (field && strcmp(field, "x1") == 0)
+                d->x1 = INFINITY;
+            else
+                d->score = NAN;
+#endif
             continue;
         }
         for (int r = 0; r < s->s.top_k; r++) {

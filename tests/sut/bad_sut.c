@@ -7,6 +7,10 @@
  *   BAD_NULL_ENTRY   eeb_sut_entry returns NULL
  *   BAD_VERSION      a table built against ABI version 2
  *   BAD_NO_PREDICT   a table without predict
+ *   BAD_V2           a SUT built against a later header than eeb's: a
+ *                    version-2 table (the version-1 members, then one
+ *                    appended slot) declared as its own struct here, as
+ *                    a later sut/eeb_sut.h would declare it
  *
  * The calls do nothing: eeb must refuse the library before calling any.
  */
@@ -46,6 +50,32 @@ static void bad_close(void *sut)
     (void)sut;
 }
 
+#ifdef BAD_V2
+/* A later header's table: version 1's members in version 1's order, then
+ * what version 2 appends. */
+struct eeb_sut_ops_v2 {
+    struct eeb_sut_ops v1;
+    int (*later)(void *sut, char *err, size_t errlen); /* appended by version 2 */
+};
+
+static int bad_later(void *sut, char *err, size_t errlen)
+{
+    (void)sut, (void)err, (void)errlen;
+    return -1;
+}
+
+static const struct eeb_sut_ops_v2 bad_v2 = {
+    .v1 = {.abi_version = 2,
+           .name = "bad-v2",
+           .open = bad_open,
+           .load_model = bad_load,
+           .train = bad_train,
+           .predict = bad_predict,
+           .close = bad_close},
+    .later = bad_later,
+};
+#endif
+
 static const struct eeb_sut_ops bad_ops = {
 #ifdef BAD_VERSION
     .abi_version = 2,
@@ -73,6 +103,11 @@ const struct eeb_sut_ops *team_sut_entry(void)
 const struct eeb_sut_ops *eeb_sut_entry(void)
 {
     return bad_ops.name ? NULL : &bad_ops;
+}
+#elif defined(BAD_V2)
+const struct eeb_sut_ops *eeb_sut_entry(void)
+{
+    return bad_ops.name ? &bad_v2.v1 : &bad_ops;
 }
 #else
 const struct eeb_sut_ops *eeb_sut_entry(void)

@@ -77,7 +77,29 @@ Test(sut_plugin, an_entry_point_that_returns_null_is_refused)
 Test(sut_plugin, a_library_of_another_abi_version_is_refused_naming_both)
 {
     refused(EEB_SUT_BAD "version.so", EEB_EVERSION,
-            "built against SUT ABI version 2, this eeb drives version 1");
+            "built against SUT ABI version 2, newer than this eeb, which drives versions 1 to 1");
+}
+
+/* A SUT built against a later header (tests/sut/bad_sut.c, BAD_V2: a
+ * version-2 table, one slot appended) is refused, naming both versions,
+ * before any of its calls is made; a version-1 table, compiled as teams
+ * compile theirs, is taken with every slot it has. */
+Test(sut_plugin, a_table_of_a_later_header_is_refused_and_a_version_1_one_taken)
+{
+    refused(EEB_SUT_BAD "v2.so", EEB_EVERSION,
+            "built against SUT ABI version 2, newer than this eeb, which drives versions 1 to 1");
+    void *lib;
+    const struct eeb_sut_ops *ops = load_example(&lib);
+    cr_expect_eq(ops->abi_version, 1);
+    cr_expect(eeb_sut_ops_has(ops, offsetof(struct eeb_sut_ops, save_model)));
+    cr_expect_eq(EEB_SUT_SLOT(ops, save_model), ops->save_model);
+    cr_expect_not_null(EEB_SUT_SLOT(ops, save_model));
+    /* a table past any version this eeb knows has no slot at all */
+    struct eeb_sut_ops t = *ops;
+    t.abi_version = EEB_SUT_ABI_VERSION + 1;
+    cr_expect_not(eeb_sut_ops_has(&t, offsetof(struct eeb_sut_ops, open)));
+    cr_expect_null(EEB_SUT_SLOT(&t, save_model));
+    eeb_sut_plugin_unload(lib);
 }
 
 Test(sut_plugin, a_library_without_predict_is_refused_naming_the_slot)
@@ -407,14 +429,14 @@ Test(sut_plugin, a_bad_setup_is_refused_at_open)
         {sut_test_setup(&info, 1, "steps=-1"), "steps=-1"},
         {sut_test_setup(&info, 1, ""), "top_k 0"},
         {sut_test_setup(&info, 1, ""), "2 channels"},
-        {sut_test_setup(&info, 1, ""), "ABI version 2"},
+        {sut_test_setup(&info, 1, ""), "ABI version 0, older"},
         {sut_test_setup(&info, 1, ""), "batch_max 0"},
         {sut_test_setup(&info, 1, ""), "task 7"},
         {sut_test_setup(&info, 1, ""), "max_boxes 0"},
     };
     bad[4].setup.top_k = 0;
     bad[5].setup.channels = 2;
-    bad[6].setup.abi_version = 2;
+    bad[6].setup.abi_version = 0;
     bad[7].setup.batch_max = 0;
     bad[8].setup.task = (enum eeb_sut_task)7;
     bad[9].setup.task = EEB_SUT_DET, bad[9].setup.max_boxes = 0;

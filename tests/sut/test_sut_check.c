@@ -4,7 +4,8 @@
  * Python example over exec:, and fails, naming the item, on SUTs built to
  * break one rule each (tests/sut/bad_check_sut.c): a cache keyed by the
  * item's place in its batch, random scores, training that changes
- * nothing, a predict slower than the deadline.
+ * nothing, a predict slower than the deadline, a NaN or infinite number
+ * in an answer.
  */
 #include "sut/eeb_sut_host.h"
 #include "tests/testlib.h"
@@ -121,6 +122,35 @@ Test(sut_check, a_slow_predict_fails_the_deadline)
     fails_only(&r, EEB_SUT_CHECK_DEADLINE);
     assert_has(r.items[EEB_SUT_CHECK_DEADLINE].reason, "predict");
     cr_expect_geq(r.slowest_s, 0.5);
+}
+
+/* A NaN or infinite number in an answer fails shapes, naming the item
+ * and the field, for each task: the score of a ranked class (cls,
+ * video), a box's score and a box's corner (det). */
+Test(sut_check, a_non_finite_number_fails_shapes_naming_the_field)
+{
+    const struct {
+        enum eeb_task task;
+        const char *field, *what;
+    } cases[] = {
+        {EEB_TASK_CLS, NULL, "predict: batch item 0, rank 2: score nan (a finite score)"},
+        {EEB_TASK_VIDEO, NULL, "predict: batch item 0, rank 2: score nan (a finite score)"},
+        {EEB_TASK_DET, NULL, "predict: batch item 0, box 1: score nan (a finite number)"},
+        {EEB_TASK_DET, "x1", "predict: batch item 0, box 1: x1 inf (a finite number)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].field)
+            setenv("EEB_TEST_NAN_FIELD", cases[i].field, 1);
+        else
+            unsetenv("EEB_TEST_NAN_FIELD");
+        struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "nan.so", cases[i].task, 0);
+        cr_expect_eq(r.items[EEB_SUT_CHECK_ABI].outcome, EEB_SUT_CHECK_PASS);
+        cr_expect_eq(r.items[EEB_SUT_CHECK_OPEN].outcome, EEB_SUT_CHECK_PASS);
+        cr_expect_eq(r.items[EEB_SUT_CHECK_SHAPES].outcome, EEB_SUT_CHECK_FAIL, "%s",
+                     r.items[EEB_SUT_CHECK_SHAPES].reason);
+        assert_has(r.items[EEB_SUT_CHECK_SHAPES].reason, cases[i].what);
+    }
+    unsetenv("EEB_TEST_NAN_FIELD");
 }
 
 Test(sut_check, a_missing_library_is_an_error)

@@ -308,6 +308,30 @@ static void a_run_ending_in(const char *mode, const char *call, const char *what
     no_leftovers();
 }
 
+/* A team's library answering a NaN score (tests/sut/bad_check_sut.c,
+ * CHECK_NAN) ends the run in the test stage with an error of the system
+ * naming the item, the rank and the score; no prediction of it is stored
+ * (a NaN is no JSON number), and eeb check finds the run invalid for
+ * that reason. */
+Test(sut_run, a_nan_score_ends_the_run_naming_the_item)
+{
+    inputs(EEB_TASK_CLS);
+    char want[400];
+    snprintf(want, sizeof want, "SUT '%s': predict: batch item 0, rank 2: score nan",
+             EEB_SUT_CHECK "nan.so");
+    struct test_run r = run("cls", EEB_SUT_CHECK "nan.so", (const char *[]){"--epochs", "1", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM runs WHERE state = 'failed'"), 1);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM predictions"), 0);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "invalid") && strstr(r.out, want), "%s", r.out);
+    test_run_free(&r);
+    no_leftovers();
+}
+
 Test(sut_run, a_program_crashing_in_train_ends_the_run_naming_it)
 {
     a_run_ending_in("segv", "train",
