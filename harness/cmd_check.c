@@ -7,6 +7,7 @@
 #include "common/eeb_json.h"
 #include "eeb_run.h"
 #include "record/eeb_package.h"
+#include "rundb/eeb_config_record.h"
 #include "rundb/eeb_rundb.h"
 
 #include <getopt.h>
@@ -103,12 +104,15 @@ static void print_device(const struct eeb_device_check *dev)
 
 static void print_text(const char *path, const struct eeb_run_outcome *o,
                        const struct eeb_check_figures *figs, const struct eeb_device_check *dev,
-                       const char *test_note)
+                       const char *test_note, const struct eeb_config_record *sys)
 {
     printf("run %lld (%s) in %s", (long long)o->run, o->uuid, path);
     if (o->provenance[0])
         printf(": %s, provenance %s", eeb_task_name(o->task), o->provenance);
     putchar('\n');
+    if (sys->sut_name[0]) /* printable text: the reader keeps it so */
+        printf("  system   %s (%s)%s%s\n", sys->sut_name, sys->sut_kind,
+               sys->sut_detail[0] ? ", " : "", sys->sut_detail);
     if (figs->n) {
         printf("  %-8s %-24s %s\n", "figure", "recomputed", "stored");
         for (size_t i = 0; i < figs->n; i++) {
@@ -229,6 +233,24 @@ static int worse(int a, int b)
     return rank[a] >= rank[b] ? a : b;
 }
 
+/* What run's stored configuration says the system under test is (its
+ * sut_* fields; "" for a run recorded before eeb kept it). */
+static int recorded_system(const char *path, int64_t run, struct eeb_config_record *out, char *err,
+                           size_t errlen)
+{
+    struct eeb_rundb *db;
+    struct eeb_run_row row;
+    int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &db, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = eeb_rundb_run_get(db, run, &row, err, errlen)) == EEB_OK) {
+        (void)eeb_config_record_read(row.config, out); /* unreadable: "" */
+        eeb_rundb_run_row_free(&row);
+    }
+    eeb_rundb_close(db);
+    return rc;
+}
+
 /* Checks one run, its modeled device's figures (from model, else the
  * recorded model file if at hand), and its predictions' truth against
  * test_shard if not NULL; its exit status.  list (--json) gets its object.
@@ -251,9 +273,17 @@ static int check_one(const char *path, const char *shown, int64_t run, const cha
     if (test_shard)
         snprintf(test_note, sizeof test_note, "%llu predictions' truth agrees with %s",
                  (unsigned long long)agreed, test_shard);
+    struct eeb_config_record sys;
+    if (recorded_system(path, o.run, &sys, err, sizeof err))
+        return eeb_cli_error(cmd, "%s", err);
+    json_t *j = list ? outcome_json(shown, &o, &figs, &dev, test_shard, agreed) : NULL;
+    if (j && sys.sut_name[0])
+        json_object_set_new(j, "system",
+                            json_pack("{s:s, s:s, s:s}", "name", sys.sut_name, "kind", sys.sut_kind,
+                                      "detail", sys.sut_detail));
     if (!list)
-        print_text(shown, &o, &figs, &dev, test_note);
-    else if (json_array_append_new(list, outcome_json(shown, &o, &figs, &dev, test_shard, agreed)))
+        print_text(shown, &o, &figs, &dev, test_note, &sys);
+    else if (json_array_append_new(list, j))
         return eeb_cli_error(cmd, "building the JSON output failed");
     return eeb_cli_verdict_exit(eeb_run_verdict(&o, 0));
 }

@@ -75,6 +75,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     if (rc == EEB_OK && r.eval->enroll)
         rc = r.eval->enroll(&r, err, errlen);
     if (rc == EEB_OK)
+        rc = run_open(&r, err, errlen); /* before the record: what the SUT is, is in it */
+    if (rc == EEB_OK)
         rc = run_create(&r, err, errlen);
     if (rc == EEB_OK && r.eval->created)
         rc = r.eval->created(&r, err, errlen);

@@ -55,6 +55,7 @@ struct run {
     int modeled_clock;      /* T is steps x perf.train_step_s, E steps x its energy */
     char *xclbin_design;    /* the xclbin's design as k=v,..., or NULL */
     struct eeb_sut *sut;
+    struct eeb_sut_identity identity; /* what the SUT said it is when first opened */
     struct eeb_shard *shard;
     struct eeb_batcher *bt;
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
@@ -124,6 +125,10 @@ int run_stream_refused(struct run *r, char *why, size_t n);
 /* run_prepare.c */
 int run_prepare(struct run *r, char *err, size_t errlen);
 int run_hash_test(struct run *r, const char *path, char *err, size_t errlen);
+/* The SUT opened (its private files made, the model loaded) before the
+ * run is recorded, so that what it says it is (r->identity) is in the
+ * stored configuration; run_deploy then records it deployed. */
+int run_open(struct run *r, char *err, size_t errlen);
 int run_deploy(struct run *r, char *err, size_t errlen);
 /* The SUT closed and deployed again from the model as hashed, the
  * fine-tune's batches from the start (a "deployed" event saying why). */

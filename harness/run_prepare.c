@@ -327,6 +327,18 @@ static void deployed(struct run *r, const char *again)
 }
 
 /* DEPLOY: the model onto the accelerator. */
+int run_open(struct run *r, char *err, size_t errlen)
+{
+    int rc;
+    const struct eeb_shard_info *in = eeb_shard_info(r->shard);
+    if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
+        return rc;
+    if ((rc = private_files(r, err, errlen)) || (rc = open_sut(r, err, errlen)))
+        return rc;
+    eeb_sut_identify(r->sut, &r->identity);
+    return EEB_OK;
+}
+
 int run_deploy(struct run *r, char *err, size_t errlen)
 {
     int rc;
@@ -334,11 +346,6 @@ int run_deploy(struct run *r, char *err, size_t errlen)
         return rc;
     if (r->modeled_device)
         run_event(r, EEB_EVENT_DEVICE_MODEL, run_device_model_json(r));
-    const struct eeb_shard_info *in = eeb_shard_info(r->shard);
-    if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
-        return rc;
-    if ((rc = private_files(r, err, errlen)) || (rc = open_sut(r, err, errlen)))
-        return rc;
     deployed(r, NULL);
     return EEB_OK;
 }

@@ -540,6 +540,13 @@ static json_t *manifest_json(const struct writer *w, const struct recorded *r, c
                   EEB_VERSION, "build", eeb_build(), "run", "id", (json_int_t)r->row.id, "uuid",
                   r->row.uuid, "task", r->row.task, "state", r->row.state, "rules_version",
                   r->row.rules_version, "chain_head", head[0] ? head : NULL, "members", members);
+    /* the system under test, as its stored configuration names it */
+    if (m && r->rec.sut_name[0]) {
+        json_t *sys = json_pack("{s:s, s:s}", "name", r->rec.sut_name, "kind", r->rec.sut_kind);
+        if (sys && r->rec.sut_detail[0])
+            json_object_set_new(sys, "detail", json_string(r->rec.sut_detail));
+        json_object_set_new(json_object_get(m, "run"), "system", sys);
+    }
     /* the server's record of it: the chain the server ended, and judged */
     if (m && r->server_copy)
         json_object_set_new(json_object_get(m, "run"), "server_record",

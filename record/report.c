@@ -834,7 +834,14 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     fprintf(f, "<h1>eeb run %lld: ", (long long)run->id);
     eeb_html_text(f, run->task);
     fputs(" on ", f);
-    eeb_html_text(f, run->backend);
+    if (cfg.sut_name[0]) { /* the system as it names itself, and how it was reached */
+        eeb_html_text(f, cfg.sut_name);
+        fputs(" (", f);
+        eeb_html_text(f, cfg.sut_kind);
+        fputs(")", f);
+    } else {
+        eeb_html_text(f, run->backend);
+    }
     fputs("</h1>\n<p>run ", f);
     eeb_html_text(f, run->uuid);
     fputs(", state ", f);

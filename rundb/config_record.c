@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *const util_keys[4] = {"lut", "ff", "bram", "dsp"};
 static const char *const weight_keys[4] = {"u", "t", "p", "s"};
@@ -22,6 +23,50 @@ void eeb_config_put_backend(json_t *o, const char *backend, const char *provenan
 {
     json_object_set_new(o, "backend", json_string(backend));
     json_object_set_new(o, "provenance", json_string(provenance));
+}
+
+/* s as stored: at most max bytes of whole UTF-8 characters, each printable
+ * (a control, eeb_text_control's, or a byte that is not UTF-8: '?'). */
+static void printable(const char *s, char *out, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    size_t o = 0;
+    while (*u && o < max) {
+        char shown[EEB_CONTROL_SHOWN];
+        size_t len = *u < 0x80                 ? 1
+                     : *u >= 0xc2 && *u < 0xe0 ? 2
+                     : *u >= 0xe0 && *u < 0xf0 ? 3
+                     : *u >= 0xf0 && *u < 0xf5 ? 4
+                                               : 0;
+        for (size_t i = 1; i < len; i++)
+            if ((u[i] & 0xc0) != 0x80)
+                len = 0; /* cut short (a NUL stops it too) */
+        if (len == 3 && ((u[0] == 0xe0 && u[1] < 0xa0) || (u[0] == 0xed && u[1] >= 0xa0)))
+            len = 0; /* overlong, or a surrogate */
+        if (len == 4 && ((u[0] == 0xf0 && u[1] < 0x90) || (u[0] == 0xf4 && u[1] >= 0x90)))
+            len = 0; /* overlong, or past U+10FFFF */
+        if (len == 0 || *u == '\t' || *u == '\n' || eeb_text_control((const char *)u, shown)) {
+            out[o++] = '?';
+            u += len ? len : 1;
+            continue;
+        }
+        if (o + len > max)
+            break;
+        memcpy(out + o, u, len);
+        o += len, u += len;
+    }
+    out[o] = '\0';
+}
+
+void eeb_config_put_sut(json_t *o, const char *name, const char *kind, const char *detail)
+{
+    char n[EEB_CONFIG_SUT_NAME + 1], d[EEB_CONFIG_SUT_DETAIL + 1];
+    printable(name, n, sizeof n - 1);
+    printable(detail, d, sizeof d - 1);
+    json_t *sut = json_pack("{s:s, s:s}", "name", n, "kind", kind);
+    if (sut && d[0])
+        json_object_set_new(sut, "detail", json_string(d));
+    json_object_set_new(o, "sut", sut);
 }
 
 json_t *eeb_config_device_model(const struct eeb_config_device *d)
@@ -167,6 +212,14 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     text_at(o, "task", out->task, sizeof out->task);
     text_at(o, "backend", out->backend, sizeof out->backend);
     text_at(o, "provenance", out->provenance, sizeof out->provenance);
+    const json_t *sut = json_object_get(o, "sut");
+    char given[1024];
+    text_at(sut, "name", given, sizeof given); /* bounded again: the file may be anyone's */
+    printable(given, out->sut_name, sizeof out->sut_name - 1);
+    text_at(sut, "kind", given, sizeof given);
+    printable(given, out->sut_kind, sizeof out->sut_kind - 1);
+    text_at(sut, "detail", given, sizeof given);
+    printable(given, out->sut_detail, sizeof out->sut_detail - 1);
     for (int i = 0; i < 4; i++) {
         out->util[i] = eeb_json_number_at(util, util_keys[i]);
         out->weights[i] = eeb_json_number_at(json_object_get(rules, "weights"), weight_keys[i]);

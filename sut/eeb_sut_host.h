@@ -117,6 +117,20 @@ int eeb_sut_save_model(struct eeb_sut *s, const char *path, char *err, size_t er
 void eeb_sut_predictor(struct eeb_sut *s, struct eeb_task_predictor *p);
 void eeb_sut_close(struct eeb_sut *s);
 
+/* What the open SUT is, for the run's record: its name (the table's, as
+ * the team's library or program says it; eeb's own: the backend's), its
+ * kind's name (eeb_sut_kind_name) and what its counters' detail says ("" if
+ * it reports none).  The team's text as given: its reader bounds it. */
+struct eeb_sut_identity {
+    char name[256];
+    const char *kind;
+    char detail[64];
+};
+void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id);
+
+/* "library", "exec" or "builtin". */
+const char *eeb_sut_kind_name(enum eeb_sut_kind kind);
+
 /* ---- the conformance battery (sut/check.c, `eeb sut check`) ---- */
 
 /* The items, in the order they are run and printed (docs/sut.md). */

@@ -9,6 +9,9 @@
  *                 split on spaces, no shell, its own process group so a
  *                 Ctrl-C is eeb's to handle, eeb's other descriptors
  *                 closed), waited for, killed
+ *   its stderr    a pipe drained by a thread: passed on to eeb's stderr,
+ *                 its last 2 KiB kept for the message of a program that
+ *                 ends before answering
  *   the pipes     a request written and a reply read against the call's
  *                 deadline (poll with the time left); SIGPIPE blocked
  *                 around the writes, so a program that has gone is an
@@ -25,7 +28,8 @@
  *   the program refuses (an error reply)   EEB_EDEVICE, its reason; it stays
  *   no answer within the deadline           EEB_ETIMEOUT; killed (SIGKILL)
  *   it ends (EOF, EPIPE)                    EEB_EDEVICE, how: "exited 3",
- *                                           "killed by signal 11 (...)"
+ *                                           "killed by signal 11 (...)", and
+ *                                           its stderr's last lines
  *   a reply that is not the protocol's      EEB_EFORMAT, naming the field; killed
  *
  * Once the program is gone every later call fails saying why it went.
@@ -36,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -55,6 +60,24 @@ extern char **environ;
 #define MAX_ARGS      256
 #define MAX_NAME      255       /* the SUT's name, from open's reply */
 #define PIPE_MAX      (1 << 20) /* Linux's default most a pipe may hold (fs.pipe-max-size) */
+#define TAIL_BYTES    2048      /* of the program's stderr, the last kept for a message */
+#define TAIL_LINES    10        /*   and of those, the last lines at most */
+#define TAIL_SETTLE_S 0.5       /* a program that ended: for the rest of its stderr */
+
+/* The program's stderr: a pipe drained by a thread, which passes each
+ * byte on to eeb's own stderr (where the program's went before) and keeps
+ * the last TAIL_BYTES, so that a program that ends before answering is
+ * reported with what it said (a Python traceback's last line). */
+struct tail {
+    int fd;      /* the pipe's read end; -1 once the thread has ended */
+    int stop[2]; /* written to end the thread (a program's child may keep the pipe open) */
+    pthread_t thread;
+    int running;          /* thread is to be joined */
+    pthread_mutex_t lock; /* over what follows */
+    int eof;              /* the pipe's end came */
+    size_t len;
+    char buf[TAIL_BYTES];
+};
 
 struct exec {
     struct eeb_sut_ops ops; /* first: this program's table, optional slots as open said */
@@ -69,6 +92,7 @@ struct exec {
     char *gone;              /* why the program is gone ("train: ..."), once it is */
     uint8_t *reply, *fields; /* a reply's payload; a request's labels or boxes */
     size_t reply_cap, fields_cap;
+    struct tail err; /* its stderr */
 };
 
 #if defined(__GNUC__)
@@ -82,7 +106,7 @@ PRINTF_LIKE(6, 7)
 static int fail(const struct exec *x, unsigned call, int status, char *err, size_t errlen,
                 const char *fmt, ...)
 {
-    char why[1024];
+    char why[8192]; /* room for the program's stderr's tail */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -157,19 +181,177 @@ static void close_pipes(struct exec *x)
     x->to = x->from = -1;
 }
 
+/* ---- its stderr ---- */
+
+static void *drain(void *arg)
+{
+    struct tail *t = arg;
+    char chunk[4096];
+    for (;;) {
+        struct pollfd p[2] = {{t->fd, POLLIN, 0}, {t->stop[0], POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        ssize_t n = read(t->fd, chunk, sizeof chunk);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t o = 0, w; o < n; o += w) /* on to eeb's stderr, as before */
+            if ((w = write(2, chunk + o, (size_t)(n - o))) <= 0)
+                break;
+        pthread_mutex_lock(&t->lock);
+        size_t keep = (size_t)n < TAIL_BYTES ? (size_t)n : TAIL_BYTES;
+        size_t old = t->len + keep > TAIL_BYTES ? TAIL_BYTES - keep : t->len;
+        memmove(t->buf, t->buf + t->len - old, old);
+        memcpy(t->buf + old, chunk + (size_t)n - keep, keep);
+        t->len = old + keep;
+        pthread_mutex_unlock(&t->lock);
+    }
+    pthread_mutex_lock(&t->lock);
+    t->eof = 1;
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+/* The thread started on fd (the pipe's read end, which it then owns);
+ * 0, or -1 with fd closed and nothing kept. */
+static int tail_start(struct tail *t, int fd)
+{
+    if (pipe2(t->stop, O_CLOEXEC) != 0) {
+        close(fd);
+        t->stop[0] = t->stop[1] = -1;
+        return -1;
+    }
+    t->fd = fd;
+    if (pthread_create(&t->thread, NULL, drain, t) != 0) {
+        close(fd), close(t->stop[0]), close(t->stop[1]);
+        t->fd = t->stop[0] = t->stop[1] = -1;
+        return -1;
+    }
+    t->running = 1;
+    return 0;
+}
+
+/* Waits up to seconds for the rest of what an ended program wrote (its
+ * stderr's end). */
+static void tail_settle(struct tail *t, double seconds)
+{
+    int64_t until = eeb_mono_ns() + (int64_t)(seconds * 1e9);
+    while (t->running && eeb_mono_ns() < until) {
+        pthread_mutex_lock(&t->lock);
+        int eof = t->eof;
+        pthread_mutex_unlock(&t->lock);
+        if (eof)
+            return;
+        struct timespec nap = {0, 2000000}; /* 2 ms */
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* The thread ended and joined, the pipes closed. */
+static void tail_end(struct tail *t)
+{
+    if (!t->running)
+        return;
+    while (write(t->stop[1], "x", 1) < 0 && errno == EINTR)
+        ;
+    pthread_join(t->thread, NULL);
+    close(t->fd), close(t->stop[0]), close(t->stop[1]);
+    t->fd = t->stop[0] = t->stop[1] = -1;
+    t->running = 0;
+}
+
+/* The last lines the program wrote to its stderr (TAIL_LINES at most),
+ * joined by " | ", each shown printable (controls and bytes that are not
+ * UTF-8 as '?'), at most max bytes: the earliest lines dropped first, so
+ * the last (an exception's message) stays.  "" if it wrote nothing. */
+static void tail_text(struct tail *t, char *out, size_t max)
+{
+    char buf[TAIL_BYTES + 1], shown[EEB_CONTROL_SHOWN];
+    size_t n = 0;
+    out[0] = '\0';
+    if (t->running || t->eof) {
+        pthread_mutex_lock(&t->lock);
+        n = t->len;
+        memcpy(buf, t->buf, n);
+        pthread_mutex_unlock(&t->lock);
+    }
+    while (n > 0 &&
+           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        n--;
+    buf[n] = '\0';
+    /* the last TAIL_LINES lines, blank ones not counted */
+    size_t start = n;
+    for (int lines = 0; start > 0; start--)
+        if (buf[start - 1] == '\n' && start < n && buf[start] != '\n' && ++lines == TAIL_LINES)
+            break;
+    char joined[3 * TAIL_BYTES + 1];
+    size_t o = 0;
+    for (size_t i = start; i < n && o + 4 < sizeof joined;) {
+        const char *c = buf + i;
+        size_t len = eeb_text_control(c, shown);
+        if (*c == '\n') {
+            while (o > 0 && joined[o - 1] == ' ')
+                o--;
+            if (o > 0 && i + 1 < n && buf[i + 1] != '\n')
+                memcpy(joined + o, " | ", 3), o += 3;
+            i++;
+        } else if (*c == '\r' || *c == '\t' || len) {
+            joined[o++] = *c == '\t' ? ' ' : '?';
+            i += len ? len : 1;
+        } else {
+            joined[o++] = *c;
+            i++;
+        }
+    }
+    joined[o] = '\0';
+    /* bytes that are not UTF-8: shown as '?', as the record keeps text */
+    for (size_t i = 0; i < o;) {
+        unsigned char u = (unsigned char)joined[i];
+        size_t len = u < 0x80                ? 1
+                     : u >= 0xc2 && u < 0xe0 ? 2
+                     : u >= 0xe0 && u < 0xf0 ? 3
+                     : u >= 0xf0 && u < 0xf5 ? 4
+                                             : 0;
+        for (size_t k = 1; k < len; k++)
+            if (i + k >= o || ((unsigned char)joined[i + k] & 0xc0) != 0x80)
+                len = 0;
+        if (len == 0)
+            joined[i] = '?', len = 1;
+        i += len;
+    }
+    if (max < 4)
+        return;
+    if (o <= max) {
+        memcpy(out, joined, o + 1);
+        return;
+    }
+    const char *from = joined + o - (max - 3); /* the end kept, "..." before it */
+    while (((unsigned char)*from & 0xc0) == 0x80)
+        from++;
+    snprintf(out, max + 1, "...%s", from);
+}
+
 /* The program is gone, killed if it was not: the message, kept for every
  * later call. */
 PRINTF_LIKE(6, 7)
 static int gone(struct exec *x, unsigned call, int status, char *err, size_t errlen,
                 const char *fmt, ...)
 {
-    char why[1024];
+    char why[8192]; /* room for the program's stderr's tail */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     kill_reap(x);
     close_pipes(x);
+    tail_settle(&x->err, 0.1); /* the rest of it passed on */
+    tail_end(&x->err);
     if (!x->gone) {
         size_t n = strlen(why) + 32;
         if ((x->gone = malloc(n)))
@@ -188,7 +370,16 @@ static int ended(struct exec *x, unsigned call, char *err, size_t errlen)
         return gone(x, call, EEB_EDEVICE, err, errlen,
                     "the program closed its stdout without answering (killed)");
     describe_status(status, how, sizeof how);
-    return gone(x, call, EEB_EDEVICE, err, errlen, "the program %s before answering", how);
+    tail_settle(&x->err, TAIL_SETTLE_S);
+    /* what it said last, as much as err holds after the rest of the message */
+    char said[3 * TAIL_BYTES + 1];
+    size_t used = strlen(x->command) + strlen(how) + 80;
+    size_t room = errlen > used + 16 ? errlen - used : 0;
+    tail_text(&x->err, said, room < sizeof said ? room : sizeof said - 1);
+    if (!said[0])
+        return gone(x, call, EEB_EDEVICE, err, errlen, "the program %s before answering", how);
+    return gone(x, call, EEB_EDEVICE, err, errlen,
+                "the program %s before answering; its stderr ended: %s", how, said);
 }
 
 static int protocol(struct exec *x, unsigned call, char *err, size_t errlen, const char *what)
@@ -288,19 +479,19 @@ static int spawn(struct exec *x, char *err, size_t errlen)
         return fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
                     "cannot split the command (at most %d words)", MAX_ARGS);
     }
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, rc = EEB_OK, e;
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, rc = EEB_OK, e;
     char path[4096];
     char why[512];
     if (unstartable(argv[0], path, sizeof path, why, sizeof why)) {
         rc = fail(x, EEB_SUT_EXEC_OPEN, EEB_EIO, err, errlen, "%s", why);
         goto out;
     }
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
         rc = fail(x, EEB_SUT_EXEC_OPEN, EEB_EIO, err, errlen, "pipe: %s", strerror(errno));
         goto out;
     }
     for (int i = 0; i < 2; i++)
-        in[i] = above_stdio(in[i]), out[i] = above_stdio(out[i]);
+        in[i] = above_stdio(in[i]), out[i] = above_stdio(out[i]), errp[i] = above_stdio(errp[i]);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, defaults;
@@ -310,6 +501,7 @@ static int spawn(struct exec *x, char *err, size_t errlen)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
     posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* eeb's database, sockets, ... */
 #endif
@@ -330,6 +522,10 @@ static int spawn(struct exec *x, char *err, size_t errlen)
     }
     x->to = in[1], x->from = out[0];
     in[1] = out[0] = -1;
+    close(errp[1]);
+    errp[1] = -1;
+    tail_start(&x->err, errp[0]); /* if it cannot, the program's stderr is lost, not eeb's run */
+    errp[0] = -1;
     /* a batch in one write, not 64 KiB at a time (each a switch to the
      * program and back): as much of it as the system lets a pipe hold */
     size_t want = 64 + (size_t)x->setup.batch_max * (x->item_bytes + 4);
@@ -342,6 +538,8 @@ out:
             close(in[i]);
         if (out[i] >= 0)
             close(out[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
     }
     free(words);
     return rc;
@@ -989,6 +1187,9 @@ static void exec_close(void *sut)
     int status;
     if (x->pid > 0 && !wait_end(x, END_WAIT_S, &status))
         kill_reap(x);
+    tail_settle(&x->err, 0.1); /* the rest of its stderr passed on */
+    tail_end(&x->err);
+    pthread_mutex_destroy(&x->err.lock);
     free(x->command), free(x->gone), free(x->reply), free(x->fields);
     free(x);
 }
@@ -1099,6 +1300,8 @@ int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, d
         return eeb_errf(err, errlen, EEB_ENOMEM, "SUT '%s': out of memory", command);
     }
     x->to = x->from = -1;
+    x->err.fd = x->err.stop[0] = x->err.stop[1] = -1;
+    pthread_mutex_init(&x->err.lock, NULL);
     x->deadline_ns = (int64_t)(deadline_s * 1e9);
     x->ops = (struct eeb_sut_ops){.abi_version = EEB_SUT_ABI_VERSION,
                                   .name = x->name,

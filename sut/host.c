@@ -262,6 +262,21 @@ void eeb_sut_predictor(struct eeb_sut *s, struct eeb_task_predictor *p)
     *p = (struct eeb_task_predictor){.start = fits, .predict = predict, .arg = s};
 }
 
+const char *eeb_sut_kind_name(enum eeb_sut_kind kind)
+{
+    return kind == EEB_SUT_LIBRARY ? "library" : kind == EEB_SUT_EXEC ? "exec" : "builtin";
+}
+
+void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id)
+{
+    struct eeb_sut_counters c;
+    const char *name = s->kind == EEB_SUT_BUILTIN ? s->name : s->ops->name;
+    snprintf(id->name, sizeof id->name, "%s", name ? name : "");
+    id->kind = eeb_sut_kind_name(s->kind);
+    eeb_sut_counters(s, &c);
+    snprintf(id->detail, sizeof id->detail, "%s", c.detail);
+}
+
 void eeb_sut_close(struct eeb_sut *s)
 {
     if (!s)

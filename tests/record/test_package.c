@@ -237,6 +237,10 @@ Test(package, a_packed_run_holds_that_run_alone_and_checks, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(json_object_get(mf, "run"), "uuid")),
                      p.uuid);
     cr_expect_eq(json_array_size(json_object_get(mf, "members")), 6);
+    /* the system under test, as the run's configuration names it */
+    json_t *sys = json_object_get(json_object_get(mf, "run"), "system");
+    cr_expect_str_eq(json_string_value(json_object_get(sys, "name")), "xrt");
+    cr_expect_str_eq(json_string_value(json_object_get(sys, "kind")), "builtin");
     /* the copy holds run 2 alone, with all its records */
     char copy[400];
     snprintf(copy, sizeof copy, "%s/copy.db", p.dir);

@@ -127,3 +127,37 @@ Test(config_record, what_is_missing_is_nan_and_garbage_is_refused)
     cr_assert_eq(eeb_config_record_read(NULL, &c), EEB_EFORMAT);
     cr_assert(isnan(c.util[3]));
 }
+
+/* The system's name is the team's text: kept to printable UTF-8 and to its
+ * length, on the way in and again on the way out. */
+Test(config_record, the_systems_name_is_kept_printable_and_bounded)
+{
+    char name[400];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    memcpy(name, "<b>pooled\x1b[31m\xff\xe2\x80\xae-int8 \xc3\xa9", 26);
+    json_t *o = json_object();
+    eeb_config_put_sut(o, name, "exec", "ZCU104\n200 MHz");
+    char *text = json_dumps(o, 0);
+    cr_assert_not_null(text, "the section is JSON (UTF-8)");
+    struct eeb_config_record r;
+    cr_assert_eq(eeb_config_record_read(text, &r), EEB_OK);
+    const char *want = "<b>pooled?[31m?"
+                       "?-int8 \xc3\xa9nnn"; /* ESC, 0xff, U+202E */
+    cr_expect_eq(strncmp(r.sut_name, want, strlen(want)), 0, "%s", r.sut_name);
+    cr_expect_eq(strlen(r.sut_name), EEB_CONFIG_SUT_NAME);
+    cr_expect_str_eq(r.sut_kind, "exec");
+    cr_expect_str_eq(r.sut_detail, "ZCU104?200 MHz");
+    free(text);
+    json_decref(o);
+    /* a record written by anyone else: read back bounded and printable too */
+    cr_assert_eq(eeb_config_record_read("{\"sut\": {\"name\": \"a\\u0007b\\u202ec\", \"kind\": "
+                                        "\"library\"}}",
+                                        &r),
+                 EEB_OK);
+    cr_expect_str_eq(r.sut_name, "a?b?c");
+    cr_expect_str_eq(r.sut_detail, "");
+    /* a run recorded before: nothing */
+    cr_assert_eq(eeb_config_record_read("{\"task\": \"cls\"}", &r), EEB_OK);
+    cr_expect_str_eq(r.sut_name, "");
+}

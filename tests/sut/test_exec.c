@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Debian's python3 (make deps): /usr/bin, which make valgrind does not trace. */
@@ -347,6 +348,65 @@ Test(sut_exec, a_program_that_ends_at_once_is_named_with_its_status)
     struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
     start_fails("/bin/false", &setup, EEB_EDEVICE,
                 "SUT '/bin/false': open: the program exited 1 before answering");
+    cr_assert_eq(children(), 0);
+}
+
+/* A /bin/sh program in this test's directory that writes a traceback of
+ * `lines` lines to its stderr (after `junk` bytes of noise, and an ESC)
+ * and exits 1 before reading anything; its path (static storage). */
+static const char *traceback_program(int lines, int junk)
+{
+    static char path[300];
+    char text[2048];
+    int n = snprintf(text, sizeof text,
+                     "#!/bin/sh\n"
+                     "head -c %d /dev/zero | tr '\\0' x >&2\n"
+                     "echo >&2\n"
+                     "echo 'Traceback (most recent call last):' >&2\n"
+                     "i=1; while [ $i -le %d ]; do echo \"  File \\\"team.py\\\", line $i\" >&2; "
+                     "i=$((i+1)); done\n"
+                     "printf 'bell \\033[31m here\\n' >&2\n"
+                     "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2\n"
+                     "exit 1\n",
+                     junk, lines);
+    cr_assert_lt(n, (int)sizeof text);
+    snprintf(path, sizeof path, "%s/team.sh", test_tmpdir());
+    test_write_file(path, text, (size_t)n);
+    cr_assert_eq(chmod(path, 0755), 0);
+    return path;
+}
+
+Test(sut_exec, a_program_that_exits_before_answering_is_named_with_its_stderrs_end)
+{
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    const char *prog = traceback_program(15, 0);
+    const struct eeb_sut_ops *ops;
+    void *h;
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_exec_start(prog, &setup, DEADLINE, &ops, &h, err, sizeof err), EEB_EDEVICE,
+                 "%s", err);
+    assert_has(err, "open: the program exited 1 before answering; its stderr ended: ");
+    /* its last lines, the last one last, on one line; an escape shown, not sent */
+    assert_has(err, "line 15 | bell ?[31m here | ModuleNotFoundError: No module named 'numpy'");
+    cr_expect_null(strstr(err, "line 5\""), "more than the last 10 lines: %s", err);
+    cr_expect_null(strchr(err, '\n'), "%s", err);
+    cr_expect_null(strchr(err, '\033'), "%s", err);
+    cr_assert_eq(children(), 0);
+}
+
+Test(sut_exec, a_program_writing_much_to_its_stderr_is_drained_and_its_last_line_fits)
+{
+    struct eeb_sut_setup setup = small_setup(EEB_SUT_CLS, "");
+    /* more than a pipe holds: eeb must read as it goes, or the program blocks */
+    const char *prog = traceback_program(3, 70000);
+    const struct eeb_sut_ops *ops;
+    void *h;
+    char err[320] = ""; /* a small buffer: the earliest lines give way */
+    cr_assert_eq(eeb_sut_exec_start(prog, &setup, DEADLINE, &ops, &h, err, sizeof err), EEB_EDEVICE,
+                 "%s", err);
+    assert_has(err, "ModuleNotFoundError: No module named 'numpy'");
+    assert_has(err, "its stderr ended: ...");
+    cr_expect_lt(strlen(err), sizeof err - 1, "%s", err);
     cr_assert_eq(children(), 0);
 }
 

@@ -125,6 +125,54 @@ static void a_whole_run(enum eeb_task task, const char *name, const char *backen
 #define PYTHON_SUT "exec:python3 sut/examples/nearest_mean.py"
 #define SERVED_SUT "exec:" EEB_SUT_SERVE " " EEB_SUT_EXAMPLE
 
+/* A cls run on backend, with its page: the stored configuration names the
+ * system as it names itself (name) and how it was reached (kind), eeb
+ * check says so in a line, and the page's title names it. */
+static void the_system_is_recorded(const char *backend, const char *name, const char *kind)
+{
+    inputs(EEB_TASK_CLS);
+    char page[300], want[300], *text;
+    snprintf(page, sizeof page, "%s/run.html", test_tmpdir());
+    struct test_run r = run("cls", backend,
+                            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20",
+                                             "--report", page, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs", &text),
+                 0);
+    cr_expect_str_eq(text, name);
+    free(text);
+    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.kind') FROM runs", &text),
+                 0);
+    cr_expect_str_eq(text, kind);
+    free(text);
+    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.detail') FROM runs", &text),
+                 0);
+    cr_expect(strstr(text, "nearest-mean"), "the counters' detail: %s", text);
+    free(text);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    snprintf(want, sizeof want, "  system   %s (%s), nearest-mean", name, kind);
+    cr_expect(strstr(r.out, want), "no '%s' in: %s", want, r.out);
+    test_run_free(&r);
+    text = test_read_file(page, NULL);
+    cr_assert_not_null(text);
+    snprintf(want, sizeof want, ": cls on %s (%s)</h1>", name, kind);
+    cr_expect(strstr(text, want), "the page's title: no '%s'", want);
+    free(text);
+    no_leftovers();
+}
+
+Test(sut_run, a_teams_library_is_recorded_by_its_name_and_kind)
+{
+    the_system_is_recorded(EEB_SUT_EXAMPLE, "nearest-mean", "library");
+}
+
+Test(sut_run, a_teams_program_is_recorded_by_the_name_it_answers_open_with)
+{
+    the_system_is_recorded(SERVED_SUT, "nearest-mean", "exec");
+}
+
 Test(sut_run, classification_through_a_teams_library)
 {
     a_whole_run(EEB_TASK_CLS, "cls", EEB_SUT_EXAMPLE);
