@@ -245,8 +245,11 @@ enum MHD_Result eeb_srv_api_score(struct eeb_srv_call *k)
     char err[512];
     pthread_mutex_lock(&k->s->score_lock);
     int found = eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err);
-    enum MHD_Result sent = found > 0 ? judge_run(k, k->run.official)
-                                     : eeb_srv_call_fail(k, 500, NULL, found < 0 ? err : "gone");
+    if (found == 0)
+        snprintf(err, sizeof err, "run %lld is no longer in the server's database",
+                 (long long)k->id);
+    enum MHD_Result sent =
+        found > 0 ? judge_run(k, k->run.official) : eeb_srv_call_fail(k, 500, NULL, err);
     pthread_mutex_unlock(&k->s->score_lock);
     return sent;
 }

@@ -340,55 +340,48 @@ int eeb_srv_store_origin_owner(struct eeb_srv_store *s, const char *uuid, const 
     return eeb_srv_done(db, st, step, err, errlen);
 }
 
-int eeb_srv_store_run_test_served(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+/* sql, an UPDATE of run ?2 at the time ?1 (and ?3, extra), run once: 1 if
+ * it changed the run, 0 if not (done before, or not in the state for it). */
+static int stamp(struct eeb_srv_store *s, const char *sql, int64_t id, int extra, char *err,
+                 size_t errlen)
 {
     struct eeb_rundb *db;
     int rc;
-    sqlite3_stmt *st =
-        eeb_srv_statement(s,
-                          "UPDATE team_runs SET test_served_utc_ns = ? WHERE run_id = ? "
-                          "AND test_served_utc_ns IS NULL",
-                          &db, &rc, err, errlen);
+    sqlite3_stmt *st = eeb_srv_statement(s, sql, &db, &rc, err, errlen);
     if (!st)
         return rc;
     sqlite3_bind_int64(st, 1, eeb_utc_ns());
     sqlite3_bind_int64(st, 2, id);
+    if (sqlite3_bind_parameter_count(st) >= 3)
+        sqlite3_bind_int(st, 3, extra);
     return eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
+}
+
+int eeb_srv_store_run_test_served(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
+{
+    return stamp(s,
+                 "UPDATE team_runs SET test_served_utc_ns = ?1 WHERE run_id = ?2 "
+                 "AND test_served_utc_ns IS NULL",
+                 id, 0, err, errlen);
 }
 
 int eeb_srv_store_run_complete(struct eeb_srv_store *s, int64_t id, int need_end, char *err,
                                size_t errlen)
 {
-    struct eeb_rundb *db;
-    int rc;
-    sqlite3_stmt *st = eeb_srv_statement(
-        s,
-        "UPDATE team_runs SET state = 'complete', completed_utc_ns = ?1 "
-        "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
-        "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END "'))",
-        &db, &rc, err, errlen);
-    if (!st)
-        return rc;
-    sqlite3_bind_int64(st, 1, eeb_utc_ns());
-    sqlite3_bind_int64(st, 2, id);
-    sqlite3_bind_int(st, 3, need_end);
-    return eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
+    return stamp(s,
+                 "UPDATE team_runs SET state = 'complete', completed_utc_ns = ?1 "
+                 "WHERE run_id = ?2 AND state = 'registered' AND (?3 = 0 OR EXISTS "
+                 "(SELECT 1 FROM events WHERE run_id = ?2 AND kind = '" EEB_EVENT_FINETUNE_END
+                 "'))",
+                 id, need_end, err, errlen);
 }
 
 int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen)
 {
-    struct eeb_rundb *db;
-    int rc;
-    sqlite3_stmt *st =
-        eeb_srv_statement(s,
-                          "UPDATE team_runs SET begun_utc_ns = ? WHERE run_id = ? AND state = "
-                          "'registered' AND begun_utc_ns IS NULL",
-                          &db, &rc, err, errlen);
-    if (!st)
-        return rc;
-    sqlite3_bind_int64(st, 1, eeb_utc_ns());
-    sqlite3_bind_int64(st, 2, id);
-    return eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
+    return stamp(s,
+                 "UPDATE team_runs SET begun_utc_ns = ?1 WHERE run_id = ?2 AND state = "
+                 "'registered' AND begun_utc_ns IS NULL",
+                 id, 0, err, errlen);
 }
 
 /* How many of the n predictions are not held as they are: new, or
