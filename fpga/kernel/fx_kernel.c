@@ -159,15 +159,6 @@ void fx_kernel_requantize(const int32_t *acc, uint64_t count, uint64_t maxabs, i
     fx_set_exp(t, e_acc + s);
 }
 
-/* Stores v into the int32 scratch, saturating (counted against t). */
-int32_t fx_kernel_store32(int64_t v, uint64_t *maxabs, struct fx_tensor *t)
-{
-    uint32_t sat = 0;
-    int32_t s = fx_store32(v, maxabs, &sat);
-    t->saturations += sat;
-    return s;
-}
-
 /* ---- dispatch ---- */
 
 enum fx_status fx_kernel_exec(uint8_t *mem, const struct fx_cmd *cmd)

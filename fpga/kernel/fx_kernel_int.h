@@ -41,8 +41,15 @@ int32_t *fx_kernel_i32(uint8_t *mem, const struct fx_tensor *t);
 void fx_kernel_requantize(const int32_t *acc, uint64_t count, uint64_t maxabs, int e_acc,
                           struct fx_rounding r, int8_t *out, struct fx_tensor *t);
 
-/* Stores v into the int32 scratch, saturating (counted against t). */
-int32_t fx_kernel_store32(int64_t v, uint64_t *maxabs, struct fx_tensor *t);
+/* Stores v into the int32 scratch, saturating (counted against t): inline,
+ * as it was in one file, for it runs once an output element. */
+static inline int32_t fx_kernel_store32(int64_t v, uint64_t *maxabs, struct fx_tensor *t)
+{
+    uint32_t sat = 0;
+    int32_t s = fx_store32(v, maxabs, &sat);
+    t->saturations += sat;
+    return s;
+}
 
 /* y = requant(conv(x, w8) + bias) */
 enum fx_status fx_kernel_conv_fwd(uint8_t *mem, const struct fx_cmd *c);
