@@ -1,7 +1,7 @@
 /*
- * onnx_int.h - shared by onnx_read.c and onnx_write.c: the two layout
- * maps between ONNX and eeb, and the wire-format check that runs before
- * protobuf-c unpacks a file.
+ * onnx_int.h - shared by the import (onnx_read.c, onnx_ops.c) and the
+ * export (onnx_write.c): the two layout maps between ONNX and eeb, and the
+ * wire-format check that runs before protobuf-c unpacks a file.
  */
 #ifndef EEB_ONNX_INT_H
 #define EEB_ONNX_INT_H
