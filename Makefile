@@ -150,16 +150,16 @@ SUT_SERVE := $(BUILD)/sut/eeb_sut_serve
 SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(filter-out $(SUT_SERVE_SRC),$(SUT_EXAMPLE_SRC)))
 SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict v2)
 # the SUTs `eeb sut check` must pass (good) and fail (tests/sut/bad_check_sut.c)
-SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow nan)
+SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow nan crash hang)
 # eeb's own backends as a SUT library (sut/plugins), out of libeeb.
 SUT_OWN := $(BUILD)/sut/libeeb_backends.so
 all: $(SUT_EXAMPLES) $(SUT_OWN)
 $(SUT_OWN): sut/plugins/eeb_backends.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS) $(LDFLAGS) -shared $< $(LIB) $(LDLIBS) -o $@
-$(SUT_SERVE): $(SUT_SERVE_SRC) sut/eeb_sut.h sut/eeb_sut_exec.h
+$(SUT_SERVE): $(SUT_SERVE_SRC) sut/eeb_sut_serve.c sut/eeb_sut.h sut/eeb_sut_exec.h sut/eeb_sut_serve.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -I. $< -ldl -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) -I. $(SUT_SERVE_SRC) sut/eeb_sut_serve.c -ldl -o $@
 all: $(SUT_SERVE)
 $(BUILD)/sut/lib%.so: sut/examples/%.c sut/eeb_sut.h
 	@mkdir -p $(@D)
@@ -186,10 +186,10 @@ $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
 
-# bench_sut_exec runs the example SUT in process and served out of process.
+# bench_sut_exec runs the example SUT in process and hosted by eeb sut serve.
 $(call obj,tests/bench/bench_sut_exec.c): CPPFLAGS += \
-    -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"'
-$(BUILD)/bench/bench_sut_exec: | $(SUT_EXAMPLES) $(SUT_SERVE)
+    -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"'
+$(BUILD)/bench/bench_sut_exec: | $(SUT_EXAMPLES) $(EEB)
 
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)

@@ -1,15 +1,19 @@
 /*
  * cmd_sut.c - `eeb sut check BACKEND`: the conformance battery a team runs
  * on its system under test before a benchmark (sut/check.c), one line per
- * item, or JSON.
+ * item, or JSON; and `eeb sut serve LIBRARY`: a team's library hosted over
+ * the exec protocol on stdin and stdout, the process eeb runs every
+ * library in.
  */
 #include "eeb_cli.h"
 #include "sut/eeb_sut_host.h"
+#include "sut/eeb_sut_serve.h"
 
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const cmd = "sut";
 
@@ -17,7 +21,8 @@ static void help(void)
 {
     puts("Usage: eeb sut check BACKEND --task TASK [--model FILE]\n"
          "                     [--finetune FILE.eebd --test FILE.eebd] [--sut-config TEXT]\n"
-         "                     [--xclbin FILE] [--deadline S] [--json]\n"
+         "                     [--xclbin FILE] [--deadline S] [--in-process] [--json]\n"
+         "       eeb sut serve [--] LIBRARY\n"
          "\n"
          "Checks a system under test before a benchmark, like MLPerf's audit tests:\n"
          "a short battery, one line per item, pass, FAIL or skip, with the reason.\n"
@@ -55,10 +60,20 @@ static void help(void)
          "  --sut-config TEXT    the team's configuration string, handed to open\n"
          "  --xclbin FILE        the design to program the device with, handed to open\n"
          "                       (eeb run hands the SUT a copy of its --xclbin)\n"
-         "  --deadline S         the most any call may take (default 60); exec: a\n"
-         "                       program not answering within it is killed\n"
+         "  --deadline S         the most any call may take (default 60): a library's\n"
+         "                       process or a program not answering within it is\n"
+         "                       killed; a SUT in eeb's own process (eeb's backends,\n"
+         "                       --in-process) ends the check, items so far printed\n"
+         "  --in-process         load a team's library into eeb itself, as eeb run\n"
+         "                       --in-process does: a crash in it ends eeb\n"
          "  --json               the items as one JSON object on stdout\n"
          "  -h, --help           show this help\n"
+         "\n"
+         "eeb sut serve LIBRARY answers the exec protocol (docs/sut.md) on stdin and\n"
+         "stdout over a team's library: the process eeb runs every library in (eeb run\n"
+         "--backend ./libteam.so starts it), and a way to reach a board over ssh:\n"
+         "--backend 'exec:ssh board eeb sut serve ./libteam.so'.  A library that cannot\n"
+         "be loaded is reported to eeb as open's error.\n"
          "\n"
          "Exit status: 0 every item passed (or was skipped), 1 error (the SUT cannot\n"
          "be found or loaded, the shards cannot be read), 2 usage error, 3 an item\n"
@@ -82,6 +97,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"xclbin", required_argument, NULL, 'x'},
         {"deadline", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'j'},
+        {"in-process", no_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -97,6 +113,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'c': a->o.sut_config = optarg; break;
         case 'x': a->o.xclbin = optarg; break;
         case 'j': a->json = 1; break;
+        case 'i': a->o.in_process = 1; break;
         case 'h': help(); return -1;
         case 'd':
             if ((rc = eeb_cli_number(cmd, "--deadline", optarg, &a->o.deadline_s)))
@@ -160,20 +177,53 @@ static void print_lines(const struct args *a, const struct eeb_sut_check_report 
     printf("%s\n", failed(r) ? "FAIL" : "pass");
 }
 
+/* A call ran past the deadline in eeb's own process, where nothing can
+ * stop it: what the battery found so far, then the end of eeb. */
+static void hung(const struct eeb_sut_check_report *r, void *arg)
+{
+    const struct args *a = arg;
+    if (a->json)
+        print_json(a, r);
+    else
+        print_lines(a, r);
+    fflush(stdout);
+    _exit(EEB_EXIT_FAIL);
+}
+
+/* `eeb sut serve [--] LIBRARY`. */
+static int serve(int argc, char **argv)
+{
+    int first = argc > 1 && strcmp(argv[1], "--") == 0 ? 2 : 1;
+    if (argc - first != 1 || (first == 1 && argv[1][0] == '-'))
+        return eeb_cli_usage_error(cmd, "serve: one LIBRARY (eeb sut serve [--] ./libteam.so)");
+    const struct eeb_sut_ops *ops = NULL;
+    struct eeb_sut_ops whole;
+    void *library = NULL;
+    char why[1024] = "";
+    if (eeb_sut_plugin_load(argv[first], &ops, &library, why, sizeof why) == EEB_OK)
+        eeb_sut_ops_whole(ops, &whole);
+    int rc = eeb_sut_serve(library ? &whole : NULL, why, "eeb sut serve");
+    eeb_sut_plugin_unload(library);
+    return rc ? EEB_EXIT_ERROR : EEB_EXIT_OK;
+}
+
 int eeb_cmd_sut(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
         return help(), EEB_EXIT_OK;
     if (argc < 2)
-        return eeb_cli_usage_error(cmd, "no subcommand (check)");
+        return eeb_cli_usage_error(cmd, "no subcommand (check, serve)");
+    if (strcmp(argv[1], "serve") == 0)
+        return serve(argc - 1, argv + 1);
     if (strcmp(argv[1], "check") != 0)
-        return eeb_cli_usage_error(cmd, "unknown subcommand '%s' (check)", argv[1]);
+        return eeb_cli_usage_error(cmd, "unknown subcommand '%s' (check, serve)", argv[1]);
     struct args a = {0};
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc < 0 ? EEB_EXIT_OK : rc;
     struct eeb_sut_check_report r;
     char err[1024];
+    a.o.hung = hung, a.o.hung_arg = &a;
     if (eeb_sut_check_run(&a.o, &r, err, sizeof err))
         return eeb_cli_error(cmd, "check: %s", err);
     if (a.json) {

@@ -33,7 +33,8 @@ struct eeb_run_config {
     char *finetune, *test, *model; /* the fine-tune and test shards, the pre-trained model */
     char *backend;                 /* eeb's own, a team's library (a path), or exec:PROGRAM ARGS */
     char *sut_config;              /* a team's SUT: its configuration string */
-    double sut_deadline;           /* exec: seconds a call may take */
+    double sut_deadline;           /* a team's SUT: seconds a call may take */
+    int in_process;                /* a team's library loaded into eeb (not hosted) */
     char *xclbin;                  /* xrt: the accelerator's xclbin */
     double device;                 /* xrt: the device index */
     char *design;                  /* the analytical model's design (k=v,...); NULL: the xclbin's */

@@ -45,11 +45,19 @@ static const struct key keys[] = {
      F(sut_config),
      0,
      0},
-    {{"sut-deadline", "S", "exec: seconds a call may take before the program is killed (300)"},
+    {{"sut-deadline", "S",
+      "a team's SUT: seconds a call may take before its process is killed (300)"},
      NUMBER,
      F(sut_deadline),
      1e-3,
      1e6},
+    {{"in-process", NULL,
+      "load a team's library into eeb itself, not a process of its own: no deadline, and a "
+      "crash in it ends eeb"},
+     SWITCH,
+     F(in_process),
+     0,
+     0},
     {{"xclbin", "FILE",
       "the accelerator's xclbin: xrt loads it, a team's SUT gets a copy (M_u from it without "
       "--util)"},
@@ -186,6 +194,7 @@ void eeb_run_config_init(struct eeb_run_config *c)
     memset(c, 0, sizeof *c);
     c->task = -1;
     c->abort_on_pmax = -1;
+    c->in_process = -1;
     for (size_t i = 0; i < N_KEYS; i++)
         if (keys[i].type == NUMBER || keys[i].type == COUNT) {
             double *v = field(c, &keys[i]);
@@ -387,6 +396,8 @@ int eeb_run_config_finish(struct eeb_run_config *c, char *err, size_t errlen)
     fill(&c->decay, 5e-4);
     if (c->abort_on_pmax < 0)
         c->abort_on_pmax = 0;
+    if (c->in_process < 0)
+        c->in_process = 0;
     fill(&c->device, 0);
     fill(&c->sut_deadline, 300);
     int rc;

@@ -24,8 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-#define LIVE_EVERY_NS  100000000LL /* the control loop's tick */
-#define TRAIN_EVERY_NS 250000000LL /* a "train" event (the loss curve), at least */
+#define LIVE_EVERY_NS  100000000LL  /* the control loop's tick */
+#define TRAIN_EVERY_NS 250000000LL  /* a "train" event (the loss curve), at least */
+#define KILLED_WAIT_NS 5000000000LL /* a killed SUT process's call, to fail and return */
 
 /* What the fine-tuning thread owns.  It never touches the run: if it is
  * abandoned (a hung accelerator), the run goes on to fail and return while
@@ -378,23 +379,34 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     if (ending != DONE && ending != FAILED) {
         /* the batch in flight may finish, within the grace period */
         if (!wait_worker(w, r->ft_end + (int64_t)(c->grace_s * 1e9))) {
+            /* a SUT in a process of its own is killed: its call fails at
+             * once and the worker ends; one in eeb's process is left */
+            int killed = eeb_sut_abandon(r->sut);
+            if (killed)
+                wait_worker(w, eeb_mono_ns() + KILLED_WAIT_NS);
             pthread_mutex_lock(&w->lock);
             int done = w->done;
-            w->abandoned = !done;
+            w->abandoned = 1;
             pthread_mutex_unlock(&w->lock);
             if (!done) {
                 r->abandoned = 1;
                 pthread_detach(th);
-                out->aborted = 1;
-                run_event(r, EEB_EVENT_ABORT,
-                          json_pack("{s:s}", EEB_EVENT_KEY_REASON,
-                                    "the accelerator did not return within the grace "
-                                    "period"));
-                return eeb_errf(err, errlen, EEB_ETIMEOUT,
-                                "the accelerator did not return within %g s of the %s signal "
-                                "(the grace period); it was abandoned",
-                                c->grace_s, ending == TMAX ? "T_max" : "stop");
+            } else {
+                pthread_join(th, NULL);
+                worker_free(w);
             }
+            out->aborted = 1;
+            run_event(r, EEB_EVENT_ABORT,
+                      json_pack("{s:s}", EEB_EVENT_KEY_REASON,
+                                killed ? "the accelerator did not return within the grace period; "
+                                         "its process was killed"
+                                       : "the accelerator did not return within the grace "
+                                         "period"));
+            return eeb_errf(err, errlen, EEB_ETIMEOUT,
+                            "the accelerator did not return within %g s of the %s signal (the "
+                            "grace period); %s",
+                            c->grace_s, ending == TMAX ? "T_max" : "stop",
+                            killed ? "its process was killed" : "it was abandoned");
         }
         run_event(r, EEB_EVENT_ACCELERATOR_STOPPED,
                   json_pack("{s:f}", "after_s", (double)(eeb_mono_ns() - r->ft_end) / 1e9));

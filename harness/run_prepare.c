@@ -302,8 +302,10 @@ static int open_sut(struct run *r, char *err, size_t errlen)
                                         .seed = (uint64_t)c->seed,
                                         .workdir = r->workdir,
                                         .xclbin = r->xclbin_copy};
-    const struct eeb_sut_options opt = {
-        .builtin = &ac, .team_config = c->sut_config, .deadline_s = c->sut_deadline};
+    const struct eeb_sut_options opt = {.builtin = &ac,
+                                        .team_config = c->sut_config,
+                                        .deadline_s = c->sut_deadline,
+                                        .in_process = c->in_process > 0};
     int rc;
     if ((rc = eeb_sut_open(c->backend, &setup, &opt, &r->sut, err, errlen)) ||
         (rc = eeb_sut_load_model(r->sut, r->model_copy, err, errlen)) ||

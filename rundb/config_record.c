@@ -58,12 +58,13 @@ static void printable(const char *s, char *out, size_t max)
     out[o] = '\0';
 }
 
-void eeb_config_put_sut(json_t *o, const char *name, const char *kind, const char *detail)
+void eeb_config_put_sut(json_t *o, const char *name, const char *kind, const char *hosting,
+                        const char *detail)
 {
     char n[EEB_CONFIG_SUT_NAME + 1], d[EEB_CONFIG_SUT_DETAIL + 1];
     printable(name, n, sizeof n - 1);
     printable(detail, d, sizeof d - 1);
-    json_t *sut = json_pack("{s:s, s:s}", "name", n, "kind", kind);
+    json_t *sut = json_pack("{s:s, s:s, s:s}", "name", n, "kind", kind, "hosting", hosting);
     if (sut && d[0])
         json_object_set_new(sut, "detail", json_string(d));
     json_object_set_new(o, "sut", sut);
@@ -218,6 +219,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     printable(given, out->sut_name, sizeof out->sut_name - 1);
     text_at(sut, "kind", given, sizeof given);
     printable(given, out->sut_kind, sizeof out->sut_kind - 1);
+    text_at(sut, "hosting", given, sizeof given);
+    printable(given, out->sut_hosting, sizeof out->sut_hosting - 1);
     text_at(sut, "detail", given, sizeof given);
     printable(given, out->sut_detail, sizeof out->sut_detail - 1);
     for (int i = 0; i < 4; i++) {

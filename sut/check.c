@@ -16,7 +16,9 @@
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,10 @@
 #define CHECK_SEED       5
 #define CHECK_FT_ITEMS   32 /* synthetic shards: a few dozen items */
 #define CHECK_TEST_ITEMS 24
-#define CHECK_TEST_MAX   64 /* of a given test shard, the items predicted */
-#define CHECK_TRAIN      4  /* batches trained */
-#define CHECK_REBATCH    3  /* the order item's batches */
+#define CHECK_TEST_MAX   64       /* of a given test shard, the items predicted */
+#define CHECK_TRAIN      4        /* batches trained */
+#define CHECK_REBATCH    3        /* the order item's batches */
+#define WATCH_EVERY_NS   20000000 /* the watch's look at a call in flight: 20 ms */
 
 /* One item's answer, with the room for its boxes. */
 struct answer {
@@ -45,9 +48,22 @@ struct items {
     uint8_t *pixels;
 };
 
+/* The watch over a SUT in eeb's own process, whose call past the
+ * deadline cannot be stopped: a thread that sees it and hands the report
+ * so far to opt->hung. */
+struct watch {
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    pthread_mutex_t lock; /* over the report and the call in flight */
+    const char *call;     /* in flight, or NULL */
+    int64_t since;
+};
+
 struct check {
     const struct eeb_sut_check_options *opt;
     struct eeb_sut_check_report *r;
+    struct watch w;
     char dir[4096], work[4200], model[4200], saved[4200], ft[4200], test[4200];
     const char *model_path; /* what load_model is given, or NULL */
     struct eeb_shard *ft_shard, *test_shard;
@@ -77,21 +93,86 @@ __attribute__((format(printf, 4, 5))) static void verdict(struct check *c,
                                                           const char *fmt, ...)
 {
     struct eeb_sut_check_result *res = &c->r->items[item];
+    pthread_mutex_lock(&c->w.lock);
     res->outcome = o;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(res->reason, sizeof res->reason, fmt, ap);
     va_end(ap);
+    pthread_mutex_unlock(&c->w.lock);
+}
+
+/* A call of the SUT begins: its start, for timed; the watch's to see. */
+static int64_t begin(struct check *c, const char *call)
+{
+    int64_t t0 = eeb_mono_ns();
+    pthread_mutex_lock(&c->w.lock);
+    c->w.call = call, c->w.since = t0;
+    pthread_mutex_unlock(&c->w.lock);
+    return t0;
 }
 
 /* The call's wall time since t0, kept if it is the slowest yet. */
 static void timed(struct check *c, const char *call, int64_t t0)
 {
     double s = (double)(eeb_mono_ns() - t0) / 1e9;
+    pthread_mutex_lock(&c->w.lock);
+    c->w.call = NULL;
     if (s > c->r->slowest_s) {
         c->r->slowest_s = s;
         snprintf(c->r->slowest_call, sizeof c->r->slowest_call, "%s", call);
     }
+    pthread_mutex_unlock(&c->w.lock);
+}
+
+/* ---- the watch ---- */
+
+static void *watch_main(void *arg)
+{
+    struct check *c = arg;
+    const int64_t deadline = (int64_t)(c->opt->deadline_s * 1e9);
+    while (!atomic_load(&c->w.stop)) {
+        struct timespec nap = {0, WATCH_EVERY_NS};
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&c->w.lock);
+        int64_t took = c->w.call ? eeb_mono_ns() - c->w.since : 0;
+        if (took > deadline) {
+            struct eeb_sut_check_report *r = c->r;
+            r->slowest_s = (double)took / 1e9;
+            snprintf(r->slowest_call, sizeof r->slowest_call, "%s", c->w.call);
+            r->items[EEB_SUT_CHECK_DEADLINE].outcome = EEB_SUT_CHECK_FAIL;
+            snprintf(r->items[EEB_SUT_CHECK_DEADLINE].reason,
+                     sizeof r->items[EEB_SUT_CHECK_DEADLINE].reason,
+                     "%s has run for more than %g s (the deadline) in eeb's own process, where it "
+                     "cannot be stopped: the check ends here (a library hosted in its own "
+                     "process, without --in-process, is killed at the deadline instead)",
+                     c->w.call, c->opt->deadline_s);
+            c->opt->hung(r, c->opt->hung_arg); /* ends the process */
+            pthread_mutex_unlock(&c->w.lock);
+            break;
+        }
+        pthread_mutex_unlock(&c->w.lock);
+    }
+    return NULL;
+}
+
+/* The watch started where a hung call cannot be stopped otherwise: a SUT
+ * in eeb's own process. */
+static void watch_start(struct check *c)
+{
+    enum eeb_sut_kind kind = eeb_sut_kind_of(c->opt->backend);
+    int in_eeb = kind == EEB_SUT_BUILTIN || (kind == EEB_SUT_LIBRARY && c->opt->in_process);
+    if (c->opt->hung && in_eeb && pthread_create(&c->w.thread, NULL, watch_main, c) == 0)
+        c->w.running = 1;
+}
+
+static void watch_end(struct check *c)
+{
+    if (!c->w.running)
+        return;
+    atomic_store(&c->w.stop, 1);
+    pthread_join(c->w.thread, NULL);
+    c->w.running = 0;
 }
 
 /* ---- the inputs ---- */
@@ -213,6 +294,39 @@ static void setup_of(struct check *c)
 
 /* ---- 1. abi ---- */
 
+/* A library hosted in its own process (eeb sut serve): loaded and its
+ * table checked there, where a crash in its code is that process's.  The
+ * host refuses open naming what is wrong with the file or the table. */
+static int hosted_abi(struct check *c, char *err, size_t errlen)
+{
+    const char *backend = c->opt->backend;
+    const struct eeb_sut_ops *ops = NULL;
+    void *state = NULL;
+    char why[512] = "";
+    int rc = eeb_sut_plugin_check_file(backend, err, errlen);
+    if (rc) /* no file, not a library */
+        return rc;
+    int64_t t0 = begin(c, "open");
+    rc =
+        eeb_sut_hosted_start(backend, &c->setup, c->opt->deadline_s, &ops, &state, why, sizeof why);
+    timed(c, "open", t0);
+    if (rc == EEB_EFORMAT) /* the host's refusal: the library's file or table */
+        verdict(c, EEB_SUT_CHECK_ABI, EEB_SUT_CHECK_FAIL, "%s", why);
+    else if (rc)
+        verdict(c, EEB_SUT_CHECK_ABI, EEB_SUT_CHECK_PASS,
+                "loaded in a process of its own, its table one this eeb drives (its name: open "
+                "failed, see open/load)");
+    else {
+        snprintf(c->r->name, sizeof c->r->name, "%s", ops->name);
+        verdict(c, EEB_SUT_CHECK_ABI, EEB_SUT_CHECK_PASS,
+                "loaded in a process of its own, its table one this eeb drives (ABI version %d or "
+                "older, every required call), name '%s'",
+                EEB_SUT_ABI_VERSION, ops->name);
+        ops->close(state);
+    }
+    return EEB_OK;
+}
+
 /* EEB_OK, the item said; or an error when the SUT cannot be found or
  * loaded at all. */
 static int item_abi(struct check *c, char *err, size_t errlen)
@@ -229,16 +343,19 @@ static int item_abi(struct check *c, char *err, size_t errlen)
         rc = eeb_sut_ops_check(ops = eeb_sut_builtin(), backend, why, sizeof why);
         break;
     case EEB_SUT_LIBRARY:
-        rc = eeb_sut_plugin_load(backend, &ops, &library, why, sizeof why);
-        if (rc != EEB_OK && rc != EEB_EVERSION && rc != EEB_EINVAL) /* no file, not a library */
-            return eeb_errf(err, errlen, rc, "%s", why);
-        break;
+        if (c->opt->in_process) {
+            rc = eeb_sut_plugin_load(backend, &ops, &library, why, sizeof why);
+            if (rc != EEB_OK && rc != EEB_EVERSION && rc != EEB_EINVAL) /* no file, no library */
+                return eeb_errf(err, errlen, rc, "%s", why);
+            break;
+        }
+        return hosted_abi(c, err, errlen);
     case EEB_SUT_EXEC: {
         if ((rc = eeb_sut_check_backend(backend, err, errlen)))
             return rc;
         /* the table is the exec layer's, its name the program's open reply:
          * a program that breaks the protocol fails open/load, saying how */
-        int64_t t0 = eeb_mono_ns();
+        int64_t t0 = begin(c, "open");
         if (eeb_sut_exec_start(backend + 5, &c->setup, c->opt->deadline_s, &ops, &state, why,
                                sizeof why)) {
             timed(c, "open", t0);
@@ -274,13 +391,14 @@ static int item_open(struct check *c)
 {
     const struct eeb_sut_options sopt = {.builtin = &c->builtin,
                                          .team_config = c->opt->sut_config,
-                                         .deadline_s = c->opt->deadline_s};
+                                         .deadline_s = c->opt->deadline_s,
+                                         .in_process = c->opt->in_process};
     char err[512] = "";
-    int64_t t0 = eeb_mono_ns();
+    int64_t t0 = begin(c, "open");
     int rc = eeb_sut_open(c->opt->backend, &c->setup, &sopt, &c->sut, err, sizeof err);
     timed(c, "open", t0);
     if (rc == EEB_OK && c->model_path) {
-        t0 = eeb_mono_ns();
+        t0 = begin(c, "load_model");
         rc = eeb_sut_load_model(c->sut, c->model_path, err, sizeof err);
         timed(c, "load_model", t0);
     }
@@ -323,7 +441,7 @@ static int predict(struct check *c, const struct items *it, const int *idx, int 
             got[j].boxes = out[at + j].boxes;
         }
         const struct eeb_task_batch b = {.n = m, .pixels = c->batch};
-        int64_t t0 = eeb_mono_ns();
+        int64_t t0 = begin(c, "predict");
         int rc = c->pred.predict(c->pred.arg, &b, got, err, errlen);
         timed(c, "predict", t0);
         if (rc)
@@ -524,7 +642,7 @@ static int train(struct check *c, double *first, double *last, char *err, size_t
     while (rc == EEB_OK && c->trained_batches < CHECK_TRAIN && !step.done) {
         if ((rc = eeb_batcher_draw(bt, &b, err, errlen)) || b.n == 0)
             break;
-        int64_t t0 = eeb_mono_ns();
+        int64_t t0 = begin(c, "train");
         rc = eeb_sut_train(c->sut, &b, &step, err, errlen);
         timed(c, "train", t0);
         if (rc == EEB_OK && !sane_step(&step, why, sizeof why))
@@ -539,7 +657,7 @@ static int train(struct check *c, double *first, double *last, char *err, size_t
     }
     eeb_batcher_free(bt);
     if (rc == EEB_OK) {
-        int64_t t0 = eeb_mono_ns();
+        int64_t t0 = begin(c, "end_training");
         rc = eeb_sut_end_training(c->sut, err, errlen);
         timed(c, "end_training", t0);
     }
@@ -587,7 +705,7 @@ static void item_counters(struct check *c)
                      ? ""
                      : " (warning: not the batches trained)");
     snprintf(c->saved, sizeof c->saved, "%s/saved-model", c->dir);
-    int64_t t0 = eeb_mono_ns();
+    int64_t t0 = begin(c, "save_model");
     int rc = eeb_sut_save_model(c->sut, c->saved, err, sizeof err);
     timed(c, "save_model", t0);
     struct stat st;
@@ -632,6 +750,7 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 
 static void finish(struct check *c)
 {
+    watch_end(c);
     eeb_sut_close(c->sut);
     eeb_shard_close(c->ft_shard);
     eeb_shard_close(c->test_shard);
@@ -679,6 +798,7 @@ int eeb_sut_check_run(const struct eeb_sut_check_options *opt, struct eeb_sut_ch
     if (!(o.deadline_s > 0))
         o.deadline_s = 60;
     struct check c = {.opt = &o, .r = report};
+    pthread_mutex_init(&c.w.lock, NULL);
     *report = (struct eeb_sut_check_report){.slowest_s = 0};
     for (int i = 0; i < EEB_SUT_CHECK_ITEMS; i++)
         verdict(&c, (enum eeb_sut_check_item)i, EEB_SUT_CHECK_SKIP, "not reached");
@@ -692,6 +812,7 @@ int eeb_sut_check_run(const struct eeb_sut_check_options *opt, struct eeb_sut_ch
     if (rc == EEB_OK && (rc = shards(&c, err, errlen)) == EEB_OK &&
         (rc = model(&c, err, errlen)) == EEB_OK) {
         setup_of(&c);
+        watch_start(&c);
         if ((rc = item_abi(&c, err, errlen)) == EEB_OK) {
             if (report->items[EEB_SUT_CHECK_ABI].outcome == EEB_SUT_CHECK_FAIL)
                 for (int i = EEB_SUT_CHECK_OPEN; i < EEB_SUT_CHECK_ITEMS; i++)
@@ -702,5 +823,6 @@ int eeb_sut_check_run(const struct eeb_sut_check_options *opt, struct eeb_sut_ch
         }
     }
     finish(&c);
+    pthread_mutex_destroy(&c.w.lock);
     return rc;
 }

@@ -4,7 +4,7 @@
  * stdout (`eeb run --backend exec:PROGRAM ARGS...`; docs/sut.md, "Out of
  * process: the exec protocol", is the reference).  Like eeb_sut.h it needs
  * no other eeb header: eeb's side (sut/exec.c) and a C program's side
- * (sut/examples/eeb_sut_serve.c) both build on it, and the Python client
+ * (sut/eeb_sut_serve.c) both build on it, and the Python client
  * (sut/examples/eeb_sut.py) spells the same numbers.
  *
  * A frame is a header and a payload, every number little-endian:
@@ -48,6 +48,12 @@ enum eeb_sut_exec_call {
     EEB_SUT_EXEC_SAVE_MODEL = 7,
     EEB_SUT_EXEC_CLOSE = 8
 };
+
+/* An error reply's status from a program that serves no SUT at all: a
+ * host (`eeb sut serve`, eeb_sut_serve.c) that could not load the library
+ * it was started for.  The reason names the file and what is wrong with
+ * it; any other non-zero status is the call's own failure. */
+#define EEB_SUT_EXEC_UNSERVABLE 2u
 
 /* open's reply says which optional calls the program has (a bit each);
  * eeb leaves the others' slots NULL, as a library would. */

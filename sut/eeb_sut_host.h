@@ -54,19 +54,46 @@ const struct eeb_sut_ops *eeb_sut_builtin(void);
 int eeb_sut_builtin_config(const char *backend, const struct eeb_accel_config *cfg, char *buf,
                            size_t n);
 
+/* EEB_OK if exec:command's program can be started (found as execvp finds
+ * it, a file that may be run), else the error its start would give. */
+int eeb_sut_exec_check(const char *command, char *err, size_t errlen);
+
 /* exec:PROGRAM ARGS...: the program started (argv split on spaces, no
  * shell), the protocol's open sent with setup, and answered within
  * deadline_s.  EEB_OK with *ops (the table that speaks the protocol) and
  * *state (its handle for every call, closed by ops->close, which ends the
  * program), or an error naming the program and what it did (sut/exec.c,
  * docs/sut.md: the protocol).  Every later call is answered within
- * deadline_s too, or the program is killed and the call fails saying so. */
-/* EEB_OK if exec:command's program can be started (found as execvp finds
- * it, a file that may be run), else the error its start would give. */
-int eeb_sut_exec_check(const char *command, char *err, size_t errlen);
-
+ * deadline_s too, or the program is killed and the call fails saying so.
+ * The program is killed too if eeb ends first, however it ends. */
 int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, double deadline_s,
                        const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen);
+
+/* A team's library hosted in a process of its own: eeb's program
+ * (eeb_sut_host_program) started as `eeb sut serve -- LIBRARY`, driven as
+ * eeb_sut_exec_start drives a program, every message naming the library.
+ * A library that cannot be loaded, or whose table this eeb does not drive,
+ * fails open with EEB_EFORMAT and the loader's reason. */
+int eeb_sut_hosted_start(const char *library, const struct eeb_sut_setup *setup, double deadline_s,
+                         const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen);
+
+/* The program that hosts a library: $EEB_SUT_HOST if set, else this
+ * process's own executable (eeb; a test binary sets EEB_SUT_HOST). */
+int eeb_sut_host_program(char *path, size_t n);
+
+/* SIGKILL to the process of an exec or hosted SUT's state, now, from any
+ * thread: a call hanging in another thread then fails (its process gone)
+ * and close reaps it.  1 if there was a process. */
+int eeb_sut_exec_kill(void *state);
+
+/* `eeb sut serve`'s table: ops (a version this eeb knows) as a whole table
+ * of this eeb's version, the slots its version lacks NULL. */
+void eeb_sut_ops_whole(const struct eeb_sut_ops *ops, struct eeb_sut_ops *whole);
+
+/* EEB_OK if path names a file that may be a SUT library (it exists, is a
+ * regular file, starts as an ELF object), else why not: checked without
+ * loading it, so none of its code runs in eeb. */
+int eeb_sut_plugin_check_file(const char *path, char *err, size_t errlen);
 
 /* ---- a SUT, whichever way it is reached (sut/host.c) ---- */
 
@@ -90,11 +117,15 @@ enum eeb_sut_kind eeb_sut_kind_recorded(const char *backend);
  * may be run; else why not.  Nothing is started. */
 int eeb_sut_check_backend(const char *backend, char *err, size_t errlen);
 
+/* A call's deadline where none is given: eeb run's --sut-deadline default. */
+#define EEB_SUT_DEADLINE_S 300.0
+
 /* What a SUT is opened with besides the setup. */
 struct eeb_sut_options {
     const struct eeb_accel_config *builtin; /* eeb's own: their settings */
     const char *team_config;                /* a team's: its config string ("" if NULL) */
-    double deadline_s;                      /* exec: every call's answer within this */
+    double deadline_s; /* exec, hosted: every call's answer within this (0: EEB_SUT_DEADLINE_S) */
+    int in_process;    /* a team's library: loaded into eeb (no deadline, a crash is eeb's) */
 };
 
 struct eeb_sut; /* an open SUT */
@@ -124,9 +155,20 @@ void eeb_sut_close(struct eeb_sut *s);
 struct eeb_sut_identity {
     char name[256];
     const char *kind;
+    const char *hosting; /* "process" (its own), "in-process" (eeb's) */
     char detail[64];
 };
 void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id);
+
+/* Whether s runs in a process of its own: an exec program, or a library
+ * hosted (not in_process). */
+int eeb_sut_isolated(const struct eeb_sut *s);
+
+/* Stops s now if it runs in a process of its own (the process killed,
+ * from any thread: a call in flight then fails), for a run abandoning a
+ * call that did not return; 0 if it runs in eeb's process, where nothing
+ * can stop it.  s stays to be closed. */
+int eeb_sut_abandon(struct eeb_sut *s);
 
 /* "library", "exec" or "builtin". */
 const char *eeb_sut_kind_name(enum eeb_sut_kind kind);
@@ -148,6 +190,8 @@ enum eeb_sut_check_item {
 
 enum eeb_sut_check_outcome { EEB_SUT_CHECK_PASS, EEB_SUT_CHECK_FAIL, EEB_SUT_CHECK_SKIP };
 
+struct eeb_sut_check_report;
+
 struct eeb_sut_check_options {
     const char *backend;  /* as eeb run --backend takes it */
     enum eeb_task task;   /* the synthetic shards' (ignored with finetune and test) */
@@ -158,6 +202,13 @@ struct eeb_sut_check_options {
     const char *sut_config; /* a team's config string (NULL: "") */
     const char *xclbin;     /* the design handed to open (NULL: "") */
     double deadline_s;      /* the most any call may take (0: 60) */
+    int in_process;         /* a team's library loaded into eeb, not hosted */
+    /* A call of a SUT in eeb's own process (eeb's backends, in_process) ran
+     * past deadline_s: nothing can stop it, so hung is called (from another
+     * thread) with the report so far, the deadline item failed naming the
+     * call, and is expected to end the process.  NULL: the check waits. */
+    void (*hung)(const struct eeb_sut_check_report *report, void *arg);
+    void *hung_arg;
 };
 
 struct eeb_sut_check_result {

@@ -517,21 +517,23 @@ static int open_call(struct exec *x, const struct eeb_sut_setup *s, char *err, s
     return EEB_OK;
 }
 
-int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, double deadline_s,
-                       const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen)
+/* The program of argv started as the SUT named name, open sent with
+ * setup and answered. */
+static int start(const char *name, const char *who, char *const argv[], const char *command,
+                 const struct eeb_sut_setup *setup, double deadline_s,
+                 const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen)
 {
     *ops = NULL;
     *state = NULL;
-    if (!command)
-        command = "";
     if (!(deadline_s > 0 && deadline_s <= 1e6))
         return eeb_errf(err, errlen, EEB_EINVAL,
-                        "SUT '%s': a deadline of %g s per call (more than 0)", command, deadline_s);
+                        "SUT '%s': a deadline of %g s per call (more than 0)", name, deadline_s);
     struct exec *x = calloc(1, sizeof *x);
-    if (!x || !(x->command = strdup(command))) {
+    if (!x || !(x->command = strdup(name))) {
         free(x);
-        return eeb_errf(err, errlen, EEB_ENOMEM, "SUT '%s': out of memory", command);
+        return eeb_errf(err, errlen, EEB_ENOMEM, "SUT '%s': out of memory", name);
     }
+    x->who = who;
     x->to = x->from = -1;
     x->err.fd = x->err.stop[0] = x->err.stop[1] = -1;
     pthread_mutex_init(&x->err.lock, NULL);
@@ -543,9 +545,13 @@ int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, d
                                   .train = exec_train,
                                   .predict = exec_predict,
                                   .close = exec_close};
+    char *words = NULL, *split[MAX_ARGS + 1];
     int rc = check_setup(x, setup, err, errlen);
+    if (!rc && command)
+        rc = exec_split(command, &words, split, x, err, errlen);
     if (!rc)
-        rc = exec_spawn(x, err, errlen);
+        rc = exec_spawn(x, command ? split : argv, err, errlen);
+    free(words);
     if (!rc)
         rc = open_call(x, setup, err, errlen);
     if (rc) {
@@ -557,4 +563,44 @@ int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, d
     *ops = &x->ops;
     *state = x;
     return EEB_OK;
+}
+
+int eeb_sut_exec_start(const char *command, const struct eeb_sut_setup *setup, double deadline_s,
+                       const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen)
+{
+    if (!command)
+        command = "";
+    return start(command, "the program", NULL, command, setup, deadline_s, ops, state, err, errlen);
+}
+
+int eeb_sut_host_program(char *path, size_t n)
+{
+    const char *host = getenv("EEB_SUT_HOST");
+    if (host && *host)
+        return snprintf(path, n, "%s", host) < (int)n ? EEB_OK : EEB_EINVAL;
+    ssize_t len = readlink("/proc/self/exe", path, n - 1);
+    if (len <= 0 || (size_t)len >= n - 1)
+        return EEB_EIO;
+    path[len] = '\0';
+    return EEB_OK;
+}
+
+int eeb_sut_hosted_start(const char *library, const struct eeb_sut_setup *setup, double deadline_s,
+                         const struct eeb_sut_ops **ops, void **state, char *err, size_t errlen)
+{
+    char host[4096];
+    *ops = NULL;
+    *state = NULL;
+    if (eeb_sut_host_program(host, sizeof host))
+        return eeb_errf(err, errlen, EEB_EIO,
+                        "SUT '%s': open: cannot find eeb's own program to host the library in "
+                        "(/proc/self/exe; set EEB_SUT_HOST to eeb's path)",
+                        library);
+    char *const argv[] = {host, "sut", "serve", "--", (char *)library, NULL};
+    return start(library, "its process", argv, NULL, setup, deadline_s, ops, state, err, errlen);
+}
+
+int eeb_sut_exec_kill(void *state)
+{
+    return state ? exec_kill(state) : 0;
 }

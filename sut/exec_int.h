@@ -43,6 +43,7 @@ struct tail {
 struct exec {
     struct eeb_sut_ops ops; /* first: this program's table, optional slots as open said */
     char *command;          /* as given, naming the SUT in every message */
+    const char *who;        /* its process in messages: "the program", "its process" */
     char name[MAX_NAME + 1];
     pid_t pid;    /* 0 once reaped */
     int to, from; /* its stdin and its stdout (eeb's ends); -1 once closed */
@@ -99,9 +100,19 @@ int exec_ended(struct exec *x, unsigned call, char *err, size_t errlen);
  * program killed. */
 int exec_protocol_error(struct exec *x, unsigned call, char *err, size_t errlen, const char *what);
 
-/* The program started (x->command split into its argv), its pipes and
- * its stderr's drain open. */
-int exec_spawn(struct exec *x, char *err, size_t errlen);
+/* x->command's words, split on spaces (no shell) into argv, pointing into
+ * *words (free it, whatever the outcome). */
+int exec_split(const char *command, char **words, char *argv[MAX_ARGS + 1], struct exec *x,
+               char *err, size_t errlen);
+
+/* The program started with argv (argv[0] found as execvp finds it), its
+ * pipes and its stderr's drain open. */
+int exec_spawn(struct exec *x, char *const argv[], char *err, size_t errlen);
+
+/* SIGKILL to the program's process group, nothing else: safe while
+ * another thread is inside a call (which then sees the pipe's end and
+ * reaps it).  1 if there was a program. */
+int exec_kill(struct exec *x);
 
 /* *buf, of *cap bytes, grown to hold at least n. */
 int exec_grow(uint8_t **buf, size_t *cap, size_t n);

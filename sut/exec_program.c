@@ -15,16 +15,15 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* "SUT 'COMMAND': CALL: why" into err; status. */
 PRINTF_LIKE(6, 7)
@@ -280,7 +279,7 @@ int exec_ended(struct exec *x, unsigned call, char *err, size_t errlen)
     char how[160];
     if (!exec_wait_end(x, END_WAIT_S, &status))
         return exec_gone(x, call, EEB_EDEVICE, err, errlen,
-                         "the program closed its stdout without answering (killed)");
+                         "%s closed its stdout without answering (killed)", x->who);
     describe_status(status, how, sizeof how);
     exec_tail_settle(&x->err, TAIL_SETTLE_S);
     /* what it said last, as much as err holds after the rest of the message */
@@ -289,9 +288,9 @@ int exec_ended(struct exec *x, unsigned call, char *err, size_t errlen)
     size_t room = errlen > used + 16 ? errlen - used : 0;
     tail_text(&x->err, said, room < sizeof said ? room : sizeof said - 1);
     if (!said[0])
-        return exec_gone(x, call, EEB_EDEVICE, err, errlen, "the program %s before answering", how);
+        return exec_gone(x, call, EEB_EDEVICE, err, errlen, "%s %s before answering", x->who, how);
     return exec_gone(x, call, EEB_EDEVICE, err, errlen,
-                     "the program %s before answering; its stderr ended: %s", how, said);
+                     "%s %s before answering; its stderr ended: %s", x->who, how, said);
 }
 
 int exec_protocol_error(struct exec *x, unsigned call, char *err, size_t errlen, const char *what)
@@ -379,18 +378,75 @@ int eeb_sut_exec_check(const char *command, char *err, size_t errlen)
     return rc;
 }
 
-int exec_spawn(struct exec *x, char *err, size_t errlen)
+/*
+ * The program at path started with argv, the descriptors in, out and
+ * errfd as its stdin, stdout and stderr and no other of eeb's (its
+ * database, sockets), in a process group of its own (a Ctrl-C at the
+ * terminal is eeb's to handle, and a kill of the group reaches whatever
+ * it started), and SIGKILLed by the kernel if the thread that started it
+ * ends first (PR_SET_PDEATHSIG): eeb killed or crashed leaves no program
+ * behind.  fork, not posix_spawn, for that one setting; the child makes
+ * only async-signal-safe calls before exec.  0 with *pid, or the errno of
+ * the start (the exec's own, passed back on a close-on-exec pipe).
+ */
+static int start_child(const char *path, char *const argv[], int in, int out, int errfd, pid_t *pid)
 {
-    char *words = NULL, *argv[MAX_ARGS + 1];
-    int argc = split(x->command, &words, argv);
-    if (argc <= 0) {
-        free(words);
-        if (argc == 0)
-            return exec_fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
-                             "no program to start (exec:PROGRAM ARGS...)");
-        return exec_fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
-                         "cannot split the command (at most %d words)", MAX_ARGS);
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0)
+        return errno;
+    struct rlimit files;
+    int max_fd = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536
+                     ? (int)files.rlim_cur
+                     : 65536;
+    pid_t parent = getpid();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler of eeb's runs in the child */
+    pid_t p = fork();
+    if (p == 0) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigset_t none;
+        int e;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127); /* eeb has gone already */
+        setpgid(0, 0);
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+            goto failed;
+        if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+            for (int fd = 3; fd < max_fd; fd++)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+        for (int sig = 1; sig < NSIG; sig++) /* eeb ignores SIGPIPE; the program need not */
+            if (sig != SIGKILL && sig != SIGSTOP)
+                sigaction(sig, &dfl, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(path, argv);
+    failed:
+        e = errno;
+        while (write(report[1], &e, sizeof e) < 0 && errno == EINTR)
+            ;
+        _exit(127);
     }
+    int e = p < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(report[1]);
+    if (p > 0) {
+        ssize_t n;
+        while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR)
+            ;
+        if (n == (ssize_t)sizeof e) /* the exec failed: the child has ended */
+            while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+                ;
+        else
+            e = 0;
+    }
+    close(report[0]);
+    *pid = e ? 0 : p;
+    return e;
+}
+
+int exec_spawn(struct exec *x, char *const argv[], char *err, size_t errlen)
+{
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, rc = EEB_OK, e;
     char path[4096];
     char why[512];
@@ -404,30 +460,7 @@ int exec_spawn(struct exec *x, char *err, size_t errlen)
     }
     for (int i = 0; i < 2; i++)
         in[i] = above_stdio(in[i]), out[i] = above_stdio(out[i]), errp[i] = above_stdio(errp[i]);
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* eeb's database, sockets, ... */
-#endif
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &defaults);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
-    e = posix_spawn(&x->pid, path, &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (e) {
-        x->pid = 0;
+    if ((e = start_child(path, argv, in[0], out[1], errp[1], &x->pid))) {
         rc = exec_fail(x, EEB_SUT_EXEC_OPEN, EEB_EIO, err, errlen, "cannot start '%s': %s", argv[0],
                        strerror(e));
         goto out;
@@ -453,6 +486,27 @@ out:
         if (errp[i] >= 0)
             close(errp[i]);
     }
-    free(words);
     return rc;
+}
+
+int exec_split(const char *command, char **words, char *argv[MAX_ARGS + 1], struct exec *x,
+               char *err, size_t errlen)
+{
+    int argc = split(command, words, argv);
+    if (argc == 0)
+        return exec_fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
+                         "no program to start (exec:PROGRAM ARGS...)");
+    if (argc < 0)
+        return exec_fail(x, EEB_SUT_EXEC_OPEN, EEB_EINVAL, err, errlen,
+                         "cannot split the command (at most %d words)", MAX_ARGS);
+    return EEB_OK;
+}
+
+int exec_kill(struct exec *x)
+{
+    if (x->pid <= 0)
+        return 0;
+    kill(-x->pid, SIGKILL);
+    kill(x->pid, SIGKILL);
+    return 1;
 }

@@ -240,6 +240,10 @@ static int refused(struct exec *x, unsigned call, const uint8_t *p, size_t n, ch
     for (size_t i = 0; i < k; i++)
         why[i] = p[8 + i] < 0x20 || p[8 + i] == 0x7f ? ' ' : (char)p[8 + i];
     why[k] = '\0';
+    /* a host with no SUT to serve: the reason names the file, and is the
+     * SUT's whole error */
+    if (call == EEB_SUT_EXEC_OPEN && eeb_sut_exec_get32(p) == EEB_SUT_EXEC_UNSERVABLE && k)
+        return eeb_errf(err, errlen, EEB_EFORMAT, "%s", why);
     return exec_fail(x, call, EEB_EDEVICE, err, errlen, "%s", k ? why : "failed (no reason given)");
 }
 
@@ -252,7 +256,7 @@ int exec_call(struct exec *x, unsigned c, struct iovec *iov, int niov, size_t ma
               const uint8_t **res, size_t *len, char *err, size_t errlen)
 {
     if (x->gone)
-        return exec_fail(x, c, EEB_EDEVICE, err, errlen, "not sent: the program is gone (%s)",
+        return exec_fail(x, c, EEB_EDEVICE, err, errlen, "not sent: %s is gone (%s)", x->who,
                          x->gone);
     size_t total = 0;
     for (int i = 1; i < niov; i++)

@@ -20,8 +20,9 @@ _Static_assert(offsetof(struct eeb_box, y1) == offsetof(struct eeb_sut_box, y1),
 struct eeb_sut {
     const struct eeb_sut_ops *ops;
     void *state;
-    void *library; /* a team's library, or NULL */
+    void *library; /* a team's library loaded into eeb, or NULL */
     enum eeb_sut_kind kind;
+    int hosted;     /* a team's library in a process of its own (the exec layer's table) */
     char name[256]; /* the backend as given, for messages */
     struct eeb_sut_setup setup;
     /* predict's slots for a batch of batch_max */
@@ -48,23 +49,18 @@ int eeb_sut_check_backend(const char *backend, char *err, size_t errlen)
 {
     switch (eeb_sut_kind_of(backend)) {
     case EEB_SUT_EXEC: return eeb_sut_exec_check(backend + 5, err, errlen);
-    case EEB_SUT_LIBRARY: {
-        const struct eeb_sut_ops *ops;
-        void *library;
-        int rc = eeb_sut_plugin_load(backend, &ops, &library, err, errlen);
-        if (rc == EEB_OK)
-            eeb_sut_plugin_unload(library);
-        return rc;
-    }
+    case EEB_SUT_LIBRARY: /* not loaded: its code runs only where it is opened */
+        return eeb_sut_plugin_check_file(backend, err, errlen);
     default: return eeb_accel_check_name(backend, err, errlen);
     }
 }
 
 /* A team library's error (any non-zero), named with its SUT and the call;
- * eeb's own backends and the exec protocol (sut/exec.c) name theirs. */
+ * eeb's own backends and the exec protocol (sut/exec.c, hosting a library
+ * too) name theirs. */
 static int named(const struct eeb_sut *s, const char *call, int rc, char *err, size_t errlen)
 {
-    if (rc == 0 || s->kind != EEB_SUT_LIBRARY)
+    if (rc == 0 || s->kind != EEB_SUT_LIBRARY || s->hosted)
         return rc;
     char why[512];
     snprintf(why, sizeof why, "%s", err && err[0] ? err : "failed, saying nothing");
@@ -88,9 +84,14 @@ static int slots(struct eeb_sut *s, char *err, size_t errlen)
 /* The table and its state, by the way backend is reached. */
 static int start(struct eeb_sut *s, const struct eeb_sut_options *opt, char *err, size_t errlen)
 {
+    double deadline = opt->deadline_s > 0 ? opt->deadline_s : EEB_SUT_DEADLINE_S;
     if (s->kind == EEB_SUT_EXEC)
-        return eeb_sut_exec_start(s->name + 5, &s->setup, opt->deadline_s, &s->ops, &s->state, err,
+        return eeb_sut_exec_start(s->name + 5, &s->setup, deadline, &s->ops, &s->state, err,
                                   errlen);
+    if (s->kind == EEB_SUT_LIBRARY && !opt->in_process) {
+        s->hosted = 1;
+        return eeb_sut_hosted_start(s->name, &s->setup, deadline, &s->ops, &s->state, err, errlen);
+    }
     char config[8192];
     if (s->kind == EEB_SUT_LIBRARY) {
         int rc = eeb_sut_plugin_load(s->name, &s->ops, &s->library, err, errlen);
@@ -273,8 +274,19 @@ void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id)
     const char *name = s->kind == EEB_SUT_BUILTIN ? s->name : s->ops->name;
     snprintf(id->name, sizeof id->name, "%s", name ? name : "");
     id->kind = eeb_sut_kind_name(s->kind);
+    id->hosting = eeb_sut_isolated(s) ? "process" : "in-process";
     eeb_sut_counters(s, &c);
     snprintf(id->detail, sizeof id->detail, "%s", c.detail);
+}
+
+int eeb_sut_isolated(const struct eeb_sut *s)
+{
+    return s->kind == EEB_SUT_EXEC || s->hosted;
+}
+
+int eeb_sut_abandon(struct eeb_sut *s)
+{
+    return s && eeb_sut_isolated(s) ? eeb_sut_exec_kill(s->state) : 0;
 }
 
 void eeb_sut_close(struct eeb_sut *s)

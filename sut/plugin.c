@@ -56,6 +56,22 @@ int eeb_sut_ops_has(const struct eeb_sut_ops *ops, size_t offset)
     return v >= 1 && v <= EEB_SUT_ABI_VERSION && offset < reach[v];
 }
 
+void eeb_sut_ops_whole(const struct eeb_sut_ops *ops, struct eeb_sut_ops *whole)
+{
+    *whole = (struct eeb_sut_ops){
+        .abi_version = EEB_SUT_ABI_VERSION,
+        .name = ops->name,
+        .open = ops->open,
+        .load_model = ops->load_model,
+        .train = ops->train,
+        .end_training = EEB_SUT_SLOT(ops, end_training),
+        .predict = ops->predict,
+        .counters = EEB_SUT_SLOT(ops, counters),
+        .close = ops->close,
+        .save_model = EEB_SUT_SLOT(ops, save_model),
+    };
+}
+
 /* ---- the check ---- */
 
 int eeb_sut_ops_check(const struct eeb_sut_ops *ops, const char *where, char *err, size_t errlen)
@@ -140,6 +156,15 @@ static const char *dl_reason(const char *path)
     return why;
 }
 
+int eeb_sut_plugin_check_file(const char *path, char *err, size_t errlen)
+{
+    int rc = check_file(path, err, errlen);
+    if (rc == EEB_OK && !is_elf(path))
+        rc = eeb_errf(err, errlen, EEB_EFORMAT, "%s: not a shared library (no ELF header); %s",
+                      path, HOW_TO_BUILD);
+    return rc;
+}
+
 int eeb_sut_plugin_load(const char *path, const struct eeb_sut_ops **ops, void **library, char *err,
                         size_t errlen)
 {
@@ -154,12 +179,9 @@ int eeb_sut_plugin_load(const char *path, const struct eeb_sut_ops **ops, void *
                         "%s: a SUT library is named by a path with a '/' (./%s), so that the file "
                         "loaded is the file named",
                         path, path);
-    int rc = check_file(path, err, errlen);
+    int rc = eeb_sut_plugin_check_file(path, err, errlen);
     if (rc)
         return rc;
-    if (!is_elf(path))
-        return eeb_errf(err, errlen, EEB_EFORMAT, "%s: not a shared library (no ELF header); %s",
-                        path, HOW_TO_BUILD);
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         return eeb_errf(err, errlen, EEB_EFORMAT, "%s: cannot be loaded as a SUT library: %s", path,

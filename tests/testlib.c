@@ -421,3 +421,11 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
     __lsan_disable();
 }
 #endif
+
+/* A team's library is hosted in a process of eeb's program (eeb sut
+ * serve); this binary is not eeb, so it names eeb for the SUTs the tests
+ * open in process. */
+__attribute__((constructor)) static void library_host_is_eeb(void)
+{
+    setenv("EEB_SUT_HOST", EEB_BIN, 0);
+}

@@ -1,7 +1,8 @@
 /*
  * bench_sut_exec.c - what the exec protocol costs a training step: the
- * example SUT library (sut/examples/nearest_mean.c) driven in process and
- * served out of process by build/sut/eeb_sut_serve over the protocol, on
+ * example SUT library (sut/examples/nearest_mean.c) driven in process
+ * (--in-process) and hosted in a process of its own as eeb run hosts every
+ * library by default (eeb sut serve, over the exec protocol), on
  * the same batches of the embedded default's shape (cls, 32 x 32 x 3, 20
  * classes, batch 32), and the difference set against a training step of
  * eeb's emulator on the reference network for that shape, measured in the
@@ -21,6 +22,7 @@
 #include "tasks/eeb_task_ops.h"
 #include "tasks/eeb_tasks.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define BATCH   32
@@ -137,8 +139,8 @@ int main(void)
         die("in process", err);
     if (lib_ops->open(&setup, &in, err, sizeof err))
         die("in process: open", err);
-    if (eeb_sut_exec_start(EEB_SUT_SERVE " " EEB_SUT_EXAMPLE, &setup, 60, &ex_ops, &out, err,
-                           sizeof err))
+    setenv("EEB_SUT_HOST", EEB_BIN, 0); /* this program is not eeb */
+    if (eeb_sut_hosted_start(EEB_SUT_EXAMPLE, &setup, 60, &ex_ops, &out, err, sizeof err))
         die("out of process", err);
     run_steps(lib_ops, in, &d), run_steps(ex_ops, out, &d); /* warm */
     double t_in[BENCH_REPS], t_out[BENCH_REPS];
@@ -155,7 +157,7 @@ int main(void)
     printf("nearest-mean SUT, cls %dx%dx3, batch %d (%d KiB of pixels a step), %s:\n", SIDE, SIDE,
            BATCH, BATCH * PIXELS / 1024, cpu);
     printf("  in process      %8.3f ms/step\n", step_in * 1e3);
-    printf("  out of process  %8.3f ms/step (eeb_sut_serve over the exec protocol)\n",
+    printf("  own process     %8.3f ms/step (eeb sut serve, over the exec protocol)\n",
            step_out * 1e3);
     printf("  emu step        %8.1f ms/step (the reference network, batch %d)\n", emu * 1e3, BATCH);
     printf("  protocol        %8.3f ms/step, %.3f %% of the emu step (target < 2 %%)\n",

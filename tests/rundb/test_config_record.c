@@ -137,7 +137,7 @@ Test(config_record, the_systems_name_is_kept_printable_and_bounded)
     name[sizeof name - 1] = '\0';
     memcpy(name, "<b>pooled\x1b[31m\xff\xe2\x80\xae-int8 \xc3\xa9", 26);
     json_t *o = json_object();
-    eeb_config_put_sut(o, name, "exec", "ZCU104\n200 MHz");
+    eeb_config_put_sut(o, name, "exec", "process", "ZCU104\n200 MHz");
     char *text = json_dumps(o, 0);
     cr_assert_not_null(text, "the section is JSON (UTF-8)");
     struct eeb_config_record r;

@@ -13,6 +13,8 @@
  *                     cls, video: the second rank's score is NaN; det: the
  *                     box's score is NaN, or its x1 +inf when the
  *                     environment has EEB_TEST_NAN_FIELD=x1
+ *   CHECK_CRASH       its second train step dereferences NULL (SIGSEGV)
+ *   CHECK_HANG        its second train step never returns
  *
  * The well-behaved learner: an item's best class is its pixels' sum plus
  * the steps trained, modulo the classes, the next ranks the classes after
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct sut {
     struct eeb_sut_setup s;
@@ -57,6 +60,13 @@ static int check_train(void *sut, const struct eeb_sut_batch *batch, struct eeb_
 {
     (void)batch, (void)err, (void)errlen;
     struct sut *s = sut;
+#if defined(CHECK_CRASH)
+    if (s->steps == 1)
+        *(volatile int *)(uintptr_t)(s->steps - 1) = 1; /* a write through NULL */
+#elif defined(CHECK_HANG)
+    while (s->steps == 1)
+        pause();
+#endif
 #ifndef CHECK_UNTRAINED
     s->steps++;
 #endif

@@ -18,15 +18,13 @@
 
 TestSuite(sut_check, .timeout = 120);
 
-/* The battery on backend for task (deadline 0: the default), with its
- * temporary files in this test's directory; they are checked gone. */
-static struct eeb_sut_check_report battery(const char *backend, enum eeb_task task,
-                                           double deadline_s)
+/* The battery as opt says, with its temporary files in this test's
+ * directory; they are checked gone. */
+static struct eeb_sut_check_report battery_with(const struct eeb_sut_check_options *opt)
 {
     const char *dir = test_tmpdir();
     setenv("TMPDIR", dir, 1);
-    const struct eeb_sut_check_options o = {
-        .backend = backend, .task = task, .deadline_s = deadline_s};
+    const struct eeb_sut_check_options o = *opt;
     struct eeb_sut_check_report r;
     char err[1024] = "";
     cr_assert_eq(eeb_sut_check_run(&o, &r, err, sizeof err), EEB_OK, "%s", err);
@@ -36,6 +34,14 @@ static struct eeb_sut_check_report battery(const char *backend, enum eeb_task ta
         cr_expect_null(strstr(e->d_name, "eeb-sut-check-"), "left behind: %s", e->d_name);
     closedir(d);
     return r;
+}
+
+/* The battery on backend for task (deadline 0: the default). */
+static struct eeb_sut_check_report battery(const char *backend, enum eeb_task task,
+                                           double deadline_s)
+{
+    return battery_with(&(struct eeb_sut_check_options){
+        .backend = backend, .task = task, .deadline_s = deadline_s});
 }
 
 static void all_pass(const struct eeb_sut_check_report *r)
@@ -116,12 +122,65 @@ Test(sut_check, training_that_changes_nothing_fails)
     assert_has(r.items[EEB_SUT_CHECK_TRAINING].reason, "no answer of the");
 }
 
-Test(sut_check, a_slow_predict_fails_the_deadline)
+/* In eeb's own process a slow call cannot be stopped: it is timed, and
+ * fails the deadline item alone. */
+Test(sut_check, a_slow_predict_in_process_fails_the_deadline)
 {
-    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "slow.so", EEB_TASK_CLS, 0.5);
+    struct eeb_sut_check_report r =
+        battery_with(&(struct eeb_sut_check_options){.backend = EEB_SUT_CHECK "slow.so",
+                                                     .task = EEB_TASK_CLS,
+                                                     .deadline_s = 0.5,
+                                                     .in_process = 1});
     fails_only(&r, EEB_SUT_CHECK_DEADLINE);
     assert_has(r.items[EEB_SUT_CHECK_DEADLINE].reason, "predict");
     cr_expect_geq(r.slowest_s, 0.5);
+}
+
+/* A library hosted in its own process (the default) is killed at the
+ * deadline: the call fails saying so, and so does the deadline item. */
+Test(sut_check, a_slow_predict_hosted_is_killed_at_the_deadline)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "slow.so", EEB_TASK_CLS, 0.5);
+    cr_expect_eq(r.items[EEB_SUT_CHECK_SHAPES].outcome, EEB_SUT_CHECK_FAIL);
+    assert_has(r.items[EEB_SUT_CHECK_SHAPES].reason, "predict: no answer within 0.5 s (killed)");
+    cr_expect_eq(r.items[EEB_SUT_CHECK_DEADLINE].outcome, EEB_SUT_CHECK_FAIL);
+    assert_has(r.items[EEB_SUT_CHECK_DEADLINE].reason, "predict");
+}
+
+/* A library that crashes fails the item whose call it crashed in, naming
+ * the call and the signal, and the battery goes on: eeb is not its
+ * process. */
+Test(sut_check, a_crashing_library_fails_the_item_naming_the_signal)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "crash.so", EEB_TASK_CLS, 0);
+    cr_expect_eq(r.items[EEB_SUT_CHECK_TRAINING].outcome, EEB_SUT_CHECK_FAIL);
+    assert_has(r.items[EEB_SUT_CHECK_TRAINING].reason,
+               "libcheck_crash.so': train: its process was killed by signal 11");
+    cr_expect_eq(r.items[EEB_SUT_CHECK_DEADLINE].outcome, EEB_SUT_CHECK_PASS);
+}
+
+/* A library that hangs is killed at the deadline; the battery returns. */
+Test(sut_check, a_hanging_library_is_killed_at_the_deadline)
+{
+    struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "hang.so", EEB_TASK_CLS, 0.5);
+    cr_expect_eq(r.items[EEB_SUT_CHECK_TRAINING].outcome, EEB_SUT_CHECK_FAIL);
+    assert_has(r.items[EEB_SUT_CHECK_TRAINING].reason, "train: no answer within 0.5 s (killed)");
+    cr_expect_eq(r.items[EEB_SUT_CHECK_DEADLINE].outcome, EEB_SUT_CHECK_FAIL);
+}
+
+/* In eeb's own process a hung call cannot be stopped: eeb sut check
+ * prints what the battery found so far, the deadline item failed naming
+ * the call, and ends (exit 3) instead of waiting for ever. */
+Test(sut_check, a_hang_in_process_ends_the_check_with_what_it_found)
+{
+    struct test_run r =
+        test_eeb((const char *[]){"sut", "check", EEB_SUT_CHECK "hang.so", "--task", "cls",
+                                  "--deadline", "0.5", "--in-process", NULL});
+    cr_expect_eq(r.status, 3, "%s%s", r.out, r.err);
+    assert_has(r.out, "  pass  shapes");
+    assert_has(r.out, "  FAIL  deadline     train has run for more than 0.5 s (the deadline) in "
+                      "eeb's own process");
+    test_run_free(&r);
 }
 
 /* A NaN or infinite number in an answer fails shapes, naming the item

@@ -9,10 +9,14 @@
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(sut_run, .timeout = 120);
@@ -125,17 +129,20 @@ static void a_whole_run(enum eeb_task task, const char *name, const char *backen
 #define PYTHON_SUT "exec:python3 sut/examples/nearest_mean.py"
 #define SERVED_SUT "exec:" EEB_SUT_SERVE " " EEB_SUT_EXAMPLE
 
-/* A cls run on backend, with its page: the stored configuration names the
- * system as it names itself (name) and how it was reached (kind), eeb
- * check says so in a line, and the page's title names it. */
-static void the_system_is_recorded(const char *backend, const char *name, const char *kind)
+/* A cls run on backend (in eeb's process if in_process), with its page:
+ * the stored configuration names the system as it names itself (name),
+ * how it was reached (kind) and where it ran (hosting), eeb check says so
+ * in a line (shown: its words in brackets), and the page's title names it. */
+static void the_system_is_recorded(const char *backend, int in_process, const char *name,
+                                   const char *kind, const char *hosting, const char *shown)
 {
     inputs(EEB_TASK_CLS);
     char page[300], want[300], *text;
     snprintf(page, sizeof page, "%s/run.html", test_tmpdir());
-    struct test_run r = run("cls", backend,
-                            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20",
-                                             "--report", page, NULL});
+    struct test_run r =
+        run("cls", backend,
+            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20", "--report",
+                             page, in_process ? "--in-process" : NULL, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
     cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs", &text),
@@ -146,13 +153,17 @@ static void the_system_is_recorded(const char *backend, const char *name, const 
                  0);
     cr_expect_str_eq(text, kind);
     free(text);
+    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.hosting') FROM runs", &text),
+                 0);
+    cr_expect_str_eq(text, hosting);
+    free(text);
     cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.detail') FROM runs", &text),
                  0);
     cr_expect(strstr(text, "nearest-mean"), "the counters' detail: %s", text);
     free(text);
     r = test_eeb((const char *[]){"check", db, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
-    snprintf(want, sizeof want, "  system   %s (%s), nearest-mean", name, kind);
+    snprintf(want, sizeof want, "  system   %s (%s), nearest-mean", name, shown);
     cr_expect(strstr(r.out, want), "no '%s' in: %s", want, r.out);
     test_run_free(&r);
     text = test_read_file(page, NULL);
@@ -165,12 +176,19 @@ static void the_system_is_recorded(const char *backend, const char *name, const 
 
 Test(sut_run, a_teams_library_is_recorded_by_its_name_and_kind)
 {
-    the_system_is_recorded(EEB_SUT_EXAMPLE, "nearest-mean", "library");
+    the_system_is_recorded(EEB_SUT_EXAMPLE, 0, "nearest-mean", "library", "process",
+                           "library, in its own process");
+}
+
+Test(sut_run, a_teams_library_in_process_is_recorded_so)
+{
+    the_system_is_recorded(EEB_SUT_EXAMPLE, 1, "nearest-mean", "library", "in-process",
+                           "library, in eeb's process");
 }
 
 Test(sut_run, a_teams_program_is_recorded_by_the_name_it_answers_open_with)
 {
-    the_system_is_recorded(SERVED_SUT, "nearest-mean", "exec");
+    the_system_is_recorded(SERVED_SUT, 0, "nearest-mean", "exec", "process", "exec");
 }
 
 Test(sut_run, classification_through_a_teams_library)
@@ -322,29 +340,29 @@ Test(sut_run, what_cannot_run_is_refused_before_a_run_exists)
 
 #define FAULT_SUT "python3 tests/sut/exec_fault.py "
 
-/* A whole run through tests/sut/exec_fault.py MODE: it ends with an error
- * naming the SUT, the call and what went wrong; the run is marked failed
- * with that error recorded after what came before it (the fine-tune
- * begin, or the whole fine-tuning for a fault in predict), and eeb check
- * agrees: invalid, for the same reason. */
-static void a_run_ending_in(const char *mode, const char *call, const char *what)
+/* A whole run on backend (named so in messages), a team's SUT that
+ * fails: it ends with an error naming the SUT, the call and what went
+ * wrong; the run is marked failed with that error recorded after what came
+ * before it (the fine-tune begin, or the whole fine-tuning for a fault in
+ * predict), and eeb check agrees: invalid, for the same reason. */
+static void a_run_of_ending_in(const char *backend, const char *named, const char *call,
+                               const char *what)
 {
     inputs(EEB_TASK_CLS);
-    char backend[200], want[400];
-    snprintf(backend, sizeof backend, "exec:" FAULT_SUT "%s", mode);
-    snprintf(want, sizeof want, "SUT '" FAULT_SUT "%s': %s: %s", mode, call, what);
+    char want[400];
+    snprintf(want, sizeof want, "SUT '%s': %s: %s", named, call, what);
     struct test_run r =
         run("cls", backend, (const char *[]){"--sut-deadline", "2", "--epochs", "2", NULL});
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     cr_expect(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
     test_run_free(&r);
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM runs WHERE state = 'failed'"), 1);
-    char sql[600];
+    char sql[800];
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM events e WHERE kind = 'error' AND instr(json_extract(payload, "
              "'$.message'), '%s'': %s: %s') AND EXISTS (SELECT 1 FROM events b WHERE b.kind = "
              "'finetune_begin' AND b.id < e.id)",
-             mode, call, what);
+             named, call, what);
     cr_expect_eq(test_sql_int(db, sql), 1, "the error, after the fine-tune began");
     if (strcmp(call, "predict") == 0)
         cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'complete'"), 1,
@@ -354,6 +372,14 @@ static void a_run_ending_in(const char *mode, const char *call, const char *what
     cr_expect(strstr(r.out, "invalid") && strstr(r.out, want), "%s", r.out);
     test_run_free(&r);
     no_leftovers();
+}
+
+/* The same through tests/sut/exec_fault.py MODE. */
+static void a_run_ending_in(const char *mode, const char *call, const char *what)
+{
+    char backend[200];
+    snprintf(backend, sizeof backend, "exec:" FAULT_SUT "%s", mode);
+    a_run_of_ending_in(backend, backend + 5, call, what);
 }
 
 /* A team's library answering a NaN score (tests/sut/bad_check_sut.c,
@@ -399,6 +425,135 @@ Test(sut_run, a_garbage_frame_ends_the_run_as_a_protocol_error)
 Test(sut_run, a_prediction_of_the_wrong_size_ends_the_run_as_a_protocol_error)
 {
     a_run_ending_in("short", "predict", "protocol error: 23 items answered, 24 asked");
+}
+
+/* ---- a team's library misbehaving: its own process ends, eeb does not ---- */
+
+Test(sut_run, a_library_crashing_in_train_ends_the_run_naming_it)
+{
+    a_run_of_ending_in(EEB_SUT_CHECK "crash.so", EEB_SUT_CHECK "crash.so", "train",
+                       "its process was killed by signal 11 (Segmentation fault) before "
+                       "answering");
+}
+
+Test(sut_run, a_library_hanging_in_train_is_killed_at_the_deadline)
+{
+    a_run_of_ending_in(EEB_SUT_CHECK "hang.so", EEB_SUT_CHECK "hang.so", "train",
+                       "no answer within 2 s (killed)");
+}
+
+/* How many processes have an argument that is arg (their /proc cmdline). */
+static int processes_with(const char *arg)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], args[4096];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "rb");
+        size_t len = f ? fread(args, 1, sizeof args - 1, f) : 0;
+        if (f)
+            fclose(f);
+        args[len] = '\0';
+        for (size_t at = 0; at < len; at += strlen(args + at) + 1)
+            n += strcmp(args + at, arg) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Waits up to seconds for the count of processes with arg to be want. */
+static int processes_become(const char *arg, int want, double seconds)
+{
+    for (int i = 0; i < (int)(seconds * 50); i++) {
+        if (processes_with(arg) == want)
+            return 1;
+        usleep(20000);
+    }
+    return processes_with(arg) == want;
+}
+
+/* The hanging library under a name of this test's own, so that the
+ * processes hosting it are this test's alone; its path. */
+static const char *hanging_library(void)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s/libhang-own.so", getenv("TMPDIR"));
+    size_t len;
+    char *bytes = test_read_file(EEB_SUT_CHECK "hang.so", &len);
+    cr_assert_not_null(bytes);
+    test_write_file(path, bytes, len);
+    free(bytes);
+    return path;
+}
+
+/* A library that hangs past T_max and the grace period: its process is
+ * killed, the run aborted saying so, and nothing is left running. */
+Test(sut_run, a_library_hanging_past_the_grace_period_is_killed)
+{
+    inputs(EEB_TASK_CLS);
+    const char *lib = hanging_library();
+    struct test_run r = run("cls", lib,
+                            (const char *[]){"--tmax", "0.5", "--grace", "0.5", "--clock", "wall",
+                                             "--epochs", "100", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "(the grace period); its process was killed"), "%s", r.err);
+    test_run_free(&r);
+    cr_expect(processes_become(lib, 0, 2), "the library's process outlived the run");
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect(strstr(r.out, "aborted: the accelerator did not return within the grace period; "
+                            "its process was killed"),
+              "%s", r.out);
+    test_run_free(&r);
+}
+
+/* eeb run in the background on lib; its pid, once lib's process runs. */
+static pid_t run_in_background(const char *lib)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(EEB_BIN, EEB_BIN, "run", "--task", "cls", "--finetune", ft, "--test", test, "--model",
+              model, "--backend", lib, "--util", "lut=0.2,ff=0.1,bram=0.3,dsp=0.1", "--power",
+              "sim:watts=4", "--db", db, "--tmax", "30", "--grace", "0.5", "--clock", "wall", "-q",
+              (char *)NULL);
+        _exit(127);
+    }
+    cr_assert(processes_become(lib, 1, 10), "the library's process never started");
+    return pid;
+}
+
+/* SIGTERM (and Ctrl-C, the same handler) stops the fine-tune; the call
+ * that does not return within the grace period has its process killed:
+ * the run ends, aborted, and leaves nothing running. */
+Test(sut_run, sigterm_ends_the_run_and_the_librarys_process)
+{
+    inputs(EEB_TASK_CLS);
+    const char *lib = hanging_library();
+    pid_t pid = run_in_background(lib);
+    usleep(300000); /* into the hanging step */
+    kill(pid, SIGTERM);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x", (unsigned)status);
+    cr_expect(processes_become(lib, 0, 2), "the library's process outlived the run");
+}
+
+/* eeb killed outright (SIGKILL: no handler runs) takes the library's
+ * process with it: the kernel kills it when eeb goes (PR_SET_PDEATHSIG). */
+Test(sut_run, a_killed_eeb_takes_the_librarys_process_with_it)
+{
+    inputs(EEB_TASK_CLS);
+    const char *lib = hanging_library();
+    pid_t pid = run_in_background(lib);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    cr_expect(processes_become(lib, 0, 2), "the library's process outlived eeb");
 }
 
 /* A team's SUT is handed the xclbin the run hashed: a private copy of its
