@@ -429,3 +429,11 @@ __attribute__((constructor)) static void library_host_is_eeb(void)
 {
     setenv("EEB_SUT_HOST", EEB_BIN, 0);
 }
+
+void test_plain_segv(void)
+{
+    char opts[1024];
+    const char *was = getenv("ASAN_OPTIONS");
+    snprintf(opts, sizeof opts, "%s%shandle_segv=0", was ? was : "", was && *was ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+}

@@ -134,4 +134,9 @@ char *test_chromium(const char *dir, const char *url, const char *png);
 /* Pixels of a PNG within 16 of an RGB colour. */
 long test_count_colour(const char *png_path, unsigned rgb);
 
+/* The processes this test starts die of a SIGSEGV as a plain build's do
+ * (under ASan, its handler would report it and exit 1 instead): for tests
+ * of how a crash is reported. */
+void test_plain_segv(void);
+
 #endif

@@ -161,6 +161,7 @@ Test(sut_check, a_slow_predict_hosted_is_killed_at_the_deadline)
  * process. */
 Test(sut_check, a_crashing_library_fails_the_item_naming_the_signal)
 {
+    test_plain_segv();
     struct eeb_sut_check_report r = battery(EEB_SUT_CHECK "crash.so", EEB_TASK_CLS, 0);
     cr_expect_eq(r.items[EEB_SUT_CHECK_TRAINING].outcome, EEB_SUT_CHECK_FAIL);
     assert_has(r.items[EEB_SUT_CHECK_TRAINING].reason,

@@ -431,6 +431,7 @@ Test(sut_run, a_prediction_of_the_wrong_size_ends_the_run_as_a_protocol_error)
 
 Test(sut_run, a_library_crashing_in_train_ends_the_run_naming_it)
 {
+    test_plain_segv();
     a_run_of_ending_in(EEB_SUT_CHECK "crash.so", EEB_SUT_CHECK "crash.so", "train",
                        "its process was killed by signal 11 (Segmentation fault) before "
                        "answering");
