@@ -154,6 +154,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
     print_device(dev);
     if (test_note[0])
         printf("  test     %s\n", test_note);
+    if (o->audit[0])
+        printf("  audit    %s\n", o->audit);
     printf("verdict: %s", eeb_run_verdict(o, 0));
     if (o->pass)
         printf(", S = %.6f", o->score.s);
