@@ -218,6 +218,7 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
     if (test_shard)
         json_object_set_new(
             j, "test", json_pack("{s:s, s:I}", "shard", test_shard, "agreed", (json_int_t)agreed));
+    json_object_set_new(j, "audit", o->audit[0] ? json_string(o->audit) : json_null());
     json_object_set_new(j, "why", json_string(o->why));
     return j;
 }
