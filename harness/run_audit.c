@@ -97,6 +97,7 @@ struct audit {
     struct answer *said; /* the system's, per sampled item */
     uint8_t *seen;       /* its stored prediction was found */
     uint64_t agreed;
+    int64_t unread; /* the item whose stored prediction did not read */
 };
 
 static int by_item(const void *a, const void *b)
@@ -128,7 +129,10 @@ static int keep_said(void *arg, int64_t item, const char *payload)
         a->seen[k] = 1;
     }
     eeb_prediction_free(&p);
-    return rc == EEB_OK ? 0 : (int)item + 1; /* > 0: which record */
+    if (rc == EEB_OK)
+        return 0;
+    a->unread = item;
+    return 1;
 }
 
 /* ---- the comparison ---- */
@@ -342,7 +346,8 @@ int run_audit(struct run *r, char *err, size_t errlen)
     int bad = eeb_rundb_predictions_each(r->db, r->id, keep_said, &a, err, errlen);
     if (bad > 0)
         rc = eeb_errf(err, errlen, EEB_EFORMAT,
-                      "the accuracy audit: the stored prediction of item %d does not read", bad - 1);
+                      "the accuracy audit: the stored prediction of test item %lld does not read",
+                      (long long)a.unread);
     else
         rc = bad;
     for (uint64_t k = 0; rc == EEB_OK && k < a.n; k++)
