@@ -123,8 +123,8 @@ static int keep_said(void *arg, int64_t item, const char *payload)
         s->has_box = p.nboxes > 0;
         if (s->has_box) {
             const struct eeb_prediction_box *b = &p.boxes[0];
-            s->box = (struct eeb_scored_box){b->cls, (float)b->score, (float)b->x0,
-                                             (float)b->y0, (float)b->x1, (float)b->y1};
+            s->box = (struct eeb_scored_box){b->cls,       (float)b->score, (float)b->x0,
+                                             (float)b->y0, (float)b->x1,    (float)b->y1};
         }
         a->seen[k] = 1;
     }
@@ -152,8 +152,7 @@ static double iou(const struct eeb_scored_box *a, const struct eeb_scored_box *b
 }
 
 /* The task's measure of agreement on one item (docs/check.md). */
-static int agree(enum eeb_prediction_kind kind, const struct answer *said,
-                 const struct answer *ref)
+static int agree(enum eeb_prediction_kind kind, const struct answer *said, const struct answer *ref)
 {
     if (kind == EEB_PREDICTION_RANKED)
         return said->top == ref->top;
@@ -164,8 +163,7 @@ static int agree(enum eeb_prediction_kind kind, const struct answer *said,
 
 static const char *measure(enum eeb_prediction_kind kind)
 {
-    return kind == EEB_PREDICTION_RANKED ? "top-1 class"
-                                         : "best detection: same class, IoU >= 0.5";
+    return kind == EEB_PREDICTION_RANKED ? "top-1 class" : "best detection: same class, IoU >= 0.5";
 }
 
 /* ---- eeb's reference predictions ---- */
@@ -278,8 +276,7 @@ static int reference_compare(struct audit *a, struct reference *ref, char *err, 
             size_t i = (size_t)((uint64_t)a->sample[next] - first);
             struct eeb_task_predicted p = {.boxes = ref->boxes};
             rc = eeb_task_decode(ref->dec, ref->out + i * ref->outs, &p, err, errlen);
-            struct answer mine = {.top = p.nranked > 0 ? p.ranked[0] : -1,
-                                  .has_box = p.nboxes > 0};
+            struct answer mine = {.top = p.nranked > 0 ? p.ranked[0] : -1, .has_box = p.nboxes > 0};
             if (mine.has_box)
                 mine.box = p.boxes[0];
             a->agreed += rc == EEB_OK && agree(a->kind, &a->said[next], &mine);
@@ -361,12 +358,11 @@ int run_audit(struct run *r, char *err, size_t errlen)
         goto out;
     double wall_s = (double)(eeb_mono_ns() - t0) / 1e9;
     run_event(r, EEB_EVENT_AUDIT,
-              json_pack("{s:b, s:I, s:I, s:I, s:f, s:s, s:s, s:s, s:s, s:f}", EEB_AUDIT_KEY_DONE,
-                        1, EEB_AUDIT_KEY_SAMPLE, (json_int_t)a.n, EEB_AUDIT_KEY_AGREED,
+              json_pack("{s:b, s:I, s:I, s:I, s:f, s:s, s:s, s:s, s:s, s:f}", EEB_AUDIT_KEY_DONE, 1,
+                        EEB_AUDIT_KEY_SAMPLE, (json_int_t)a.n, EEB_AUDIT_KEY_AGREED,
                         (json_int_t)a.agreed, EEB_AUDIT_KEY_ITEMS, (json_int_t)items,
                         EEB_AUDIT_KEY_THRESHOLD, EEB_AUDIT_MIN_AGREEMENT, EEB_AUDIT_KEY_MEASURE,
-                        measure(a.kind), EEB_AUDIT_KEY_REFERENCE, ref.backend,
-                        EEB_AUDIT_KEY_FORMAT,
+                        measure(a.kind), EEB_AUDIT_KEY_REFERENCE, ref.backend, EEB_AUDIT_KEY_FORMAT,
                         ref.net->format == EEB_FORMAT_FX24 ? "fx24" : "f32", EEB_AUDIT_KEY_MODEL,
                         sha, "host_s", wall_s));
 out:

@@ -70,7 +70,7 @@ struct eeb_run_outcome {
     int64_t server_run;  /* official mode: the run's id on the server */
     int64_t server_copy; /* eeb check: judged from the server's record of it, this run */
     struct eeb_meter_offset meter_offset; /* director mode (the judge's) */
-    char why[768]; /* every reason it failed or is invalid ("; "-separated) */
+    char why[768];   /* every reason it failed or is invalid ("; "-separated) */
     char audit[256]; /* the accuracy audit's result in words, "" if the record has none */
 };
 

@@ -57,7 +57,7 @@ struct record {
     struct eeb_run_facts facts;
     struct audit_said audit; /* the accuracy audit's event, if the run has one */
     int stage;               /* the workflow's stage the events read so far reached */
-    char disorder[200]; /* the first event out of the workflow's order, "" if none */
+    char disorder[200];      /* the first event out of the workflow's order, "" if none */
 };
 
 /* Where an event kind stands in the workflow (events are read in their

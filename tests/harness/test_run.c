@@ -196,8 +196,9 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
     cr_expect_str_eq(row.state, "done");
     /* the accuracy audit: eeb's emulator saves an fx24 .eebm, and the
      * emulator as the reference answers every sampled item alike */
-    cr_expect(strstr(o.audit, " sampled test items agree (100.0 %; top-1 class, reference emu; 90 % "
-                              "needed)"),
+    cr_expect(strstr(o.audit,
+                     " sampled test items agree (100.0 %; top-1 class, reference emu; 90 % "
+                     "needed)"),
               "%s", o.audit);
     /* the configuration names its inputs by their SHA-256 */
     char sha[EEB_SHA256_HEX];

@@ -440,8 +440,8 @@ static const char *pretrained_for(const char *task)
 {
     static char m[300];
     snprintf(m, sizeof m, "%s/base-%s.eebm", test_tmpdir(), task);
-    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", task, "--data",
-                                                  ft, "-o", m, "--epochs", "1", NULL});
+    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", task, "--data", ft,
+                                                  "-o", m, "--epochs", "1", NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     test_run_free(&r);
     return m;
@@ -452,8 +452,8 @@ static const char *pretrained_for(const char *task)
 static char *audit_said(const char *field)
 {
     char sql[256], *text = NULL;
-    snprintf(sql, sizeof sql, "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'",
-             field);
+    snprintf(sql, sizeof sql,
+             "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'", field);
     cr_assert_eq(test_sql_text(db, sql, &text), 0, "no audit event's %s", field);
     cr_assert_not_null(text, "no audit event's %s", field);
     return text;
@@ -462,8 +462,8 @@ static char *audit_said(const char *field)
 static long long audit_number(const char *field)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'",
-             field);
+    snprintf(sql, sizeof sql,
+             "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'", field);
     return test_sql_int(db, sql);
 }
 
@@ -478,10 +478,10 @@ Test(sut_run, eebs_own_backend_as_a_library_passes_the_accuracy_audit)
     snprintf(model, sizeof model, "%s", pretrained_for("cls"));
     char saved[300];
     snprintf(saved, sizeof saved, "%s/tuned.eebm", test_tmpdir());
-    struct test_run r = run("cls", EEB_SUT_OWN,
-                            (const char *[]){"--sut-config", "backend=emu", "--epochs", "1000000",
-                                             "--tmax", "1.2", "--rate", "20", "--save-model",
-                                             saved, NULL});
+    struct test_run r =
+        run("cls", EEB_SUT_OWN,
+            (const char *[]){"--sut-config", "backend=emu", "--epochs", "1000000", "--tmax", "1.2",
+                             "--rate", "20", "--save-model", saved, NULL});
     cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "audit          24 of 24 sampled test items agree (100.0 %; top-1 "
                             "class, reference emu; 90 % needed)"),

@@ -125,9 +125,9 @@ Test(prediction, the_reader_refuses_what_eeb_never_stores)
 Test(prediction, the_answer_alone_reads_with_or_without_the_truth)
 {
     struct eeb_prediction p;
-    cr_assert_eq(eeb_prediction_read_said("{\"id\":\"a\",\"top\":[3,1]}", EEB_PREDICTION_RANKED,
-                                          &p),
-                 EEB_OK);
+    cr_assert_eq(
+        eeb_prediction_read_said("{\"id\":\"a\",\"top\":[3,1]}", EEB_PREDICTION_RANKED, &p),
+        EEB_OK);
     cr_expect_eq(p.nranked, 2);
     cr_expect_eq(p.ranked[0], 3);
     cr_expect_eq(p.has_truth, 0);
