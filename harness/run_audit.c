@@ -309,6 +309,7 @@ int run_audit(struct run *r, char *err, size_t errlen)
     char *bytes = NULL, sha[EEB_SHA256_HEX], skip[512] = "", why[512];
     size_t len = 0;
     int rc = EEB_OK;
+    int64_t t0 = eeb_mono_ns(); /* the audit's wall time, recorded, never scored */
     if (!r->audit_model) {
         not_done(r, r->audit_skip[0] ? r->audit_skip : "no model saved", NULL);
         return EEB_OK;
@@ -338,7 +339,6 @@ int run_audit(struct run *r, char *err, size_t errlen)
         not_done(r, skip, sha);
         goto out;
     }
-    int64_t t0 = eeb_mono_ns();
     draw((uint64_t)c->seed, items, a.n, a.sample);
     int bad = eeb_rundb_predictions_each(r->db, r->id, keep_said, &a, err, errlen);
     if (bad > 0)
