@@ -357,12 +357,20 @@ int run_audit(struct run *r, char *err, size_t errlen)
     if (rc)
         goto out;
     double wall_s = (double)(eeb_mono_ns() - t0) / 1e9;
+    json_t *sampled = json_array();
+    for (uint64_t k = 0; sampled && k < a.n; k++)
+        json_array_append_new(sampled, json_integer((json_int_t)a.sample[k]));
+    if (!sampled) {
+        rc = eeb_errf(err, errlen, EEB_ENOMEM, "the accuracy audit: out of memory");
+        goto out;
+    }
     run_event(r, EEB_EVENT_AUDIT,
-              json_pack("{s:b, s:I, s:I, s:I, s:f, s:s, s:s, s:s, s:s, s:f}", EEB_AUDIT_KEY_DONE, 1,
-                        EEB_AUDIT_KEY_SAMPLE, (json_int_t)a.n, EEB_AUDIT_KEY_AGREED,
-                        (json_int_t)a.agreed, EEB_AUDIT_KEY_ITEMS, (json_int_t)items,
-                        EEB_AUDIT_KEY_THRESHOLD, EEB_AUDIT_MIN_AGREEMENT, EEB_AUDIT_KEY_MEASURE,
-                        measure(a.kind), EEB_AUDIT_KEY_REFERENCE, ref.backend, EEB_AUDIT_KEY_FORMAT,
+              json_pack("{s:b, s:I, s:o, s:I, s:I, s:f, s:s, s:s, s:s, s:s, s:f}",
+                        EEB_AUDIT_KEY_DONE, 1, EEB_AUDIT_KEY_SAMPLE, (json_int_t)a.n,
+                        EEB_AUDIT_KEY_SAMPLED, sampled, EEB_AUDIT_KEY_AGREED, (json_int_t)a.agreed,
+                        EEB_AUDIT_KEY_ITEMS, (json_int_t)items, EEB_AUDIT_KEY_THRESHOLD,
+                        EEB_AUDIT_MIN_AGREEMENT, EEB_AUDIT_KEY_MEASURE, measure(a.kind),
+                        EEB_AUDIT_KEY_REFERENCE, ref.backend, EEB_AUDIT_KEY_FORMAT,
                         ref.net->format == EEB_FORMAT_FX24 ? "fx24" : "f32", EEB_AUDIT_KEY_MODEL,
                         sha, "host_s", wall_s));
 out:

@@ -126,8 +126,10 @@ static void read_audit(const json_t *o, struct audit_said *a)
     payload_string(o, EEB_AUDIT_KEY_REFERENCE, a->reference, sizeof a->reference);
     a->sample = payload_number(o, EEB_AUDIT_KEY_SAMPLE);
     a->agreed = payload_number(o, EEB_AUDIT_KEY_AGREED);
-    if (a->done == 1 && !(a->sample >= 1 && a->agreed >= 0 && a->agreed <= a->sample &&
-                          a->sample == floor(a->sample) && a->agreed == floor(a->agreed)))
+    double sampled = (double)json_array_size(json_object_get(o, EEB_AUDIT_KEY_SAMPLED));
+    if (a->done == 1 &&
+        !(a->sample >= 1 && a->agreed >= 0 && a->agreed <= a->sample &&
+          a->sample == floor(a->sample) && a->agreed == floor(a->agreed) && sampled == a->sample))
         a->done = -1;
 }
 

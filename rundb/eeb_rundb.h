@@ -141,13 +141,15 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 /* audit: the accuracy audit (harness/run_audit.c; docs/check.md).  done
  * is true or false; when false, reason says why it was not done (and
  * model_sha256 names the file the system wrote, if any).  When true:
- * sample test items drawn with the run's seed out of items, agreed of
+ * sample test items drawn with the run's seed out of items (sampled, their
+ * positions in the test inputs), agreed of
  * them answered alike by the system and by eeb's reference backend
  * (reference, for the saved model's format) by the task's measure;
  * threshold the fraction the run needed. */
 #define EEB_AUDIT_KEY_DONE      "done"
 #define EEB_AUDIT_KEY_REASON    "reason"
 #define EEB_AUDIT_KEY_SAMPLE    "sample"
+#define EEB_AUDIT_KEY_SAMPLED   "sampled" /* the items drawn, by position, ascending */
 #define EEB_AUDIT_KEY_AGREED    "agreed"
 #define EEB_AUDIT_KEY_ITEMS     "items"
 #define EEB_AUDIT_KEY_THRESHOLD "threshold"

@@ -10,6 +10,7 @@
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,4 +597,42 @@ Test(sut_run, a_system_without_an_eeb_model_records_the_audit_not_done)
         test_run_free(&r);
         no_leftovers();
     }
+}
+
+/* The sample: 64 of 100 test items, distinct and ascending, the same for
+ * the same seed and another for another seed (the run's --seed). */
+Test(sut_run, the_audits_sample_is_drawn_with_the_runs_seed)
+{
+    inputs(EEB_TASK_CLS);
+    snprintf(model, sizeof model, "%s", pretrained_for("cls"));
+    char err[512];
+    struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 1, 100, 5, 16, 1};
+    cr_assert_eq(eeb_gen_shard(test, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    const char *seeds[] = {"1", "1", "2"};
+    char *sampled[3];
+    for (int i = 0; i < 3; i++) {
+        unlink(db);
+        struct test_run r = run("cls", EEB_SUT_OWN,
+                                (const char *[]){"--sut-config", "backend=emu", "--steps", "2",
+                                                 "--seed", seeds[i], NULL});
+        cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
+        test_run_free(&r);
+        cr_expect_eq(audit_number("sample"), 64);
+        cr_expect_eq(audit_number("items"), 100);
+        cr_expect_eq(audit_number("agreed"), 64);
+        sampled[i] = audit_said("sampled");
+        json_t *a = json_loads(sampled[i], 0, NULL);
+        cr_assert_eq(json_array_size(a), 64, "%s", sampled[i]);
+        for (size_t k = 0; k < 64; k++) {
+            json_int_t v = json_integer_value(json_array_get(a, k));
+            cr_expect(v >= 0 && v < 100, "item %lld", (long long)v);
+            cr_expect(k == 0 || v > json_integer_value(json_array_get(a, k - 1)),
+                      "ascending and distinct: %s", sampled[i]);
+        }
+        json_decref(a);
+    }
+    cr_expect_str_eq(sampled[0], sampled[1], "the same seed, the same items");
+    cr_expect_str_neq(sampled[0], sampled[2], "another seed, other items");
+    for (int i = 0; i < 3; i++)
+        free(sampled[i]);
 }
