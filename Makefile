@@ -170,6 +170,12 @@ $(BUILD)/tests/sut/libbad_%.so: tests/sut/bad_sut.c sut/eeb_sut.h
 $(BUILD)/tests/sut/libcheck_%.so: tests/sut/bad_check_sut.c sut/eeb_sut.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DCHECK_$$(echo $* | tr a-z A-Z) $< -o $@
+# eeb's own backends answering shifted classes: the accuracy audit's
+# catch (tests/sut/shifted_sut.c), out of libeeb as SUT_OWN is.
+SUT_SHIFTED := $(BUILD)/tests/sut/libshifted.so
+$(SUT_SHIFTED): tests/sut/shifted_sut.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS) $(LDFLAGS) -shared $< $(LIB) $(LDLIBS) -o $@
 
 # Tests find their fixtures and the binary under test relative to the top.
 $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DEEB_TEST_DATA='"tests/data"' \
@@ -178,10 +184,10 @@ $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DE
 $(call obj,$(TEST_SRC)): CPPFLAGS += -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' \
     -DEEB_SUT_OWN='"$(SUT_OWN)"' \
     -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"' \
-    -DEEB_SUT_CHECK='"$(BUILD)/tests/sut/libcheck_"'
+    -DEEB_SUT_CHECK='"$(BUILD)/tests/sut/libcheck_"' -DEEB_SUT_SHIFTED='"$(SUT_SHIFTED)"'
 
 # Order-only: the tests dlopen the libraries, they do not link them.
-$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_CHECK) $(SUT_OWN) $(SUT_SERVE)
+$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_CHECK) $(SUT_OWN) $(SUT_SERVE) $(SUT_SHIFTED)
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
@@ -363,7 +369,8 @@ bench: $(BENCHES)
 lint:
 	sh tests/include_graph.sh
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
-	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c tests/sut/bad_check_sut.c tests/valgrind/hwy_timer.c \
+	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c tests/sut/bad_check_sut.c tests/sut/shifted_sut.c \
+	    tests/valgrind/hwy_timer.c \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.

@@ -158,6 +158,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
     print_device(dev);
     if (test_note[0])
         printf("  test     %s\n", test_note);
+    if (o->audit[0])
+        printf("  audit    %s\n", o->audit);
     printf("verdict: %s", eeb_run_verdict(o, 0));
     if (o->pass)
         printf(", S = %.6f", o->score.s);
@@ -220,6 +222,7 @@ static json_t *outcome_json(const char *path, const struct eeb_run_outcome *o,
     if (test_shard)
         json_object_set_new(
             j, "test", json_pack("{s:s, s:I}", "shard", test_shard, "agreed", (json_int_t)agreed));
+    json_object_set_new(j, "audit", o->audit[0] ? json_string(o->audit) : json_null());
     json_object_set_new(j, "why", json_string(o->why));
     return j;
 }

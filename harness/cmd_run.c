@@ -174,6 +174,8 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                                               o->device_energy_j));
             json_object_set_new(j, "S", o->pass ? json_real(s->s) : json_null());
             json_object_set_new(j, "why", json_string(o->why));
+            if (o->audit[0])
+                json_object_set_new(j, "audit", json_string(o->audit));
             if (c->server)
                 json_object_set_new(
                     j, "server",
@@ -198,6 +200,8 @@ static int print_result(const struct eeb_run_config *c, const struct eeb_run_out
                fig(3, s->mean_power_w).text, fig(3, o->worst_w).text);
         printf("  M_s  %8s   %s on %llu test items\n", fig(4, s->m_s).text,
                eeb_task_get((enum eeb_task)c->task)->metric, (unsigned long long)o->test_items);
+        if (o->audit[0])
+            printf("  audit          %s\n", o->audit);
         if (o->design[0] && o->modeled_clock)
             printf("  device (modeled): %s\n", o->design);
         else if (o->design[0])

@@ -91,6 +91,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
     if (rc == EEB_OK && !out->aborted && !r.unlogged)
         rc = run_test(&r, &ts, err, errlen);
     rc = run_stop_sampling(&r, rc, err, errlen);
+    if (rc == EEB_OK && r.tested) /* outside the metered window */
+        rc = run_audit(&r, err, errlen);
     if (rc == EEB_OK && (!out->aborted || r.eval->judges_aborted))
         rc = r.eval->judge(&r, ts.value, err, errlen);
     if (r.db && r.id) {
@@ -112,6 +114,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         unlink(r.test_inputs);
     if (r.private_dir[0]) { /* what the SUT left in its work directory stays */
         unlink(r.model_copy);
+        run_audit_forget(&r);
         if (r.xclbin_copy[0])
             unlink(r.xclbin_copy);
         rmdir(r.workdir);

@@ -10,6 +10,8 @@
  *                   deployed again after it
  *   run_finetune.c  FINETUNE: the worker thread and the harness's clock
  *   run_test.c      STOPPED, TEST: the predictions made and stored
+ *   run_audit.c     the accuracy audit: the model saved at STOPPED, a sample
+ *                   of the test answers checked against it after the test
  *   run_score.c     SCORE: the record judged, the verdict event
  *   run_local.c     the evaluator in this process (the test set's labels here)
  *   run_official.c  the evaluation server as the evaluator (eeb run --server)
@@ -67,6 +69,10 @@ struct run {
     int submitting;            /* official mode: the record is being sent */
     int unlogged;              /* fine-tuning stopped: the power log could not be written */
     struct run_stream *stream; /* official mode: the chain streamed (run_stream.c) */
+    const char *tested;        /* the test inputs the test stage predicted, once it has */
+    const char *audit_model;   /* the fine-tuned model the SUT saved, or NULL (audit_skip) */
+    char audit_copy[4200];     /* a private file for it, when --save-model was not given */
+    char audit_skip[256];      /* why no model was saved */
 };
 
 /*
@@ -153,6 +159,13 @@ int run_finetune(struct run *r, char *err, size_t errlen);
 
 /* run_test.c */
 int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen);
+
+/* run_audit.c: STOPPED, the fine-tuned model saved (to --save-model, else
+ * a private file); after the test, the audit and its event (nothing judged
+ * here: the rule is record/judge.c's); at the end, the private file gone. */
+int run_audit_save(struct run *r, char *err, size_t errlen);
+int run_audit(struct run *r, char *err, size_t errlen);
+void run_audit_forget(struct run *r);
 
 /* run_score.c */
 int run_judge_record(struct run *r, int64_t record, double m_s, char *err, size_t errlen);

@@ -75,8 +75,7 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
                         EEB_EVENT_KEY_ITEMS, (json_int_t)st.items, EEB_EVENT_KEY_SATURATIONS,
                         (json_int_t)st.saturations[0], (json_int_t)st.saturations[1],
                         (json_int_t)st.saturations[2], (json_int_t)st.saturations[3]));
-    if ((rc = eeb_sut_end_training(r->sut, err, errlen)) ||
-        (c->save_model && (rc = eeb_sut_save_model(r->sut, c->save_model, err, errlen))))
+    if ((rc = eeb_sut_end_training(r->sut, err, errlen)) || (rc = run_audit_save(r, err, errlen)))
         return rc;
     const char *inputs;
     if ((rc = r->eval->test_inputs(r, &inputs, err, errlen)))
@@ -109,5 +108,7 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
                   json_pack("{s:I, s:f, s:s}", "items", (json_int_t)score->items, "metric",
                             score->value, "metric_name", eeb_task_metric(c->task)));
     r->out->test_items = score->items;
+    if (rc == EEB_OK)
+        r->tested = inputs;
     return rc;
 }

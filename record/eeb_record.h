@@ -29,6 +29,18 @@ struct eeb_meter_offset {
     char note[200];     /* why not determinable, "" when it is */
 };
 
+/* The accuracy audit (harness/run_audit.c, the rule in judge.c;
+ * docs/check.md): of a system that saves its fine-tuned model as an .eebm,
+ * EEB_AUDIT_SAMPLE test items (all, if fewer) drawn with the run's seed are
+ * predicted again from that model by eeb's reference backend for its format,
+ * and at least EEB_AUDIT_MIN_AGREEMENT of them must get the answer the
+ * system gave in the test stage: the same top-1 class (cls, video), or the
+ * same best detection (det: the same class, IoU >= EEB_AUDIT_IOU, or no
+ * detection on either side). */
+#define EEB_AUDIT_SAMPLE        64
+#define EEB_AUDIT_MIN_AGREEMENT 0.9
+#define EEB_AUDIT_IOU           0.5
+
 /* The run's end, as eeb_run_execute and eeb_run_check compute it. */
 struct eeb_run_outcome {
     int64_t run;
@@ -58,7 +70,8 @@ struct eeb_run_outcome {
     int64_t server_run;  /* official mode: the run's id on the server */
     int64_t server_copy; /* eeb check: judged from the server's record of it, this run */
     struct eeb_meter_offset meter_offset; /* director mode (the judge's) */
-    char why[768]; /* every reason it failed or is invalid ("; "-separated) */
+    char why[768];   /* every reason it failed or is invalid ("; "-separated) */
+    char audit[256]; /* the accuracy audit's result in words, "" if the record has none */
 };
 
 /* What the server that judges a run saw and alone could see: its copy of

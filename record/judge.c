@@ -33,6 +33,15 @@ __attribute__((format(printf, 2, 3))) static void why(struct eeb_run_outcome *ou
 
 /* ---- the stored record ---- */
 
+/* The accuracy audit as its event says (harness/run_audit.c). */
+struct audit_said {
+    int seen;         /* the record holds an audit event (runs before it existed: none) */
+    int done;         /* 1 done, 0 not done, -1 not what eeb run writes */
+    char reason[200]; /* not done: why */
+    double sample, agreed;
+    char measure[64], reference[16];
+};
+
 struct record {
     int64_t ft_begin, ft_end;
     char complete[16];     /* the "complete" event's reason */
@@ -46,8 +55,9 @@ struct record {
     int64_t seed;        /* the latest finetune_begin's seed, -1: none */
     int epochs;          /* epoch_end and epoch_partial events */
     struct eeb_run_facts facts;
-    int stage;          /* the workflow's stage the events read so far reached */
-    char disorder[200]; /* the first event out of the workflow's order, "" if none */
+    struct audit_said audit; /* the accuracy audit's event, if the run has one */
+    int stage;               /* the workflow's stage the events read so far reached */
+    char disorder[200];      /* the first event out of the workflow's order, "" if none */
 };
 
 /* Where an event kind stands in the workflow (events are read in their
@@ -68,7 +78,7 @@ static const struct event_stage {
     {EEB_EVENT_EPOCH_PARTIAL, 2, 4},  {EEB_EVENT_FINETUNE_END, 4, 4},
     {EEB_EVENT_STOPPED, 5, 5},        {EEB_EVENT_TEST_INPUTS, 5, 5},
     {EEB_EVENT_TEST_BEGIN, 6, 6},     {EEB_EVENT_TEST_END, 7, 7},
-    {EEB_EVENT_SCORE, 8, 8},
+    {EEB_EVENT_AUDIT, 7, 7},          {EEB_EVENT_SCORE, 8, 8},
 };
 
 static void follow_order(struct record *rec, int64_t t, const char *kind)
@@ -106,6 +116,23 @@ static int64_t payload_int(const json_t *o, const char *key, int64_t none)
     return json_is_integer(v) ? json_integer_value(v) : none;
 }
 
+static void read_audit(const json_t *o, struct audit_said *a)
+{
+    json_t *done = json_object_get(o, EEB_AUDIT_KEY_DONE);
+    a->seen = 1;
+    a->done = json_is_boolean(done) ? json_is_true(done) : -1;
+    payload_string(o, EEB_AUDIT_KEY_REASON, a->reason, sizeof a->reason);
+    payload_string(o, EEB_AUDIT_KEY_MEASURE, a->measure, sizeof a->measure);
+    payload_string(o, EEB_AUDIT_KEY_REFERENCE, a->reference, sizeof a->reference);
+    a->sample = payload_number(o, EEB_AUDIT_KEY_SAMPLE);
+    a->agreed = payload_number(o, EEB_AUDIT_KEY_AGREED);
+    double sampled = (double)json_array_size(json_object_get(o, EEB_AUDIT_KEY_SAMPLED));
+    if (a->done == 1 &&
+        !(a->sample >= 1 && a->agreed >= 0 && a->agreed <= a->sample &&
+          a->sample == floor(a->sample) && a->agreed == floor(a->agreed) && sampled == a->sample))
+        a->done = -1;
+}
+
 static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
 {
     (void)utc;
@@ -134,6 +161,8 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
         rec->score_s = payload_number(o, EEB_EVENT_KEY_S);
     } else if (strcmp(kind, EEB_EVENT_PMAX_EXCEEDED) == 0)
         rec->pmax_event_w = payload_number(o, EEB_EVENT_KEY_P_MAX);
+    else if (strcmp(kind, EEB_EVENT_AUDIT) == 0)
+        read_audit(o, &rec->audit);
     json_decref(o);
     return 0;
 }
@@ -578,6 +607,41 @@ static void evaluator_rules(const struct record *rec, const struct eeb_run_facts
         out->valid = 0;
 }
 
+/* The accuracy audit's rule (docs/check.md): a system whose saved model,
+ * run on eeb's reference backend, gives the answers it gave on fewer than
+ * EEB_AUDIT_MIN_AGREEMENT of the sampled test items is invalid; an audit
+ * not done counts for nothing, and a run recorded before the audit
+ * existed has none. */
+static void audit_rule(const struct audit_said *a, struct eeb_run_outcome *out)
+{
+    out->audit[0] = '\0';
+    if (!a->seen)
+        return;
+    if (a->done == 0) {
+        snprintf(out->audit, sizeof out->audit, "not done: %s", a->reason);
+        return;
+    }
+    if (a->done < 0) {
+        snprintf(out->audit, sizeof out->audit, "an audit event eeb run does not write");
+        why(out, "its audit event is not what eeb run writes");
+        out->valid = 0;
+        return;
+    }
+    double agreement = a->agreed / a->sample;
+    snprintf(out->audit, sizeof out->audit,
+             "%.0f of %.0f sampled test items agree (%.1f %%; %s, reference %s; %g %% needed)",
+             a->agreed, a->sample, 100 * agreement, a->measure, a->reference,
+             100 * EEB_AUDIT_MIN_AGREEMENT);
+    if (agreement < EEB_AUDIT_MIN_AGREEMENT) {
+        why(out,
+            "accuracy audit: its saved model on eeb's reference (%s) agrees with its test answers "
+            "on %.0f of %.0f sampled items (%.1f %%, %s), under the %g %% required",
+            a->reference, a->agreed, a->sample, 100 * agreement, a->measure,
+            100 * EEB_AUDIT_MIN_AGREEMENT);
+        out->valid = 0;
+    }
+}
+
 /* eeb_run_judge on a run already read.  Each figure the record gives is
  * computed, the others left NAN: a run whose power log is unusable still
  * has its M_u, T and M_s. */
@@ -627,6 +691,7 @@ static int judge(const struct stored_run *sr, double m_s, const struct eeb_run_f
         out->valid = 0;
         why(out, "%s", rec->disorder);
     }
+    audit_rule(&rec->audit, out);
     /* the budgets the run is judged by are the ones it was given and held
      * to while it ran */
     if ((!isnan(cfg.t_max_s) && cfg.t_max_s != row->t_max_s) ||

@@ -120,6 +120,7 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_EVALUATOR           "evaluator"
 #define EEB_EVENT_RANGING_BEGIN       "ranging_begin"
 #define EEB_EVENT_RANGING_END         "ranging_end"
+#define EEB_EVENT_AUDIT               "audit" /* the accuracy audit, after test_end */
 
 /* The payload keys the record is judged and reported by (record/), written
  * by the run (harness/run_*.c) and the sampler: one name for both sides. */
@@ -136,6 +137,26 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_KEY_VERDICT      "verdict" /* score: pass, fail, invalid, ... */
 #define EEB_EVENT_KEY_S            "S"       /* score: S, or null without a pass */
 #define EEB_EVENT_KEY_P_MAX        "p_max_w" /* pmax_exceeded: the budget it broke */
+
+/* audit: the accuracy audit (harness/run_audit.c; docs/check.md).  done
+ * is true or false; when false, reason says why it was not done (and
+ * model_sha256 names the file the system wrote, if any).  When true:
+ * sample test items drawn with the run's seed out of items (sampled, their
+ * positions in the test inputs), agreed of
+ * them answered alike by the system and by eeb's reference backend
+ * (reference, for the saved model's format) by the task's measure;
+ * threshold the fraction the run needed. */
+#define EEB_AUDIT_KEY_DONE      "done"
+#define EEB_AUDIT_KEY_REASON    "reason"
+#define EEB_AUDIT_KEY_SAMPLE    "sample"
+#define EEB_AUDIT_KEY_SAMPLED   "sampled" /* the items drawn, by position, ascending */
+#define EEB_AUDIT_KEY_AGREED    "agreed"
+#define EEB_AUDIT_KEY_ITEMS     "items"
+#define EEB_AUDIT_KEY_THRESHOLD "threshold"
+#define EEB_AUDIT_KEY_MEASURE   "measure"
+#define EEB_AUDIT_KEY_REFERENCE "reference"
+#define EEB_AUDIT_KEY_FORMAT    "format"
+#define EEB_AUDIT_KEY_MODEL     "model_sha256"
 
 /* evaluator: what the server that judged the run saw and alone could see,
  * written to its copy before it judges, so that the judge (record/judge.c)

@@ -92,6 +92,12 @@ int eeb_prediction_read(const char *text, enum eeb_prediction_kind kind,
                         struct eeb_prediction *out);
 void eeb_prediction_free(struct eeb_prediction *p);
 
+/* The same, for what the system said alone: the truth is read where the
+ * record holds it (has_truth), and not required (an official run's
+ * record has none).  The accuracy audit reads the system's answers so. */
+int eeb_prediction_read_said(const char *text, enum eeb_prediction_kind kind,
+                             struct eeb_prediction *out);
+
 /* Removes the truth ("label", "truth") from a record read as JSON: what
  * the client sends the server. */
 void eeb_prediction_drop_truth(json_t *record);

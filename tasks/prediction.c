@@ -78,14 +78,17 @@ static int six_numbers(json_t *b, double v[6])
     return v[0] >= 0 && v[0] < EEB_SHARD_MAX_CLASSES && v[0] == floor(v[0]) ? EEB_OK : EEB_EFORMAT;
 }
 
-static int read_ranked(json_t *o, struct eeb_prediction *out)
+/* need_truth: a record without its truth is EEB_EFORMAT; else the truth
+ * is read where it is there (has_truth says). */
+static int read_ranked(json_t *o, int need_truth, struct eeb_prediction *out)
 {
     json_t *top = json_object_get(o, EEB_PREDICTION_KEY_TOP), *label;
     label = json_object_get(o, EEB_PREDICTION_KEY_LABEL);
-    if (!json_is_integer(label) || !json_is_array(top))
+    if ((need_truth && !json_is_integer(label)) || (label && !json_is_integer(label)) ||
+        !json_is_array(top))
         return EEB_EFORMAT;
-    out->has_truth = 1;
-    out->label = (int)json_integer_value(label);
+    out->has_truth = label != NULL;
+    out->label = label ? (int)json_integer_value(label) : 0;
     size_t i;
     json_t *x;
     json_array_foreach(top, i, x)
@@ -96,13 +99,13 @@ static int read_ranked(json_t *o, struct eeb_prediction *out)
     return EEB_OK;
 }
 
-static int read_boxes(json_t *o, struct eeb_prediction *out)
+static int read_boxes(json_t *o, int need_truth, struct eeb_prediction *out)
 {
     json_t *boxes = json_object_get(o, EEB_PREDICTION_KEY_BOXES);
     json_t *truth = json_object_get(o, EEB_PREDICTION_KEY_TRUTH);
-    if (!json_is_array(boxes) || !json_is_array(truth))
+    if (!json_is_array(boxes) || (truth && !json_is_array(truth)) || (need_truth && !truth))
         return EEB_EFORMAT;
-    out->has_truth = 1;
+    out->has_truth = truth != NULL;
     out->boxes = calloc(json_array_size(boxes) + 1, sizeof *out->boxes);
     out->truth = calloc(json_array_size(truth) + 1, sizeof *out->truth);
     if (!out->boxes || !out->truth)
@@ -127,15 +130,28 @@ static int read_boxes(json_t *o, struct eeb_prediction *out)
     return EEB_OK;
 }
 
-int eeb_prediction_read(const char *text, enum eeb_prediction_kind kind, struct eeb_prediction *out)
+static int read_record(const char *text, enum eeb_prediction_kind kind, int need_truth,
+                       struct eeb_prediction *out)
 {
     *out = (struct eeb_prediction){.kind = kind};
     json_t *o = json_loads(text, 0, NULL);
     if (!o)
         return EEB_EFORMAT;
-    int rc = kind == EEB_PREDICTION_RANKED ? read_ranked(o, out) : read_boxes(o, out);
+    int rc = kind == EEB_PREDICTION_RANKED ? read_ranked(o, need_truth, out)
+                                           : read_boxes(o, need_truth, out);
     json_decref(o);
     return rc;
+}
+
+int eeb_prediction_read(const char *text, enum eeb_prediction_kind kind, struct eeb_prediction *out)
+{
+    return read_record(text, kind, 1, out);
+}
+
+int eeb_prediction_read_said(const char *text, enum eeb_prediction_kind kind,
+                             struct eeb_prediction *out)
+{
+    return read_record(text, kind, 0, out);
 }
 
 void eeb_prediction_free(struct eeb_prediction *p)

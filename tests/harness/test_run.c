@@ -150,7 +150,8 @@ static int collect_events(void *arg, int64_t t, int64_t utc, const char *kind, c
         strcat(events_seen, json_string_value(json_object_get(o, "state")));
         strcat(events_seen, " ");
         json_decref(o);
-    } else if (strstr(kind, "finetune_") || strstr(kind, "test_") || !strcmp(kind, "complete")) {
+    } else if (strstr(kind, "finetune_") || strstr(kind, "test_") || !strcmp(kind, "complete") ||
+               !strcmp(kind, "audit")) {
         strcat(events_seen, kind);
         strcat(events_seen, " ");
     }
@@ -191,8 +192,14 @@ Test(run, whole_workflow_and_its_record, .timeout = 120)
     struct eeb_run_row row;
     cr_assert_eq(eeb_rundb_run_get(db, o.run, &row, err, sizeof err), EEB_OK);
     cr_expect_str_eq(events_seen, "init deploy finetune finetune_begin complete finetune_end "
-                                  "stopped test test_begin test_end score ");
+                                  "stopped test test_begin test_end audit score ");
     cr_expect_str_eq(row.state, "done");
+    /* the accuracy audit: eeb's emulator saves an fx24 .eebm, and the
+     * emulator as the reference answers every sampled item alike */
+    cr_expect(strstr(o.audit,
+                     " sampled test items agree (100.0 %; top-1 class, reference emu; 90 % "
+                     "needed)"),
+              "%s", o.audit);
     /* the configuration names its inputs by their SHA-256 */
     char sha[EEB_SHA256_HEX];
     cr_assert_eq(eeb_sha256_file(paths[2], sha, err, sizeof err), EEB_OK);

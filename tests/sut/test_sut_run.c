@@ -5,12 +5,14 @@
  * that says it is done, one that fails mid-training, and what is refused
  * before a run is recorded.
  */
+#include "common/eeb_common.h"
 #include "tasks/eeb_gen.h"
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,4 +587,208 @@ Test(sut_run, a_teams_sut_is_handed_a_copy_of_the_xclbin)
     cr_expect_str_eq(detail, want);
     free(detail);
     no_leftovers();
+}
+
+/* ---- the accuracy audit (harness/run_audit.c, docs/check.md) ---- */
+
+/* A model of eeb's own net for task (by name), pretrained one epoch on ft;
+ * its path (static storage). */
+static const char *pretrained_for(const char *task)
+{
+    static char m[300];
+    snprintf(m, sizeof m, "%s/base-%s.eebm", test_tmpdir(), task);
+    struct test_run r = test_eeb((const char *[]){"model", "pretrain", "--task", task, "--data", ft,
+                                                  "-o", m, "--epochs", "1", NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    return m;
+}
+
+/* The audit event's field (a JSON path under the payload) as text, of the
+ * database's only run. */
+static char *audit_said(const char *field)
+{
+    char sql[256], *text = NULL;
+    snprintf(sql, sizeof sql,
+             "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'", field);
+    cr_assert_eq(test_sql_text(db, sql, &text), 0, "no audit event's %s", field);
+    cr_assert_not_null(text, "no audit event's %s", field);
+    return text;
+}
+
+static long long audit_number(const char *field)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT json_extract(payload, '$.%s') FROM events WHERE kind = 'audit'", field);
+    return test_sql_int(db, sql);
+}
+
+/* eeb's emu served as a team's library: the model its save_model writes
+ * (an fx24 .eebm), run on eeb's reference for it (the emulator, in the
+ * test stage's batches), answers every sampled item as the system did;
+ * the event holds the saved file's SHA-256, the run passes and eeb check
+ * says so.  Without --save-model the private copy is gone after. */
+Test(sut_run, eebs_own_backend_as_a_library_passes_the_accuracy_audit)
+{
+    inputs(EEB_TASK_CLS);
+    snprintf(model, sizeof model, "%s", pretrained_for("cls"));
+    char saved[300];
+    snprintf(saved, sizeof saved, "%s/tuned.eebm", test_tmpdir());
+    struct test_run r =
+        run("cls", EEB_SUT_OWN,
+            (const char *[]){"--sut-config", "backend=emu", "--epochs", "1000000", "--tmax", "1.2",
+                             "--rate", "20", "--save-model", saved, NULL});
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "audit          24 of 24 sampled test items agree (100.0 %; top-1 "
+                            "class, reference emu; 90 % needed)"),
+              "%s", r.out);
+    test_run_free(&r);
+    cr_expect_eq(audit_number("done"), 1);
+    cr_expect_eq(audit_number("sample"), 24, "all 24 test items: fewer than 64");
+    cr_expect_eq(audit_number("agreed"), 24);
+    cr_expect_eq(audit_number("items"), 24);
+    char *s = audit_said("reference"), sha[EEB_SHA256_HEX], err[256];
+    cr_expect_str_eq(s, "emu");
+    free(s);
+    s = audit_said("format");
+    cr_expect_str_eq(s, "fx24");
+    free(s);
+    cr_assert_eq(eeb_sha256_file(saved, sha, err, sizeof err), EEB_OK, "%s", err);
+    s = audit_said("model_sha256");
+    cr_expect_str_eq(s, sha, "the event names the saved model by its hash");
+    free(s);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "  audit    24 of 24 sampled test items agree"), "%s", r.out);
+    test_run_free(&r);
+    /* not asked to keep it: saved privately for the audit, and removed */
+    unlink(db);
+    r = run("cls", EEB_SUT_OWN,
+            (const char *[]){"--sut-config", "backend=emu", "--steps", "3", NULL});
+    cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
+    test_run_free(&r);
+    cr_expect_eq(audit_number("done"), 1);
+    cr_expect_eq(audit_number("agreed"), 24);
+    no_leftovers();
+}
+
+/* A system whose save_model writes a real .eebm (eeb's own backend,
+ * trained for real) but whose test answers are every class shifted by one
+ * (tests/sut/shifted_sut.c): invalid, naming the agreement and the
+ * threshold, in eeb run and in eeb check alike; for detection too, where
+ * the best box's class is what differs. */
+Test(sut_run, a_system_answering_otherwise_than_its_saved_model_is_invalid)
+{
+    inputs(EEB_TASK_CLS);
+    snprintf(model, sizeof model, "%s", pretrained_for("cls"));
+    const char *want = "accuracy audit: its saved model on eeb's reference (emu) agrees with its "
+                       "test answers on 0 of 24 sampled items (0.0 %, top-1 class), under the 90 "
+                       "% required";
+    struct test_run r = run("cls", EEB_SUT_SHIFTED,
+                            (const char *[]){"--sut-config", "backend=emu", "--epochs", "1000000",
+                                             "--tmax", "1.2", "--rate", "20", NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, want), "no '%s' in %s", want, r.out);
+    test_run_free(&r);
+    cr_expect_eq(audit_number("done"), 1);
+    cr_expect_eq(audit_number("agreed"), 0);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, want), "eeb check gives the same reason: %s", r.out);
+    test_run_free(&r);
+    no_leftovers();
+
+    inputs(EEB_TASK_DET);
+    unlink(db);
+    snprintf(model, sizeof model, "%s", pretrained_for("det"));
+    r = run("det", EEB_SUT_SHIFTED,
+            (const char *[]){"--sut-config", "backend=emu", "--steps", "2", NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "sampled items (0.0 %, best detection: same class, IoU >= 0.5), "
+                            "under the 90 % required"),
+              "%s", r.out);
+    test_run_free(&r);
+    cr_expect_eq(audit_number("sample"), 24);
+    cr_expect_eq(audit_number("agreed"), 0);
+}
+
+/* A system without save_model (libcheck_good), and one whose model is its
+ * own format (the nearest-mean example's text): the audit is recorded as
+ * not done, and why, and the run is judged as without it (the example
+ * passes; libcheck_good's steps take microseconds, so three of them leave
+ * the meter no window, the one reason it is invalid). */
+Test(sut_run, a_system_without_an_eeb_model_records_the_audit_not_done)
+{
+    static const struct {
+        const char *backend, *why;
+        int status;
+        const char *const more[8];
+    } cases[] = {
+        {EEB_SUT_CHECK "good.so",
+         "the system writes no model (it has no save_model)",
+         4,
+         {"--steps", "3", NULL}},
+        {EEB_SUT_EXAMPLE,
+         "the saved model is not in eeb's model format (an .eebm starts with \"EEBM\")",
+         0,
+         {"--epochs", "1000000", "--tmax", "1.2", "--rate", "20", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        inputs(EEB_TASK_CLS);
+        unlink(db);
+        struct test_run r = run("cls", cases[i].backend, cases[i].more);
+        cr_expect_eq(r.status, cases[i].status, "%s: %s%s", cases[i].backend, r.out, r.err);
+        cr_expect(!strstr(r.out, "accuracy audit"), "the verdict does not name it: %s", r.out);
+        test_run_free(&r);
+        cr_expect_eq(audit_number("done"), 0, "%s", cases[i].backend);
+        char *s = audit_said("reason");
+        cr_expect_str_eq(s, cases[i].why);
+        free(s);
+        r = test_eeb((const char *[]){"check", db, NULL});
+        cr_expect_eq(r.status, cases[i].status, "%s%s", r.out, r.err);
+        char line[300];
+        snprintf(line, sizeof line, "  audit    not done: %s", cases[i].why);
+        cr_expect(strstr(r.out, line), "no '%s' in %s", line, r.out);
+        test_run_free(&r);
+        no_leftovers();
+    }
+}
+
+/* The sample: 64 of 100 test items, distinct and ascending, the same for
+ * the same seed and another for another seed (the run's --seed). */
+Test(sut_run, the_audits_sample_is_drawn_with_the_runs_seed)
+{
+    inputs(EEB_TASK_CLS);
+    snprintf(model, sizeof model, "%s", pretrained_for("cls"));
+    char err[512];
+    struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 1, 100, 5, 16, 1};
+    cr_assert_eq(eeb_gen_shard(test, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    const char *seeds[] = {"1", "1", "2"};
+    char *sampled[3];
+    for (int i = 0; i < 3; i++) {
+        unlink(db);
+        struct test_run r = run("cls", EEB_SUT_OWN,
+                                (const char *[]){"--sut-config", "backend=emu", "--steps", "2",
+                                                 "--seed", seeds[i], NULL});
+        cr_assert_lt(r.status, 5, "%s%s", r.out, r.err);
+        test_run_free(&r);
+        cr_expect_eq(audit_number("sample"), 64);
+        cr_expect_eq(audit_number("items"), 100);
+        cr_expect_eq(audit_number("agreed"), 64);
+        sampled[i] = audit_said("sampled");
+        json_t *a = json_loads(sampled[i], 0, NULL);
+        cr_assert_eq(json_array_size(a), 64, "%s", sampled[i]);
+        for (size_t k = 0; k < 64; k++) {
+            json_int_t v = json_integer_value(json_array_get(a, k));
+            cr_expect(v >= 0 && v < 100, "item %lld", (long long)v);
+            cr_expect(k == 0 || v > json_integer_value(json_array_get(a, k - 1)),
+                      "ascending and distinct: %s", sampled[i]);
+        }
+        json_decref(a);
+    }
+    cr_expect_str_eq(sampled[0], sampled[1], "the same seed, the same items");
+    cr_expect_str_neq(sampled[0], sampled[2], "another seed, other items");
+    for (int i = 0; i < 3; i++)
+        free(sampled[i]);
 }

@@ -120,6 +120,45 @@ Test(prediction, the_reader_refuses_what_eeb_never_stores)
     }
 }
 
+/* What the system said, with its truth or without (an official run's
+ * record): the accuracy audit's reader; still none of the malformed. */
+Test(prediction, the_answer_alone_reads_with_or_without_the_truth)
+{
+    struct eeb_prediction p;
+    cr_assert_eq(
+        eeb_prediction_read_said("{\"id\":\"a\",\"top\":[3,1]}", EEB_PREDICTION_RANKED, &p),
+        EEB_OK);
+    cr_expect_eq(p.nranked, 2);
+    cr_expect_eq(p.ranked[0], 3);
+    cr_expect_eq(p.has_truth, 0);
+    eeb_prediction_free(&p);
+    cr_assert_eq(eeb_prediction_read_said("{\"id\":\"a\",\"boxes\":[[2,0.5,1,2,3,4]]}",
+                                          EEB_PREDICTION_BOXES, &p),
+                 EEB_OK);
+    cr_expect_eq(p.nboxes, 1);
+    cr_expect_eq(p.boxes[0].cls, 2);
+    cr_expect_float_eq(p.boxes[0].x1, 3, 1e-12);
+    cr_expect_eq(p.has_truth, 0);
+    eeb_prediction_free(&p);
+    cr_assert_eq(eeb_prediction_read_said(STORED_RANKED, EEB_PREDICTION_RANKED, &p), EEB_OK);
+    cr_expect_eq(p.has_truth, 1);
+    eeb_prediction_free(&p);
+    static const struct {
+        enum eeb_prediction_kind kind;
+        const char *text;
+    } bad[] = {
+        {EEB_PREDICTION_RANKED, "{\"id\":\"a\",\"label\":\"1\",\"top\":[1]}"},
+        {EEB_PREDICTION_RANKED, "{\"id\":\"a\"}"},
+        {EEB_PREDICTION_BOXES, "{\"id\":\"a\",\"boxes\":[],\"truth\":1}"},
+        {EEB_PREDICTION_BOXES, "{\"id\":\"a\",\"boxes\":[[1,0.5,0,0,1]]}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_expect_eq(eeb_prediction_read_said(bad[i].text, bad[i].kind, &p), EEB_EFORMAT, "%s",
+                     bad[i].text);
+        eeb_prediction_free(&p);
+    }
+}
+
 Test(prediction, the_truth_comes_out_for_the_server)
 {
     const char *stored[] = {STORED_RANKED, STORED_BOXES};
