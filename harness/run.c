@@ -86,6 +86,8 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = run_start_sampling(&r, err, errlen);
     if (rc == EEB_OK)
         rc = run_ranging(&r, err, errlen);
+    if (rc == EEB_OK) /* the SUT as deployed, outside the metered window */
+        rc = run_audit(&r, EEB_AUDIT_BEFORE, err, errlen);
     if (rc == EEB_OK)
         rc = run_finetune(&r, err, errlen);
     if (rc == EEB_OK && !out->aborted && !r.unlogged)
@@ -125,7 +127,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         eeb_shard_close(r.shard);
     }
     eeb_net_free(r.net);
-    free(r.model_bytes), free(r.xclbin_bytes);
+    free(r.model_bytes), free(r.xclbin_bytes), free(r.audit.pixels);
     eeb_perf_free(&r.perf);
     free(r.xclbin_design);
     eeb_power_close(r.src);

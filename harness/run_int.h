@@ -9,6 +9,8 @@
  *   run_ranging.c   the meter ranged on the workload before FINETUNE, the SUT
  *                   deployed again after it
  *   run_finetune.c  FINETUNE: the worker thread and the harness's clock
+ *   run_audit.c     the training audit: a slice of the fine-tune set
+ *                   predicted before and after FINETUNE
  *   run_test.c      STOPPED, TEST: the predictions made and stored
  *   run_score.c     SCORE: the record judged, the verdict event
  *   run_local.c     the evaluator in this process (the test set's labels here)
@@ -27,6 +29,17 @@
 #include <jansson.h>
 
 struct run_evaluator;
+
+#define RUN_MAX_BOXES 100 /* det: boxes a SUT may predict per image (the test stage, the audit) */
+
+/* The training audit's slice (run_audit.c): which items, and their pixels
+ * as stored. */
+struct run_audit {
+    int n;
+    uint64_t idx[EEB_AUDIT_ITEMS];
+    size_t px;       /* bytes per item */
+    uint8_t *pixels; /* n items */
+};
 
 struct run {
     const struct eeb_run_config *c; /* cfg, which official mode sets from the server */
@@ -61,6 +74,8 @@ struct run {
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
     char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
+    uint64_t trained_items;    /* the items of the train calls that returned OK */
+    struct run_audit audit;
     int64_t ft_begin, ft_end;  /* the metered window */
     int abandoned;             /* the worker still holds sut and bt */
     char test_inputs[4200];    /* official mode: the server's test inputs, downloaded */
@@ -147,6 +162,12 @@ int run_stop_sampling(struct run *r, int rc, char *err, size_t errlen);
 /* run_ranging.c: the meter's ranging pass on the workload, before
  * FINETUNE (nothing for a meter without ranges, or --ranging-s 0). */
 int run_ranging(struct run *r, char *err, size_t errlen);
+
+/* run_audit.c: the slice read from the fine-tune shard (before the
+ * batcher reads it), and predicted by the SUT, its answers recorded in a
+ * training_audit event; when is EEB_AUDIT_BEFORE or EEB_AUDIT_AFTER. */
+int run_audit_read(struct run *r, char *err, size_t errlen);
+int run_audit(struct run *r, const char *when, char *err, size_t errlen);
 
 /* run_finetune.c */
 int run_finetune(struct run *r, char *err, size_t errlen);

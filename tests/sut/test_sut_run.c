@@ -396,9 +396,41 @@ Test(sut_run, a_garbage_frame_ends_the_run_as_a_protocol_error)
     a_run_ending_in("garbage", "train", "protocol error: the reply is not a frame");
 }
 
+/* A SUT whose predict fails on the training audit's slice before the
+ * fine-tune: the run ends there, before any fine-tune, with the error
+ * named as the audit's, and eeb check agrees. */
+static void a_run_ending_in_audit(const char *mode)
+{
+    inputs(EEB_TASK_CLS);
+    char backend[200], want[400];
+    snprintf(backend, sizeof backend, "exec:" FAULT_SUT "%s", mode);
+    snprintf(want, sizeof want,
+             "the training audit (before fine-tuning): SUT '" FAULT_SUT
+             "%s': predict: protocol error: 15 items answered, 16 asked",
+             mode);
+    struct test_run r =
+        run("cls", backend, (const char *[]){"--sut-deadline", "2", "--epochs", "2", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'finetune_begin'"), 0);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "invalid") && strstr(r.out, want), "%s", r.out);
+    test_run_free(&r);
+    no_leftovers();
+}
+
+/* The first predict after training is the training audit's, of its 16
+ * items (docs/sut.md); one that comes short before the fine-tune ends the
+ * run there, at the audit. */
 Test(sut_run, a_prediction_of_the_wrong_size_ends_the_run_as_a_protocol_error)
 {
-    a_run_ending_in("short", "predict", "protocol error: 23 items answered, 24 asked");
+    a_run_ending_in("lateshort", "predict", "protocol error: 15 items answered, 16 asked");
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'training_audit' AND "
+                                  "json_extract(payload, '$.when') = 'before'"),
+                 1, "the audit before the fine-tune, answered whole");
+    a_run_ending_in_audit("short");
 }
 
 /* A team's SUT is handed the xclbin the run hashed: a private copy of its
