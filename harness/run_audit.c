@@ -59,7 +59,7 @@ static uint32_t bits(float f)
  * SHA-256, 64 bits. */
 static void answer_digest(const struct eeb_task_predicted *p, char out[17])
 {
-    uint8_t buf[4 + RUN_MAX_BOXES * 24], *at = buf;
+    uint8_t buf[8 + EEB_TOPK_MAX * 8 + RUN_MAX_BOXES * 24], *at = buf; /* counts, ranks, boxes */
     char hex[EEB_SHA256_HEX];
     put32(&at, (uint32_t)p->nranked);
     for (int k = 0; k < p->nranked; k++)

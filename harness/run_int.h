@@ -74,7 +74,7 @@ struct run {
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
     char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
-    uint64_t trained_items;    /* the items of the train calls that returned OK */
+    uint64_t trained_items; /* the items of the train calls that returned OK */
     struct run_audit audit;
     int64_t ft_begin, ft_end;  /* the metered window */
     int abandoned;             /* the worker still holds sut and bt */

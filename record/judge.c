@@ -55,13 +55,14 @@ struct record {
     int64_t seed;        /* the latest finetune_begin's seed, -1: none */
     int epochs;          /* epoch_end and epoch_partial events */
     struct eeb_run_facts facts;
-    struct audit audit[2]; /* the training audit, before and after the fine-tune */
-    int audits_extra;      /* more training_audit events than one of each */
-    int stopped;           /* a stopped event: the SUT's counters beside eeb's (-1: not */
-    int64_t sut_steps, sut_items, eeb_steps, eeb_items;
-    int64_t set_items; /*   recorded); the deployed event's fine-tune items, -1: none */
-    int stage;          /* the workflow's stage the events read so far reached */
-    char disorder[200]; /* the first event out of the workflow's order, "" if none */
+    struct audit audit[2];        /* the training audit, before and after the fine-tune */
+    int audits_extra;             /* more training_audit events than one of each */
+    int stopped;                  /* a stopped event, its counts (-1: not recorded): */
+    int64_t sut_steps, sut_items; /*   the SUT's counters */
+    int64_t eeb_steps, eeb_items; /*   and what eeb drove */
+    int64_t set_items;            /* the deployed event's fine-tune items, -1: none */
+    int stage;                    /* the workflow's stage the events read so far reached */
+    char disorder[200];           /* the first event out of the workflow's order, "" if none */
 };
 
 /* Where an event kind stands in the workflow (events are read in their

@@ -1053,13 +1053,32 @@ Test(server, an_official_run_of_a_system_that_does_not_train_is_invalid, .timeou
     test_write_file(model, "a team's model\n", 15);
     struct inputs in = make_inputs(dir);
     struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
-    json_t *v = test_eeb_json(
-        (const char *[]){"run", "--task", "cls", "--finetune", in.ft, "--model", model, "--backend",
-                         EEB_SUT_CHECK "untrained.so", "--util",
-                         EEB_TEST_DATA "/util/zcu102_placed.rpt", "--power", flat_trace(dir, 4),
-                         "--rate", "20", "--epochs", "1000", "--db", db, "--server", url,
-                         "--token", token, "--json", NULL},
-        4);
+    json_t *v = test_eeb_json((const char *[]){"run",
+                                               "--task",
+                                               "cls",
+                                               "--finetune",
+                                               in.ft,
+                                               "--model",
+                                               model,
+                                               "--backend",
+                                               EEB_SUT_CHECK "untrained.so",
+                                               "--util",
+                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
+                                               "--power",
+                                               flat_trace(dir, 4),
+                                               "--rate",
+                                               "20",
+                                               "--epochs",
+                                               "1000",
+                                               "--db",
+                                               db,
+                                               "--server",
+                                               url,
+                                               "--token",
+                                               token,
+                                               "--json",
+                                               NULL},
+                              4);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
     const char *why = json_string_value(json_object_get(v, "why"));
     cr_expect(why && strstr(why, want), "%s", why ? why : "no why");

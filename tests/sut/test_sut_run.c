@@ -481,9 +481,9 @@ static int audited_run(const char *library, int *check_status, char **check_out)
     unlink(db); /* a fresh record: its run is run 1 */
     struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 0, 1024, 5, 16, 1};
     cr_assert_eq(eeb_gen_shard(ft, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
-    struct test_run r = run("cls", library,
-                            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20",
-                                             NULL});
+    struct test_run r =
+        run("cls", library,
+            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20", NULL});
     int status = r.status;
     test_run_free(&r);
     r = test_eeb((const char *[]){"check", db, NULL});
