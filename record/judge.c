@@ -37,6 +37,7 @@ __attribute__((format(printf, 2, 3))) static void why(struct eeb_run_outcome *ou
  * writes. */
 struct audit {
     int seen, n;
+    int stage; /* the workflow's stage when it came */
     int64_t seed, set_items;
     uint64_t items[EEB_AUDIT_ITEMS];
     char answers[EEB_AUDIT_ITEMS][17];
@@ -132,6 +133,7 @@ static void read_audit(struct record *rec, const json_t *o)
     }
     struct audit *a = &rec->audit[at];
     a->seen = 1;
+    a->stage = rec->stage;
     a->seed = payload_int(o, EEB_EVENT_KEY_SEED, -1);
     a->set_items = payload_int(o, EEB_AUDIT_KEY_SET_ITEMS, -1);
     json_t *items = json_object_get(o, EEB_AUDIT_KEY_ITEMS),
@@ -658,6 +660,9 @@ static void audit_rules(const struct record *rec, struct eeb_run_outcome *out)
         why(out, "its training audit has answers from after the fine-tune but none from before");
     else if (!a->seen && rec->stage >= 6) /* it tested without the second */
         why(out, "its training audit has answers from before the fine-tune but none from after");
+    else if (b->stage >= 2 || (a->seen && a->stage != 5))
+        why(out, "its training audit's answers were not taken where eeb run takes them: before "
+                 "the fine-tune begins, and after it stopped, before the test");
     else if (b->n < 0 || (a->seen && a->n < 0))
         why(out, "its training audit's events are not what eeb run writes");
     else if (b->seed != rec->seed || (a->seen && a->seed != b->seed))
