@@ -588,10 +588,10 @@ Test(sut_run, counters_claiming_ten_times_the_steps_are_invalid)
 /* The judge on a record edited to what the rules are about (eeb_run_judge,
  * which eeb check and the server call, without the chain eeb check also
  * holds the record to), an untrained system's: answers that changed
- * though no step was taken; an audit before the fine-tune without the one
- * after it; and the record as made before the audit (no training_audit
- * event, no count of eeb's beside the counters), judged as before: its
- * untrained system passes. */
+ * though no step was taken; the audit before the fine-tune moved into it;
+ * an audit before the fine-tune without the one after it; and the record as made before the audit
+ * (no training_audit event, no count of eeb's beside the counters), judged as before: its untrained
+ * system passes. */
 Test(sut_run, the_audit_rules_on_an_edited_record)
 {
     int check;
@@ -609,6 +609,15 @@ Test(sut_run, the_audit_rules_on_an_edited_record)
     cr_expect(!o.valid && strstr(o.why, "its answers to 1 of the training audit's 16 items "
                                         "changed, though eeb drove no training step: no "
                                         "training explains that"),
+              "%s", o.why);
+
+    /* the audit before, moved into the fine-tune */
+    test_sql_exec(db, "UPDATE events SET t_mono_ns = (SELECT t_mono_ns + 1 FROM events WHERE kind "
+                      "= 'finetune_begin') WHERE kind = 'training_audit' AND "
+                      "json_extract(payload, '$.when') = 'before'");
+    cr_assert_eq(eeb_run_judge(db, 1, NAN, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect(!o.valid && strstr(o.why, "its training audit's answers were not taken where eeb "
+                                        "run takes them"),
               "%s", o.why);
 
     test_sql_exec(db, "DELETE FROM events WHERE kind = 'training_audit' AND "
