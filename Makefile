@@ -150,7 +150,8 @@ SUT_SERVE := $(BUILD)/sut/eeb_sut_serve
 SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(filter-out $(SUT_SERVE_SRC),$(SUT_EXAMPLE_SRC)))
 SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict v2)
 # the SUTs `eeb sut check` must pass (good) and fail (tests/sut/bad_check_sut.c)
-SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow nan crash hang)
+SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow nan crash hang \
+    counters)
 # eeb's own backends as a SUT library (sut/plugins), out of libeeb.
 SUT_OWN := $(BUILD)/sut/libeeb_backends.so
 all: $(SUT_EXAMPLES) $(SUT_OWN)

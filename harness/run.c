@@ -86,13 +86,15 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         rc = run_start_sampling(&r, err, errlen);
     if (rc == EEB_OK)
         rc = run_ranging(&r, err, errlen);
+    if (rc == EEB_OK) /* the SUT as deployed, outside the metered window */
+        rc = run_training_audit(&r, EEB_TRAINING_AUDIT_BEFORE, err, errlen);
     if (rc == EEB_OK)
         rc = run_finetune(&r, err, errlen);
     if (rc == EEB_OK && !out->aborted && !r.unlogged)
         rc = run_test(&r, &ts, err, errlen);
     rc = run_stop_sampling(&r, rc, err, errlen);
     if (rc == EEB_OK && r.tested) /* outside the metered window */
-        rc = run_audit(&r, err, errlen);
+        rc = run_accuracy_audit(&r, err, errlen);
     if (rc == EEB_OK && (!out->aborted || r.eval->judges_aborted))
         rc = r.eval->judge(&r, ts.value, err, errlen);
     if (r.db && r.id) {
@@ -114,7 +116,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         unlink(r.test_inputs);
     if (r.private_dir[0]) { /* what the SUT left in its work directory stays */
         unlink(r.model_copy);
-        run_audit_forget(&r);
+        run_accuracy_forget(&r);
         if (r.xclbin_copy[0])
             unlink(r.xclbin_copy);
         rmdir(r.workdir);
@@ -128,7 +130,7 @@ int eeb_run_execute(const struct eeb_run_config *c, const struct eeb_run_hooks *
         eeb_shard_close(r.shard);
     }
     eeb_net_free(r.net);
-    free(r.model_bytes), free(r.xclbin_bytes);
+    free(r.model_bytes), free(r.xclbin_bytes), free(r.training_audit.pixels);
     eeb_perf_free(&r.perf);
     free(r.xclbin_design);
     eeb_power_close(r.src);

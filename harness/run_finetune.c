@@ -413,6 +413,7 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     }
     pthread_join(th, NULL);
     out->steps = (uint64_t)w->step;
+    r->trained_items = w->items;
     rc = w->rc ? eeb_errf(err, errlen, w->rc, "fine-tuning: %s", w->err) : EEB_OK;
     worker_free(w);
     r->unlogged = ending == UNLOGGED; /* stopping the sampler says why */

@@ -9,8 +9,12 @@
  *   run_ranging.c   the meter ranged on the workload before FINETUNE, the SUT
  *                   deployed again after it
  *   run_finetune.c  FINETUNE: the worker thread and the harness's clock
+ *   run_audit_training.c
+ *                   the training audit: a slice of the fine-tune set
+ *                   predicted before and after FINETUNE
  *   run_test.c      STOPPED, TEST: the predictions made and stored
- *   run_audit.c     the accuracy audit: the model saved at STOPPED, a sample
+ *   run_audit_accuracy.c
+ *                   the accuracy audit: the model saved at STOPPED, a sample
  *                   of the test answers checked against it after the test
  *   run_score.c     SCORE: the record judged, the verdict event
  *   run_local.c     the evaluator in this process (the test set's labels here)
@@ -29,6 +33,17 @@
 #include <jansson.h>
 
 struct run_evaluator;
+
+#define RUN_MAX_BOXES 100 /* det: boxes a SUT may predict per image (the test stage, the audit) */
+
+/* The training audit's slice (run_audit_training.c): which items, and their pixels
+ * as stored. */
+struct run_training_audit {
+    int n;
+    uint64_t idx[EEB_TRAINING_AUDIT_ITEMS];
+    size_t px;       /* bytes per item */
+    uint8_t *pixels; /* n items */
+};
 
 struct run {
     const struct eeb_run_config *c; /* cfg, which official mode sets from the server */
@@ -63,6 +78,8 @@ struct run {
     char sha_model[EEB_SHA256_HEX], sha_finetune[EEB_SHA256_HEX], sha_test[EEB_SHA256_HEX];
     char sha_xclbin[EEB_SHA256_HEX];
     uint64_t finetune_items, test_items;
+    uint64_t trained_items; /* the items of the train calls that returned OK */
+    struct run_training_audit training_audit;
     int64_t ft_begin, ft_end;  /* the metered window */
     int abandoned;             /* the worker still holds sut and bt */
     char test_inputs[4200];    /* official mode: the server's test inputs, downloaded */
@@ -154,18 +171,24 @@ int run_stop_sampling(struct run *r, int rc, char *err, size_t errlen);
  * FINETUNE (nothing for a meter without ranges, or --ranging-s 0). */
 int run_ranging(struct run *r, char *err, size_t errlen);
 
+/* run_audit_training.c: the slice read from the fine-tune shard (before the
+ * batcher reads it), and predicted by the SUT, its answers recorded in a
+ * training_audit event; when is EEB_TRAINING_AUDIT_BEFORE or EEB_TRAINING_AUDIT_AFTER. */
+int run_training_audit_read(struct run *r, char *err, size_t errlen);
+int run_training_audit(struct run *r, const char *when, char *err, size_t errlen);
+
 /* run_finetune.c */
 int run_finetune(struct run *r, char *err, size_t errlen);
 
 /* run_test.c */
 int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errlen);
 
-/* run_audit.c: STOPPED, the fine-tuned model saved (to --save-model, else
+/* run_audit_accuracy.c: STOPPED, the fine-tuned model saved (to --save-model, else
  * a private file); after the test, the audit and its event (nothing judged
  * here: the rule is record/judge.c's); at the end, the private file gone. */
-int run_audit_save(struct run *r, char *err, size_t errlen);
-int run_audit(struct run *r, char *err, size_t errlen);
-void run_audit_forget(struct run *r);
+int run_accuracy_save(struct run *r, char *err, size_t errlen);
+int run_accuracy_audit(struct run *r, char *err, size_t errlen);
+void run_accuracy_forget(struct run *r);
 
 /* run_score.c */
 int run_judge_record(struct run *r, int64_t record, double m_s, char *err, size_t errlen);

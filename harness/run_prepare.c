@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RUN_MAX_BOXES   100 /* det: boxes a SUT may predict per image (as the test stage) */
 #define MAX_SHARD_BYTES (8ULL << 30) /* a fine-tune shard held in memory */
 
 /* The shard holds records of the run's task; *items, how many. */
@@ -335,7 +334,8 @@ int run_open(struct run *r, char *err, size_t errlen)
     const struct eeb_shard_info *in = eeb_shard_info(r->shard);
     if (r->net && (rc = eeb_task_check_model(r->net, in, err, errlen)))
         return rc;
-    if ((rc = private_files(r, err, errlen)) || (rc = open_sut(r, err, errlen)))
+    if ((rc = private_files(r, err, errlen)) || (rc = run_training_audit_read(r, err, errlen)) ||
+        (rc = open_sut(r, err, errlen)))
         return rc;
     eeb_sut_identify(r->sut, &r->identity);
     return EEB_OK;

@@ -70,12 +70,18 @@ int run_test(struct run *r, struct eeb_task_score *score, char *err, size_t errl
         return rc;
     struct eeb_sut_counters st;
     eeb_sut_counters(r->sut, &st);
+    /* the SUT's counters beside what eeb drove, which the judge holds them to */
     run_event(r, EEB_EVENT_STOPPED,
-              json_pack("{s:I, s:I, s:[I, I, I, I]}", EEB_EVENT_KEY_STEPS, (json_int_t)st.steps,
-                        EEB_EVENT_KEY_ITEMS, (json_int_t)st.items, EEB_EVENT_KEY_SATURATIONS,
-                        (json_int_t)st.saturations[0], (json_int_t)st.saturations[1],
-                        (json_int_t)st.saturations[2], (json_int_t)st.saturations[3]));
-    if ((rc = eeb_sut_end_training(r->sut, err, errlen)) || (rc = run_audit_save(r, err, errlen)))
+              json_pack("{s:I, s:I, s:[I, I, I, I], s:I, s:I}", EEB_EVENT_KEY_STEPS,
+                        (json_int_t)st.steps, EEB_EVENT_KEY_ITEMS, (json_int_t)st.items,
+                        EEB_EVENT_KEY_SATURATIONS, (json_int_t)st.saturations[0],
+                        (json_int_t)st.saturations[1], (json_int_t)st.saturations[2],
+                        (json_int_t)st.saturations[3], EEB_EVENT_KEY_EEB_STEPS,
+                        (json_int_t)r->out->steps, EEB_EVENT_KEY_EEB_ITEMS,
+                        (json_int_t)r->trained_items));
+    if ((rc = eeb_sut_end_training(r->sut, err, errlen)) ||
+        (rc = run_accuracy_save(r, err, errlen)) ||
+        (rc = run_training_audit(r, EEB_TRAINING_AUDIT_AFTER, err, errlen)))
         return rc;
     const char *inputs;
     if ((rc = r->eval->test_inputs(r, &inputs, err, errlen)))

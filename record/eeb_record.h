@@ -29,7 +29,7 @@ struct eeb_meter_offset {
     char note[200];     /* why not determinable, "" when it is */
 };
 
-/* The accuracy audit (harness/run_audit.c, the rule in judge.c;
+/* The accuracy audit (harness/run_audit_accuracy.c, the rule in judge.c;
  * docs/check.md): of a system that saves its fine-tuned model as an .eebm,
  * EEB_AUDIT_SAMPLE test items (all, if fewer) drawn with the run's seed are
  * predicted again from that model by eeb's reference backend for its format,
@@ -142,6 +142,16 @@ int eeb_run_judge_with(const char *db_path, int64_t run, double m_s,
  * its own in the complete event changes nothing: T is counted in steps.
  * 0, or 1 with why it did not. */
 int eeb_run_steps_off_schedule(double said, int stopped, double schedule, char *why, size_t whylen);
+
+/* The training audit (record/audit.c): before fine-tuning and after it,
+ * the system predicts EEB_TRAINING_AUDIT_ITEMS items of the fine-tune set (fewer
+ * for a smaller set), drawn from the run's seed, so that a server that
+ * handed the seed out draws the same.  Writes the slice's indices into the
+ * fine-tune set, ascending and distinct, into idx[0 .. n - 1] and returns
+ * n = min(EEB_TRAINING_AUDIT_ITEMS, set_items). */
+#define EEB_TRAINING_AUDIT_ITEMS 16
+int eeb_run_training_audit_slice(uint64_t seed, uint64_t set_items,
+                                 uint64_t idx[EEB_TRAINING_AUDIT_ITEMS]);
 
 /* Stores o's figures as run's results: M_u with util_provenance, T, E and
  * the power figures with the run's provenance, the rest as computed; a

@@ -33,13 +33,23 @@ __attribute__((format(printf, 2, 3))) static void why(struct eeb_run_outcome *ou
 
 /* ---- the stored record ---- */
 
-/* The accuracy audit as its event says (harness/run_audit.c). */
+/* The accuracy audit as its event says (harness/run_audit_accuracy.c). */
 struct audit_said {
     int seen;         /* the record holds an audit event (runs before it existed: none) */
     int done;         /* 1 done, 0 not done, -1 not what eeb run writes */
     char reason[200]; /* not done: why */
     double sample, agreed;
     char measure[64], reference[16];
+};
+
+/* A training_audit event as stored; n -1: one that is not what eeb run
+ * writes. */
+struct training_audit {
+    int seen, n;
+    int stage; /* the workflow's stage when it came */
+    int64_t seed, set_items;
+    uint64_t items[EEB_TRAINING_AUDIT_ITEMS];
+    char answers[EEB_TRAINING_AUDIT_ITEMS][17];
 };
 
 struct record {
@@ -55,9 +65,15 @@ struct record {
     int64_t seed;        /* the latest finetune_begin's seed, -1: none */
     int epochs;          /* epoch_end and epoch_partial events */
     struct eeb_run_facts facts;
-    struct audit_said audit; /* the accuracy audit's event, if the run has one */
-    int stage;               /* the workflow's stage the events read so far reached */
-    char disorder[200];      /* the first event out of the workflow's order, "" if none */
+    struct audit_said audit;           /* the accuracy audit's event, if the run has one */
+    struct training_audit training[2]; /* the training audit, before and after the fine-tune */
+    int audits_extra;                  /* more training_audit events than one of each */
+    int stopped;                       /* a stopped event, its counts (-1: not recorded): */
+    int64_t sut_steps, sut_items;      /*   the SUT's counters */
+    int64_t eeb_steps, eeb_items;      /*   and what eeb drove */
+    int64_t set_items;                 /* the deployed event's fine-tune items, -1: none */
+    int stage;                         /* the workflow's stage the events read so far reached */
+    char disorder[200];                /* the first event out of the workflow's order, "" if none */
 };
 
 /* Where an event kind stands in the workflow (events are read in their
@@ -116,7 +132,7 @@ static int64_t payload_int(const json_t *o, const char *key, int64_t none)
     return json_is_integer(v) ? json_integer_value(v) : none;
 }
 
-static void read_audit(const json_t *o, struct audit_said *a)
+static void read_accuracy_audit(const json_t *o, struct audit_said *a)
 {
     json_t *done = json_object_get(o, EEB_AUDIT_KEY_DONE);
     a->seen = 1;
@@ -131,6 +147,39 @@ static void read_audit(const json_t *o, struct audit_said *a)
         !(a->sample >= 1 && a->agreed >= 0 && a->agreed <= a->sample &&
           a->sample == floor(a->sample) && a->agreed == floor(a->agreed) && sampled == a->sample))
         a->done = -1;
+}
+
+/* A training_audit event into the record's before or after. */
+static void read_training_audit(struct record *rec, const json_t *o)
+{
+    const char *when = json_string_value(json_object_get(o, EEB_TRAINING_AUDIT_KEY_WHEN)) ?: "";
+    int at = strcmp(when, EEB_TRAINING_AUDIT_BEFORE) == 0  ? 0
+             : strcmp(when, EEB_TRAINING_AUDIT_AFTER) == 0 ? 1
+                                                           : -1;
+    if (at < 0 || rec->training[at].seen) {
+        rec->audits_extra = 1;
+        return;
+    }
+    struct training_audit *a = &rec->training[at];
+    a->seen = 1;
+    a->stage = rec->stage;
+    a->seed = payload_int(o, EEB_EVENT_KEY_SEED, -1);
+    a->set_items = payload_int(o, EEB_TRAINING_AUDIT_KEY_SET_ITEMS, -1);
+    json_t *items = json_object_get(o, EEB_TRAINING_AUDIT_KEY_ITEMS),
+           *answers = json_object_get(o, EEB_TRAINING_AUDIT_KEY_ANSWERS);
+    size_t n = json_array_size(items);
+    a->n = n && n <= EEB_TRAINING_AUDIT_ITEMS && json_array_size(answers) == n ? (int)n : -1;
+    for (int i = 0; i < a->n; i++) {
+        json_t *item = json_array_get(items, (size_t)i);
+        const char *d = json_string_value(json_array_get(answers, (size_t)i));
+        if (!json_is_integer(item) || json_integer_value(item) < 0 || !d ||
+            strlen(d) >= sizeof a->answers[i]) {
+            a->n = -1;
+            break;
+        }
+        a->items[i] = (uint64_t)json_integer_value(item);
+        snprintf(a->answers[i], sizeof a->answers[i], "%s", d);
+    }
 }
 
 static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const char *payload)
@@ -162,7 +211,18 @@ static int read_event(void *arg, int64_t t, int64_t utc, const char *kind, const
     } else if (strcmp(kind, EEB_EVENT_PMAX_EXCEEDED) == 0)
         rec->pmax_event_w = payload_number(o, EEB_EVENT_KEY_P_MAX);
     else if (strcmp(kind, EEB_EVENT_AUDIT) == 0)
-        read_audit(o, &rec->audit);
+        read_accuracy_audit(o, &rec->audit);
+    else if (strcmp(kind, EEB_EVENT_TRAINING_AUDIT) == 0)
+        read_training_audit(rec, o);
+    else if (strcmp(kind, EEB_EVENT_DEPLOYED) == 0)
+        rec->set_items = payload_int(o, "finetune_items", -1);
+    else if (strcmp(kind, EEB_EVENT_STOPPED) == 0) {
+        rec->stopped = 1;
+        rec->sut_steps = payload_int(o, EEB_EVENT_KEY_STEPS, -1);
+        rec->sut_items = payload_int(o, EEB_EVENT_KEY_ITEMS, -1);
+        rec->eeb_steps = payload_int(o, EEB_EVENT_KEY_EEB_STEPS, -1);
+        rec->eeb_items = payload_int(o, EEB_EVENT_KEY_EEB_ITEMS, -1);
+    }
     json_decref(o);
     return 0;
 }
@@ -225,7 +285,7 @@ static int open_run(const char *path, int64_t run, struct stored_run *sr, char *
     memset(sr, 0, sizeof *sr);
     sr->path = path;
     sr->rec.score_s = sr->rec.pmax_event_w = sr->rec.complete_steps = NAN;
-    sr->rec.seed = -1;
+    sr->rec.seed = sr->rec.set_items = -1;
     int rc = eeb_rundb_open(path, EEB_RUNDB_READONLY, &sr->db, err, errlen);
     if (rc == EEB_OK && (rc = eeb_rundb_run_get(sr->db, run, &sr->row, err, errlen)) == EEB_OK)
         rc = eeb_rundb_events_each(sr->db, sr->row.id, read_event, &sr->rec, err, errlen);
@@ -612,7 +672,7 @@ static void evaluator_rules(const struct record *rec, const struct eeb_run_facts
  * EEB_AUDIT_MIN_AGREEMENT of the sampled test items is invalid; an audit
  * not done counts for nothing, and a run recorded before the audit
  * existed has none. */
-static void audit_rule(const struct audit_said *a, struct eeb_run_outcome *out)
+static void accuracy_audit_rule(const struct audit_said *a, struct eeb_run_outcome *out)
 {
     out->audit[0] = '\0';
     if (!a->seen)
@@ -638,6 +698,89 @@ static void audit_rule(const struct audit_said *a, struct eeb_run_outcome *out)
             "on %.0f of %.0f sampled items (%.1f %%, %s), under the %g %% required",
             a->reference, a->agreed, a->sample, 100 * agreement, a->measure,
             100 * EEB_AUDIT_MIN_AGREEMENT);
+        out->valid = 0;
+    }
+}
+
+/* The training audit (docs/check.md): the system's answers to the audit
+ * slice of the fine-tune set before and after fine-tuning.  A record with
+ * neither event (made before eeb audited, or by a run that stopped before
+ * fine-tuning) is judged as before; one that tested without the second, or
+ * whose slice is not the one its seed draws, is not what eeb run writes.
+ * Answers that did not change at all: the system did not train.  Answers
+ * that changed though eeb drove no training step: no training explains
+ * them. */
+static void training_audit_rules(const struct record *rec, struct eeb_run_outcome *out)
+{
+    const struct training_audit *b = &rec->training[0], *a = &rec->training[1];
+    if (!b->seen && !a->seen && !rec->audits_extra)
+        return;
+    size_t before = strlen(out->why);
+    uint64_t want[EEB_TRAINING_AUDIT_ITEMS];
+    int n = b->seen && b->set_items > 0
+                ? eeb_run_training_audit_slice((uint64_t)b->seed, (uint64_t)b->set_items, want)
+                : -1;
+    if (rec->audits_extra)
+        why(out, "its training audit has more events than one before and one after the fine-tune");
+    else if (!b->seen)
+        why(out, "its training audit has answers from after the fine-tune but none from before");
+    else if (!a->seen && rec->stage >= 6) /* it tested without the second */
+        why(out, "its training audit has answers from before the fine-tune but none from after");
+    else if (b->stage >= 2 || (a->seen && a->stage != 5))
+        why(out, "its training audit's answers were not taken where eeb run takes them: before "
+                 "the fine-tune begins, and after it stopped, before the test");
+    else if (b->n < 0 || (a->seen && a->n < 0))
+        why(out, "its training audit's events are not what eeb run writes");
+    else if (b->seed != rec->seed || (a->seen && a->seed != b->seed))
+        why(out, "its training audit's slice was drawn with seed %lld; the run trained with %lld",
+            (long long)b->seed, (long long)rec->seed);
+    else if (rec->set_items >= 0 && b->set_items != rec->set_items)
+        why(out, "its training audit's slice was drawn from %lld items; the fine-tune set has %lld",
+            (long long)b->set_items, (long long)rec->set_items);
+    else if (n != b->n || memcmp(want, b->items, (size_t)n * sizeof *want) ||
+             (a->seen && (a->n != b->n || memcmp(a->items, b->items, (size_t)n * sizeof *want))))
+        why(out,
+            "its training audit's items are not the %d that seed %lld draws from the fine-tune "
+            "set's %lld",
+            n, (long long)b->seed, (long long)b->set_items);
+    if (strlen(out->why) != before || !a->seen) {
+        if (strlen(out->why) != before)
+            out->valid = 0;
+        return;
+    }
+    int changed = 0;
+    for (int i = 0; i < n; i++)
+        changed += strcmp(b->answers[i], a->answers[i]) != 0;
+    if (changed == 0)
+        why(out,
+            "the system did not train: its answers to the training audit's %d items of the "
+            "fine-tune set were the same, bit for bit, before and after fine-tuning",
+            n);
+    else if (rec->eeb_steps >= 0 ? rec->eeb_steps == 0 : rec->complete_steps == 0)
+        why(out,
+            "its answers to %d of the training audit's %d items changed, though eeb drove no "
+            "training step: no training explains that",
+            changed, n);
+    if (strlen(out->why) != before)
+        out->valid = 0;
+}
+
+/* The SUT's counters (the stopped event), if it reports any (a counter
+ * not 0), against what eeb drove: the train calls that returned OK and
+ * their items.  A counter the SUT leaves at 0 is not reported; a record
+ * made before eeb wrote its own count beside them is judged as before. */
+static void counter_rules(const struct record *rec, struct eeb_run_outcome *out)
+{
+    if (!rec->stopped || rec->eeb_steps < 0)
+        return;
+    if (rec->sut_steps != 0 && rec->sut_steps != rec->eeb_steps) {
+        why(out, "the system's counters say it took %lld training steps; eeb drove %lld",
+            (long long)rec->sut_steps, (long long)rec->eeb_steps);
+        out->valid = 0;
+    }
+    if (rec->sut_items != 0 && rec->eeb_items >= 0 && rec->sut_items != rec->eeb_items) {
+        why(out, "the system's counters say it trained on %lld items; eeb handed it %lld",
+            (long long)rec->sut_items, (long long)rec->eeb_items);
         out->valid = 0;
     }
 }
@@ -691,7 +834,9 @@ static int judge(const struct stored_run *sr, double m_s, const struct eeb_run_f
         out->valid = 0;
         why(out, "%s", rec->disorder);
     }
-    audit_rule(&rec->audit, out);
+    accuracy_audit_rule(&rec->audit, out);
+    training_audit_rules(rec, out);
+    counter_rules(rec, out);
     /* the budgets the run is judged by are the ones it was given and held
      * to while it ran */
     if ((!isnan(cfg.t_max_s) && cfg.t_max_s != row->t_max_s) ||

@@ -157,8 +157,7 @@ void report_sut_section(FILE *f, const struct report_sut *s, const struct eeb_co
     }
     fputs("</table>\n", f);
     /* a SUT's counters are its word: a disagreement with eeb's count is
-     * shown, not judged (the score rests on eeb's clock, meter and
-     * predictions) */
+     * shown here, and judged by record/judge.c (counter_rules) */
     if (c.steps > 0 && s->have_eeb_steps && c.steps != s->eeb_steps)
         fprintf(f,
                 "<p id=\"sut-mismatch\" class=\"mismatch\">The SUT reports %lld training steps, "

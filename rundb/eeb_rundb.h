@@ -95,7 +95,8 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
  *   {meter, volts, amps, max_volts, max_amps} (a ranging pass of the
  *   meter on the workload, after deployed, before the fine-tune; the SUT
  *   deployed again after it); evaluator, the facts a server judged with
- *   (below).
+ *   (below); training_audit {when, seed, set_items, items, answers}, twice:
+ *   before the fine-tune (after ranging) and after it (after stopped).
  */
 #define EEB_EVENT_STATE               "state"
 #define EEB_EVENT_DEVICE_MODEL        "device_model"
@@ -121,6 +122,7 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_RANGING_BEGIN       "ranging_begin"
 #define EEB_EVENT_RANGING_END         "ranging_end"
 #define EEB_EVENT_AUDIT               "audit" /* the accuracy audit, after test_end */
+#define EEB_EVENT_TRAINING_AUDIT      "training_audit"
 
 /* The payload keys the record is judged and reported by (record/), written
  * by the run (harness/run_*.c) and the sampler: one name for both sides. */
@@ -137,8 +139,20 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
 #define EEB_EVENT_KEY_VERDICT      "verdict" /* score: pass, fail, invalid, ... */
 #define EEB_EVENT_KEY_S            "S"       /* score: S, or null without a pass */
 #define EEB_EVENT_KEY_P_MAX        "p_max_w" /* pmax_exceeded: the budget it broke */
+/* stopped: what eeb drove, beside the SUT's counters: the train calls that
+ * returned OK and the items they carried */
+#define EEB_EVENT_KEY_EEB_STEPS "eeb_steps"
+#define EEB_EVENT_KEY_EEB_ITEMS "eeb_items"
+/* training_audit: the audit slice's answers (record/eeb_record.h) */
+#define EEB_TRAINING_AUDIT_KEY_WHEN "when" /* "before" or "after" fine-tuning */
+#define EEB_TRAINING_AUDIT_KEY_SET_ITEMS                                                           \
+    "set_items"                                  /* the fine-tune set's items it was drawn from */
+#define EEB_TRAINING_AUDIT_KEY_ITEMS   "items"   /* the items' indices in the set, ascending */
+#define EEB_TRAINING_AUDIT_KEY_ANSWERS "answers" /* each item's answer's digest, in that order */
+#define EEB_TRAINING_AUDIT_BEFORE      "before"
+#define EEB_TRAINING_AUDIT_AFTER       "after"
 
-/* audit: the accuracy audit (harness/run_audit.c; docs/check.md).  done
+/* audit: the accuracy audit (harness/run_audit_accuracy.c; docs/check.md).  done
  * is true or false; when false, reason says why it was not done (and
  * model_sha256 names the file the system wrote, if any).  When true:
  * sample test items drawn with the run's seed out of items (sampled, their

@@ -1036,6 +1036,81 @@ Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeou
                                    "4000"); /* about 1.5 s */
 }
 
+/* An official run of a team's library (tests/sut/bad_check_sut.c) that
+ * breaks a rule of the training audit: the server judges it invalid with
+ * the one judge, from its own copy of the record, and says why (want);
+ * eeb check of the server's record and of the team's (judged by the copy
+ * taken back) agree. */
+static void an_official_run_the_audit_finds_invalid(const char *library, const char *want)
+{
+    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, sizeof db, "%s/official.db", dir);
+    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/team.model", dir);
+    test_write_file(model, "a team's model\n", 15);
+    struct inputs in = make_inputs(dir);
+    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
+    json_t *v = test_eeb_json((const char *[]){"run",
+                                               "--task",
+                                               "cls",
+                                               "--finetune",
+                                               in.ft,
+                                               "--model",
+                                               model,
+                                               "--backend",
+                                               library,
+                                               "--util",
+                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
+                                               "--power",
+                                               flat_trace(dir, 4),
+                                               "--rate",
+                                               "20",
+                                               "--epochs",
+                                               "1000",
+                                               "--db",
+                                               db,
+                                               "--server",
+                                               url,
+                                               "--token",
+                                               token,
+                                               "--json",
+                                               NULL},
+                              4);
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
+    const char *why = json_string_value(json_object_get(v, "why"));
+    cr_expect(why && strstr(why, want), "%s", why ? why : "no why");
+    json_decref(v);
+    char *said = NULL;
+    cr_assert_eq(test_sql_text(sdb, "SELECT verdict || ': ' || why FROM team_runs", &said), 0);
+    cr_expect(strstr(said, "invalid: ") == said && strstr(said, want), "the server's: %s", said);
+    free(said);
+    const char *checked[] = {sdb, db};
+    for (int i = 0; i < 2; i++) {
+        struct test_run r = test_eeb((const char *[]){"check", checked[i], "--run", "1", NULL});
+        cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+        cr_expect(strstr(r.out, want), "%s%s", r.out, r.err);
+        test_run_free(&r);
+    }
+    eeb_server_stop(s);
+}
+
+/* Its answers to the audit slice alike before and after (CHECK_UNTRAINED). */
+Test(server, an_official_run_of_a_system_that_does_not_train_is_invalid, .timeout = 120)
+{
+    an_official_run_the_audit_finds_invalid(
+        EEB_SUT_CHECK "untrained.so",
+        "the system did not train: its answers to the training audit's 16 items");
+}
+
+/* Its counters claim ten times the steps eeb drove (CHECK_COUNTERS): no
+ * longer a note on the page, and never ranked. */
+Test(server, an_official_run_whose_counters_claim_ten_times_the_steps_is_invalid, .timeout = 120)
+{
+    an_official_run_the_audit_finds_invalid(EEB_SUT_CHECK "counters.so",
+                                            "the system's counters say it took ");
+}
+
 /* A run that fails after it registered (the team's system refuses the
  * model it is handed) tells the server why, and ends there at once; the
  * team is told the error, and the server's copy keeps the same reason. */

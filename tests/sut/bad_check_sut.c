@@ -15,6 +15,9 @@
  *                     environment has EEB_TEST_NAN_FIELD=x1
  *   CHECK_CRASH       its second train step dereferences NULL (SIGSEGV)
  *   CHECK_HANG        its second train step never returns
+ *   CHECK_COUNTERS    well-behaved, but its counters claim ten times the
+ *                     steps it took (the battery passes; eeb run's judge
+ *                     holds its counters to the steps it drove)
  *
  * The well-behaved learner: an item's best class is its pixels' sum plus
  * the steps trained, modulo the classes, the next ranks the classes after
@@ -34,6 +37,7 @@ struct sut {
     struct eeb_sut_setup s;
     size_t item; /* bytes */
     unsigned steps;
+    unsigned long long items; /* trained on */
 };
 
 static int check_open(const struct eeb_sut_setup *setup, void **out, char *err, size_t errlen)
@@ -70,6 +74,7 @@ static int check_train(void *sut, const struct eeb_sut_batch *batch, struct eeb_
 #ifndef CHECK_UNTRAINED
     s->steps++;
 #endif
+    s->items += (unsigned)batch->n;
     step->loss = 1.0 / (1 + s->steps);
     step->correct = 0, step->counted = batch->n;
     return 0;
@@ -137,6 +142,14 @@ static int check_predict(void *sut, const struct eeb_sut_batch *b, struct eeb_su
     return 0;
 }
 
+#ifdef CHECK_COUNTERS
+static void check_counters(void *sut, struct eeb_sut_counters *c)
+{
+    const struct sut *s = sut;
+    *c = (struct eeb_sut_counters){.steps = 10ull * s->steps, .items = s->items};
+}
+#endif
+
 static void check_close(void *sut)
 {
     free(sut);
@@ -150,6 +163,9 @@ static const struct eeb_sut_ops check_ops = {
     .train = check_train,
     .predict = check_predict,
     .close = check_close,
+#ifdef CHECK_COUNTERS
+    .counters = check_counters,
+#endif
 };
 
 const struct eeb_sut_ops *eeb_sut_entry(void)

@@ -17,6 +17,8 @@ gets its process id first, so a test can see that eeb killed and reaped it.
   wrongid    train: a reply with the next request's id
   early      writes to stdout before reading anything (output before input)
   short      predict: answers one item fewer than asked
+  lateshort  the same, once it has trained (eeb run's training audit before
+             the fine-tune is answered whole, the one after it is not)
   badclass   predict: ranks class `classes` (one past the last) first
   manyboxes  predict: answers max_boxes + 1 detections for item 0
   badstep    train: correct > counted
@@ -162,6 +164,7 @@ def main():
 
 
 def serve(mode, server, stdin, out):
+    trained = False
     while True:
         head = eeb_sut._read_exact(stdin, eeb_sut.HEADER.size)
         if head is None:  # eeb closed our stdin
@@ -174,6 +177,7 @@ def serve(mode, server, stdin, out):
             time.sleep(0.2)
             os._exit(3)
         payload = eeb_sut._read_exact(stdin, length) if length else b""
+        trained |= call == eeb_sut.TRAIN
         if call == eeb_sut.TRAIN and mode in ("segv", "hang", "garbage", "magic", "version",
                                                "oversized", "wrongid", "badstep", "nostdout"):
             if mode == "segv":
@@ -196,8 +200,10 @@ def serve(mode, server, stdin, out):
                   version=2 if mode == "version" else eeb_sut.VERSION,
                   length=0xFFFFFFFF if mode == "oversized" else None)
             continue
-        if call == eeb_sut.PREDICT and mode in ("short", "badclass", "manyboxes"):
-            reply(out, call, ident, broken_predict(mode, server, payload))
+        if call == eeb_sut.PREDICT and (mode in ("short", "badclass", "manyboxes") or
+                                        (mode == "lateshort" and trained)):
+            reply(out, call, ident, broken_predict("short" if mode == "lateshort" else mode, server,
+                                                    payload))
             continue
         if call == eeb_sut.CLOSE and mode == "noclose":
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

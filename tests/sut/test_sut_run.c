@@ -6,6 +6,7 @@
  * before a run is recorded.
  */
 #include "common/eeb_common.h"
+#include "record/eeb_record.h"
 #include "tasks/eeb_gen.h"
 #include "tests/testlib.h"
 
@@ -13,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,7 +387,8 @@ static void a_run_ending_in(const char *mode, const char *call, const char *what
 }
 
 /* A team's library answering a NaN score (tests/sut/bad_check_sut.c,
- * CHECK_NAN) ends the run in the test stage with an error of the system
+ * CHECK_NAN) ends the run at its first predict (the training audit's,
+ * before the fine-tune) with an error of the system
  * naming the item, the rank and the score; no prediction of it is stored
  * (a NaN is no JSON number), and eeb check finds the run invalid for
  * that reason. */
@@ -424,9 +427,41 @@ Test(sut_run, a_garbage_frame_ends_the_run_as_a_protocol_error)
     a_run_ending_in("garbage", "train", "protocol error: the reply is not a frame");
 }
 
+/* A SUT whose predict fails on the training audit's slice before the
+ * fine-tune: the run ends there, before any fine-tune, with the error
+ * named as the audit's, and eeb check agrees. */
+static void a_run_ending_in_audit(const char *mode)
+{
+    inputs(EEB_TASK_CLS);
+    char backend[200], want[400];
+    snprintf(backend, sizeof backend, "exec:" FAULT_SUT "%s", mode);
+    snprintf(want, sizeof want,
+             "the training audit (before fine-tuning): SUT '" FAULT_SUT
+             "%s': predict: protocol error: 15 items answered, 16 asked",
+             mode);
+    struct test_run r =
+        run("cls", backend, (const char *[]){"--sut-deadline", "2", "--epochs", "2", NULL});
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
+    test_run_free(&r);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'finetune_begin'"), 0);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "invalid") && strstr(r.out, want), "%s", r.out);
+    test_run_free(&r);
+    no_leftovers();
+}
+
+/* The first predict after training is the training audit's, of its 16
+ * items (docs/sut.md); one that comes short before the fine-tune ends the
+ * run there, at the audit. */
 Test(sut_run, a_prediction_of_the_wrong_size_ends_the_run_as_a_protocol_error)
 {
-    a_run_ending_in("short", "predict", "protocol error: 23 items answered, 24 asked");
+    a_run_ending_in("lateshort", "predict", "protocol error: 15 items answered, 16 asked");
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'training_audit' AND "
+                                  "json_extract(payload, '$.when') = 'before'"),
+                 1, "the audit before the fine-tune, answered whole");
+    a_run_ending_in_audit("short");
 }
 
 /* ---- a team's library misbehaving: its own process ends, eeb does not ---- */
@@ -589,7 +624,7 @@ Test(sut_run, a_teams_sut_is_handed_a_copy_of_the_xclbin)
     no_leftovers();
 }
 
-/* ---- the accuracy audit (harness/run_audit.c, docs/check.md) ---- */
+/* ---- the accuracy audit (harness/run_audit_accuracy.c, docs/check.md) ---- */
 
 /* A model of eeb's own net for task (by name), pretrained one epoch on ft;
  * its path (static storage). */
@@ -791,4 +826,203 @@ Test(sut_run, the_audits_sample_is_drawn_with_the_runs_seed)
     cr_expect_str_neq(sampled[0], sampled[2], "another seed, other items");
     for (int i = 0; i < 3; i++)
         free(sampled[i]);
+}
+
+/* ---- the training audit (docs/sut.md) and its rules (docs/check.md) ---- */
+
+/* A run of a team's library on cls, long enough for a valid measurement,
+ * its verdict as eeb run and eeb check give it: eeb check's exit status
+ * and its output into check_out (static storage).  Its fine-tune set has
+ * 1024 items: a library that trains in no time then runs fewer epochs,
+ * and its record holds fewer events. */
+static int audited_run(const char *library, int *check_status, char **check_out)
+{
+    static char out[8192];
+    char err[512];
+    inputs(EEB_TASK_CLS);
+    unlink(db); /* a fresh record: its run is run 1 */
+    struct eeb_gen_spec spec = {EEB_TASK_CLS, EEB_GEN_FINETUNE, 0, 1024, 5, 16, 1};
+    cr_assert_eq(eeb_gen_shard(ft, &spec, NULL, NULL, err, sizeof err), EEB_OK, "%s", err);
+    struct test_run r =
+        run("cls", library,
+            (const char *[]){"--epochs", "1000000", "--tmax", "1.2", "--rate", "20", NULL});
+    int status = r.status;
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", db, NULL});
+    *check_status = r.status;
+    snprintf(out, sizeof out, "%s%s", r.out, r.err);
+    *check_out = out;
+    test_run_free(&r);
+    return status;
+}
+
+/* What the run's score event says about it. */
+static char *score_why(void)
+{
+    char *why = NULL;
+    cr_assert_eq(test_sql_text(db,
+                               "SELECT json_extract(payload, '$.verdict') || ': ' || "
+                               "json_extract(payload, '$.why') FROM events WHERE kind = 'score'",
+                               &why),
+                 0);
+    return why;
+}
+
+/* A system that trains (the example nearest-mean learner): both audits
+ * recorded, before the fine-tune's window and after its end, of the same
+ * 16 items, the set's size and the run's seed; some answers changed; its
+ * counters agree with the steps and items eeb drove; the run passes and
+ * eeb check agrees. */
+Test(sut_run, a_system_that_trains_passes_the_training_audit)
+{
+    int check;
+    char *out;
+    cr_expect_eq(audited_run(EEB_SUT_EXAMPLE, &check, &out), 0);
+    cr_expect_eq(check, 0, "%s", out);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events a, events b WHERE a.kind = "
+                                  "'training_audit' AND b.kind = 'finetune_begin' AND a.id < b.id "
+                                  "AND json_extract(a.payload, '$.when') = 'before'"),
+                 1, "the audit before the window");
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events a, events b WHERE a.kind = "
+                                  "'training_audit' AND b.kind = 'stopped' AND a.id > b.id AND "
+                                  "json_extract(a.payload, '$.when') = 'after'"),
+                 1, "the audit after the fine-tune");
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'training_audit' AND "
+                                  "json_array_length(payload, '$.items') = 16 AND "
+                                  "json_array_length(payload, '$.answers') = 16 AND "
+                                  "json_extract(payload, '$.set_items') = 1024 AND "
+                                  "json_extract(payload, '$.seed') = 1"),
+                 2);
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events a, events b WHERE a.kind = "
+                                  "'training_audit' AND b.kind = 'training_audit' AND a.id < b.id "
+                                  "AND json_extract(a.payload, '$.items') = "
+                                  "json_extract(b.payload, '$.items') AND "
+                                  "json_extract(a.payload, '$.answers') <> "
+                                  "json_extract(b.payload, '$.answers')"),
+                 1, "the same items, other answers");
+    cr_expect_gt(test_sql_int(db, "SELECT json_extract(payload, '$.eeb_steps') FROM events WHERE "
+                                  "kind = 'stopped' AND json_extract(payload, '$.steps') = "
+                                  "json_extract(payload, '$.eeb_steps') AND "
+                                  "json_extract(payload, '$.items') = "
+                                  "json_extract(payload, '$.eeb_items')"),
+                 0, "the SUT's counters, as eeb drove it");
+}
+
+/* A system whose train does nothing (it reports a loss all the same):
+ * invalid, the system did not train, in the run's verdict and eeb check's. */
+Test(sut_run, a_system_that_does_not_train_is_invalid)
+{
+    const char *want = "the system did not train: its answers to the training audit's 16 items "
+                       "of the fine-tune set were the same, bit for bit, before and after "
+                       "fine-tuning";
+    int check;
+    char *out;
+    cr_expect_eq(audited_run(EEB_SUT_CHECK "untrained.so", &check, &out), 4);
+    char *why = score_why();
+    cr_expect(strstr(why, "invalid: ") == why && strstr(why, want), "%s", why);
+    free(why);
+    cr_expect_eq(check, 4, "%s", out);
+    cr_expect(strstr(out, "invalid") && strstr(out, want), "%s", out);
+}
+
+/* A system whose counters claim ten times the steps eeb drove: invalid,
+ * naming both counts, in the run's verdict and eeb check's. */
+Test(sut_run, counters_claiming_ten_times_the_steps_are_invalid)
+{
+    int check;
+    char *out;
+    cr_expect_eq(audited_run(EEB_SUT_CHECK "counters.so", &check, &out), 4);
+    long long steps = test_sql_int(
+        db, "SELECT json_extract(payload, '$.eeb_steps') FROM events WHERE kind = 'stopped'");
+    cr_assert_gt(steps, 0);
+    char want[200];
+    snprintf(want, sizeof want,
+             "the system's counters say it took %lld training steps; eeb drove %lld", 10 * steps,
+             steps);
+    char *why = score_why();
+    cr_expect(strstr(why, "invalid: ") == why && strstr(why, want), "wanted \"%s\" in: %s", want,
+              why);
+    free(why);
+    cr_expect_eq(check, 4, "%s", out);
+    cr_expect(strstr(out, want), "wanted \"%s\" in: %s", want, out);
+}
+
+/* The judge on a record edited to what the rules are about (eeb_run_judge,
+ * which eeb check and the server call, without the chain eeb check also
+ * holds the record to), an untrained system's: answers that changed
+ * though no step was taken; the audit before the fine-tune moved into it;
+ * an audit before the fine-tune without the one after it; and the record as made before the audit
+ * (no training_audit event, no count of eeb's beside the counters), judged as before: its untrained
+ * system passes. */
+Test(sut_run, the_audit_rules_on_an_edited_record)
+{
+    int check;
+    char *out;
+    struct eeb_run_outcome o;
+    char err[512];
+    cr_expect_eq(audited_run(EEB_SUT_CHECK "untrained.so", &check, &out), 4);
+    test_sql_exec(db, "DELETE FROM events WHERE kind = 'score'");
+    test_sql_exec(db, "UPDATE events SET payload = json_set(payload, '$.answers[3]', "
+                      "'0123456789abcdef') WHERE kind = 'training_audit' AND "
+                      "json_extract(payload, '$.when') = 'after'");
+    test_sql_exec(db, "UPDATE events SET payload = json_set(payload, '$.eeb_steps', 0, "
+                      "'$.eeb_items', 0) WHERE kind = 'stopped'");
+    cr_assert_eq(eeb_run_judge(db, 1, NAN, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect(!o.valid && strstr(o.why, "its answers to 1 of the training audit's 16 items "
+                                        "changed, though eeb drove no training step: no "
+                                        "training explains that"),
+              "%s", o.why);
+
+    /* the audit before, moved into the fine-tune */
+    test_sql_exec(db, "UPDATE events SET t_mono_ns = (SELECT t_mono_ns + 1 FROM events WHERE kind "
+                      "= 'finetune_begin') WHERE kind = 'training_audit' AND "
+                      "json_extract(payload, '$.when') = 'before'");
+    cr_assert_eq(eeb_run_judge(db, 1, NAN, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect(!o.valid && strstr(o.why, "its training audit's answers were not taken where eeb "
+                                        "run takes them"),
+              "%s", o.why);
+
+    test_sql_exec(db, "DELETE FROM events WHERE kind = 'training_audit' AND "
+                      "json_extract(payload, '$.when') = 'after'");
+    cr_assert_eq(eeb_run_judge(db, 1, NAN, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect(!o.valid && strstr(o.why, "its training audit has answers from before the "
+                                        "fine-tune but none from after"),
+              "%s", o.why);
+
+    test_sql_exec(db, "DELETE FROM events WHERE kind = 'training_audit'");
+    test_sql_exec(db, "UPDATE events SET payload = json_remove(payload, '$.eeb_steps', "
+                      "'$.eeb_items') WHERE kind = 'stopped'");
+    cr_assert_eq(eeb_run_judge(db, 1, NAN, &o, err, sizeof err), EEB_OK, "%s", err);
+    cr_expect(o.valid && o.pass, "%s", o.why);
+}
+
+/* A non-finite number in an answer, for every task: the run ends at the
+ * first predict (the training audit's, before the fine-tune) as the SUT's
+ * error naming the field, and eeb check finds it invalid for that reason. */
+Test(sut_run, a_non_finite_answer_ends_the_run_for_every_task)
+{
+    const struct {
+        enum eeb_task task;
+        const char *name, *field, *want;
+    } cases[] = {
+        {EEB_TASK_VIDEO, "video", NULL, "predict: batch item 0, rank 2: score nan"},
+        {EEB_TASK_DET, "det", NULL, "predict: batch item 0, box 1: score nan"},
+        {EEB_TASK_DET, "det", "x1", "predict: batch item 0, box 1: x1 inf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        inputs(cases[i].task);
+        unlink(db);
+        if (cases[i].field)
+            setenv("EEB_TEST_NAN_FIELD", cases[i].field, 1);
+        struct test_run r =
+            run(cases[i].name, EEB_SUT_CHECK "nan.so", (const char *[]){"--epochs", "1", NULL});
+        unsetenv("EEB_TEST_NAN_FIELD");
+        cr_expect_eq(r.status, 1, "%s: %s%s", cases[i].name, r.out, r.err);
+        cr_expect(strstr(r.err, cases[i].want), "wanted \"%s\" in: %s", cases[i].want, r.err);
+        test_run_free(&r);
+        r = test_eeb((const char *[]){"check", db, NULL});
+        cr_expect_eq(r.status, 4, "%s%s", r.out, r.err);
+        cr_expect(strstr(r.out, "invalid") && strstr(r.out, cases[i].want), "%s", r.out);
+        test_run_free(&r);
+    }
 }

@@ -1,5 +1,5 @@
 /*
- * run_audit.c - the accuracy audit (the idea of MLPerf LoadGen's TEST01):
+ * run_audit_accuracy.c - the accuracy audit (the idea of MLPerf LoadGen's TEST01):
  * a system that saves its fine-tuned model in eeb's own format (.eebm) has
  * a random sample of its test-stage answers checked against that model,
  * predicted again on eeb's reference backend for the model's format, so
@@ -27,7 +27,7 @@
 
 /* ---- the model saved ---- */
 
-int run_audit_save(struct run *r, char *err, size_t errlen)
+int run_accuracy_save(struct run *r, char *err, size_t errlen)
 {
     const char *asked = r->c->save_model;
     r->audit_model = NULL;
@@ -59,7 +59,7 @@ int run_audit_save(struct run *r, char *err, size_t errlen)
     return EEB_OK;
 }
 
-void run_audit_forget(struct run *r)
+void run_accuracy_forget(struct run *r)
 {
     if (r->audit_copy[0])
         unlink(r->audit_copy);
@@ -301,7 +301,7 @@ static void not_done(struct run *r, const char *why, const char *sha)
     run_event(r, EEB_EVENT_AUDIT, o);
 }
 
-int run_audit(struct run *r, char *err, size_t errlen)
+int run_accuracy_audit(struct run *r, char *err, size_t errlen)
 {
     const struct eeb_run_config *c = r->c;
     struct audit a = {.r = r, .kind = eeb_task_get((enum eeb_task)c->task)->prediction};
@@ -376,6 +376,6 @@ int run_audit(struct run *r, char *err, size_t errlen)
 out:
     reference_free(&ref);
     free(bytes), free(a.sample), free(a.said), free(a.seen);
-    run_audit_forget(r);
+    run_accuracy_forget(r);
     return rc;
 }
