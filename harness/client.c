@@ -252,7 +252,7 @@ static json_t *count_json(double v)
 
 json_t *eeb_client_system(const char *name, const char *version)
 {
-    return json_pack("{s:s, s:s?}", "name", name, "version",
+    return json_pack("{s:s, s:s*}", "name", name, "version",
                      version && version[0] ? version : NULL);
 }
 

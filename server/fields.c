@@ -75,6 +75,8 @@ int eeb_srv_system_field(json_t *v, const char **name, const char **version,
         return 0;
     json_t *n = json_object_get(v, "name"), *ver = json_object_get(v, "version");
     size_t keys = json_is_object(v) ? json_object_size(v) : 0;
+    if (json_is_null(ver)) /* none, as left out */
+        keys--, ver = NULL;
     if (!json_is_object(v) || !json_is_string(n) || !json_string_length(n) ||
         json_string_length(n) > EEB_CONFIG_SUT_NAME || (ver && !json_is_string(ver)) ||
         (ver && json_string_length(ver) > EEB_CONFIG_SUT_VERSION) || keys != 1u + (ver != NULL))

@@ -216,7 +216,7 @@ static json_t *entry_json(const struct shown *s, int rank)
         json_object_set_new(o, "revoked", json_boolean(s->revoked));
         json_object_set_new(o, "system",
                             s->system_name[0]
-                                ? json_pack("{s:s, s:s?}", "name", s->system_name, "version",
+                                ? json_pack("{s:s, s:s*}", "name", s->system_name, "version",
                                             s->system_version[0] ? s->system_version : NULL)
                                 : json_null());
         json_object_set_new(o, "S_uncertainty", eeb_json_number(st->s_uncertainty));

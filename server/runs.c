@@ -39,7 +39,7 @@ json_t *eeb_srv_run_json(const struct eeb_srv_run *r)
     if (o) /* its system under test, as it names itself, once said */
         json_object_set_new(o, "system",
                             r->system_name[0]
-                                ? json_pack("{s:s, s:s?}", "name", r->system_name, "version",
+                                ? json_pack("{s:s, s:s*}", "name", r->system_name, "version",
                                             r->system_version[0] ? r->system_version : NULL)
                                 : json_null());
     if (o && strcmp(r->state, "scored") == 0) {
