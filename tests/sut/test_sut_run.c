@@ -228,6 +228,14 @@ Test(sut_run, a_version_1_library_runs_hosted_with_no_version_recorded)
                            "process", "library, in its own process");
 }
 
+/* eeb_sut_serve, the stand-alone server (sut/examples/eeb_sut_serve.c),
+ * serves it too, its open reply without a version. */
+Test(sut_run, a_version_1_library_served_by_eeb_sut_serve_has_no_version_recorded)
+{
+    the_system_is_recorded("exec:" EEB_SUT_SERVE " " EEB_SUT_OLD "edge.so", 0, "nearest-mean-v1",
+                           NULL, "exec", "process", "exec");
+}
+
 Test(sut_run, a_version_1_library_runs_in_process_with_no_version_recorded)
 {
     the_system_is_recorded(EEB_SUT_OLD "set.so", 1, "nearest-mean-v1", NULL, "library",
