@@ -284,8 +284,8 @@ static int check_one(const char *path, const char *shown, int64_t run, const cha
     json_t *j = list ? outcome_json(shown, &o, &figs, &dev, test_shard, agreed) : NULL;
     if (j && sys.sut_name[0])
         json_object_set_new(j, "system",
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", sys.sut_name,
-                                      "version", sys.sut_version, "kind", sys.sut_kind, "hosting",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", sys.sut_name, "version",
+                                      sys.sut_version, "kind", sys.sut_kind, "hosting",
                                       sys.sut_hosting, "detail", sys.sut_detail));
     if (!list)
         print_text(shown, &o, &figs, &dev, test_note, &sys);

@@ -116,11 +116,11 @@ void eeb_config_put_rules(json_t *o, const char *version, const char *file, cons
 struct eeb_config_record {
     char task[16];
     char backend[512];
-    char sut_name[EEB_CONFIG_SUT_NAME + 1];     /* the SUT's own name, or "" (unrecorded) */
+    char sut_name[EEB_CONFIG_SUT_NAME + 1];       /* the SUT's own name, or "" (unrecorded) */
     char sut_version[EEB_CONFIG_SUT_VERSION + 1]; /* the SUT's own version, or "" (none) */
-    char sut_kind[16];                          /* library, exec, builtin, or "" */
-    char sut_hosting[16];                       /* process, in-process, or "" (unrecorded) */
-    char sut_detail[EEB_CONFIG_SUT_DETAIL + 1]; /* its counters' detail, or "" */
+    char sut_kind[16];                            /* library, exec, builtin, or "" */
+    char sut_hosting[16];                         /* process, in-process, or "" (unrecorded) */
+    char sut_detail[EEB_CONFIG_SUT_DETAIL + 1];   /* its counters' detail, or "" */
     char provenance[16];     /* the run's figures': measured, counter or modeled */
     double util[4];          /* LUT, FF, BRAM, DSP */
     char util_source[512];   /* the report, the spec or the xclbin they came from */

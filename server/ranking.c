@@ -128,8 +128,7 @@ static int gather(void *arg, const struct eeb_srv_entry *e)
         s->run_ids[s->nrun_ids++] = e->runs[i].id;
         if (e->runs[i].system_name[0]) { /* registered first first: the latest stays */
             snprintf(s->system_name, sizeof s->system_name, "%s", e->runs[i].system_name);
-            snprintf(s->system_version, sizeof s->system_version, "%s",
-                     e->runs[i].system_version);
+            snprintf(s->system_version, sizeof s->system_version, "%s", e->runs[i].system_version);
         }
     }
     return sensors_of(g->store, e, s);

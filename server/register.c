@@ -197,8 +197,8 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f) ||
         read_shape(json_object_get(body, "finetune_shape"), d, f) ||
-        eeb_srv_system_field(json_object_get(body, "system"), &d->system_name,
-                             &d->system_version, f))
+        eeb_srv_system_field(json_object_get(body, "system"), &d->system_name, &d->system_version,
+                             f))
         return -1;
     if (d->modeled_clock && util)
         return eeb_srv_bad(f, "util",
@@ -206,9 +206,9 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
                            "none");
     if (!d->modeled_clock && !util)
         return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
-    static const char *const known[] = {"task",     "util",    "provenance",    "rate_hz",
-                                        "official", "device",  "backend",       "design",
-                                        "finetune", "model",   "clock",         "entry",
+    static const char *const known[] = {"task",     "util",    "provenance",     "rate_hz",
+                                        "official", "device",  "backend",        "design",
+                                        "finetune", "model",   "clock",          "entry",
                                         "division", "p_max_w", "finetune_shape", "system"};
     const char *key;
     json_t *v;

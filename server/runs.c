@@ -127,8 +127,8 @@ static int begin_system(struct eeb_srv_call *k, enum MHD_Result *sent)
     json_t *body = eeb_srv_call_body(k, sent);
     if (!body)
         return 0;
-    struct eeb_srv_fault f;
-    const char *name, *version;
+    struct eeb_srv_fault f = {"", ""};
+    const char *name = NULL, *version = NULL;
     int ok = 0;
     if (json_object_size(body) != 1 || !json_object_get(body, "system"))
         eeb_srv_bad(&f, json_object_size(body) ? "body" : "system",

@@ -60,7 +60,7 @@ enum eeb_sut_exec_call {
  * others' slots NULL, as a library would), then, optionally, the string
  * version, the SUT's own (at most EEB_SUT_EXEC_MAX_VERSION bytes; a reply
  * that ends after the uint32 says none, as a table's NULL version does). */
-#define EEB_SUT_EXEC_MAX_VERSION 255
+#define EEB_SUT_EXEC_MAX_VERSION      255
 #define EEB_SUT_EXEC_HAS_END_TRAINING 1u
 #define EEB_SUT_EXEC_HAS_COUNTERS     2u
 #define EEB_SUT_EXEC_HAS_SAVE_MODEL   4u

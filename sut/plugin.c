@@ -53,7 +53,8 @@ _Static_assert(V2_END == sizeof(struct eeb_sut_ops),
                "struct eeb_sut_ops grew: a new EEB_SUT_ABI_VERSION and its row in reach[]");
 /* Version 2's first member starts where a version-1 table ends (no
  * padding between), so a version-1 table is read no further than it is. */
-_Static_assert(offsetof(struct eeb_sut_ops, version) == V1_END, "version 2 starts at version 1's end");
+_Static_assert(offsetof(struct eeb_sut_ops, version) == V1_END,
+               "version 2 starts at version 1's end");
 _Static_assert(EEB_SUT_ABI_VERSION == 2, "a new version: its row in reach[]");
 
 int eeb_sut_ops_has(const struct eeb_sut_ops *ops, size_t offset)

@@ -194,8 +194,8 @@ Test(config_record, the_systems_version_is_kept_printable_bounded_and_left_out_i
         free(text);
         json_decref(o);
     }
-    cr_assert_eq(eeb_config_record_read("{\"sut\": {\"name\": \"t\", \"version\": \"g\\u0007abc\"}}",
-                                        &r),
-                 EEB_OK);
+    cr_assert_eq(
+        eeb_config_record_read("{\"sut\": {\"name\": \"t\", \"version\": \"g\\u0007abc\"}}", &r),
+        EEB_OK);
     cr_expect_str_eq(r.sut_version, "g?abc");
 }

@@ -267,7 +267,8 @@ static const struct round_entry round_entries[] = {
  * keeps them (register.c, runs.c's begin): bob's first run one system, his
  * later two another, whose name and version the page must escape; carol's
  * a name without a version; the others' none. */
-#define BOB_OLD_SYSTEM "{\"sut\": {\"name\": \"bob-old\", \"version\": \"1.0\", \"kind\": \"library\"}}"
+#define BOB_OLD_SYSTEM                                                                             \
+    "{\"sut\": {\"name\": \"bob-old\", \"version\": \"1.0\", \"kind\": \"library\"}}"
 #define BOB_SYSTEM                                                                                 \
     "{\"sut\": {\"name\": \"bob's <accel>\", \"version\": \"2.0&rc1\", \"kind\": \"library\"}}"
 #define CAROL_SYSTEM "{\"sut\": {\"name\": \"carol-sut\", \"kind\": \"exec\"}}"
@@ -450,7 +451,8 @@ static const char *const ranked_in_order[] = {
     "href=\"/runs/5\">5</a> <a href=\"/runs/6\">6</a></td><td>2026-01-01 00:06:00</td><td>ranked"
     "</td></tr>",
     /* c1 and a1: both 0.65, one rank, the newer entry first */
-    "<td data-v=\"2\">2</td><td>carol</td><td>c1</td><td>closed</td><td>xrt</td><td class=\"system\">"
+    "<td data-v=\"2\">2</td><td>carol</td><td>c1</td><td>closed</td><td>xrt</td><td "
+    "class=\"system\">"
     "carol-sut</td><td>zcu104</td>",
     "<td data-v=\"0.65\">0.6500</td>",
     "<td data-v=\"2\">2</td><td>alice</td><td>a1</td><td>closed</td><td>xrt</td><td "

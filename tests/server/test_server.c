@@ -233,20 +233,20 @@ Test(server, a_run_says_its_system_at_registration_or_at_begin, .timeout = 60)
            REGISTER_WITH("cls", ", \"system\": {\"name\": \"team <x>\", \"version\": \"1.0\"}"),
            token, 201, "state", "registered");
     expect_system(port, db, 1, token, "team <x>", "1.0");
-    expect(port, "POST", "/api/v1/runs/1/begin", "{\"system\": {\"name\": \"other\"}}", token,
-           200, "state", "registered");
+    expect(port, "POST", "/api/v1/runs/1/begin", "{\"system\": {\"name\": \"other\"}}", token, 200,
+           "state", "registered");
     expect_system(port, db, 1, token, "team <x>", "1.0");
     /* said at begin: a name without a version, once */
     expect(port, "POST", "/api/v1/runs", REGISTER("cls"), token, 201, "state", "registered");
     struct reply r = request(port, "GET", "/api/v1/runs/2", NULL, 0, token);
     cr_expect(r.body && strstr(r.body, "\"system\":null"), "%s", r.body);
     free(r.body);
-    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": 5}}", token, 400,
-           "field", "system");
+    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": 5}}", token, 400, "field",
+           "system");
     expect(port, "POST", "/api/v1/runs/2/begin", "{\"sut\": {\"name\": \"late\"}}", token, 400,
            "field", "body");
-    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": \"late\"}}", token,
-           200, "state", "registered");
+    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": \"late\"}}", token, 200,
+           "state", "registered");
     expect_system(port, db, 2, token, "late", NULL);
     expect(port, "POST", "/api/v1/runs/2/begin",
            "{\"system\": {\"name\": \"later\", \"version\": \"9\"}}", token, 200, "state",
@@ -678,12 +678,11 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
     /* the system the local run recorded, told at registration */
     char *local_system, *server_system;
-    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs",
-                               &local_system),
-                 0);
-    cr_assert_eq(test_sql_text(sdb, "SELECT json_extract(config, '$.sut.name') FROM runs",
-                               &server_system),
-                 0);
+    cr_assert_eq(
+        test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs", &local_system), 0);
+    cr_assert_eq(
+        test_sql_text(sdb, "SELECT json_extract(config, '$.sut.name') FROM runs", &server_system),
+        0);
     cr_assert_not_null(local_system);
     cr_expect_str_eq(server_system, local_system);
     free(local_system), free(server_system);
@@ -1060,8 +1059,7 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
  * command line is the team's free text) and the part the utilization
  * report names as its device. */
 static void an_official_run_of_a_teams_sut(const char *backend, const char *declared,
-                                           const char *kind, const char *epochs,
-                                           const char *system)
+                                           const char *kind, const char *epochs, const char *system)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());

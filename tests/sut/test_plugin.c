@@ -121,8 +121,7 @@ Test(sut_plugin, a_version_1_table_built_against_this_header_is_read_to_its_end_
         const struct eeb_sut_ops *ops;
         void *lib;
         char err[512] = "";
-        cr_assert_eq(eeb_sut_plugin_load(libs[i], &ops, &lib, err, sizeof err), EEB_OK, "%s",
-                     err);
+        cr_assert_eq(eeb_sut_plugin_load(libs[i], &ops, &lib, err, sizeof err), EEB_OK, "%s", err);
         cr_expect_eq(ops->abi_version, 1, "%s", libs[i]);
         cr_expect_str_eq(ops->name, "nearest-mean-v1");
         cr_expect_not_null(EEB_SUT_SLOT(ops, counters));

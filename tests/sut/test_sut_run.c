@@ -224,8 +224,8 @@ Test(sut_run, a_version_1_library_runs_hosted_with_no_version_recorded)
 {
     the_system_is_recorded(EEB_SUT_OLD "set.so", 0, "nearest-mean-v1", NULL, "library", "process",
                            "library, in its own process");
-    the_system_is_recorded(EEB_SUT_OLD "edge.so", 0, "nearest-mean-v1", NULL, "library",
-                           "process", "library, in its own process");
+    the_system_is_recorded(EEB_SUT_OLD "edge.so", 0, "nearest-mean-v1", NULL, "library", "process",
+                           "library, in its own process");
 }
 
 /* eeb_sut_serve, the stand-alone server (sut/examples/eeb_sut_serve.c),
