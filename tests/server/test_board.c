@@ -270,7 +270,7 @@ static const struct round_entry round_entries[] = {
 #define BOB_OLD_SYSTEM                                                                             \
     "{\"sut\": {\"name\": \"bob-old\", \"version\": \"1.0\", \"kind\": \"library\"}}"
 #define BOB_SYSTEM                                                                                 \
-    "{\"sut\": {\"name\": \"bob's <accel>\", \"version\": \"2.0&rc1\", \"kind\": \"library\"}}"
+    "{\"sut\": {\"name\": \"bob's <a>\", \"version\": \"2&1\", \"kind\": \"library\"}}"
 #define CAROL_SYSTEM "{\"sut\": {\"name\": \"carol-sut\", \"kind\": \"exec\"}}"
 
 static const char *system_config(const char *team, int run_of_entry)
@@ -443,7 +443,7 @@ static const char *const ranked_in_order[] = {
     "division, 10 W P<sub>max</sub> tier</caption>",
     /* b1: the median of 0.80, 0.75, 0.90, and of its E, M_s, T */
     "<tr class=\"ranked\"><td data-v=\"1\">1</td><td>bob</td><td>b1</td><td>closed</td><td>xrt</"
-    "td><td class=\"system\">bob&#39;s &lt;accel&gt; <span class=\"version\">2.0&amp;rc1</span></"
+    "td><td class=\"system\">bob&#39;s &lt;a&gt; <span class=\"version\">2&amp;1</span></"
     "td><td>ultra96</"
     "td><td data-v=\"0.8\">0.8000</td>",
     "0.7500&ndash;0.9000</td><td data-v=\"0.85\">0.8500</td><td data-v=\"65\">65.0</td><td "
