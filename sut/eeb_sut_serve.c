@@ -296,8 +296,9 @@ static void call_open(struct server *s, struct reader *r)
             reply_error(s, s->err);
         } else {
             /* the name, the optional calls, and the version if the table has one
-             * (its first EEB_SUT_EXEC_MAX_VERSION bytes) */
-            const char *version = s->ops->version;
+             * (its first EEB_SUT_EXEC_MAX_VERSION bytes) and eeb takes it (ABI
+             * version 2 on: an older eeb's reply has no room for it) */
+            const char *version = s->setup.abi_version >= 2 ? s->ops->version : NULL;
             size_t n = strlen(s->ops->name), vn = version ? strlen(version) : 0;
             if (vn > EEB_SUT_EXEC_MAX_VERSION)
                 vn = EEB_SUT_EXEC_MAX_VERSION;

@@ -289,8 +289,10 @@ class _Server(object):
             if callable(getattr(self.sut, method, None)):
                 has |= bit
         reply = _string(_short(name, MAX_NAME)) + struct.pack("<I", has)
-        version = getattr(self.sut, "version", None)  # optional: none, none sent
-        if version:
+        # optional: none, none sent; nor to an eeb older than ABI version 2,
+        # whose open reply has no room for it
+        version = getattr(self.sut, "version", None)
+        if version and setup.abi_version >= 2:
             reply += _string(_short(str(version), MAX_VERSION))
         return reply
 

@@ -335,6 +335,12 @@ Test(sut_exec, an_open_reply_is_taken_with_or_without_the_version)
     p = start(FAULT " ok", &setup, DEADLINE);
     cr_assert_null(EEB_SUT_SLOT(p.ops, version));
     p.ops->close(p.h);
+    /* to an eeb of ABI version 1, which takes no version, the client sends none */
+    struct eeb_sut_setup older = setup;
+    older.abi_version = 1;
+    p = start(FAULT " versioned", &older, DEADLINE);
+    cr_assert_null(EEB_SUT_SLOT(p.ops, version), "sent to an eeb of version 1");
+    p.ops->close(p.h);
     start_fails(FAULT " longversion", &setup, EEB_EFORMAT,
                 "open: protocol error: a reply of 272 bytes after its status, a name of 4");
     start_fails(FAULT " cutversion", &setup, EEB_EFORMAT, "then optionally a version of 0..255");
