@@ -148,7 +148,9 @@ SUT_EXAMPLE_SRC := $(wildcard sut/examples/*.c)
 SUT_SERVE_SRC := sut/examples/eeb_sut_serve.c
 SUT_SERVE := $(BUILD)/sut/eeb_sut_serve
 SUT_EXAMPLES := $(patsubst sut/examples/%.c,$(BUILD)/sut/lib%.so,$(filter-out $(SUT_SERVE_SRC),$(SUT_EXAMPLE_SRC)))
-SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict v2)
+SUT_BAD := $(patsubst %,$(BUILD)/tests/sut/libbad_%.so,no_entry null_entry version no_predict v3)
+# a version-1 SUT built against this version's header (tests/sut/old_sut.c)
+SUT_OLD := $(patsubst %,$(BUILD)/tests/sut/libold_%.so,set edge)
 # the SUTs `eeb sut check` must pass (good) and fail (tests/sut/bad_check_sut.c)
 SUT_CHECK := $(patsubst %,$(BUILD)/tests/sut/libcheck_%.so,good by_position random untrained slow nan crash hang \
     counters)
@@ -168,6 +170,9 @@ $(BUILD)/sut/lib%.so: sut/examples/%.c sut/eeb_sut.h
 $(BUILD)/tests/sut/libbad_%.so: tests/sut/bad_sut.c sut/eeb_sut.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DBAD_$$(echo $* | tr a-z A-Z) $< -o $@
+$(BUILD)/tests/sut/libold_%.so: tests/sut/old_sut.c sut/examples/nearest_mean.c sut/eeb_sut.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DOLD_$$(echo $* | tr a-z A-Z) $< -o $@
 $(BUILD)/tests/sut/libcheck_%.so: tests/sut/bad_check_sut.c sut/eeb_sut.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -I. -DCHECK_$$(echo $* | tr a-z A-Z) $< -o $@
@@ -184,11 +189,12 @@ $(call obj,$(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c)): CPPFLAGS += -DE
 
 $(call obj,$(TEST_SRC)): CPPFLAGS += -DEEB_SUT_EXAMPLE='"$(BUILD)/sut/libnearest_mean.so"' \
     -DEEB_SUT_OWN='"$(SUT_OWN)"' \
-    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_SERVE='"$(SUT_SERVE)"' \
+    -DEEB_SUT_BAD='"$(BUILD)/tests/sut/libbad_"' -DEEB_SUT_OLD='"$(BUILD)/tests/sut/libold_"' \
+    -DEEB_SUT_SERVE='"$(SUT_SERVE)"' \
     -DEEB_SUT_CHECK='"$(BUILD)/tests/sut/libcheck_"' -DEEB_SUT_SHIFTED='"$(SUT_SHIFTED)"'
 
 # Order-only: the tests dlopen the libraries, they do not link them.
-$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_CHECK) $(SUT_OWN) $(SUT_SERVE) $(SUT_SHIFTED)
+$(TESTS): | $(SUT_EXAMPLES) $(SUT_BAD) $(SUT_OLD) $(SUT_CHECK) $(SUT_OWN) $(SUT_SERVE) $(SUT_SHIFTED)
 $(TESTS): $(call obj,$(TEST_SRC)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -lcriterion -lpng -o $@
@@ -370,8 +376,8 @@ bench: $(BENCHES)
 lint:
 	sh tests/include_graph.sh
 	clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(TEST_SRC) $(BENCH_SRC) $(wildcard tests/fuzz/*.c) \
-	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c tests/sut/bad_check_sut.c tests/sut/shifted_sut.c \
-	    tests/valgrind/hwy_timer.c \
+	    $(SUT_EXAMPLE_SRC) tests/sut/bad_sut.c tests/sut/old_sut.c tests/sut/bad_check_sut.c \
+	    tests/sut/shifted_sut.c tests/valgrind/hwy_timer.c \
 	    $(wildcard */*.h */*/*.h)
 	@# The fixed-point code relies on arithmetic right shifts of negative
 	@# numbers (fpga/kernel/fx_arith.h says why); cppcheck flags them all.

@@ -250,6 +250,12 @@ static json_t *count_json(double v)
     return isfinite(v) ? json_integer((json_int_t)v) : json_null();
 }
 
+json_t *eeb_client_system(const char *name, const char *version)
+{
+    return json_pack("{s:s, s:s*}", "name", name, "version",
+                     version && version[0] ? version : NULL);
+}
+
 json_t *eeb_client_declaration(const char *config_json, int official)
 {
     struct eeb_config_record cfg;
@@ -285,6 +291,8 @@ json_t *eeb_client_declaration(const char *config_json, int official)
         json_object_set_new(o, "finetune", json_string(cfg.finetune_sha256));
     if (o && cfg.model_sha256[0])
         json_object_set_new(o, "model", json_string(cfg.model_sha256));
+    if (o && cfg.sut_name[0]) /* the system as it named itself, if it ran before this */
+        json_object_set_new(o, "system", eeb_client_system(cfg.sut_name, cfg.sut_version));
     /* in a round: the entry it is a run of, its division and P_max tier, if
      * the run named them (else the server's defaults) */
     if (o && cfg.entry[0])

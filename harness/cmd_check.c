@@ -111,7 +111,8 @@ static void print_text(const char *path, const struct eeb_run_outcome *o,
         printf(": %s, provenance %s", eeb_task_name(o->task), o->provenance);
     putchar('\n');
     if (sys->sut_name[0]) /* printable text: the reader keeps it so */
-        printf("  system   %s (%s%s%s)%s%s\n", sys->sut_name, sys->sut_kind,
+        printf("  system   %s%s%s (%s%s%s)%s%s\n", sys->sut_name, sys->sut_version[0] ? " " : "",
+               sys->sut_version, sys->sut_kind,
                !strcmp(sys->sut_hosting, "in-process") ? ", in eeb's process" : "",
                !strcmp(sys->sut_hosting, "process") && !strcmp(sys->sut_kind, "library")
                    ? ", in its own process"
@@ -286,9 +287,9 @@ static int check_one(const char *path, const char *shown, int64_t run, const cha
     json_t *j = list ? outcome_json(shown, &o, &figs, &dev, test_shard, agreed) : NULL;
     if (j && sys.sut_name[0])
         json_object_set_new(j, "system",
-                            json_pack("{s:s, s:s, s:s, s:s}", "name", sys.sut_name, "kind",
-                                      sys.sut_kind, "hosting", sys.sut_hosting, "detail",
-                                      sys.sut_detail));
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", sys.sut_name, "version",
+                                      sys.sut_version, "kind", sys.sut_kind, "hosting",
+                                      sys.sut_hosting, "detail", sys.sut_detail));
     if (!list)
         print_text(shown, &o, &figs, &dev, test_note, &sys);
     else if (json_array_append_new(list, j))

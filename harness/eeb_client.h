@@ -48,9 +48,14 @@ int eeb_client_download(struct eeb_client *c, const char *path, const char *file
 
 /* What the server is told of a local run when it is registered: from the
  * run's stored configuration (with the round's entry, division and P_max
- * tier its "official" section names).  official: the run is to be driven
- * by the server from the start (eeb run --server). */
+ * tier its "official" section names, and its system under test's name and
+ * version if it holds them).  official: the run is to be driven by the
+ * server from the start (eeb run --server). */
 json_t *eeb_client_declaration(const char *config_json, int official);
+
+/* The "system" a run tells the server (at registration, or at begin once
+ * its SUT is open): {"name", "version"}, the version left out if none. */
+json_t *eeb_client_system(const char *name, const char *version);
 
 /* Where a registration's answer places the run in the open round, for
  * people: "run 3 of 5 of entry main (closed division) in round r1" into

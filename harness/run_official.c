@@ -134,7 +134,15 @@ static int begin(struct run *r, char *err, size_t errlen)
 {
     char path[96];
     snprintf(path, sizeof path, "/api/v1/runs/%lld/begin", (long long)r->out->server_run);
-    return eeb_client_call(r->hooks->server, "POST", path, NULL, NULL, err, errlen);
+    /* the system under test as it named itself when opened (after the
+     * registration, which took the seed it was opened with) */
+    json_t *body =
+        r->identity.name[0]
+            ? json_pack("{s:o}", "system", eeb_client_system(r->identity.name, r->identity.version))
+            : NULL;
+    int rc = eeb_client_call(r->hooks->server, "POST", path, body, NULL, err, errlen);
+    json_decref(body);
+    return rc;
 }
 
 /* Official mode, at STOPPED: the fine-tune's chain sent whole, the server

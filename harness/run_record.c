@@ -37,8 +37,8 @@ char *run_config_json(const struct run *r)
     json_object_set_new(o, "eeb",
                         json_pack("{s:s, s:s}", "version", EEB_VERSION, "build", eeb_build()));
     eeb_config_put_backend(o, c->backend, r->out->provenance);
-    eeb_config_put_sut(o, r->identity.name, r->identity.kind, r->identity.hosting,
-                       r->identity.detail);
+    eeb_config_put_sut(o, r->identity.name, r->identity.version, r->identity.kind,
+                       r->identity.hosting, r->identity.detail);
     eeb_config_put_input(o, "model", c->model, r->sha_model, 0);
     if (c->xclbin)
         eeb_config_put_input(o, "xclbin", c->xclbin, r->sha_xclbin, 0);

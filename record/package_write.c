@@ -294,6 +294,8 @@ static json_t *manifest_json(const struct writer *w, const struct package_record
     /* the system under test, as its stored configuration names it */
     if (m && r->rec.sut_name[0]) {
         json_t *sys = json_pack("{s:s, s:s}", "name", r->rec.sut_name, "kind", r->rec.sut_kind);
+        if (sys && r->rec.sut_version[0])
+            json_object_set_new(sys, "version", json_string(r->rec.sut_version));
         if (sys && r->rec.sut_detail[0])
             json_object_set_new(sys, "detail", json_string(r->rec.sut_detail));
         json_object_set_new(json_object_get(m, "run"), "system", sys);

@@ -313,6 +313,11 @@ static void page(FILE *f, const struct eeb_run_row *run, const struct eeb_run_ou
     fputs(" on ", f);
     if (cfg.sut_name[0]) { /* the system as it names itself, and how it was reached */
         eeb_html_text(f, cfg.sut_name);
+        if (cfg.sut_version[0]) { /* its own version, as it says it */
+            fputs(" <span class=\"version\">", f);
+            eeb_html_text(f, cfg.sut_version);
+            fputs("</span>", f);
+        }
         fputs(" (", f);
         eeb_html_text(f, cfg.sut_kind);
         fputs(")", f);

@@ -133,6 +133,14 @@ void report_sut_section(FILE *f, const struct report_sut *s, const struct eeb_co
     row(f, "sut-backend", "backend", backend && backend[0] ? backend : "-",
         "the run's configuration");
     row(f, "sut-kind", "kind", kind_of(backend), "told from the backend's name");
+    row(f, "sut-name", "name", cfg->sut_name[0] ? cfg->sut_name : "-",
+        "as the SUT names itself when opened");
+    row(f, "sut-version", "version",
+        cfg->sut_version[0] ? cfg->sut_version
+        : cfg->sut_name[0]  ? "none given"
+                            : "-",
+        "as the SUT gives its own (a team's: its table's version slot, or its program's "
+        "open reply)");
     row(f, "sut-model", "model (SHA-256)", cfg->model_sha256[0] ? cfg->model_sha256 : "-",
         "hashed by eeb; the SUT loaded a copy of these bytes");
     row(f, "sut-xclbin", "xclbin (SHA-256)",

@@ -58,13 +58,18 @@ static void printable(const char *s, char *out, size_t max)
     out[o] = '\0';
 }
 
-void eeb_config_put_sut(json_t *o, const char *name, const char *kind, const char *hosting,
-                        const char *detail)
+void eeb_config_put_sut(json_t *o, const char *name, const char *version, const char *kind,
+                        const char *hosting, const char *detail)
 {
-    char n[EEB_CONFIG_SUT_NAME + 1], d[EEB_CONFIG_SUT_DETAIL + 1];
+    char n[EEB_CONFIG_SUT_NAME + 1], v[EEB_CONFIG_SUT_VERSION + 1], d[EEB_CONFIG_SUT_DETAIL + 1];
     printable(name, n, sizeof n - 1);
+    printable(version, v, sizeof v - 1);
     printable(detail, d, sizeof d - 1);
-    json_t *sut = json_pack("{s:s, s:s, s:s}", "name", n, "kind", kind, "hosting", hosting);
+    json_t *sut = json_pack("{s:s, s:s}", "name", n, "kind", kind);
+    if (sut && v[0])
+        json_object_set_new(sut, "version", json_string(v));
+    if (sut && hosting)
+        json_object_set_new(sut, "hosting", json_string(hosting));
     if (sut && d[0])
         json_object_set_new(sut, "detail", json_string(d));
     json_object_set_new(o, "sut", sut);
@@ -217,6 +222,8 @@ int eeb_config_record_read(const char *text, struct eeb_config_record *out)
     char given[1024];
     text_at(sut, "name", given, sizeof given); /* bounded again: the file may be anyone's */
     printable(given, out->sut_name, sizeof out->sut_name - 1);
+    text_at(sut, "version", given, sizeof given);
+    printable(given, out->sut_version, sizeof out->sut_version - 1);
     text_at(sut, "kind", given, sizeof given);
     printable(given, out->sut_kind, sizeof out->sut_kind - 1);
     text_at(sut, "hosting", given, sizeof given);

@@ -28,15 +28,18 @@ void eeb_config_put_task(json_t *o, const char *task);
  * counter or modeled. */
 void eeb_config_put_backend(json_t *o, const char *backend, const char *provenance);
 
-/* "sut": what the system under test is: its name as it says it, its kind
+/* "sut": what the system under test is: its name as it says it, its own
+ * version ("" or NULL: left out; a SUT of ABI version 1 has none), its kind
  * ("library", "exec", "builtin"), where it ran ("process": one of its own;
- * "in-process": eeb's) and its counters' detail ("" or NULL: left out).  The team's text is kept to
- * EEB_CONFIG_SUT_NAME bytes (the detail to EEB_CONFIG_SUT_DETAIL) of printable UTF-8, anything else
- * '?'. */
-#define EEB_CONFIG_SUT_NAME   255
-#define EEB_CONFIG_SUT_DETAIL 63
-void eeb_config_put_sut(json_t *o, const char *name, const char *kind, const char *hosting,
-                        const char *detail);
+ * "in-process": eeb's; NULL: left out) and its counters' detail ("" or
+ * NULL: left out).  The team's text is kept to EEB_CONFIG_SUT_NAME bytes
+ * (the version to EEB_CONFIG_SUT_VERSION, the detail to
+ * EEB_CONFIG_SUT_DETAIL) of printable UTF-8, anything else '?'. */
+#define EEB_CONFIG_SUT_NAME    255
+#define EEB_CONFIG_SUT_VERSION 255
+#define EEB_CONFIG_SUT_DETAIL  63
+void eeb_config_put_sut(json_t *o, const char *name, const char *version, const char *kind,
+                        const char *hosting, const char *detail);
 
 /* The device the analytical model predicts: its design (k=v,...), a
  * training step's and a predicted batch's seconds, the watts of each stage
@@ -113,10 +116,11 @@ void eeb_config_put_rules(json_t *o, const char *version, const char *file, cons
 struct eeb_config_record {
     char task[16];
     char backend[512];
-    char sut_name[EEB_CONFIG_SUT_NAME + 1];     /* the SUT's own name, or "" (unrecorded) */
-    char sut_kind[16];                          /* library, exec, builtin, or "" */
-    char sut_hosting[16];                       /* process, in-process, or "" (unrecorded) */
-    char sut_detail[EEB_CONFIG_SUT_DETAIL + 1]; /* its counters' detail, or "" */
+    char sut_name[EEB_CONFIG_SUT_NAME + 1];       /* the SUT's own name, or "" (unrecorded) */
+    char sut_version[EEB_CONFIG_SUT_VERSION + 1]; /* the SUT's own version, or "" (none) */
+    char sut_kind[16];                            /* library, exec, builtin, or "" */
+    char sut_hosting[16];                         /* process, in-process, or "" (unrecorded) */
+    char sut_detail[EEB_CONFIG_SUT_DETAIL + 1];   /* its counters' detail, or "" */
     char provenance[16];     /* the run's figures': measured, counter or modeled */
     double util[4];          /* LUT, FF, BRAM, DSP */
     char util_source[512];   /* the report, the spec or the xclbin they came from */

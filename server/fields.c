@@ -4,6 +4,8 @@
  */
 #include "server_int.h"
 
+#include "rundb/eeb_config_record.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +64,28 @@ int eeb_srv_reading_field(json_t *v, const char *field, enum eeb_srv_reading kin
         return eeb_srv_bad(f, field, "expected %s of 0 to %g%s", reading_name[kind],
                            reading_max[kind], kind == EEB_SRV_WATTS ? "" : ", or null");
     *out = x;
+    return 0;
+}
+
+int eeb_srv_system_field(json_t *v, const char **name, const char **version,
+                         struct eeb_srv_fault *f)
+{
+    *name = *version = NULL;
+    if (!v)
+        return 0;
+    json_t *n = json_object_get(v, "name"), *ver = json_object_get(v, "version");
+    size_t keys = json_is_object(v) ? json_object_size(v) : 0;
+    if (json_is_null(ver)) /* none, as left out */
+        keys--, ver = NULL;
+    if (!json_is_object(v) || !json_is_string(n) || !json_string_length(n) ||
+        json_string_length(n) > EEB_CONFIG_SUT_NAME || (ver && !json_is_string(ver)) ||
+        (ver && json_string_length(ver) > EEB_CONFIG_SUT_VERSION) || keys != 1u + (ver != NULL))
+        return eeb_srv_bad(f, "system",
+                           "expected {\"name\": 1 to %d bytes, \"version\": at most %d bytes "
+                           "(optional)}: the system under test as it names itself",
+                           EEB_CONFIG_SUT_NAME, EEB_CONFIG_SUT_VERSION);
+    *name = json_string_value(n);
+    *version = ver ? json_string_value(ver) : NULL;
     return 0;
 }
 

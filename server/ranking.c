@@ -61,6 +61,8 @@ struct shown {
     size_t nrun_ids;
     int pareto, hidden; /* on its device's front; not its team's best */
     int revoked;        /* its team's token revoked by the organizer */
+    /* its system under test as its latest run that said names it ("": none) */
+    char system_name[256], system_version[256];
 };
 
 struct gathered {
@@ -122,8 +124,13 @@ static int gather(void *arg, const struct eeb_srv_entry *e)
     *s = (struct shown){.e = *e, .revoked = eeb_srv_revoked_has(g->revoked, e->team)};
     s->e.runs = NULL, s->e.nruns = 0;
     eeb_srv_standing_of(e, g->round, &s->st);
-    for (size_t i = 0; i < e->nruns && i < EEB_ROUND_RUNS_MAX; i++)
+    for (size_t i = 0; i < e->nruns && i < EEB_ROUND_RUNS_MAX; i++) {
         s->run_ids[s->nrun_ids++] = e->runs[i].id;
+        if (e->runs[i].system_name[0]) { /* registered first first: the latest stays */
+            snprintf(s->system_name, sizeof s->system_name, "%s", e->runs[i].system_name);
+            snprintf(s->system_version, sizeof s->system_version, "%s", e->runs[i].system_version);
+        }
+    }
     return sensors_of(g->store, e, s);
 }
 
@@ -206,6 +213,11 @@ static json_t *entry_json(const struct shown *s, int rank)
                   st->state == EEB_STANDING_FAILED ? st->why : NULL, "pareto", s->pareto);
     if (o) {
         json_object_set_new(o, "revoked", json_boolean(s->revoked));
+        json_object_set_new(o, "system",
+                            s->system_name[0]
+                                ? json_pack("{s:s, s:s*}", "name", s->system_name, "version",
+                                            s->system_version[0] ? s->system_version : NULL)
+                                : json_null());
         json_object_set_new(o, "S_uncertainty", eeb_json_number(st->s_uncertainty));
         json_object_set_new(o, "sensor", s->sensor[0] ? json_string(s->sensor) : json_null());
         json_object_set_new(o, "sensor_qualified",

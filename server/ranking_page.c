@@ -60,6 +60,21 @@ static void utc_cell(FILE *f, const json_t *o, const char *key)
     fputs("</td>", f);
 }
 
+/* The system under test, {"name", "version"} or null: its name and
+ * version, the team's words, escaped ("-": not said). */
+static void system_cell(FILE *f, const json_t *system)
+{
+    const char *name = text_at(system, "name"), *version = text_at(system, "version");
+    fputs("<td class=\"system\">", f);
+    eeb_html_text(f, name ? name : "-");
+    if (name && version) {
+        fputs(" <span class=\"version\">", f);
+        eeb_html_text(f, version);
+        fputs("</span>", f);
+    }
+    fputs("</td>", f);
+}
+
 /* An element id, kind-task-provenance-division-pmax
  * ("entries-cls-declared-closed-10"):
  * anything but a letter, a digit or '-' becomes '_' (10.5 W: "10_5"), so
@@ -88,6 +103,7 @@ static const struct column entry_columns[] = {
     {"entry", "ascending", "the team's name for its design"},
     {"division", "ascending", "closed: the round's base model and schedule; open: free"},
     {"backend", "ascending", ""},
+    {"system", "ascending", "the system under test as it names itself, and its version"},
     {"device", "ascending", ""},
     {"S", "descending", "the round's aggregate of the S of the entry's runs"},
     {"spread", "ascending", "the lowest and the highest S of its runs (sorted by their gap)"},
@@ -160,6 +176,7 @@ static void entry_row(FILE *f, const json_t *e)
     text_cell(f, e, "entry");
     text_cell(f, e, "division");
     text_cell(f, e, "backend");
+    system_cell(f, json_object_get(e, "system"));
     text_cell(f, e, "device");
     double s = eeb_json_number_at(e, "S"), u = eeb_json_number_at(e, "S_uncertainty");
     if (isnan(u) || isnan(s))
@@ -420,10 +437,11 @@ static const char style[] =
     "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;white-space:nowrap}"
     "td[data-v]{text-align:right;font-variant-numeric:tabular-nums}"
     "th{background:#f4f4f4;cursor:pointer;white-space:nowrap}th[aria-sort]{background:#e2ebf6}"
-    /* what may wrap when the page is narrow: the run ids, the time and the state (a
-     * failure's reason) */
-    "table.entries td:nth-child(12){white-space:normal;min-width:6em}"
-    "table.entries td:nth-child(13){white-space:normal}"
+    /* what may wrap when the page is narrow: the system (the team's words), the run ids,
+     * the time and the state (a failure's reason) */
+    "table.entries td.system{white-space:normal;max-width:12em}"
+    "table.entries td:nth-child(13){white-space:normal;min-width:6em}"
+    "table.entries td:nth-child(14){white-space:normal}"
     "table.entries td:last-child{white-space:normal;min-width:7em;max-width:18em}"
     "tr.running td,tr.failed td,tr.running a,tr.failed a{color:#767676}"
     ".unqualified{color:#b35900;font-weight:bold}"

@@ -73,6 +73,9 @@ struct declared {
     /* in a round: the entry it is a run of, its division and P_max tier */
     const char *entry, *division;
     double p_max_w; /* NAN: the round's lowest tier */
+    /* the system under test as it names itself (NULL: not said, as an
+     * official run, which says it at begin once its SUT is open) */
+    const char *system_name, *system_version;
 };
 
 /* "clock": {"kind": "modeled", "train_step_s", "train_w", "batch",
@@ -193,7 +196,9 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
             "%s: backend %s runs on a CPU, not a board: its time and power are modeled", p,
             d->backend);
     if (read_clock(json_object_get(body, "clock"), d, f) ||
-        read_shape(json_object_get(body, "finetune_shape"), d, f))
+        read_shape(json_object_get(body, "finetune_shape"), d, f) ||
+        eeb_srv_system_field(json_object_get(body, "system"), &d->system_name, &d->system_version,
+                             f))
         return -1;
     if (d->modeled_clock && util)
         return eeb_srv_bad(f, "util",
@@ -201,10 +206,10 @@ static int read_declared(json_t *body, struct declared *d, struct eeb_srv_fault 
                            "none");
     if (!d->modeled_clock && !util)
         return eeb_srv_bad(f, "util", "expected an object of four fractions: lut, ff, bram, dsp");
-    static const char *const known[] = {"task",     "util",    "provenance",    "rate_hz",
-                                        "official", "device",  "backend",       "design",
-                                        "finetune", "model",   "clock",         "entry",
-                                        "division", "p_max_w", "finetune_shape"};
+    static const char *const known[] = {"task",     "util",    "provenance",     "rate_hz",
+                                        "official", "device",  "backend",        "design",
+                                        "finetune", "model",   "clock",          "entry",
+                                        "division", "p_max_w", "finetune_shape", "system"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -235,6 +240,9 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
                                       d->entry, "division", d->division, "seed", (json_int_t)seed));
     if (o) {
         eeb_config_put_backend(o, d->backend, d->provenance);
+        if (d->system_name) /* the team's words, kept printable */
+            eeb_config_put_sut(o, d->system_name, d->system_version,
+                               eeb_sut_kind_name(eeb_sut_kind_recorded(d->backend)), NULL, NULL);
         /* what the leaderboard shows; the judge reads none of it */
         json_object_set_new(o, "device", json_string(d->device));
         json_object_set_new(o, "design", d->design ? json_string(d->design) : json_null());

@@ -8,6 +8,8 @@
  */
 #include "server_int.h"
 
+#include "rundb/eeb_config_record.h"
+#include "sut/eeb_sut_host.h"
 #include "tasks/eeb_prediction.h"
 #include "tasks/eeb_tasks.h"
 
@@ -34,6 +36,12 @@ json_t *eeb_srv_run_json(const struct eeb_srv_run *r)
         r->official, "device", r->device, "provenance", r->provenance, "backend", r->backend);
     if (o) /* the link of its chain it expects next */
         json_object_set_new(o, "links", json_integer((json_int_t)r->links));
+    if (o) /* its system under test, as it names itself, once said */
+        json_object_set_new(o, "system",
+                            r->system_name[0]
+                                ? json_pack("{s:s, s:s*}", "name", r->system_name, "version",
+                                            r->system_version[0] ? r->system_version : NULL)
+                                : json_null());
     if (o && strcmp(r->state, "scored") == 0) {
         json_object_set_new(o, "verdict", json_string(r->verdict));
         json_object_set_new(o, "S", eeb_json_number(r->s));
@@ -108,13 +116,62 @@ int eeb_srv_in_state(struct eeb_srv_call *k, const char *a, const char *b, enum 
 
 /* ---- begin, complete, and the test inputs ---- */
 
+/* The body of begin, if any: {"system": {"name", "version"}}, what the
+ * run's SUT said it is once open (an official run registers before it
+ * opens its SUT), kept in its configuration unless it said so before.  1
+ * if it may go on, 0 with the answer sent. */
+static int begin_system(struct eeb_srv_call *k, enum MHD_Result *sent)
+{
+    if (!k->q->len)
+        return 1;
+    json_t *body = eeb_srv_call_body(k, sent);
+    if (!body)
+        return 0;
+    struct eeb_srv_fault f = {"", ""};
+    const char *name = NULL, *version = NULL;
+    int ok = 0;
+    if (json_object_size(body) != 1 || !json_object_get(body, "system"))
+        eeb_srv_bad(&f, json_object_size(body) ? "body" : "system",
+                    "expected nothing, or {\"system\": {\"name\", \"version\"}}");
+    else if (!eeb_srv_system_field(json_object_get(body, "system"), &name, &version, &f))
+        ok = 1;
+    if (!ok) {
+        *sent = eeb_srv_fail_fault(k, &f);
+        json_decref(body);
+        return 0;
+    }
+    json_t *o = json_object();
+    char err[512], *sut = NULL;
+    if (o) {
+        eeb_config_put_sut(o, name, version,
+                           eeb_sut_kind_name(eeb_sut_kind_recorded(k->run.backend)), NULL, NULL);
+        sut = json_dumps(json_object_get(o, "sut"), JSON_PRESERVE_ORDER);
+    }
+    json_decref(o);
+    json_decref(body);
+    if (!sut) {
+        *sent = eeb_srv_call_fail(k, 500, NULL, "out of memory");
+        return 0;
+    }
+    int rc = eeb_srv_store_run_system(k->s->store, k->id, sut, err, sizeof err);
+    free(sut);
+    if (rc < 0) {
+        *sent = eeb_srv_call_fail(k, 500, NULL, err);
+        return 0;
+    }
+    if (rc > 0) /* on the board's rows */
+        atomic_fetch_add(&k->s->changes, 1);
+    return 1;
+}
+
 /* POST /api/v1/runs/{id}/begin: the run is about to write its fine-tune's
- * begin; the server keeps when it said so, the first time, on its clock. */
+ * begin; the server keeps when it said so, the first time, on its clock,
+ * and what its system under test is, if it says. */
 enum MHD_Result eeb_srv_api_begin(struct eeb_srv_call *k)
 {
     enum MHD_Result sent;
     char err[512];
-    if (!eeb_srv_in_state(k, "registered", NULL, &sent))
+    if (!eeb_srv_in_state(k, "registered", NULL, &sent) || !begin_system(k, &sent))
         return sent;
     if (eeb_srv_store_run_begin(k->s->store, k->id, err, sizeof err) < 0 ||
         eeb_srv_store_run_get(k->s->store, k->id, &k->run, err, sizeof err) < 0)

@@ -306,6 +306,11 @@ int eeb_srv_number_field(json_t *v, const char *field, double lo, double hi, dou
 enum eeb_srv_reading { EEB_SRV_WATTS, EEB_SRV_VOLTS, EEB_SRV_AMPS };
 int eeb_srv_reading_field(json_t *v, const char *field, enum eeb_srv_reading kind, double *out,
                           struct eeb_srv_fault *f);
+/* "system": {"name", "version" (optional)}, the system under test as it
+ * names itself (the team's text: kept printable where it is stored); *name
+ * NULL if v is absent. */
+int eeb_srv_system_field(json_t *v, const char **name, const char **version,
+                         struct eeb_srv_fault *f);
 /* Answers the fault with a 400 naming its field. */
 enum MHD_Result eeb_srv_fail_fault(struct eeb_srv_call *k, const struct eeb_srv_fault *f);
 

@@ -118,6 +118,8 @@ struct eeb_srv_run {
     /* the heads its chain and its meter run's end in ("": none): the
      * record a team takes back, and its package, are checked against them */
     char chain_head[EEB_SHA256_HEX], meter_chain_head[EEB_SHA256_HEX];
+    /* the system under test as its configuration names it ("": not said) */
+    char system_name[256], system_version[256];
 };
 
 /* What an official run registered while a round is open claims: a place
@@ -166,6 +168,13 @@ int eeb_srv_store_run_predictions_count(struct eeb_srv_store *s, int64_t id, int
 /* The server's time the run is told to begin fine-tuning, the first time
  * it asks: 1 if set now, 0 if set before (or not registered). */
 int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size_t errlen);
+
+/* The system under test run id says it ran (sut_json: its configuration's
+ * "sut" section, eeb_config_put_sut's) kept in its configuration, unless it
+ * holds one already (said at registration, or at an earlier begin): 1 if
+ * kept now, 0 if not. */
+int eeb_srv_store_run_system(struct eeb_srv_store *s, int64_t id, const char *sut_json, char *err,
+                             size_t errlen);
 
 /* The run other than id whose chain began with origin uuid or head (a
  * copy), into *owner (0: none). */

@@ -58,7 +58,7 @@ void eeb_srv_column_text(sqlite3_stmt *st, int i, char *out, size_t n);
     "e.predicted_utc_ns, e.schedule_steps, "                                                       \
     "(SELECT l.head FROM links l WHERE l.run_id = e.run_id ORDER BY l.seq DESC LIMIT 1), "         \
     "(SELECT l.head FROM links l WHERE l.run_id = r.config ->> '$.power.meter_run' "               \
-    "ORDER BY l.seq DESC LIMIT 1) "                                                                \
+    "ORDER BY l.seq DESC LIMIT 1), r.config ->> '$.sut.name', r.config ->> '$.sut.version' "       \
     "FROM team_runs e JOIN runs r ON r.id = e.run_id JOIN teams t ON t.id = e.team_id "            \
     "LEFT JOIN entries en ON en.id = e.entry_id LEFT JOIN rounds ro ON ro.id = en.round_id "
 

@@ -235,6 +235,8 @@ void eeb_srv_read_entry(sqlite3_stmt *st, struct eeb_srv_run *r)
     eeb_srv_column_text(st, 32, r->withdrawn_why, sizeof r->withdrawn_why);
     eeb_srv_column_text(st, 37, r->chain_head, sizeof r->chain_head);
     eeb_srv_column_text(st, 38, r->meter_chain_head, sizeof r->meter_chain_head);
+    eeb_srv_column_text(st, 39, r->system_name, sizeof r->system_name);
+    eeb_srv_column_text(st, 40, r->system_version, sizeof r->system_version);
 }
 
 int eeb_srv_store_run_get(struct eeb_srv_store *s, int64_t id, struct eeb_srv_run *r, char *err,
@@ -382,6 +384,24 @@ int eeb_srv_store_run_begin(struct eeb_srv_store *s, int64_t id, char *err, size
                  "UPDATE team_runs SET begun_utc_ns = ?1 WHERE run_id = ?2 AND state = "
                  "'registered' AND begun_utc_ns IS NULL",
                  id, 0, err, errlen);
+}
+
+int eeb_srv_store_run_system(struct eeb_srv_store *s, int64_t id, const char *sut_json, char *err,
+                             size_t errlen)
+{
+    struct eeb_rundb *db;
+    int rc;
+    sqlite3_stmt *st = eeb_srv_statement(
+        s,
+        "UPDATE runs SET config = json_set(config, '$.sut', json(?1)) WHERE id = ?2 AND "
+        "config ->> '$.sut' IS NULL AND EXISTS (SELECT 1 FROM team_runs WHERE run_id = ?2 AND "
+        "state = 'registered')",
+        &db, &rc, err, errlen);
+    if (!st)
+        return rc;
+    sqlite3_bind_text(st, 1, sut_json, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, id);
+    return eeb_srv_changed(db, eeb_srv_done(db, st, sqlite3_step(st), err, errlen));
 }
 
 /* How many of the n predictions are not held as they are: new, or

@@ -1,5 +1,5 @@
 /*
- * eeb_sut.h - the system-under-test interface of eeb, version 1: what a
+ * eeb_sut.h - the system-under-test interface of eeb, version 2: what a
  * team's accelerator implements so that eeb can benchmark it.
  *
  * This header is the whole contract: it needs no other eeb header, and a
@@ -56,8 +56,10 @@ extern "C" {
  *     as eeb's version says (setup->abi_version, at least the SUT's own):
  *     a SUT built for an older version reads and writes only the members
  *     its header declares, which are where they always were.
- * So a SUT checks setup->abi_version >= EEB_SUT_ABI_VERSION, not ==. */
-#define EEB_SUT_ABI_VERSION 1
+ * So a SUT checks setup->abi_version >= EEB_SUT_ABI_VERSION, not ==.
+ *   version 1   abi_version .. save_model
+ *   version 2   appends version (the SUT's own version text) */
+#define EEB_SUT_ABI_VERSION 2
 
 /* The tasks of Tao et al. (Table 2). */
 enum eeb_sut_task {
@@ -158,6 +160,12 @@ struct eeb_sut_ops {
     /* optional: NULL means the SUT writes no model.  The fine-tuned model
      * to path, in the team's format (eeb run --save-model). */
     int (*save_model)(void *sut, const char *path, char *err, size_t errlen);
+
+    /* Version 2 appends. */
+
+    /* optional: NULL means none.  The SUT's own version, for the run's
+     * record beside its name: a release ("1.4.2") or a commit's hash. */
+    const char *version;
 };
 
 /* The one symbol a SUT library exports (visible even where the library is

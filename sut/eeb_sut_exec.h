@@ -55,8 +55,14 @@ enum eeb_sut_exec_call {
  * it; any other non-zero status is the call's own failure. */
 #define EEB_SUT_EXEC_UNSERVABLE 2u
 
-/* open's reply says which optional calls the program has (a bit each);
- * eeb leaves the others' slots NULL, as a library would. */
+/* open's reply after its status: the string name (1..255 bytes), a uint32
+ * saying which optional calls the program has (a bit each; eeb leaves the
+ * others' slots NULL, as a library would), then, optionally, the string
+ * version, the SUT's own (at most EEB_SUT_EXEC_MAX_VERSION bytes; a reply
+ * that ends after the uint32 says none, as a table's NULL version does).
+ * eeb takes the version from ABI version 2 on (the setup's abi_version): a
+ * program sends it to such an eeb only. */
+#define EEB_SUT_EXEC_MAX_VERSION      255
 #define EEB_SUT_EXEC_HAS_END_TRAINING 1u
 #define EEB_SUT_EXEC_HAS_COUNTERS     2u
 #define EEB_SUT_EXEC_HAS_SAVE_MODEL   4u

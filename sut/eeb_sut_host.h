@@ -150,10 +150,13 @@ void eeb_sut_close(struct eeb_sut *s);
 
 /* What the open SUT is, for the run's record: its name (the table's, as
  * the team's library or program says it; eeb's own: the backend's), its
- * kind's name (eeb_sut_kind_name) and what its counters' detail says ("" if
- * it reports none).  The team's text as given: its reader bounds it. */
+ * version (the table's version slot, "" if it has none or its ABI version
+ * lacks the slot; eeb's own: ""), its kind's name (eeb_sut_kind_name) and
+ * what its counters' detail says ("" if it reports none).  The team's text
+ * as given: its reader bounds it. */
 struct eeb_sut_identity {
     char name[256];
+    char version[256];
     const char *kind;
     const char *hosting; /* "process" (its own), "in-process" (eeb's) */
     char detail[64];

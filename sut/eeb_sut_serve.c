@@ -295,8 +295,14 @@ static void call_open(struct server *s, struct reader *r)
             s->sut = NULL;
             reply_error(s, s->err);
         } else {
-            size_t n = strlen(s->ops->name);
-            uint8_t *p = reply_room(s, 8 + n);
+            /* the name, the optional calls, and the version if the table has one
+             * (its first EEB_SUT_EXEC_MAX_VERSION bytes) and eeb takes it (ABI
+             * version 2 on: an older eeb's reply has no room for it) */
+            const char *version = s->setup.abi_version >= 2 ? s->ops->version : NULL;
+            size_t n = strlen(s->ops->name), vn = version ? strlen(version) : 0;
+            if (vn > EEB_SUT_EXEC_MAX_VERSION)
+                vn = EEB_SUT_EXEC_MAX_VERSION;
+            uint8_t *p = reply_room(s, 8 + n + (vn ? 4 + vn : 0));
             if (p) {
                 uint32_t has = (s->ops->end_training ? EEB_SUT_EXEC_HAS_END_TRAINING : 0) |
                                (s->ops->counters ? EEB_SUT_EXEC_HAS_COUNTERS : 0) |
@@ -304,6 +310,10 @@ static void call_open(struct server *s, struct reader *r)
                 eeb_sut_exec_put32(p, (uint32_t)n);
                 memcpy(p + 4, s->ops->name, n);
                 eeb_sut_exec_put32(p + 4 + n, has);
+                if (vn) {
+                    eeb_sut_exec_put32(p + 8 + n, (uint32_t)vn);
+                    memcpy(p + 12 + n, version, vn);
+                }
             }
         }
     }

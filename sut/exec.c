@@ -494,22 +494,32 @@ static int open_call(struct exec *x, const struct eeb_sut_setup *s, char *err, s
                             {size8, 8}, {bytes, nbytes}};
     const uint8_t *r;
     size_t len;
-    rc = exec_call(x, EEB_SUT_EXEC_OPEN, iov, 10, 12 + MAX_NAME, &r, &len, err, errlen);
+    rc = exec_call(x, EEB_SUT_EXEC_OPEN, iov, 10, 16 + MAX_NAME + MAX_VERSION, &r, &len, err,
+                   errlen);
     free(bytes);
     if (rc)
         return rc;
+    /* the name, the optional calls, then (optional) the version */
     uint32_t n = len >= 4 ? eeb_sut_exec_get32(r) : 0;
-    if (len < 8 || len != 8 + (size_t)n || n < 1 || n > MAX_NAME) {
-        char what[160];
+    uint32_t vn = len >= 12 + (size_t)n && n <= MAX_NAME ? eeb_sut_exec_get32(r + 8 + n) : 0;
+    if (len < 8 || n < 1 || n > MAX_NAME ||
+        (len != 8 + (size_t)n && (len != 12 + (size_t)n + vn || vn > MAX_VERSION))) {
+        char what[224];
         snprintf(what, sizeof what,
                  "a reply of %zu bytes after its status, a name of %lu (a name of 1..%d "
-                 "bytes, then the optional calls u32)",
-                 len, (unsigned long)n, MAX_NAME);
+                 "bytes, then the optional calls u32, then optionally a version of 0..%d bytes)",
+                 len, (unsigned long)n, MAX_NAME, MAX_VERSION);
         return exec_protocol_error(x, EEB_SUT_EXEC_OPEN, err, errlen, what);
     }
     for (uint32_t i = 0; i < n; i++)
         x->name[i] = r[4 + i] < 0x20 || r[4 + i] == 0x7f ? '?' : (char)r[4 + i];
     x->name[n] = '\0';
+    if (len == 8 + (size_t)n)
+        vn = 0; /* a reply without the version: the program says none */
+    for (uint32_t i = 0; i < vn; i++)
+        x->version[i] = r[12 + n + i] < 0x20 || r[12 + n + i] == 0x7f ? '?' : (char)r[12 + n + i];
+    x->version[vn] = '\0';
+    x->ops.version = vn ? x->version : NULL;
     uint32_t has = eeb_sut_exec_get32(r + 4 + n);
     x->ops.end_training = has & EEB_SUT_EXEC_HAS_END_TRAINING ? exec_end_training : NULL;
     x->ops.counters = has & EEB_SUT_EXEC_HAS_COUNTERS ? exec_counters : NULL;

@@ -8,6 +8,7 @@
 #ifndef EEB_SUT_EXEC_INT_H
 #define EEB_SUT_EXEC_INT_H
 
+#include "sut/eeb_sut_exec.h"
 #include "sut/eeb_sut_host.h"
 
 #include <pthread.h>
@@ -19,7 +20,8 @@
 #define END_WAIT_S    1.0 /* a program that closed its stdout, or was asked to close: to exit */
 #define CLOSE_REPLY_S 2.0 /* close's answer, at most (less if the deadline is shorter) */
 #define MAX_ARGS      256
-#define MAX_NAME      255       /* the SUT's name, from open's reply */
+#define MAX_NAME      255                      /* the SUT's name, from open's reply */
+#define MAX_VERSION   EEB_SUT_EXEC_MAX_VERSION /*   and its version, if the reply has one */
 #define PIPE_MAX      (1 << 20) /* Linux's default most a pipe may hold (fs.pipe-max-size) */
 #define TAIL_BYTES    2048      /* of the program's stderr, the last kept for a message */
 #define TAIL_LINES    10        /*   and of those, the last lines at most */
@@ -45,8 +47,9 @@ struct exec {
     char *command;          /* as given, naming the SUT in every message */
     const char *who;        /* its process in messages: "the program", "its process" */
     char name[MAX_NAME + 1];
-    pid_t pid;    /* 0 once reaped */
-    int to, from; /* its stdin and its stdout (eeb's ends); -1 once closed */
+    char version[MAX_VERSION + 1]; /* "": the program said none */
+    pid_t pid;                     /* 0 once reaped */
+    int to, from;                  /* its stdin and its stdout (eeb's ends); -1 once closed */
     int64_t deadline_ns;
     uint32_t id; /* the last request's */
     struct eeb_sut_setup setup;

@@ -273,6 +273,9 @@ void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id)
     struct eeb_sut_counters c;
     const char *name = s->kind == EEB_SUT_BUILTIN ? s->name : s->ops->name;
     snprintf(id->name, sizeof id->name, "%s", name ? name : "");
+    /* a slot version 1 lacks: read through EEB_SUT_SLOT, never past an older table */
+    const char *version = s->kind == EEB_SUT_BUILTIN ? NULL : EEB_SUT_SLOT(s->ops, version);
+    snprintf(id->version, sizeof id->version, "%s", version ? version : "");
     id->kind = eeb_sut_kind_name(s->kind);
     id->hosting = eeb_sut_isolated(s) ? "process" : "in-process";
     eeb_sut_counters(s, &c);

@@ -42,13 +42,20 @@
  * bump EEB_SUT_ABI_VERSION and add its row here, ending at its own last
  * member (the assertion below then names that member). */
 #define V1_END (offsetof(struct eeb_sut_ops, save_model) + sizeof(void (*)(void)))
+#define V2_END (offsetof(struct eeb_sut_ops, version) + sizeof(const char *))
 static const size_t reach[EEB_SUT_ABI_VERSION + 1] = {
     [1] = V1_END,
+    [2] = V2_END,
 };
 /* A member appended to struct eeb_sut_ops without a new version and a
- * row above would be read from version-1 tables that do not have it. */
-_Static_assert(V1_END == sizeof(struct eeb_sut_ops),
+ * row above would be read from older tables that do not have it. */
+_Static_assert(V2_END == sizeof(struct eeb_sut_ops),
                "struct eeb_sut_ops grew: a new EEB_SUT_ABI_VERSION and its row in reach[]");
+/* Version 2's first member starts where a version-1 table ends (no
+ * padding between), so a version-1 table is read no further than it is. */
+_Static_assert(offsetof(struct eeb_sut_ops, version) == V1_END,
+               "version 2 starts at version 1's end");
+_Static_assert(EEB_SUT_ABI_VERSION == 2, "a new version: its row in reach[]");
 
 int eeb_sut_ops_has(const struct eeb_sut_ops *ops, size_t offset)
 {
@@ -69,6 +76,7 @@ void eeb_sut_ops_whole(const struct eeb_sut_ops *ops, struct eeb_sut_ops *whole)
         .counters = EEB_SUT_SLOT(ops, counters),
         .close = ops->close,
         .save_model = EEB_SUT_SLOT(ops, save_model),
+        .version = EEB_SUT_SLOT(ops, version),
     };
 }
 

@@ -9,6 +9,7 @@ a class with the calls of sut/eeb_sut.h as methods:
 
     class Team:
         name = "team"                       # short, for messages and the record
+        version = "1.4.2"                   # optional: the SUT's own, for the record
         def open(self, setup): ...          # a Setup; raise to refuse it
         def load_model(self, path): ...
         def train(self, batch): ...         # a Batch with labels or boxes -> Step
@@ -68,9 +69,10 @@ CALL_NAMES = {OPEN: "open", LOAD_MODEL: "load_model", TRAIN: "train",
               END_TRAINING: "end_training", PREDICT: "predict", COUNTERS: "counters",
               SAVE_MODEL: "save_model", CLOSE: "close"}
 HAS_END_TRAINING, HAS_COUNTERS, HAS_SAVE_MODEL = 1, 2, 4
+MAX_NAME = MAX_VERSION = 255  # bytes of open's reply's name and version
 
 CLS, DET, VIDEO = 0, 1, 2
-ABI_VERSION = 1
+ABI_VERSION = 2  # sut/eeb_sut.h's EEB_SUT_ABI_VERSION: eeb's setup says its own
 
 SETUP = struct.Struct("<10iQ")       # open: the setup's numbers
 BOX = struct.Struct("<ii4f")         # cls, difficult, x0 y0 x1 y1
@@ -200,6 +202,11 @@ def _string(text):
     return struct.pack("<I", len(data)) + data
 
 
+def _short(text, most):
+    """text's first most bytes of UTF-8, cut between characters."""
+    return text.encode("utf-8")[:most].decode("utf-8", "ignore")
+
+
 class _Reader(object):
     """Fields out of a request's payload, in order."""
 
@@ -281,7 +288,13 @@ class _Server(object):
                             ("save_model", HAS_SAVE_MODEL)):
             if callable(getattr(self.sut, method, None)):
                 has |= bit
-        return _string(name[:255]) + struct.pack("<I", has)
+        reply = _string(_short(name, MAX_NAME)) + struct.pack("<I", has)
+        # optional: none, none sent; nor to an eeb older than ABI version 2,
+        # whose open reply has no room for it
+        version = getattr(self.sut, "version", None)
+        if version and setup.abi_version >= 2:
+            reply += _string(_short(str(version), MAX_VERSION))
+        return reply
 
     def _batch(self, r, labelled):
         if self.setup is None:

@@ -719,6 +719,7 @@ static const struct eeb_sut_ops nearest_mean_ops = {
     .counters = nm_counters,
     .close = nm_close,
     .save_model = nm_save,
+    .version = "1.1", /* the example's own, recorded beside its name */
 };
 
 const struct eeb_sut_ops *eeb_sut_entry(void)

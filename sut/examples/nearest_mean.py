@@ -53,10 +53,11 @@ def splitmix64(state):
 
 class NearestMean(object):
     name = "nearest-mean-py"
+    version = "1.1"  # the example's own, recorded beside its name
 
     def open(self, setup):
-        if setup.abi_version != eeb_sut.ABI_VERSION:
-            raise ValueError("setup: ABI version %d, this SUT speaks %d"
+        if setup.abi_version < eeb_sut.ABI_VERSION:
+            raise ValueError("setup: ABI version %d, older than this SUT's %d"
                              % (setup.abi_version, eeb_sut.ABI_VERSION))
         if setup.task not in TASK_NAMES:
             raise ValueError("setup: task %d (0 cls, 1 det, 2 video)" % setup.task)

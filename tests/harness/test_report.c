@@ -558,6 +558,8 @@ Test(report, a_run_through_a_teams_library_shows_the_sut_and_its_own_counters, .
     sut_section_placed(html);
     cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), EEB_SUT_EXAMPLE);
     cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells), "a team&#39;s library");
+    cr_expect_str_eq(sut_value(html, "sut-name", "names itself", cells), "nearest-mean");
+    cr_expect_str_eq(sut_value(html, "sut-version", "version slot", cells), "1.1");
     char sha[EEB_SHA256_HEX], err[256];
     cr_assert_eq(eeb_sha256_file(model, sha, err, sizeof err), EEB_OK, "%s", err);
     cr_expect_str_eq(sut_value(html, "sut-model", "hashed by eeb", cells), sha);
@@ -589,6 +591,8 @@ Test(report, a_run_on_eebs_emu_shows_its_counters_agreeing, .timeout = 120)
     cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells), "emu");
     cr_expect_str_eq(sut_value(html, "sut-kind", "backend's name", cells),
                      "eeb&#39;s built-in backend");
+    cr_expect_str_eq(sut_value(html, "sut-name", "names itself", cells), "emu");
+    cr_expect_str_eq(sut_value(html, "sut-version", "version slot", cells), "none given");
     detail = expect_deployed_detail(html, db, cells);
     long long steps = expect_steps_agreeing(html, db, cells);
     cr_expect_eq(steps, event_figure(db, "complete", "$.step"), "20 whole epochs: none in flight");
@@ -644,7 +648,15 @@ Test(report, a_teams_program_without_counters_and_with_a_hostile_detail)
     made_run(db, EEB_RUN_STOPPED, 600, 3, ev, sizeof ev / sizeof *ev);
     test_sql_exec(db, "UPDATE runs SET config = json_set(config, '$.backend', "
                       "'exec:./team --name <b>&')");
+    test_sql_exec(db, "UPDATE runs SET config = json_set(config, '$.sut', json('{\"name\": "
+                      "\"<i>team</i>\", \"version\": \"1<2&3\", \"kind\": \"exec\"}'))");
     char *html = report(db, dir);
+    /* the system's name and version are the team's text: escaped */
+    cr_expect(strstr(html, " on &lt;i&gt;team&lt;/i&gt; <span class=\"version\">1&lt;2&amp;3"
+                           "</span> (exec)</h1>"),
+              "%.600s", html);
+    cr_expect_str_eq(sut_value(html, "sut-name", "names itself", cells), "&lt;i&gt;team&lt;/i&gt;");
+    cr_expect_str_eq(sut_value(html, "sut-version", "version slot", cells), "1&lt;2&amp;3");
     cr_expect_null(strstr(html, "<script"), "the page runs no script");
     cr_expect_null(strstr(html, "<b>"));
     cr_expect_str_eq(sut_value(html, "sut-backend", "configuration", cells),

@@ -241,6 +241,7 @@ Test(package, a_packed_run_holds_that_run_alone_and_checks, .timeout = 120)
     json_t *sys = json_object_get(json_object_get(mf, "run"), "system");
     cr_expect_str_eq(json_string_value(json_object_get(sys, "name")), "xrt");
     cr_expect_str_eq(json_string_value(json_object_get(sys, "kind")), "builtin");
+    cr_expect_null(json_object_get(sys, "version"), "eeb's own backends give none: left out");
     /* the copy holds run 2 alone, with all its records */
     char copy[400];
     snprintf(copy, sizeof copy, "%s/copy.db", p.dir);

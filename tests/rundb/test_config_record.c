@@ -137,7 +137,7 @@ Test(config_record, the_systems_name_is_kept_printable_and_bounded)
     name[sizeof name - 1] = '\0';
     memcpy(name, "<b>pooled\x1b[31m\xff\xe2\x80\xae-int8 \xc3\xa9", 26);
     json_t *o = json_object();
-    eeb_config_put_sut(o, name, "exec", "process", "ZCU104\n200 MHz");
+    eeb_config_put_sut(o, name, NULL, "exec", "process", "ZCU104\n200 MHz");
     char *text = json_dumps(o, 0);
     cr_assert_not_null(text, "the section is JSON (UTF-8)");
     struct eeb_config_record r;
@@ -160,4 +160,42 @@ Test(config_record, the_systems_name_is_kept_printable_and_bounded)
     /* a run recorded before: nothing */
     cr_assert_eq(eeb_config_record_read("{\"task\": \"cls\"}", &r), EEB_OK);
     cr_expect_str_eq(r.sut_name, "");
+    cr_expect_str_eq(r.sut_version, "");
+}
+
+/* The system's own version (SUT ABI version 2) is the team's text too:
+ * kept printable and bounded; none (NULL, "": a version-1 SUT) is left
+ * out of the section, and read back as "". */
+Test(config_record, the_systems_version_is_kept_printable_bounded_and_left_out_if_none)
+{
+    char version[400];
+    memset(version, 'v', sizeof version - 1);
+    version[sizeof version - 1] = '\0';
+    memcpy(version, "1.4.2\x1b[31m+\xe2\x80\xae", 14);
+    json_t *o = json_object();
+    eeb_config_put_sut(o, "team", version, "library", "process", NULL);
+    char *text = json_dumps(o, 0);
+    struct eeb_config_record r;
+    cr_assert_eq(eeb_config_record_read(text, &r), EEB_OK);
+    cr_expect_eq(strncmp(r.sut_version, "1.4.2?[31m+?vvv", 15), 0, "%s", r.sut_version);
+    cr_expect_eq(strlen(r.sut_version), EEB_CONFIG_SUT_VERSION);
+    cr_expect_str_eq(r.sut_name, "team");
+    free(text);
+    json_decref(o);
+    for (int none = 0; none < 2; none++) {
+        o = json_object();
+        eeb_config_put_sut(o, "team", none ? "" : NULL, "library", "in-process", "");
+        cr_expect_null(json_object_get(json_object_get(o, "sut"), "version"));
+        cr_expect_null(json_object_get(json_object_get(o, "sut"), "detail"));
+        text = json_dumps(o, 0);
+        cr_assert_eq(eeb_config_record_read(text, &r), EEB_OK);
+        cr_expect_str_eq(r.sut_version, "");
+        cr_expect_str_eq(r.sut_hosting, "in-process");
+        free(text);
+        json_decref(o);
+    }
+    cr_assert_eq(
+        eeb_config_record_read("{\"sut\": {\"name\": \"t\", \"version\": \"g\\u0007abc\"}}", &r),
+        EEB_OK);
+    cr_expect_str_eq(r.sut_version, "g?abc");
 }

@@ -263,13 +263,36 @@ static const struct round_entry round_entries[] = {
 /* 2026-01-01T00:00:00Z: run n completed n minutes later. */
 #define T0_NS 1767225600000000000LL
 
-/* A run of team in the run tables and the server's (entry 0: of none). */
+/* The systems under test the runs' configurations name, as the server
+ * keeps them (register.c, runs.c's begin): bob's first run one system, his
+ * later two another, whose name and version the page must escape; carol's
+ * a name without a version; the others' none. */
+#define BOB_OLD_SYSTEM                                                                             \
+    "{\"sut\": {\"name\": \"bob-old\", \"version\": \"1.0\", \"kind\": \"library\"}}"
+#define BOB_SYSTEM                                                                                 \
+    "{\"sut\": {\"name\": \"bob's <a>\", \"version\": \"2&1\", \"kind\": \"library\"}}"
+#define CAROL_SYSTEM "{\"sut\": {\"name\": \"carol-sut\", \"kind\": \"exec\"}}"
+
+static const char *system_config(const char *team, int run_of_entry)
+{
+    return strcmp(team, "bob") == 0     ? (run_of_entry ? BOB_SYSTEM : BOB_OLD_SYSTEM)
+           : strcmp(team, "carol") == 0 ? CAROL_SYSTEM
+                                        : NULL;
+}
+
+/* A run of team in the run tables and the server's (entry 0: of none),
+ * its configuration config_json (NULL: {}). */
 static int64_t add_team_run(struct eeb_rundb *db, sqlite3 *h, const char *team, int64_t entry,
-                            const struct entry_run *r, const char *device, const char *provenance)
+                            const struct entry_run *r, const char *device, const char *provenance,
+                            const char *config_json)
 {
     char err[512], uuid[37];
-    const struct eeb_run_new rn = {
-        .task = EEB_TASK_CLS, .backend = "xrt", .t_max_s = 30, .p_max_w = 10, .rules_version = "1"};
+    const struct eeb_run_new rn = {.task = EEB_TASK_CLS,
+                                   .backend = "xrt",
+                                   .config_json = config_json,
+                                   .t_max_s = 30,
+                                   .p_max_w = 10,
+                                   .rules_version = "1"};
     int64_t run;
     cr_assert_eq(eeb_rundb_run_create(db, &rn, &run, uuid, err, sizeof err), EEB_OK, "%s", err);
     sqlite3_stmt *st;
@@ -353,11 +376,12 @@ static void add_round(const char *sdb)
         cr_assert_eq(entry, (int64_t)i + 1);
         sqlite3_reset(st);
         for (int j = 0; j < e->nruns; j++)
-            add_team_run(db, h, e->team, entry, &e->runs[j], e->device, e->provenance);
+            add_team_run(db, h, e->team, entry, &e->runs[j], e->device, e->provenance,
+                         system_config(e->team, j));
     }
     sqlite3_finalize(st);
     const struct entry_run unscored = {.verdict = NULL};
-    cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared"), 22);
+    cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared", NULL), 22);
     sqlite3_close(h);
     eeb_rundb_close(db);
 }
@@ -419,15 +443,20 @@ static const char *const ranked_in_order[] = {
     "division, 10 W P<sub>max</sub> tier</caption>",
     /* b1: the median of 0.80, 0.75, 0.90, and of its E, M_s, T */
     "<tr class=\"ranked\"><td data-v=\"1\">1</td><td>bob</td><td>b1</td><td>closed</td><td>xrt</"
-    "td><td>ultra96</td><td data-v=\"0.8\">0.8000</td>",
+    "td><td class=\"system\">bob&#39;s &lt;a&gt; <span class=\"version\">2&amp;1</span></"
+    "td><td>ultra96</"
+    "td><td data-v=\"0.8\">0.8000</td>",
     "0.7500&ndash;0.9000</td><td data-v=\"0.85\">0.8500</td><td data-v=\"65\">65.0</td><td "
     "data-v=\"21\">21.0</td><td data-v=\"3\">3/3: <a href=\"/runs/4\">4</a> <a "
     "href=\"/runs/5\">5</a> <a href=\"/runs/6\">6</a></td><td>2026-01-01 00:06:00</td><td>ranked"
     "</td></tr>",
     /* c1 and a1: both 0.65, one rank, the newer entry first */
-    "<td data-v=\"2\">2</td><td>carol</td><td>c1</td>",
+    "<td data-v=\"2\">2</td><td>carol</td><td>c1</td><td>closed</td><td>xrt</td><td "
+    "class=\"system\">"
+    "carol-sut</td><td>zcu104</td>",
     "<td data-v=\"0.65\">0.6500</td>",
-    "<td data-v=\"2\">2</td><td>alice</td><td>a1</td>",
+    "<td data-v=\"2\">2</td><td>alice</td><td>a1</td><td>closed</td><td>xrt</td><td "
+    "class=\"system\">-</td>",
     "<td data-v=\"0.65\">0.6500</td>",
     "0.6000&ndash;0.7000</td><td data-v=\"0.8\">0.8000</td><td data-v=\"45\">45.0</td><td "
     "data-v=\"11\">11.0</td>",
@@ -513,7 +542,7 @@ Test(board, leaderboard_without_a_round_says_so, .timeout = 60)
     sqlite3 *h;
     cr_assert_eq(sqlite3_open(sdb, &h), SQLITE_OK);
     const struct entry_run unscored = {.verdict = NULL};
-    cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared"), 1);
+    cr_assert_eq(add_team_run(db, h, "alice", 0, &unscored, "zcu104", "declared", NULL), 1);
     sqlite3_close(h);
     eeb_rundb_close(db);
 
@@ -552,7 +581,7 @@ static const char drive_leaderboard[] =
     "    out.push(th.textContent + ' ' + th.getAttribute('aria-sort') + ': ' + rows());\n"
     "  }\n"
     "  out.push('served: ' + rows());\n"
-    "  click(6); click(6); click(9);\n"
+    "  click(7); click(7); click(10);\n"
     "  var svg = document.getElementById('pareto-cls-declared-closed-10');\n"
     "  var circles = Array.from(svg.querySelectorAll('circle'));\n"
     "  out.push('points: ' + circles.length);\n"

@@ -179,6 +179,88 @@ Test(server, teams_tokens_routes_and_errors, .timeout = 60)
     eeb_server_stop(s);
 }
 
+/* The system a run's SUT names itself: its name and version, as JSON of
+ * the run's and in the server's copy of its configuration, said at
+ * registration (a submitted run) or at begin (an official run, whose SUT
+ * opens after it registers), once: what was said first stays. */
+static void expect_system(int port, const char *sdb, int run, const char *token, const char *name,
+                          const char *version)
+{
+    char path[64], sql[128], *text;
+    snprintf(path, sizeof path, "/api/v1/runs/%d", run);
+    struct reply r = request(port, "GET", path, NULL, 0, token);
+    json_t *o = json_loads(r.body ? r.body : "", 0, NULL), *sys = json_object_get(o, "system");
+    cr_expect_str_eq(json_string_value(json_object_get(sys, "name")), name, "%s", r.body);
+    if (version)
+        cr_expect_str_eq(json_string_value(json_object_get(sys, "version")), version);
+    else
+        cr_expect_null(json_object_get(sys, "version"), "%s", r.body);
+    json_decref(o);
+    free(r.body);
+    snprintf(sql, sizeof sql, "SELECT json_extract(config, '$.sut.name') FROM runs WHERE id = %d",
+             run);
+    cr_assert_eq(test_sql_text(sdb, sql, &text), 0);
+    cr_expect_str_eq(text, name);
+    free(text);
+}
+
+Test(server, a_run_says_its_system_at_registration_or_at_begin, .timeout = 60)
+{
+    char db[256], token[EEB_TOKEN_HEX], err[512];
+    snprintf(db, sizeof db, "%s/server.db", test_tmpdir());
+    cr_assert_eq(eeb_server_add_team(db, "alpha", token, err, sizeof err), EEB_OK, "%s", err);
+    struct eeb_server_config cfg;
+    eeb_server_config_default(&cfg);
+    cfg.db = db, cfg.port = 0;
+    cfg.practice[EEB_TASK_CLS] = test_cls_shard(20, 16, 3);
+    struct eeb_server *s;
+    cr_assert_eq(eeb_server_start(&cfg, &s, err, sizeof err), EEB_OK, "%s", err);
+    int port = eeb_server_port(s);
+    static const char *const bad[] = {
+        ", \"system\": \"team\"",
+        ", \"system\": {\"name\": \"\"}",
+        ", \"system\": {\"version\": \"1.0\"}",
+        ", \"system\": {\"name\": \"team\", \"version\": 1}",
+        ", \"system\": {\"name\": \"team\", \"colour\": \"red\"}",
+    };
+    char body[512];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(body, sizeof body, REGISTER_WITH("cls", "%s"), bad[i]);
+        expect(port, "POST", "/api/v1/runs", body, token, 400, "field", "system");
+    }
+    /* said at registration: kept, whatever begin says after */
+    expect(port, "POST", "/api/v1/runs",
+           REGISTER_WITH("cls", ", \"system\": {\"name\": \"team <x>\", \"version\": \"1.0\"}"),
+           token, 201, "state", "registered");
+    expect_system(port, db, 1, token, "team <x>", "1.0");
+    expect(port, "POST", "/api/v1/runs/1/begin", "{\"system\": {\"name\": \"other\"}}", token, 200,
+           "state", "registered");
+    expect_system(port, db, 1, token, "team <x>", "1.0");
+    /* said at begin: a name without a version, once */
+    expect(port, "POST", "/api/v1/runs", REGISTER("cls"), token, 201, "state", "registered");
+    struct reply r = request(port, "GET", "/api/v1/runs/2", NULL, 0, token);
+    cr_expect(r.body && strstr(r.body, "\"system\":null"), "%s", r.body);
+    free(r.body);
+    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": 5}}", token, 400, "field",
+           "system");
+    expect(port, "POST", "/api/v1/runs/2/begin", "{\"sut\": {\"name\": \"late\"}}", token, 400,
+           "field", "body");
+    expect(port, "POST", "/api/v1/runs/2/begin", "{\"system\": {\"name\": \"late\"}}", token, 200,
+           "state", "registered");
+    expect_system(port, db, 2, token, "late", NULL);
+    expect(port, "POST", "/api/v1/runs/2/begin",
+           "{\"system\": {\"name\": \"later\", \"version\": \"9\"}}", token, 200, "state",
+           "registered");
+    expect_system(port, db, 2, token, "late", NULL);
+    /* a begin without a body says nothing of it, as before */
+    expect(port, "POST", "/api/v1/runs", REGISTER("cls"), token, 201, "state", "registered");
+    expect(port, "POST", "/api/v1/runs/3/begin", NULL, token, 200, "state", "registered");
+    cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM runs WHERE id = 3 AND "
+                                  "json_extract(config, '$.sut') IS NULL"),
+                 1);
+    eeb_server_stop(s);
+}
+
 Test(server, a_team_touches_only_its_own_runs_and_is_rate_limited, .timeout = 60)
 {
     char db[256], mine[EEB_TOKEN_HEX], theirs[EEB_TOKEN_HEX], err[512];
@@ -594,6 +676,16 @@ Test(server, a_submitted_run_is_judged_as_eeb_check_judges_it, .timeout = 120)
     json_t *v = json_loads(r.out, 0, NULL);
     cr_assert(v, "%s", r.out);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
+    /* the system the local run recorded, told at registration */
+    char *local_system, *server_system;
+    cr_assert_eq(
+        test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs", &local_system), 0);
+    cr_assert_eq(
+        test_sql_text(sdb, "SELECT json_extract(config, '$.sut.name') FROM runs", &server_system),
+        0);
+    cr_assert_not_null(local_system);
+    cr_expect_str_eq(server_system, local_system);
+    free(local_system), free(server_system);
     /* the server's figures are the local run's: the same record, judged the same */
     static const char *const figures[] = {"S", "m_s", "m_p", "m_t", "m_u", "t_s", "energy_j"};
     for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
@@ -967,7 +1059,7 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
  * command line is the team's free text) and the part the utilization
  * report names as its device. */
 static void an_official_run_of_a_teams_sut(const char *backend, const char *declared,
-                                           const char *kind, const char *epochs)
+                                           const char *kind, const char *epochs, const char *system)
 {
     char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
@@ -1026,14 +1118,23 @@ static void an_official_run_of_a_teams_sut(const char *backend, const char *decl
     char cell[128];
     snprintf(cell, sizeof cell, "<td>%s</td>", kind);
     cr_expect(page.body && strstr(strstr(page.body, "id=\"sut-kind\""), cell), "%s", page.body);
+    /* and names the system as its SUT named itself when opened (told at
+     * begin, after the registration) */
+    snprintf(cell, sizeof cell, ": cls on %s <span class=\"version\">1.1</span> (%s)</h1>", system,
+             declared);
+    cr_expect(page.body && strstr(page.body, cell), "no '%s' in %s", cell, page.body);
     free(page.body);
+    cr_expect_eq(test_sql_int(sdb, "SELECT count(*) FROM runs WHERE json_extract(config, "
+                                   "'$.sut.version') = '1.1'"),
+                 1);
     eeb_server_stop(s);
 }
 
 Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeout = 120)
 {
     an_official_run_of_a_teams_sut(EEB_SUT_EXAMPLE, "library", "a team&#39;s library",
-                                   "4000"); /* about 1.5 s */
+                                   "4000", /* about 1.5 s */
+                                   "nearest-mean");
 }
 
 /* An official run of a team's library (tests/sut/bad_check_sut.c) that
@@ -2024,7 +2125,8 @@ Test(server, an_official_run_of_a_teams_program_is_judged_by_the_server, .timeou
 {
     an_official_run_of_a_teams_sut(
         "exec:python3 sut/examples/nearest_mean.py --unused-by-the-example", "exec",
-        "a team&#39;s program", "60"); /* a few seconds */
+        "a team&#39;s program", "60", /* a few seconds */
+        "nearest-mean-py");
 }
 
 Test(server, an_official_run_cut_off_at_scoring_is_finished_by_submit_resume, .timeout = 120)

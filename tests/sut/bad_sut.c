@@ -5,10 +5,10 @@
  *
  *   BAD_NO_ENTRY     exports its table under another name than eeb_sut_entry
  *   BAD_NULL_ENTRY   eeb_sut_entry returns NULL
- *   BAD_VERSION      a table built against ABI version 2
+ *   BAD_VERSION      a table built against ABI version 3
  *   BAD_NO_PREDICT   a table without predict
- *   BAD_V2           a SUT built against a later header than eeb's: a
- *                    version-2 table (the version-1 members, then one
+ *   BAD_V3           a SUT built against a later header than eeb's: a
+ *                    version-3 table (the version-2 members, then one
  *                    appended slot) declared as its own struct here, as
  *                    a later sut/eeb_sut.h would declare it
  *
@@ -50,12 +50,12 @@ static void bad_close(void *sut)
     (void)sut;
 }
 
-#ifdef BAD_V2
-/* A later header's table: version 1's members in version 1's order, then
- * what version 2 appends. */
-struct eeb_sut_ops_v2 {
-    struct eeb_sut_ops v1;
-    int (*later)(void *sut, char *err, size_t errlen); /* appended by version 2 */
+#ifdef BAD_V3
+/* A later header's table: version 2's members in version 2's order, then
+ * what version 3 appends. */
+struct eeb_sut_ops_v3 {
+    struct eeb_sut_ops v2;
+    int (*later)(void *sut, char *err, size_t errlen); /* appended by version 3 */
 };
 
 static int bad_later(void *sut, char *err, size_t errlen)
@@ -64,21 +64,22 @@ static int bad_later(void *sut, char *err, size_t errlen)
     return -1;
 }
 
-static const struct eeb_sut_ops_v2 bad_v2 = {
-    .v1 = {.abi_version = 2,
-           .name = "bad-v2",
+static const struct eeb_sut_ops_v3 bad_v3 = {
+    .v2 = {.abi_version = 3,
+           .name = "bad-v3",
            .open = bad_open,
            .load_model = bad_load,
            .train = bad_train,
            .predict = bad_predict,
-           .close = bad_close},
+           .close = bad_close,
+           .version = "3.0"},
     .later = bad_later,
 };
 #endif
 
 static const struct eeb_sut_ops bad_ops = {
 #ifdef BAD_VERSION
-    .abi_version = 2,
+    .abi_version = 3,
 #else
     .abi_version = EEB_SUT_ABI_VERSION,
 #endif
@@ -104,10 +105,10 @@ const struct eeb_sut_ops *eeb_sut_entry(void)
 {
     return bad_ops.name ? NULL : &bad_ops;
 }
-#elif defined(BAD_V2)
+#elif defined(BAD_V3)
 const struct eeb_sut_ops *eeb_sut_entry(void)
 {
-    return bad_ops.name ? &bad_v2.v1 : &bad_ops;
+    return bad_ops.name ? &bad_v3.v2 : &bad_ops;
 }
 #else
 const struct eeb_sut_ops *eeb_sut_entry(void)

@@ -5,7 +5,11 @@ until the call MODE breaks, then does what MODE says.  PIDFILE, if given,
 gets its process id first, so a test can see that eeb killed and reaped it.
 
   ok         a well-behaved stub (config "refuse": open refuses); its
-             counters' detail names the setup's xclbin and its size
+             counters' detail names the setup's xclbin and its size; its
+             open reply ends after the optional calls (no version)
+  versioned  the stub with a version, "0.9-" ESC "rc1", in its open reply
+  longversion  open: a reply whose version is 256 bytes (255 at most)
+  cutversion   open: a reply whose version says 9 bytes and has 4
   exit3      train: closes its stdin having read the request's header
              alone, and exits 3
   segv       train: reads the request, then dies of SIGSEGV
@@ -77,6 +81,10 @@ class Stub(object):
 
     def close(self):
         pass
+
+
+class VersionedStub(Stub):
+    version = "0.9-\x1brc1"
 
 
 class RemoteStub(Stub):
@@ -156,7 +164,8 @@ def main():
         time.sleep(1)
     if mode == "remote":
         hide(sys.argv[3])
-    server = eeb_sut._Server(RemoteStub() if mode == "remote" else Stub())
+    server = eeb_sut._Server(RemoteStub() if mode == "remote" else
+                             VersionedStub() if mode == "versioned" else Stub())
     try:
         return serve(mode, server, stdin, out)
     finally:
@@ -199,6 +208,14 @@ def serve(mode, server, stdin, out):
                   magic=b"EEBX" if mode == "magic" else eeb_sut.MAGIC,
                   version=2 if mode == "version" else eeb_sut.VERSION,
                   length=0xFFFFFFFF if mode == "oversized" else None)
+            continue
+        if call == eeb_sut.OPEN and mode in ("longversion", "cutversion"):
+            body = struct.pack("<I", 0) + server.open(eeb_sut._Reader(payload))
+            if mode == "longversion":
+                body += eeb_sut._string("v" * 256)
+            else:
+                body += struct.pack("<I", 9) + b"1.2."
+            reply(out, call, ident, body)
             continue
         if call == eeb_sut.PREDICT and (mode in ("short", "badclass", "manyboxes") or
                                         (mode == "lateshort" and trained)):

@@ -120,6 +120,7 @@ static void python_learns(enum eeb_task task)
     struct prog p = start(PY_EXAMPLE, &setup, DEADLINE);
     char err[1024], model[300];
     cr_assert_str_eq(p.ops->name, "nearest-mean-py");
+    cr_assert_str_eq(p.ops->version, "1.1", "the object's version, in open's reply");
     cr_assert_not_null(p.ops->counters);
     cr_assert_not_null(p.ops->save_model);
     cr_assert_null(p.ops->end_training, "the example has no end_training");
@@ -202,6 +203,7 @@ static void served_as_in_process(enum eeb_task task)
     snprintf(path[1], sizeof path[1], "%s/served.model", dir);
 
     cr_assert_str_eq(p.ops->name, lib_ops->name);
+    cr_assert_str_eq(p.ops->version, lib_ops->version, "the table's version, in open's reply");
     cr_assert_eq(eeb_sut_ops_check(p.ops, SERVE, err, sizeof err), EEB_OK, "%s", err);
     cr_assert_eq(!p.ops->end_training, !lib_ops->end_training);
     cr_assert_eq(!p.ops->counters, !lib_ops->counters);
@@ -300,6 +302,7 @@ Test(sut_exec, the_table_passes_the_check_and_refuses_a_second_open)
     char err[1024] = "";
     cr_assert_eq(eeb_sut_ops_check(p.ops, "exec", err, sizeof err), EEB_OK, "%s", err);
     cr_assert_str_eq(p.ops->name, "stub");
+    cr_assert_null(p.ops->version, "an open reply without a version: none");
     void *again = (void *)1;
     cr_assert_neq(p.ops->open(&setup, &again, err, sizeof err), 0);
     cr_assert_null(again);
@@ -311,6 +314,36 @@ Test(sut_exec, the_table_passes_the_check_and_refuses_a_second_open)
     p.ops->counters(p.h, &c);
     cr_assert_str_eq(c.detail, "stub");
     p.ops->close(p.h);
+    cr_assert_eq(children(), 0);
+}
+
+/* open's reply may end with the SUT's version (a control shown as '?'),
+ * or after the optional calls (none); a version over 255 bytes, or cut
+ * short, is a protocol error naming the reply's shape. */
+Test(sut_exec, an_open_reply_is_taken_with_or_without_the_version)
+{
+    struct eeb_shard_info info = {
+        .task = EEB_TASK_CLS, .h = 8, .w = 8, .c = 3, .frames = 1, .classes = 4};
+    struct eeb_sut_setup setup = sut_test_setup(&info, 1, "");
+    struct prog p = start(FAULT " versioned", &setup, DEADLINE);
+    char err[1024] = "";
+    cr_assert_eq(eeb_sut_ops_check(p.ops, "exec", err, sizeof err), EEB_OK, "%s", err);
+    cr_assert_str_eq(p.ops->name, "stub");
+    cr_assert_str_eq(EEB_SUT_SLOT(p.ops, version), "0.9-?rc1");
+    cr_assert_not_null(p.ops->counters, "the optional calls still read before it");
+    p.ops->close(p.h);
+    p = start(FAULT " ok", &setup, DEADLINE);
+    cr_assert_null(EEB_SUT_SLOT(p.ops, version));
+    p.ops->close(p.h);
+    /* to an eeb of ABI version 1, which takes no version, the client sends none */
+    struct eeb_sut_setup older = setup;
+    older.abi_version = 1;
+    p = start(FAULT " versioned", &older, DEADLINE);
+    cr_assert_null(EEB_SUT_SLOT(p.ops, version), "sent to an eeb of version 1");
+    p.ops->close(p.h);
+    start_fails(FAULT " longversion", &setup, EEB_EFORMAT,
+                "open: protocol error: a reply of 272 bytes after its status, a name of 4");
+    start_fails(FAULT " cutversion", &setup, EEB_EFORMAT, "then optionally a version of 0..255");
     cr_assert_eq(children(), 0);
 }
 

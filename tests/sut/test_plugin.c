@@ -77,29 +77,66 @@ Test(sut_plugin, an_entry_point_that_returns_null_is_refused)
 Test(sut_plugin, a_library_of_another_abi_version_is_refused_naming_both)
 {
     refused(EEB_SUT_BAD "version.so", EEB_EVERSION,
-            "built against SUT ABI version 2, newer than this eeb, which drives versions 1 to 1");
+            "built against SUT ABI version 3, newer than this eeb, which drives versions 1 to 2");
 }
 
-/* A SUT built against a later header (tests/sut/bad_sut.c, BAD_V2: a
- * version-2 table, one slot appended) is refused, naming both versions,
- * before any of its calls is made; a version-1 table, compiled as teams
+/* A SUT built against a later header (tests/sut/bad_sut.c, BAD_V3: a
+ * version-3 table, one slot appended) is refused, naming both versions,
+ * before any of its calls is made; a version-2 table, compiled as teams
  * compile theirs, is taken with every slot it has. */
-Test(sut_plugin, a_table_of_a_later_header_is_refused_and_a_version_1_one_taken)
+Test(sut_plugin, a_table_of_a_later_header_is_refused_and_a_version_2_one_taken)
 {
-    refused(EEB_SUT_BAD "v2.so", EEB_EVERSION,
-            "built against SUT ABI version 2, newer than this eeb, which drives versions 1 to 1");
+    refused(EEB_SUT_BAD "v3.so", EEB_EVERSION,
+            "built against SUT ABI version 3, newer than this eeb, which drives versions 1 to 2");
     void *lib;
     const struct eeb_sut_ops *ops = load_example(&lib);
-    cr_expect_eq(ops->abi_version, 1);
+    cr_expect_eq(ops->abi_version, 2);
     cr_expect(eeb_sut_ops_has(ops, offsetof(struct eeb_sut_ops, save_model)));
+    cr_expect(eeb_sut_ops_has(ops, offsetof(struct eeb_sut_ops, version)));
     cr_expect_eq(EEB_SUT_SLOT(ops, save_model), ops->save_model);
     cr_expect_not_null(EEB_SUT_SLOT(ops, save_model));
+    cr_expect_str_eq(EEB_SUT_SLOT(ops, version), "1.1");
     /* a table past any version this eeb knows has no slot at all */
     struct eeb_sut_ops t = *ops;
     t.abi_version = EEB_SUT_ABI_VERSION + 1;
     cr_expect_not(eeb_sut_ops_has(&t, offsetof(struct eeb_sut_ops, open)));
     cr_expect_null(EEB_SUT_SLOT(&t, save_model));
+    /* version 1's table ends before version 2's slot: absent, whatever is there */
+    t = *ops, t.abi_version = 1;
+    cr_expect(eeb_sut_ops_has(&t, offsetof(struct eeb_sut_ops, save_model)));
+    cr_expect_not(eeb_sut_ops_has(&t, offsetof(struct eeb_sut_ops, version)));
+    cr_expect_null(EEB_SUT_SLOT(&t, version));
     eeb_sut_plugin_unload(lib);
+}
+
+/* A version-1 SUT built against this (version-2) header
+ * (tests/sut/old_sut.c): loaded, every version-1 slot taken, its version
+ * slot absent.  libold_set.so holds text in the slot (read, it would be
+ * seen); libold_edge.so's table ends where version 1's does, the page
+ * after it unreadable (read, eeb would die). */
+Test(sut_plugin, a_version_1_table_built_against_this_header_is_read_to_its_end_only)
+{
+    static const char *const libs[] = {EEB_SUT_OLD "set.so", EEB_SUT_OLD "edge.so"};
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+        const struct eeb_sut_ops *ops;
+        void *lib;
+        char err[512] = "";
+        cr_assert_eq(eeb_sut_plugin_load(libs[i], &ops, &lib, err, sizeof err), EEB_OK, "%s", err);
+        cr_expect_eq(ops->abi_version, 1, "%s", libs[i]);
+        cr_expect_str_eq(ops->name, "nearest-mean-v1");
+        cr_expect_not_null(EEB_SUT_SLOT(ops, counters));
+        cr_expect_not_null(EEB_SUT_SLOT(ops, save_model));
+        cr_expect_null(EEB_SUT_SLOT(ops, end_training));
+        cr_expect_null(EEB_SUT_SLOT(ops, version), "%s", libs[i]);
+        /* eeb sut serve's whole table: every version-1 slot, no version */
+        struct eeb_sut_ops whole;
+        eeb_sut_ops_whole(ops, &whole);
+        cr_expect_eq(whole.abi_version, EEB_SUT_ABI_VERSION);
+        cr_expect_eq(whole.save_model, ops->save_model);
+        cr_expect_eq(whole.counters, ops->counters);
+        cr_expect_null(whole.version, "%s", libs[i]);
+        eeb_sut_plugin_unload(lib);
+    }
 }
 
 Test(sut_plugin, a_library_without_predict_is_refused_naming_the_slot)

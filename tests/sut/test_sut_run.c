@@ -135,13 +135,15 @@ static void a_whole_run(enum eeb_task task, const char *name, const char *backen
 
 /* A cls run on backend (in eeb's process if in_process), with its page:
  * the stored configuration names the system as it names itself (name),
- * how it was reached (kind) and where it ran (hosting), eeb check says so
- * in a line (shown: its words in brackets), and the page's title names it. */
+ * its own version (version; NULL: none, left out), how it was reached
+ * (kind) and where it ran (hosting), eeb check says so in a line (shown:
+ * its words in brackets) and in its JSON, and the page's title names it. */
 static void the_system_is_recorded(const char *backend, int in_process, const char *name,
-                                   const char *kind, const char *hosting, const char *shown)
+                                   const char *version, const char *kind, const char *hosting,
+                                   const char *shown)
 {
     inputs(EEB_TASK_CLS);
-    char page[300], want[300], *text;
+    char page[300], want[600], *text;
     snprintf(page, sizeof page, "%s/run.html", test_tmpdir());
     struct test_run r =
         run("cls", backend,
@@ -152,6 +154,13 @@ static void the_system_is_recorded(const char *backend, int in_process, const ch
     cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.name') FROM runs", &text),
                  0);
     cr_expect_str_eq(text, name);
+    free(text);
+    cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.version') FROM runs", &text),
+                 0);
+    if (version)
+        cr_expect_str_eq(text, version);
+    else
+        cr_expect_null(text, "a version recorded: %s", text);
     free(text);
     cr_assert_eq(test_sql_text(db, "SELECT json_extract(config, '$.sut.kind') FROM runs", &text),
                  0);
@@ -167,32 +176,76 @@ static void the_system_is_recorded(const char *backend, int in_process, const ch
     free(text);
     r = test_eeb((const char *[]){"check", db, NULL});
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
-    snprintf(want, sizeof want, "  system   %s (%s), nearest-mean", name, shown);
+    snprintf(want, sizeof want, "  system   %s%s%s (%s), nearest-mean", name, version ? " " : "",
+             version ? version : "", shown);
+    cr_expect(strstr(r.out, want), "no '%s' in: %s", want, r.out);
+    test_run_free(&r);
+    r = test_eeb((const char *[]){"check", "--json", db, NULL});
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    snprintf(want, sizeof want, "\"version\": \"%s\"", version ? version : "");
     cr_expect(strstr(r.out, want), "no '%s' in: %s", want, r.out);
     test_run_free(&r);
     text = test_read_file(page, NULL);
     cr_assert_not_null(text);
-    snprintf(want, sizeof want, ": cls on %s (%s)</h1>", name, kind);
+    if (version)
+        snprintf(want, sizeof want, ": cls on %s <span class=\"version\">%s</span> (%s)</h1>", name,
+                 version, kind);
+    else
+        snprintf(want, sizeof want, ": cls on %s (%s)</h1>", name, kind);
     cr_expect(strstr(text, want), "the page's title: no '%s'", want);
     free(text);
     no_leftovers();
 }
 
-Test(sut_run, a_teams_library_is_recorded_by_its_name_and_kind)
+Test(sut_run, a_teams_library_is_recorded_by_its_name_version_and_kind)
 {
-    the_system_is_recorded(EEB_SUT_EXAMPLE, 0, "nearest-mean", "library", "process",
+    the_system_is_recorded(EEB_SUT_EXAMPLE, 0, "nearest-mean", "1.1", "library", "process",
                            "library, in its own process");
 }
 
 Test(sut_run, a_teams_library_in_process_is_recorded_so)
 {
-    the_system_is_recorded(EEB_SUT_EXAMPLE, 1, "nearest-mean", "library", "in-process",
+    the_system_is_recorded(EEB_SUT_EXAMPLE, 1, "nearest-mean", "1.1", "library", "in-process",
                            "library, in eeb's process");
 }
 
-Test(sut_run, a_teams_program_is_recorded_by_the_name_it_answers_open_with)
+Test(sut_run, a_teams_program_is_recorded_by_the_name_and_version_it_answers_open_with)
 {
-    the_system_is_recorded(SERVED_SUT, 0, "nearest-mean", "exec", "process", "exec");
+    the_system_is_recorded(SERVED_SUT, 0, "nearest-mean", "1.1", "exec", "process", "exec");
+}
+
+Test(sut_run, a_python_program_is_recorded_by_its_objects_name_and_version)
+{
+    the_system_is_recorded(PYTHON_SUT, 0, "nearest-mean-py", "1.1", "exec", "process", "exec");
+}
+
+/* A version-1 SUT built against this version's header (tests/sut/old_sut.c)
+ * runs, hosted and in eeb's process, and no version is recorded: version 1
+ * has no such slot.  libold_set.so holds text there (recorded if eeb read
+ * it); libold_edge.so's table ends where version 1's does, an unreadable
+ * page after it (eeb, or its host, would die reading it). */
+Test(sut_run, a_version_1_library_runs_hosted_with_no_version_recorded)
+{
+    the_system_is_recorded(EEB_SUT_OLD "set.so", 0, "nearest-mean-v1", NULL, "library", "process",
+                           "library, in its own process");
+    the_system_is_recorded(EEB_SUT_OLD "edge.so", 0, "nearest-mean-v1", NULL, "library", "process",
+                           "library, in its own process");
+}
+
+/* eeb_sut_serve, the stand-alone server (sut/examples/eeb_sut_serve.c),
+ * serves it too, its open reply without a version. */
+Test(sut_run, a_version_1_library_served_by_eeb_sut_serve_has_no_version_recorded)
+{
+    the_system_is_recorded("exec:" EEB_SUT_SERVE " " EEB_SUT_OLD "edge.so", 0, "nearest-mean-v1",
+                           NULL, "exec", "process", "exec");
+}
+
+Test(sut_run, a_version_1_library_runs_in_process_with_no_version_recorded)
+{
+    the_system_is_recorded(EEB_SUT_OLD "set.so", 1, "nearest-mean-v1", NULL, "library",
+                           "in-process", "library, in eeb's process");
+    the_system_is_recorded(EEB_SUT_OLD "edge.so", 1, "nearest-mean-v1", NULL, "library",
+                           "in-process", "library, in eeb's process");
 }
 
 Test(sut_run, classification_through_a_teams_library)
