@@ -231,6 +231,9 @@ static void worker_free(struct worker *w)
 struct control {
     struct watch wt;
     double pmax_seen; /* the first live mean above P_max, or 0 */
+    double joules0;   /* the sampler's energy at the fine-tune's begin: the
+                       * ranging pass, the deploy and the audit before it are
+                       * not the fine-tune's */
     long reported_step;
     int64_t train_every, next_train, next_show, show_every;
 };
@@ -262,7 +265,7 @@ static enum ending tick(struct run *r, struct worker *w, struct control *k, int6
                                  .watts = l.watts,
                                  .reading_age_s = l.last_ns ? (double)(now - l.last_ns) / 1e9 : NAN,
                                  .p_max_w = c->p_max_w,
-                                 .joules = l.joules,
+                                 .joules = l.joules - k->joules0,
                                  .loss = w->last_loss,
                                  .over_pmax = k->pmax_seen > 0};
     if (r->modeled_clock) { /* the device's figures, not the host's */
@@ -327,7 +330,10 @@ int run_finetune(struct run *r, char *err, size_t errlen)
         return eeb_errf(err, errlen, EEB_ENOMEM, "cannot start the fine-tuning thread");
     }
     double every = r->hooks && r->hooks->progress_every_s > 0 ? r->hooks->progress_every_s : 0.25;
+    struct eeb_sampler_live at_begin;
+    eeb_sampler_live(r->sampler, &at_begin);
     struct control k = {.pmax_seen = modeled_over,
+                        .joules0 = at_begin.joules,
                         .reported_step = -1,
                         .next_show = r->ft_begin,
                         .show_every = (int64_t)(every * 1e9)};

@@ -23,21 +23,26 @@ static double positive_at(json_t *o, const char *a, const char *b)
     return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : NAN;
 }
 
-/* A run of a round takes the seed the server hands it (the answer's
- * round.seed) for its shuffling and stochastic rounding: the run's own
- * from here, before its record is created, so that the record says the
- * seed it used.  Without one, the run keeps its own (--seed). */
+/* An official run takes the seed the server hands it (the answer's seed;
+ * a server before it handed every run one: round.seed, in a round) for
+ * its shuffling, its stochastic rounding and the training audit's slice:
+ * the run's own from here, before its record is created, so that the
+ * record says the seed it used.  Without one, the run keeps its own
+ * (--seed). */
 static int take_seed(struct run *r, json_t *reply, char *err, size_t errlen)
 {
-    json_t *seed = json_object_get(json_object_get(reply, "round"), "seed");
+    json_t *seed = json_object_get(reply, "seed");
+    const char *field = "seed";
+    if (!seed)
+        seed = json_object_get(json_object_get(reply, "round"), "seed"), field = "round.seed";
     if (!seed)
         return EEB_OK;
     json_int_t v = json_integer_value(seed);
     if (!json_is_integer(seed) || v < 1 || v > 1000000000000000000LL) /* as --seed takes */
         return eeb_errf(err, errlen, EEB_EFORMAT,
-                        "%s: the registration's answer has a round.seed that is not a whole "
-                        "number from 1 to 1e18",
-                        r->c->server);
+                        "%s: the registration's answer has a %s that is not a whole number from "
+                        "1 to 1e18",
+                        r->c->server, field);
     r->cfg.seed = (double)v;
     return EEB_OK;
 }

@@ -234,6 +234,8 @@ static char *server_config(const struct eeb_server *s, const struct declared *d,
     const double weights[4] = {w->u, w->t, w->p, w->s};
     json_t *o =
         json_pack("{s:{s:s, s:b}}", "server", "team", k->team_name, "official", d->official);
+    if (o && seed > 0) /* handed to the run (eeb_srv_store_run_seeds) */
+        json_object_set_new(json_object_get(o, "server"), "seed", json_integer(seed));
     if (o && round) /* the entry it is a run of, and the seed it was handed */
         json_object_set_new(json_object_get(o, "server"), "round",
                             json_pack("{s:s, s:s, s:s, s:I}", "name", round->name, "entry",
@@ -504,14 +506,16 @@ static int take_round(struct eeb_srv_call *k, const struct declared *d, struct e
     }
     *c = (struct eeb_srv_claim){
         .round = id, .rules = round, .entry = d->entry, .division = d->division};
-    if (!found && !rounds)
-        return 0;
+    /* every official run is handed its seed: its shuffling, its rounding
+     * and the training audit's slice are not the team's pick */
     uint32_t seed;
-    if (found && eeb_random_bytes(&seed, sizeof seed, err, sizeof err)) {
+    if (eeb_random_bytes(&seed, sizeof seed, err, sizeof err)) {
         *sent = eeb_srv_call_fail(k, 500, NULL, err);
         return -1;
     }
-    c->seed = found ? (int64_t)(seed >> 1) + 1 : 0; /* 1 to 2^31: any seed eeb run takes */
+    c->seed = (int64_t)(seed >> 1) + 1; /* 1 to 2^31: any seed eeb run takes */
+    if (!found && !rounds)
+        return 0;
     const struct eeb_round_task *rt = &round->task[d->task];
     const struct eeb_srv_base_model *bm = &k->s->model[d->task];
     const char *field = "round";
@@ -592,13 +596,15 @@ static int read_meter(struct eeb_srv_call *k, struct declared *d, struct eeb_srv
     return 0;
 }
 
-/* The registration's answer: the run, its terms, and in a round its
- * place there. */
+/* The registration's answer: the run, its terms, the seed it is handed
+ * (an official run), and in a round its place there. */
 static json_t *registered_json(struct eeb_srv_call *k, const struct eeb_srv_run *r,
                                const struct eeb_round *round, const struct eeb_srv_claim *c)
 {
     json_t *o = eeb_srv_run_json(r);
     add_terms(o, k->s, r);
+    if (o && c && c->seed > 0)
+        json_object_set_new(o, "seed", json_integer(c->seed));
     if (o && c && c->round)
         json_object_set_new(
             o, "round",

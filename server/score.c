@@ -91,7 +91,7 @@ static int gather(struct eeb_srv_call *k, struct eeb_run_facts *f, struct eeb_sr
     int rc = r->official ? eeb_srv_fine_tuned(k->s, r, window, f->fine_tune, sizeof f->fine_tune,
                                               err, errlen)
                          : EEB_OK;
-    if (rc == EEB_OK && r->entry)
+    if (rc == EEB_OK && (r->official || r->entry))
         rc = eeb_srv_store_run_seeds(k->s->store, k->id, &f->seed, &used, err, errlen);
     if (rc || !r->entry || strcmp(r->division, "closed"))
         return rc;

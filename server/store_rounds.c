@@ -282,8 +282,9 @@ int eeb_srv_store_run_seeds(struct eeb_srv_store *s, int64_t id, int64_t *handed
     int rc;
     sqlite3_stmt *st =
         eeb_srv_statement(s,
-                          "SELECT (SELECT config ->> '$.server.round.seed' FROM runs WHERE "
-                          "id = ?1), (SELECT payload ->> '$." EEB_EVENT_KEY_SEED "' FROM "
+                          "SELECT (SELECT coalesce(config ->> '$.server.seed', config ->> "
+                          "'$.server.round.seed') FROM runs WHERE id = ?1), (SELECT payload ->> "
+                          "'$." EEB_EVENT_KEY_SEED "' FROM "
                           "events WHERE run_id = ?1 AND kind = '" EEB_EVENT_FINETUNE_BEGIN
                           "' ORDER BY t_mono_ns DESC, rowid DESC LIMIT 1)",
                           &db, &rc, err, errlen);

@@ -11,6 +11,7 @@
 #include "tests/testlib.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,32 @@ Test(ptd_quality, a_meter_without_uncertainty_stores_none, .timeout = 60)
     cr_expect_eq(test_sql_int(db, "SELECT count(*) FROM events WHERE kind = 'power_fault'"), 0);
 }
 
+/* The first live "fine-tune" line of eeb run's output: its seconds into
+ * the fine-tune and its joules (the fields between two spaces: ...
+ * "0.1/30 s", ..., "0.9 J"); 0 if there is none. */
+static int first_finetune_line(const char *out, double *elapsed, double *joules)
+{
+    const char *line = strstr(out, "fine-tune  epoch");
+    if (!line)
+        return 0;
+    const char *end = strchr(line, '\n');
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s", end ? (int)(end - line) : (int)strlen(line), line);
+    *elapsed = *joules = NAN;
+    for (char *f = buf, *next; f; f = next) {
+        next = strstr(f, "  ");
+        if (next)
+            *next = '\0', next += 2;
+        double v;
+        char unit[8];
+        if (sscanf(f, "%lf/%*f %7s", &v, unit) == 2 && strcmp(unit, "s") == 0)
+            *elapsed = v;
+        else if (sscanf(f, "%lf %7s", &v, unit) == 2 && strcmp(unit, "J") == 0)
+            *joules = v;
+    }
+    return !isnan(*elapsed) && !isnan(*joules);
+}
+
 /* The organizer's meter ranged at idle (4 W at open) while the team's
  * training drew 9 W: with a ranging pass on the workload, the analyzer is
  * autoranged while the SUT trains on the fine-tune set, fixed to what the
@@ -156,9 +183,17 @@ Test(ptd_quality, a_run_ranges_the_meter_on_its_own_workload, .timeout = 90)
     struct test_run r = test_eeb((const char *[]){
         "run",     "--task",  "cls",  "--finetune",  in.ft,      "--test", in.test,
         "--model", in.model,  "--db", in.db,         "--epochs", "30",     "--rate",
-        "20",      "--power", uri,    "--ranging-s", "0.5",      "-q",     NULL});
+        "20",      "--power", uri,    "--ranging-s", "0.5",      NULL});
     int status = r.status;
     cr_log_info("eeb run: %d\n%s%s", status, r.out, r.err);
+    /* the live line counts the fine-tune's joules alone: not the ranging
+     * pass's 0.5 s at 9 W before it */
+    double elapsed, joules;
+    cr_assert(first_finetune_line(r.out, &elapsed, &joules) ||
+                  first_finetune_line(r.err, &elapsed, &joules),
+              "no fine-tune line in %s%s", r.out, r.err);
+    cr_expect_leq(joules, 9 * elapsed + 1.5, "%.1f J at %.1f s into the fine-tune", joules,
+                  elapsed);
     test_run_free(&r);
     char *log = meter_emu_log(emu);
     meter_emu_stop(emu);

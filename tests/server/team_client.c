@@ -31,8 +31,10 @@ long team_register(struct team_run *t, int port, const char *token, const char *
     struct reply r = request(port, "POST", "/api/v1/runs", body, strlen(body), token);
     json_t *o = json_loads(r.body ? r.body : "", 0, NULL);
     cr_assert(o, "register: %ld %s", r.code, r.body);
-    if (r.code == 201)
+    if (r.code == 201) {
         t->id = json_integer_value(json_object_get(o, "run_id"));
+        t->handed_seed = json_integer_value(json_object_get(o, "seed"));
+    }
     if (answer)
         *answer = o;
     else
@@ -151,6 +153,8 @@ void team_begin(struct team_run *t, long long seed)
     cr_assert_eq(r.code, 200, "begin: %s", r.body);
     free(r.body);
     char payload[96];
+    if (seed == 0)
+        seed = t->handed_seed;
     if (seed > 0)
         snprintf(payload, sizeof payload, "{\"seed\": %lld}", seed);
     send_all(t, team_event(t, EEB_EVENT_FINETUNE_BEGIN, seed > 0 ? payload : NULL), NULL);

@@ -22,9 +22,10 @@ struct team_run {
     int64_t seq;
     char head[EEB_SHA256_HEX];
     char uuid[37];
-    const char *source; /* the meter's URI its samples name */
-    double watts;       /* what they read */
-    const char *ended;  /* why its complete event says fine-tuning ended ("done") */
+    const char *source;    /* the meter's URI its samples name */
+    double watts;          /* what they read */
+    const char *ended;     /* why its complete event says fine-tuning ended ("done") */
+    long long handed_seed; /* the seed the server handed it (an official run), or 0 */
     int64_t last_sample_ns;
 };
 
@@ -53,11 +54,12 @@ json_t *team_event(struct team_run *t, const char *kind, const char *payload);
 json_t *team_samples(struct team_run *t);
 
 /* The start of a fine-tune, streamed: the origin and a second of the
- * meter, begin asked, finetune_begin (with seed, if > 0). */
+ * meter, begin asked, finetune_begin with seed (0: the one the server
+ * handed it, if any; -1: none). */
 void team_begin(struct team_run *t, long long seed);
 
 /* An honest fine-tune, streamed as it goes: the origin and a second of
- * the meter, begin asked, finetune_begin (with seed, if > 0), `steps`
+ * the meter, begin asked, finetune_begin (with seed, as team_begin), `steps`
  * train events over about 0.3 s, complete saying complete_step steps (and
  * t->ended),
  * finetune_end, the meter after; then POST complete (asserted 200). */

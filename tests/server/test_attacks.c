@@ -677,6 +677,53 @@ Test(attack, the_servers_facts_are_not_a_teams_to_write, .timeout = 120)
     json_decref(v);
 }
 
+/* ---- the seed ---- */
+
+/* Every official run is handed its seed, in a round or not: the team's
+ * client that trains with a seed of its own pick (one more than it was
+ * handed), or says none, is invalid on the server, naming both; the
+ * honest one passes.  The seed also draws the training audit's slice, so
+ * the team cannot choose which items it is audited on. */
+Test(attack, an_official_run_trains_with_the_seed_it_is_handed, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    arena_start(&a);
+    const struct {
+        long long off; /* from the seed handed; -1: no seed at all */
+        const char *verdict;
+    } cases[] = {{0, "pass"}, {1, "invalid"}, {-1, "invalid"}};
+    long long handed[3];
+    for (int i = 0; i < 3; i++) {
+        struct team_run t;
+        registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
+        handed[i] = t.handed_seed;
+        cr_assert(handed[i] >= 1 && handed[i] <= 2147483648LL, "handed %lld", handed[i]);
+        team_fine_tune(&t, 3, 3, cases[i].off < 0 ? -1 : handed[i] + cases[i].off);
+        char(*ids)[256];
+        int n = team_test_inputs(&t, &ids, NULL, NULL);
+        json_t *v = predict_and_score(&t, ids, n, 0);
+        const char *why = json_string_value(json_object_get(v, "why"));
+        cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), cases[i].verdict, "%s",
+                         why ? why : "");
+        char want[200] = "";
+        if (cases[i].off < 0)
+            snprintf(want, sizeof want,
+                     "the run's finetune_begin says no seed; the server handed it seed %lld",
+                     handed[i]);
+        else if (cases[i].off > 0)
+            snprintf(want, sizeof want,
+                     "the run trained with seed %lld; the server handed it seed %lld",
+                     handed[i] + 1, handed[i]);
+        cr_expect(!want[0] || (why && strstr(why, want)), "wanted \"%s\" in: %s", want,
+                  why ? why : "");
+        json_decref(v);
+        free(ids);
+    }
+    cr_expect(handed[0] != handed[1] || handed[1] != handed[2], "a seed of its own for each run");
+    eeb_server_stop(a.s);
+}
+
 /* ---- what pages and the log show of a team's text ---- */
 
 Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)
