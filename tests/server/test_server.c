@@ -1053,6 +1053,49 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
     eeb_server_stop(s);
 }
 
+/* An official run of a team's SUT reached as backend, for epochs, its
+ * exit status status, in a directory of its own (its database into db,
+ * the server's into sdb) against a server started for it (*s, to stop):
+ * eeb run's JSON. */
+static json_t *team_official_run(const char *backend, const char *epochs, int status, char db[300],
+                                 char sdb[300], struct eeb_server **s)
+{
+    char dir[256], url[64], token[EEB_TOKEN_HEX], model[300];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(db, 300, "%s/official.db", dir);
+    snprintf(sdb, 300, "%s/server.db", dir);
+    snprintf(model, sizeof model, "%s/team.model", dir);
+    test_write_file(model, "nearest-mean 1\n", 15);
+    struct inputs in = make_inputs(dir);
+    *s = official_server(sdb, &in, 0, 200, 400, url, token);
+    return test_eeb_json((const char *[]){"run",
+                                          "--task",
+                                          "cls",
+                                          "--finetune",
+                                          in.ft,
+                                          "--model",
+                                          model,
+                                          "--backend",
+                                          backend,
+                                          "--util",
+                                          EEB_TEST_DATA "/util/zcu102_placed.rpt",
+                                          "--power",
+                                          flat_trace(dir, 4),
+                                          "--rate",
+                                          "20", /* a loaded machine's stalls are no gaps */
+                                          "--epochs",
+                                          epochs,
+                                          "--db",
+                                          db,
+                                          "--server",
+                                          url,
+                                          "--token",
+                                          token,
+                                          "--json",
+                                          NULL},
+                         status);
+}
+
 /* Official mode takes a team's SUT as it takes eeb's own backends: the
  * server registers, tests and judges a run of the example, reached as
  * backend.  The run declares the SUT's kind as its backend (its path or
@@ -1061,40 +1104,9 @@ Test(server, an_official_run_is_driven_and_judged_by_the_server, .timeout = 120)
 static void an_official_run_of_a_teams_sut(const char *backend, const char *declared,
                                            const char *kind, const char *epochs, const char *system)
 {
-    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(db, sizeof db, "%s/official.db", dir);
-    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    snprintf(model, sizeof model, "%s/nm.model", dir);
-    test_write_file(model, "nearest-mean 1\n", 15);
-    struct inputs in = make_inputs(dir);
-    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
-    json_t *v = test_eeb_json((const char *[]){"run",
-                                               "--task",
-                                               "cls",
-                                               "--finetune",
-                                               in.ft,
-                                               "--model",
-                                               model,
-                                               "--backend",
-                                               backend,
-                                               "--util",
-                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
-                                               "--power",
-                                               flat_trace(dir, 4),
-                                               "--rate",
-                                               "20", /* a loaded machine's stalls are no gaps */
-                                               "--epochs",
-                                               epochs,
-                                               "--db",
-                                               db,
-                                               "--server",
-                                               url,
-                                               "--token",
-                                               token,
-                                               "--json",
-                                               NULL},
-                              0);
+    char db[300], sdb[300];
+    struct eeb_server *s;
+    json_t *v = team_official_run(backend, epochs, 0, db, sdb, &s);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "pass");
     cr_expect_eq(json_integer_value(json_object_get(json_object_get(v, "server"), "run_id")), 1);
     json_decref(v);
@@ -1144,40 +1156,9 @@ Test(server, an_official_run_of_a_teams_library_is_judged_by_the_server, .timeou
  * taken back) agree. */
 static void an_official_run_the_audit_finds_invalid(const char *library, const char *want)
 {
-    char dir[256], db[300], sdb[300], url[64], token[EEB_TOKEN_HEX], model[300];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(db, sizeof db, "%s/official.db", dir);
-    snprintf(sdb, sizeof sdb, "%s/server.db", dir);
-    snprintf(model, sizeof model, "%s/team.model", dir);
-    test_write_file(model, "a team's model\n", 15);
-    struct inputs in = make_inputs(dir);
-    struct eeb_server *s = official_server(sdb, &in, 0, 200, 400, url, token);
-    json_t *v = test_eeb_json((const char *[]){"run",
-                                               "--task",
-                                               "cls",
-                                               "--finetune",
-                                               in.ft,
-                                               "--model",
-                                               model,
-                                               "--backend",
-                                               library,
-                                               "--util",
-                                               EEB_TEST_DATA "/util/zcu102_placed.rpt",
-                                               "--power",
-                                               flat_trace(dir, 4),
-                                               "--rate",
-                                               "20",
-                                               "--epochs",
-                                               "1000",
-                                               "--db",
-                                               db,
-                                               "--server",
-                                               url,
-                                               "--token",
-                                               token,
-                                               "--json",
-                                               NULL},
-                              4);
+    char db[300], sdb[300];
+    struct eeb_server *s;
+    json_t *v = team_official_run(library, "1000", 4, db, sdb, &s);
     cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
     const char *why = json_string_value(json_object_get(v, "why"));
     cr_expect(why && strstr(why, want), "%s", why ? why : "no why");
