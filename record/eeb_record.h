@@ -88,10 +88,11 @@ struct eeb_run_facts {
     double predict_within_s;        /* the deadline after the serving */
     double m_s;                     /* the labels' count (NAN: none, m_s_why says why) */
     char m_s_why[256];
-    int64_t seed;    /* handed out (-1: none) */
-    char round[65];  /* and the round whose division allows (64 at most) */
-    int epochs_max;  /* epochs at most (0: any) */
-    char meter[256]; /* why its meter (director mode) has no window, or "" */
+    int64_t seed;       /* handed out (-1: none) */
+    char round[65];     /* and the round whose division allows (64 at most) */
+    int epochs_max;     /* epochs at most (0: any) */
+    char meter[256];    /* why its meter (director mode) has no window, or "" */
+    int audit_required; /* its record must hold the training audit (an official run) */
 };
 
 /* The facts as an evaluator event's payload (free it; NULL: out of memory). */

@@ -19,15 +19,16 @@ static json_t *time_json(int64_t ns)
 
 char *eeb_run_facts_json(const struct eeb_run_facts *f)
 {
-    json_t *o = json_pack(
-        "{s:b, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:s, s:i, s:s}", EEB_FACT_OFFICIAL,
-        f->official, EEB_FACT_REGISTERED, time_json(f->registered), EEB_FACT_COMPLETED,
-        time_json(f->completed), EEB_FACT_FINE_TUNE, f->fine_tune, EEB_FACT_TEST_SERVED,
-        time_json(f->test_served), EEB_FACT_PREDICTED, time_json(f->predicted),
-        EEB_FACT_PREDICT_WITHIN, eeb_json_number(f->predict_within_s), EEB_FACT_M_S,
-        eeb_json_number(f->m_s), EEB_FACT_M_S_WHY, f->m_s_why, EEB_FACT_SEED,
-        f->seed >= 0 ? json_integer(f->seed) : json_null(), EEB_FACT_ROUND, f->round,
-        EEB_FACT_EPOCHS_MAX, f->epochs_max, EEB_FACT_METER, f->meter);
+    json_t *o = json_pack("{s:b, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:s, s:i, s:s, s:b}",
+                          EEB_FACT_OFFICIAL, f->official, EEB_FACT_REGISTERED,
+                          time_json(f->registered), EEB_FACT_COMPLETED, time_json(f->completed),
+                          EEB_FACT_FINE_TUNE, f->fine_tune, EEB_FACT_TEST_SERVED,
+                          time_json(f->test_served), EEB_FACT_PREDICTED, time_json(f->predicted),
+                          EEB_FACT_PREDICT_WITHIN, eeb_json_number(f->predict_within_s),
+                          EEB_FACT_M_S, eeb_json_number(f->m_s), EEB_FACT_M_S_WHY, f->m_s_why,
+                          EEB_FACT_SEED, f->seed >= 0 ? json_integer(f->seed) : json_null(),
+                          EEB_FACT_ROUND, f->round, EEB_FACT_EPOCHS_MAX, f->epochs_max,
+                          EEB_FACT_METER, f->meter, EEB_FACT_AUDIT_REQUIRED, f->audit_required);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return text;
@@ -57,6 +58,7 @@ void eeb_run_facts_read(const json_t *o, struct eeb_run_facts *f)
     f->m_s = number(o, EEB_FACT_M_S);
     f->seed = integer(o, EEB_FACT_SEED, -1);
     f->epochs_max = (int)integer(o, EEB_FACT_EPOCHS_MAX, 0);
+    f->audit_required = json_is_true(json_object_get(o, EEB_FACT_AUDIT_REQUIRED));
     const struct {
         const char *key;
         char *buf;

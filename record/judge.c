@@ -653,7 +653,16 @@ static void evaluator_rules(const struct record *rec, const struct eeb_run_facts
         why(out, "%s", barred);
     else if (f->m_s_why[0])
         why(out, "%s", f->m_s_why);
-    /* a run of a round trains with the seed it was handed, and says so */
+    /* the server requires the training audit of an official run: one
+     * without it (a team's own client, an eeb before it) is not judged as
+     * a record made before the audit existed */
+    if (f->audit_required && rec->stage >= 2 && !rec->training[0].seen)
+        why(out, "its record has no training audit before the fine-tune; the server requires "
+                 "it of an official run");
+    else if (f->audit_required && rec->stage >= 4 && !rec->training[1].seen)
+        why(out, "its record has no training audit after the fine-tune; the server requires it "
+                 "of an official run");
+    /* a run trains with the seed it was handed, and says so */
     if (f->seed >= 0 && rec->seed >= 0 && rec->seed != f->seed)
         why(out, "the run trained with seed %lld; the server handed it seed %lld",
             (long long)rec->seed, (long long)f->seed);

@@ -177,19 +177,20 @@ int eeb_rundb_run_set_state(struct eeb_rundb *db, int64_t run, enum eeb_run_stat
  * takes it from the record and `eeb check` of the copy gives the server's
  * verdict.  Times are UTC ns on the server's clock (0: not seen); a
  * reason is "" where nothing is wrong. */
-#define EEB_FACT_OFFICIAL       "official"           /* a ranked run, not a rehearsal */
-#define EEB_FACT_REGISTERED     "registered_utc_ns"  /* the run registered */
-#define EEB_FACT_COMPLETED      "completed_utc_ns"   /* it said complete */
-#define EEB_FACT_FINE_TUNE      "fine_tune"          /* why it did not fine-tune as seen */
-#define EEB_FACT_TEST_SERVED    "test_served_utc_ns" /* its test inputs were first served */
-#define EEB_FACT_PREDICTED      "predicted_utc_ns"   /* its predictions last changed */
-#define EEB_FACT_PREDICT_WITHIN "predict_within_s"   /* the deadline after the serving */
-#define EEB_FACT_M_S            "m_s"                /* the labels' count, or null */
-#define EEB_FACT_M_S_WHY        "m_s_why"            /* why there is none */
-#define EEB_FACT_SEED           "seed"               /* the seed handed out, or null */
-#define EEB_FACT_ROUND          "round"              /* the round's name, or "" */
-#define EEB_FACT_EPOCHS_MAX     "epochs_max"         /* its division allows (0: any) */
-#define EEB_FACT_METER          "meter"              /* why its meter has no window */
+#define EEB_FACT_OFFICIAL       "official"                /* a ranked run, not a rehearsal */
+#define EEB_FACT_REGISTERED     "registered_utc_ns"       /* the run registered */
+#define EEB_FACT_COMPLETED      "completed_utc_ns"        /* it said complete */
+#define EEB_FACT_FINE_TUNE      "fine_tune"               /* why it did not fine-tune as seen */
+#define EEB_FACT_TEST_SERVED    "test_served_utc_ns"      /* its test inputs were first served */
+#define EEB_FACT_PREDICTED      "predicted_utc_ns"        /* its predictions last changed */
+#define EEB_FACT_PREDICT_WITHIN "predict_within_s"        /* the deadline after the serving */
+#define EEB_FACT_M_S            "m_s"                     /* the labels' count, or null */
+#define EEB_FACT_M_S_WHY        "m_s_why"                 /* why there is none */
+#define EEB_FACT_SEED           "seed"                    /* the seed handed out, or null */
+#define EEB_FACT_ROUND          "round"                   /* the round's name, or "" */
+#define EEB_FACT_EPOCHS_MAX     "epochs_max"              /* its division allows (0: any) */
+#define EEB_FACT_METER          "meter"                   /* why its meter has no window */
+#define EEB_FACT_AUDIT_REQUIRED "training_audit_required" /* its record must hold the audit */
 /* complete's reason when fine-tuning was stopped at T_max */
 #define EEB_COMPLETE_TMAX "t_max"
 

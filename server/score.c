@@ -86,7 +86,8 @@ static int gather(struct eeb_srv_call *k, struct eeb_run_facts *f, struct eeb_sr
                                 .predicted = r->predicted_utc_ns,
                                 .predict_within_s = k->s->cfg.predict_within_s,
                                 .m_s = NAN,
-                                .seed = -1};
+                                .seed = -1,
+                                .audit_required = r->official};
     int64_t used;
     int rc = r->official ? eeb_srv_fine_tuned(k->s, r, window, f->fine_tune, sizeof f->fine_tune,
                                               err, errlen)

@@ -4,6 +4,7 @@
  */
 #include "tests/server/team_client.h"
 
+#include "record/eeb_record.h"
 #include "rundb/eeb_rundb.h"
 #include "tasks/eeb_shard.h"
 #include "tests/testlib.h"
@@ -145,6 +146,35 @@ static void send_all(struct team_run *t, json_t *a, json_t *b)
     team_stream(t, links);
 }
 
+json_t *team_audit(struct team_run *t, const char *when, long long seed)
+{
+    uint64_t idx[EEB_TRAINING_AUDIT_ITEMS];
+    int n = eeb_run_training_audit_slice((uint64_t)seed, TEAM_AUDIT_SET, idx);
+    json_t *items = json_array(), *answers = json_array();
+    for (int i = 0; i < n; i++) {
+        char d[17];
+        snprintf(d, sizeof d, "%c%015x", when[0], (unsigned)i);
+        json_array_append_new(items, json_integer((json_int_t)idx[i]));
+        json_array_append_new(answers, json_string(d));
+    }
+    json_t *p = json_pack("{s:s, s:I, s:i, s:o, s:o}", EEB_TRAINING_AUDIT_KEY_WHEN, when,
+                          EEB_EVENT_KEY_SEED, (json_int_t)seed, EEB_TRAINING_AUDIT_KEY_SET_ITEMS,
+                          TEAM_AUDIT_SET, EEB_TRAINING_AUDIT_KEY_ITEMS, items,
+                          EEB_TRAINING_AUDIT_KEY_ANSWERS, answers);
+    char *text = json_dumps(p, JSON_COMPACT);
+    json_decref(p);
+    json_t *e = team_event(t, EEB_EVENT_TRAINING_AUDIT, text);
+    free(text);
+    return e;
+}
+
+/* The seed an audit draws with: the one the run trains with, or the
+ * one it was handed. */
+static long long audit_seed(const struct team_run *t)
+{
+    return t->trains_with > 0 ? t->trains_with : t->handed_seed;
+}
+
 void team_begin(struct team_run *t, long long seed)
 {
     json_t *origin = team_origin(t);
@@ -155,6 +185,9 @@ void team_begin(struct team_run *t, long long seed)
     char payload[96];
     if (seed == 0)
         seed = t->handed_seed;
+    t->trains_with = seed;
+    if (t->handed_seed > 0 && !t->no_audit)
+        send_all(t, team_audit(t, EEB_TRAINING_AUDIT_BEFORE, audit_seed(t)), NULL);
     if (seed > 0)
         snprintf(payload, sizeof payload, "{\"seed\": %lld}", seed);
     send_all(t, team_event(t, EEB_EVENT_FINETUNE_BEGIN, seed > 0 ? payload : NULL), NULL);
@@ -175,6 +208,10 @@ void team_fine_tune(struct team_run *t, int steps, long long complete_step, long
              complete_step);
     json_t *complete = team_event(t, EEB_EVENT_COMPLETE, payload);
     send_all(t, complete, team_event(t, EEB_EVENT_FINETUNE_END, NULL));
+    if (t->handed_seed > 0 && !t->no_audit) {
+        json_t *stopped = team_event(t, EEB_EVENT_STOPPED, NULL); /* links in their order */
+        send_all(t, stopped, team_audit(t, EEB_TRAINING_AUDIT_AFTER, audit_seed(t)));
+    }
     usleep(60000);
     send_all(t, team_samples(t), NULL);
     r = team_post(t, "complete", NULL);

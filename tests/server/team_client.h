@@ -26,6 +26,8 @@ struct team_run {
     double watts;          /* what they read */
     const char *ended;     /* why its complete event says fine-tuning ended ("done") */
     long long handed_seed; /* the seed the server handed it (an official run), or 0 */
+    int no_audit;          /* leaves out the training audit eeb run writes */
+    long long trains_with; /* the seed its finetune_begin says (-1: none) */
     int64_t last_sample_ns;
 };
 
@@ -53,8 +55,15 @@ json_t *team_origin(struct team_run *t);
 json_t *team_event(struct team_run *t, const char *kind, const char *payload);
 json_t *team_samples(struct team_run *t);
 
+/* A training_audit event as eeb run writes one (when: "before" or
+ * "after" the fine-tune): the slice seed draws from a set of
+ * TEAM_AUDIT_SET items, its answers other after than before. */
+#define TEAM_AUDIT_SET 64
+json_t *team_audit(struct team_run *t, const char *when, long long seed);
+
 /* The start of a fine-tune, streamed: the origin and a second of the
- * meter, begin asked, finetune_begin with seed (0: the one the server
+ * meter, begin asked, the training audit before it (an official run,
+ * unless no_audit), finetune_begin with seed (0: the one the server
  * handed it, if any; -1: none). */
 void team_begin(struct team_run *t, long long seed);
 
@@ -62,7 +71,8 @@ void team_begin(struct team_run *t, long long seed);
  * the meter, begin asked, finetune_begin (with seed, as team_begin), `steps`
  * train events over about 0.3 s, complete saying complete_step steps (and
  * t->ended),
- * finetune_end, the meter after; then POST complete (asserted 200). */
+ * finetune_end, stopped and the training audit after (as team_begin), the
+ * meter after; then POST complete (asserted 200). */
 void team_fine_tune(struct team_run *t, int steps, long long complete_step, long long seed);
 
 /* The run's test inputs fetched (asserted 200) into ids (n of them, in the

@@ -724,6 +724,32 @@ Test(attack, an_official_run_trains_with_the_seed_it_is_handed, .timeout = 120)
     eeb_server_stop(a.s);
 }
 
+/* The server requires the training audit of an official run: a team's
+ * client that leaves it out (as a record made before eeb audited would)
+ * is invalid on the server, and says why; one that writes it passes
+ * (an_official_run_trains_with_the_seed_it_is_handed). */
+Test(attack, an_official_run_without_the_training_audit_is_invalid, .timeout = 120)
+{
+    struct arena a;
+    arena_make(&a);
+    arena_start(&a);
+    struct team_run t;
+    registers(&t, &a, a.alpha, board_run(&a, 1, ""), 201);
+    t.no_audit = 1;
+    team_fine_tune(&t, 3, 3, 0);
+    char(*ids)[256];
+    int n = team_test_inputs(&t, &ids, NULL, NULL);
+    json_t *v = predict_and_score(&t, ids, n, 0);
+    const char *why = json_string_value(json_object_get(v, "why"));
+    cr_expect_str_eq(json_string_value(json_object_get(v, "verdict")), "invalid");
+    cr_expect(why && strstr(why, "its record has no training audit before the fine-tune; the "
+                                 "server requires it of an official run"),
+              "%s", why ? why : "");
+    json_decref(v);
+    free(ids);
+    eeb_server_stop(a.s);
+}
+
 /* ---- what pages and the log show of a team's text ---- */
 
 Test(attack, controls_and_bidi_characters_are_shown_escaped, .timeout = 60)

@@ -93,7 +93,9 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
     /* the seed it trains with: the one it was handed, unless told otherwise */
     char begin_payload[64];
     snprintf(begin_payload, sizeof begin_payload, "{\"seed\": %lld}", seed + p->seed_off);
-    team_stream(&c, json_pack("[o]", team_event(&c, EEB_EVENT_FINETUNE_BEGIN, begin_payload)));
+    json_t *audit = team_audit(&c, EEB_TRAINING_AUDIT_BEFORE, seed + p->seed_off);
+    team_stream(
+        &c, json_pack("[o, o]", audit, team_event(&c, EEB_EVENT_FINETUNE_BEGIN, begin_payload)));
     for (int e = 0; e < p->epochs; e++) {
         usleep(300000 / (useconds_t)p->epochs);
         json_t *epoch = json_array();
@@ -106,6 +108,8 @@ static json_t *official_run(int port, const char *token, const struct plan *p,
     json_t *end = json_array();
     json_array_append_new(end, team_event(&c, EEB_EVENT_COMPLETE, complete));
     json_array_append_new(end, team_event(&c, EEB_EVENT_FINETUNE_END, NULL));
+    json_array_append_new(end, team_event(&c, EEB_EVENT_STOPPED, NULL));
+    json_array_append_new(end, team_audit(&c, EEB_TRAINING_AUDIT_AFTER, seed + p->seed_off));
     team_stream(&c, end);
     usleep(60000);
     team_stream(&c, json_pack("[o]", team_samples(&c)));
