@@ -162,15 +162,16 @@ static int print_json(const struct args *a, const struct eeb_sut_check_report *r
                                                "outcome", outcome_word(r->items[i].outcome),
                                                "reason", r->items[i].reason));
     int rc = eeb_cli_print_json(
-        cmd, json_pack("{s:s, s:s, s:s, s:o*, s:f, s:s}", "backend", a->o.backend, "name", r->name,
-                       "result", failed(r) ? "fail" : "pass", "items", items, "slowest_s",
-                       r->slowest_s, "slowest_call", r->slowest_call));
+        cmd, json_pack("{s:s, s:s, s:s, s:s, s:o*, s:f, s:s}", "backend", a->o.backend, "name",
+                       r->name, "version", r->version, "result", failed(r) ? "fail" : "pass",
+                       "items", items, "slowest_s", r->slowest_s, "slowest_call", r->slowest_call));
     return rc;
 }
 
 static void print_lines(const struct args *a, const struct eeb_sut_check_report *r)
 {
-    printf("eeb sut check %s (%s)\n", a->o.backend, r->name[0] ? r->name : "name unknown");
+    printf("eeb sut check %s (%s%s%s)\n", a->o.backend, r->name[0] ? r->name : "name unknown",
+           r->version[0] ? " " : "", r->version);
     for (int i = 0; i < EEB_SUT_CHECK_ITEMS; i++)
         printf("  %-4s  %-11s  %s\n", outcome_word(r->items[i].outcome),
                eeb_sut_check_item_name((enum eeb_sut_check_item)i), r->items[i].reason);

@@ -414,6 +414,9 @@ static int item_open(struct check *c)
         return rc;
     }
     const struct eeb_sut_setup *u = &c->setup;
+    struct eeb_sut_identity id;
+    eeb_sut_identify(c->sut, &id);
+    snprintf(c->r->version, sizeof c->r->version, "%s", id.version);
     verdict(c, EEB_SUT_CHECK_OPEN, EEB_SUT_CHECK_PASS,
             "opened for %s items of %d x %dx%dx%d, %d classes, batch_max %d; %s%s",
             eeb_task_name((enum eeb_task)u->task), u->frames, u->height, u->width, u->channels,

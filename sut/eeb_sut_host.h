@@ -220,7 +220,8 @@ struct eeb_sut_check_result {
 };
 
 struct eeb_sut_check_report {
-    char name[256]; /* the SUT's own name, "" if never learnt */
+    char name[256];    /* the SUT's own name, "" if never learnt */
+    char version[256]; /* and its version, "" if it says none (or never opened) */
     struct eeb_sut_check_result items[EEB_SUT_CHECK_ITEMS];
     double slowest_s;      /* the slowest call's wall time */
     char slowest_call[32]; /* and which it was */

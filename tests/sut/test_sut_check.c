@@ -253,6 +253,8 @@ Test(sut_check, cli_passes_the_example_with_8_lines)
     for (const char *p = run.out; (p = strstr(p, "\n  pass  ")); p++)
         lines++;
     cr_expect_eq(lines, 8, "%s", run.out);
+    cr_expect(strstr(run.out, "(nearest-mean 1.1)\n"), "the system's name and version: %s",
+              run.out);
     test_run_free(&run);
 }
 
