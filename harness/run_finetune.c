@@ -311,6 +311,7 @@ int run_finetune(struct run *r, char *err, size_t errlen)
     r->ft_begin = run_event(
         r, EEB_EVENT_FINETUNE_BEGIN,
         json_pack("{s:f, s:I}", "t_max_s", c->t_max_s, EEB_EVENT_KEY_SEED, (json_int_t)c->seed));
+    run_stream_kick(r);
     int64_t deadline = r->modeled_clock ? INT64_MAX : r->ft_begin + (int64_t)(c->t_max_s * 1e9);
     /* the modeled device's power is known before it runs: over P_max, the
      * run hears so at once, and with --abort-on-pmax takes no step */

@@ -141,6 +141,9 @@ int run_cancelled(const struct run *r);
  * link written by then sent).  stop is harmless without a start. */
 int run_stream_start(struct run *r, char *err, size_t errlen);
 int run_stream_stop(struct run *r, char *err, size_t errlen);
+/* The links written so far sent now, not at the next beat: the fine-tune's
+ * begin, which the server times the fine-tune from, waits for no beat. */
+void run_stream_kick(struct run *r);
 /* 1, with why, if the server refused the stream (a 4xx: the team revoked,
  * the run ended there): the fine-tune stops, aborted. */
 int run_stream_refused(struct run *r, char *why, size_t n);

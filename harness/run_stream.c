@@ -2,7 +2,9 @@
  * run_stream.c - an official run's chain streamed to the server as it is
  * written: a thread of its own, on its own database connection and its own
  * HTTP connection, sends every link written since the last it sent, twice
- * a second, from the run's creation to the end of fine-tuning; the server
+ * a second (and at once when the fine-tune begins: the server times the
+ * fine-tune from that link's arrival, so it waits for no beat), from the
+ * run's creation to the end of fine-tuning; the server
  * stamps each with its clock, and judges whether the record came as the
  * run went.  A send that fails is tried again on the next beat: the gap is
  * the server's to judge.
@@ -23,8 +25,8 @@
 struct run_stream {
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* stop was set */
-    int stop;
+    pthread_cond_t wake; /* stop or kick was set */
+    int stop, kick;
     struct eeb_client client;
     struct eeb_rundb *db;
     int64_t server_run, run, next; /* next: the link the server expects */
@@ -69,10 +71,12 @@ static void *stream_main(void *arg)
         until.tv_nsec += BEAT_NS;
         if (until.tv_nsec >= 1000000000L)
             until.tv_sec++, until.tv_nsec -= 1000000000L;
-        while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+        while (!s->stop && !s->kick &&
+               pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
             ;
         if (s->stop)
             break;
+        s->kick = 0;
         pthread_mutex_unlock(&s->lock);
         send_new(s);
         pthread_mutex_lock(&s->lock);
@@ -116,6 +120,19 @@ int run_stream_start(struct run *r, char *err, size_t errlen)
     }
     r->stream = s;
     return EEB_OK;
+}
+
+void run_stream_kick(struct run *r)
+{
+    struct run_stream *s = r->stream;
+    if (!s)
+        return;
+    if (r->sampler) /* the link written, to be read */
+        eeb_sampler_sync(r->sampler);
+    pthread_mutex_lock(&s->lock);
+    s->kick = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
 }
 
 int run_stream_stop(struct run *r, char *err, size_t errlen)

@@ -414,7 +414,7 @@ static int item_open(struct check *c)
         return rc;
     }
     const struct eeb_sut_setup *u = &c->setup;
-    struct eeb_sut_identity id;
+    struct eeb_sut_identity id = {.kind = NULL};
     eeb_sut_identify(c->sut, &id);
     snprintf(c->r->version, sizeof c->r->version, "%s", id.version);
     verdict(c, EEB_SUT_CHECK_OPEN, EEB_SUT_CHECK_PASS,

@@ -271,6 +271,7 @@ const char *eeb_sut_kind_name(enum eeb_sut_kind kind)
 void eeb_sut_identify(struct eeb_sut *s, struct eeb_sut_identity *id)
 {
     struct eeb_sut_counters c;
+    *id = (struct eeb_sut_identity){.kind = NULL};
     const char *name = s->kind == EEB_SUT_BUILTIN ? s->name : s->ops->name;
     snprintf(id->name, sizeof id->name, "%s", name ? name : "");
     /* a slot version 1 lacks: read through EEB_SUT_SLOT, never past an older table */
